@@ -1,0 +1,52 @@
+"""Stage the book's sources in one folder for Jupyter Book.
+
+The book's root is the repository (``_config.yml``, ``_toc.yml``, ``book/``), but the chapters it
+renders are either the executed notebooks (``make book``: ``_build/executed``) or the stripped
+sources (``make test``'s render check, which must not execute anything a second time). This copies
+the configuration, the front matter and the chosen notebooks into DEST, writing a file only when
+its content changed, so that Sphinx's incremental build re-renders only what changed.
+
+Usage: python .ci/stage_book.py NOTEBOOK_DIR DEST
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sync(src: Path, dst: Path) -> None:
+    if dst.exists() and dst.read_bytes() == src.read_bytes():
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+
+
+def main(notebook_dir: str, dest: str) -> None:
+    dest_path = Path(dest)
+    wanted: set[Path] = set()
+    for name in ("_config.yml", "_toc.yml"):
+        sync(ROOT / name, dest_path / name)
+        wanted.add(dest_path / name)
+    for src in (ROOT / "book").rglob("*"):
+        if src.is_file():
+            dst = dest_path / "book" / src.relative_to(ROOT / "book")
+            sync(src, dst)
+            wanted.add(dst)
+    for src in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        chosen = Path(notebook_dir) / src.name
+        if not chosen.exists():
+            raise SystemExit(f"stage_book: {chosen} is missing (execute the chapter first)")
+        dst = dest_path / "notebooks" / src.name
+        sync(chosen, dst)
+        wanted.add(dst)
+    for stale in dest_path.rglob("*"):
+        if stale.is_file() and stale not in wanted:
+            stale.unlink()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -1,0 +1,119 @@
+# ICML 2025, executable — every job of the book. `make help` lists them.
+# The two set-up commands of the README are `make book` and `make test`; both create .venv.
+
+SHELL       := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON      ?= python3
+VENV        := .venv
+BIN         := $(VENV)/bin
+STAMP       := $(VENV)/.installed
+PROFILE     ?= cpu
+SEED        ?= 0
+CHAPTER     ?=
+JOBS        ?= auto
+OFFLINE     := .ci/offline
+NOTEBOOKS   := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+EXECUTED    := $(patsubst notebooks/%,_build/executed/%,$(NOTEBOOKS))
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+export MPLBACKEND := Agg
+
+.PHONY: help venv test test-pytest test-render test-seeds book execute lab bench lock clean
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make book            build the HTML book in _build/html (executes changed chapters, cpu profile)"
+	@echo "make test            unit + kernel + notebook tests and a render check, offline (what CI runs)"
+	@echo "make test-seeds      every chapter again with SEED=1 and SEED=2"
+	@echo "make execute CHAPTER=02 PROFILE=gpu [SEED=0]   run one chapter with papermill, record metrics"
+	@echo "make lab             JupyterLab on notebooks/"
+	@echo "make bench           run benchmarks/*.py (results in benchmarks/results/)"
+	@echo "make lock            regenerate constraints.txt and environment.yml from the venv"
+
+# ---------------------------------------------------------------------------------------------
+# Environment: one venv, installed from pyproject.toml under the pins of constraints.txt.
+# ---------------------------------------------------------------------------------------------
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
+	@touch $@
+
+lock: $(STAMP)
+	$(BIN)/python .ci/lock.py
+
+# ---------------------------------------------------------------------------------------------
+# Tests (offline: .ci/offline runs them in a network namespace holding only loopback)
+# ---------------------------------------------------------------------------------------------
+test: $(STAMP)
+	$(OFFLINE) $(MAKE) --no-print-directory test-pytest test-render
+
+# Unit, kernel-compile, hygiene and pin tests, plus every chapter executed once: papermill
+# (--prepare-only) injects PROFILE/SEED, nbval executes and validates; one xdist run.
+test-pytest: _build/prepared/seed$(SEED)/.stamp
+	$(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --nbval-lax --nbval-current-env \
+	  --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile -p no:cacheprovider -q -rs --durations=15
+
+_build/prepared/seed%/.stamp: $(NOTEBOOKS) $(STAMP)
+	@mkdir -p $(@D)
+	@for nb in $(NOTEBOOKS); do \
+	  $(BIN)/papermill --prepare-only --log-level WARNING -p PROFILE $(PROFILE) -p SEED $* \
+	    "$$nb" "$(@D)/$$(basename $$nb)"; \
+	done
+	@touch $@
+
+# The book rendered from the stripped notebooks (nothing executes again), warnings as errors.
+test-render: $(STAMP)
+	$(BIN)/python .ci/stage_book.py notebooks _build/test-src
+	$(BIN)/jupyter-book build _build/test-src --path-output _build/test-render --warningiserror --nitpick --keep-going --quiet
+
+test-seeds: $(STAMP)
+	@for s in 1 2; do \
+	  rm -rf _build/prepared/seed$$s; \
+	  $(MAKE) --no-print-directory _build/prepared/seed$$s/.stamp SEED=$$s; \
+	  $(OFFLINE) $(BIN)/python -m pytest _build/prepared/seed$$s --nbval-lax --nbval-current-env \
+	    --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile -p no:cacheprovider -q; \
+	done
+
+# ---------------------------------------------------------------------------------------------
+# Executing chapters and building the book
+# ---------------------------------------------------------------------------------------------
+-include _build/deps.mk
+_build/deps.mk: $(NOTEBOOKS) .ci/deps.py $(wildcard lib/*.py kernels/*.py)
+	@mkdir -p $(@D)
+	@$(PYTHON) .ci/deps.py $@
+
+# One chapter, cpu profile, seed 0: what the book shows.
+_build/executed/%.ipynb: | $(STAMP)
+	@mkdir -p $(@D) _build/results
+	@echo "executing $* (PROFILE=cpu SEED=0)"
+	ICML25_RESULTS_DIR=_build/results $(OFFLINE) $(BIN)/papermill --log-level WARNING --cwd notebooks \
+	  -p PROFILE cpu -p SEED 0 notebooks/$*.ipynb $@.tmp
+	@mv $@.tmp $@
+
+book: $(STAMP) $(EXECUTED)
+	$(BIN)/python .ci/stage_book.py _build/executed _build/src
+	$(BIN)/jupyter-book build _build/src --path-output . --warningiserror --nitpick --keep-going --quiet
+	@echo "The book: file://$(CURDIR)/_build/html/index.html"
+
+# make execute CHAPTER=02 PROFILE=gpu: a GPU-profile run records its metrics in data/results/.
+execute: $(STAMP)
+	@test -n "$(CHAPTER)" || { echo "usage: make execute CHAPTER=02 PROFILE=cpu|gpu [SEED=0]"; exit 2; }
+	@nb=$$(ls notebooks/$(CHAPTER)_*.ipynb 2>/dev/null | head -1); \
+	test -n "$$nb" || { echo "no notebook notebooks/$(CHAPTER)_*.ipynb"; exit 2; }; \
+	out=_build/executed-$(PROFILE)-seed$(SEED)/$$(basename $$nb); mkdir -p $$(dirname $$out); \
+	results=$$( [ "$(PROFILE)" = gpu ] && echo data/results || echo _build/results ); \
+	echo "executing $$nb with PROFILE=$(PROFILE) SEED=$(SEED) -> $$out, metrics -> $$results"; \
+	ICML25_RESULTS_DIR=$$results $(BIN)/papermill --log-level WARNING --cwd notebooks \
+	  -p PROFILE $(PROFILE) -p SEED $(SEED) $$nb $$out
+
+lab: $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[lab]"
+	$(BIN)/jupyter lab notebooks/
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+clean:
+	rm -rf _build

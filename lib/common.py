@@ -1,0 +1,462 @@
+"""Shared infrastructure for every chapter: profiles, seeding, devices, plotting, metrics.
+
+Every chapter notebook starts with a ``parameters`` cell (``PROFILE = "cpu"``, ``SEED = 0``) and
+then calls::
+
+    cfg = profile_config(PROFILE, n=(2_000, 1_000_000), trials=(400, 30_000))
+    rng = seed_everything(SEED)
+
+``profile_config`` picks the size for the profile and sets the thread policy; ``seed_everything``
+seeds every generator the book uses and returns the ``numpy.random.Generator`` the chapter threads
+through its calls. ``record_metrics`` writes the run's metrics with provenance so the chapter's
+results table can show the paper's number, this run, and a recorded GPU run side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+__all__ = [
+    "PROFILES",
+    "ProfileConfig",
+    "profile_config",
+    "seed_everything",
+    "gpu_available",
+    "get_array_module",
+    "to_numpy",
+    "device_name",
+    "set_plot_style",
+    "record_metrics",
+    "load_metrics",
+    "results_table",
+    "static_or_interactive",
+    "repo_root",
+]
+
+PROFILES: tuple[str, ...] = ("cpu", "gpu")
+FORCE_CPU_ENV = "ICML25_FORCE_CPU"
+RESULTS_DIR_ENV = "ICML25_RESULTS_DIR"
+
+# Wall-clock origin of the current chapter run (reset by seed_everything).
+_RUN_START = time.perf_counter()
+_RUN_SEED: int | None = None
+
+
+def repo_root() -> Path:
+    """The repository root (the folder holding ``pyproject.toml``), for an editable install."""
+    here = Path(__file__).resolve().parent
+    for parent in (here, *here.parents):
+        if (parent / "pyproject.toml").exists() and (parent / "_toc.yml").exists():
+            return parent
+    return Path.cwd()
+
+
+# --------------------------------------------------------------------------------------------
+# Profiles
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    """Sizes of one chapter run under one profile.
+
+    Attributes:
+        profile: ``"cpu"`` or ``"gpu"``.
+        sizes: name -> value chosen for this profile; also readable as attributes
+            (``cfg.n``) and items (``cfg["n"]``).
+    """
+
+    profile: str
+    sizes: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        sizes = object.__getattribute__(self, "sizes")
+        if name in sizes:
+            return sizes[name]
+        raise AttributeError(f"profile config has no size {name!r}; known: {sorted(sizes)}")
+
+    def __getitem__(self, name: str) -> Any:
+        return self.sizes[name]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile, **dict(self.sizes)}
+
+
+def _check_profile(profile: str) -> str:
+    if not isinstance(profile, str) or profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES!r} ('cpu' or 'gpu'), got {profile!r}")
+    return profile
+
+
+def profile_config(profile: str, **sizes: Any) -> ProfileConfig:
+    """Choose each size for ``profile`` and set the thread policy for it.
+
+    Each keyword is either a pair ``(cpu_value, gpu_value)``, a mapping ``{"cpu": .., "gpu": ..}``,
+    or a single value used by both profiles.
+
+    Under the ``cpu`` profile PyTorch is limited to one intra-op thread per process: on the
+    2-core CI machine two notebook workers with two threads each ran ~10x slower than with one.
+
+    Args:
+        profile: ``"cpu"`` (laptop/CI: a chapter within 3 minutes on 2 cores) or ``"gpu"``
+            (one H200-class GPU, paper scale).
+        **sizes: per-profile sizes, see above.
+
+    Returns:
+        A frozen :class:`ProfileConfig`.
+
+    Raises:
+        ValueError: ``profile`` is not ``"cpu"`` or ``"gpu"``, or a mapping lacks the profile.
+        TypeError: a pair does not have exactly two entries.
+    """
+    _check_profile(profile)
+    chosen: dict[str, Any] = {}
+    for name, value in sizes.items():
+        if isinstance(value, Mapping):
+            if profile not in value:
+                raise ValueError(f"size {name!r} has no value for profile {profile!r}: {dict(value)!r}")
+            chosen[name] = value[profile]
+        elif isinstance(value, tuple):
+            if len(value) != 2:
+                raise TypeError(f"size {name!r} must be a (cpu, gpu) pair, got {len(value)} entries")
+            chosen[name] = value[PROFILES.index(profile)]
+        else:
+            chosen[name] = value
+    if profile == "cpu":
+        _limit_threads()
+    return ProfileConfig(profile=profile, sizes=chosen)
+
+
+def _limit_threads() -> None:
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover - torch is a base dependency
+        pass
+
+
+# --------------------------------------------------------------------------------------------
+# Seeding
+# --------------------------------------------------------------------------------------------
+
+
+def seed_everything(seed: int) -> np.random.Generator:
+    """Seed Python, NumPy, PyTorch (and CuPy when a GPU is present); start the run's clock.
+
+    Chapters should pass the returned generator (or generators spawned from it) to every
+    function that draws random numbers, rather than relying on global state.
+
+    Args:
+        seed: non-negative integer.
+
+    Returns:
+        ``numpy.random.default_rng(seed)``.
+
+    Raises:
+        ValueError: ``seed`` is negative or not an integer.
+    """
+    global _RUN_START, _RUN_SEED
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    seed = int(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    try:
+        import torch
+
+        torch.manual_seed(seed)
+    except ImportError:  # pragma: no cover
+        pass
+    if gpu_available():  # pragma: no cover - needs a GPU
+        import cupy
+
+        cupy.random.seed(seed)
+    _RUN_START = time.perf_counter()
+    _RUN_SEED = seed
+    return np.random.default_rng(seed)
+
+
+# --------------------------------------------------------------------------------------------
+# Devices
+# --------------------------------------------------------------------------------------------
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports, sees a CUDA device, and ``ICML25_FORCE_CPU`` is not set to 1."""
+    if os.environ.get(FORCE_CPU_ENV, "0") not in ("", "0"):
+        return False
+    try:
+        import cupy
+    except Exception:
+        return False
+    try:
+        return bool(cupy.is_available())
+    except Exception:  # pragma: no cover - broken driver installs
+        return False
+
+
+def get_array_module(prefer_gpu: bool = True):
+    """``cupy`` when a GPU is usable (see :func:`gpu_available`) and wanted, else ``numpy``."""
+    if prefer_gpu and gpu_available():  # pragma: no cover - needs a GPU
+        import cupy
+
+        return cupy
+    return np
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """A NumPy copy/view of a NumPy, CuPy or torch array."""
+    if isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "get") and type(a).__module__.startswith("cupy"):
+        return a.get()
+    if type(a).__module__.startswith("torch"):
+        return a.detach().cpu().numpy()
+    return np.asarray(a)
+
+
+def device_name() -> str:
+    """Human-readable name of the compute device this process uses."""
+    if gpu_available():  # pragma: no cover - needs a GPU
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        name = props["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+    cpu = platform.processor() or platform.machine()
+    return f"CPU ({cpu}, {os.cpu_count()} cores)"
+
+
+# --------------------------------------------------------------------------------------------
+# Plotting
+# --------------------------------------------------------------------------------------------
+
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+
+
+def set_plot_style() -> None:
+    """The book's matplotlib style: colour-blind-safe cycle, readable sizes, light grid."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (6.4, 4.0),
+            "figure.dpi": 100,
+            "savefig.dpi": 150,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.titlesize": 12,
+            "axes.labelsize": 11,
+            "legend.fontsize": 9,
+            "legend.frameon": False,
+            "axes.prop_cycle": mpl.cycler(color=PALETTE),
+        }
+    )
+
+
+def static_or_interactive(plot: Callable[..., Any], controls: Mapping[str, Any], **defaults: Any) -> None:
+    """Draw ``plot(**defaults)`` as a static figure, then add controls that redraw it live.
+
+    The static figure is what the rendered book, papermill and nbval see; in JupyterLab the
+    ipywidgets controls below it redraw the plot into an output area whenever a value changes.
+    Set ``ICML25_NO_WIDGETS=1`` to skip the controls.
+
+    Args:
+        plot: callable drawing one matplotlib figure from keyword arguments.
+        controls: name -> ``ipywidgets`` widget (e.g. ``FloatSlider(min=0, max=10)``); the
+            widget's value is set to the default.
+        **defaults: the values of the static figure; every control needs one.
+
+    Raises:
+        ValueError: a control has no default value.
+        TypeError: a control is not an ipywidgets widget.
+    """
+    missing = sorted(set(controls) - set(defaults))
+    if missing:
+        raise ValueError(f"controls without a default value: {missing}")
+    import matplotlib.pyplot as plt
+
+    plot(**defaults)
+    plt.show()
+    if os.environ.get("ICML25_NO_WIDGETS", "0") not in ("", "0"):
+        return
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    for name, w in controls.items():
+        if not isinstance(w, widgets.ValueWidget):
+            raise TypeError(f"control {name!r} must be an ipywidgets value widget, got {type(w).__name__}")
+        w.value = defaults[name]
+        if hasattr(w, "continuous_update"):
+            w.continuous_update = False
+    out = widgets.Output()
+
+    def redraw(_change: Any = None) -> None:
+        values = {**defaults, **{k: w.value for k, w in controls.items()}}
+        with out:
+            out.clear_output(wait=True)
+            plot(**values)
+            plt.show()
+
+    for w in controls.values():
+        w.observe(redraw, names="value")
+    display(widgets.VBox([widgets.HTML("<b>Move a control to redraw the figure above here.</b>"),
+                          *controls.values(), out]))
+
+
+# --------------------------------------------------------------------------------------------
+# Metrics with provenance
+# --------------------------------------------------------------------------------------------
+
+_PROVENANCE_PACKAGES = ("numpy", "scipy", "torch", "cupy-cuda12x", "faiss-cpu", "icml25")
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": sys.version.split()[0]}
+    for pkg in _PROVENANCE_PACKAGES:
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def results_dir() -> Path:
+    """Where metrics JSON goes: ``$ICML25_RESULTS_DIR`` or ``<repo>/_build/results``."""
+    env = os.environ.get(RESULTS_DIR_ENV)
+    return Path(env) if env else repo_root() / "_build" / "results"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, float) and not np.isfinite(value):
+        return str(value)
+    return value
+
+
+def record_metrics(
+    chapter: str,
+    metrics: Mapping[str, Any],
+    profile: str,
+    *,
+    seed: int | None = None,
+    wall_time_s: float | None = None,
+    out_dir: str | os.PathLike | None = None,
+) -> Path:
+    """Write ``metrics`` with provenance to ``<out_dir>/<chapter>-<profile>.json``.
+
+    Provenance: package versions, device name, seed, wall time since :func:`seed_everything`
+    (unless given), git commit, host and UTC time.
+
+    Args:
+        chapter: two-digit chapter number, e.g. ``"02"``.
+        metrics: JSON-serialisable name -> value (NumPy scalars/arrays are converted).
+        profile: ``"cpu"`` or ``"gpu"``.
+        seed: defaults to the seed given to :func:`seed_everything`.
+        wall_time_s: defaults to seconds since :func:`seed_everything`.
+        out_dir: defaults to :func:`results_dir`.
+
+    Returns:
+        Path of the JSON file written.
+
+    Raises:
+        ValueError: bad profile, chapter not two digits, or metrics not a mapping.
+    """
+    _check_profile(profile)
+    if not (isinstance(chapter, str) and len(chapter) == 2 and chapter.isdigit()):
+        raise ValueError(f"chapter must be a two-digit string like '02', got {chapter!r}")
+    if not isinstance(metrics, Mapping):
+        raise ValueError(f"metrics must be a mapping name -> value, got {type(metrics).__name__}")
+    record = {
+        "chapter": chapter,
+        "profile": profile,
+        "metrics": _jsonable(metrics),
+        "provenance": {
+            "seed": _RUN_SEED if seed is None else int(seed),
+            "wall_time_s": round(time.perf_counter() - _RUN_START if wall_time_s is None else wall_time_s, 3),
+            "device": device_name(),
+            "versions": _versions(),
+            "git_commit": _git_commit(),
+            "host": platform.node(),
+            "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+    }
+    folder = Path(out_dir) if out_dir is not None else results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{chapter}-{profile}.json"
+    path.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def load_metrics(chapter: str, profile: str, folder: str | os.PathLike | None = None) -> dict | None:
+    """The recorded metrics of a chapter run, or ``None`` if none was recorded.
+
+    By default looks in ``<repo>/data/results`` (the committed GPU runs).
+    """
+    _check_profile(profile)
+    path = Path(folder) if folder is not None else repo_root() / "data" / "results"
+    path = path / f"{chapter}-{profile}.json"
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def results_table(chapter: str, rows: list[tuple[str, str, Any]], *, gpu_folder: str | os.PathLike | None = None):
+    """The chapter's results table: paper's number | this (cpu) run | recorded GPU run.
+
+    Args:
+        chapter: two-digit chapter number.
+        rows: ``(metric_key, paper_value_text, this_run_value)``; the GPU column shows
+            ``metrics[metric_key]`` of ``data/results/<chapter>-gpu.json`` when recorded.
+
+    Returns:
+        a ``pandas.DataFrame`` indexed by metric.
+    """
+    import pandas as pd
+
+    gpu = load_metrics(chapter, "gpu", gpu_folder)
+    gpu_metrics = gpu["metrics"] if gpu else {}
+    gpu_note = f"GPU run ({gpu['provenance']['device']})" if gpu else "GPU run"
+    table = []
+    for key, paper, this_run in rows:
+        g = gpu_metrics.get(key, "not recorded")
+        table.append({"metric": key, "paper": paper, "this run": _fmt(this_run), gpu_note: _fmt(g)})
+    return pd.DataFrame(table).set_index("metric")
+
+
+def _fmt(v: Any) -> Any:
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.4g}"
+    return v

@@ -1,0 +1,100 @@
+"""Tests of icml25.common: profiles, seeding, devices, metrics with provenance."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from icml25 import common
+
+
+def test_profile_config_picks_profile_value():
+    cfg = common.profile_config("cpu", n=(10, 1000), d={"cpu": 4, "gpu": 64}, kappa=2.0)
+    assert (cfg.n, cfg.d, cfg.kappa, cfg.profile) == (10, 4, 2.0, "cpu")
+    gpu = common.profile_config("gpu", n=(10, 1000), d={"cpu": 4, "gpu": 64})
+    assert (gpu.n, gpu["d"]) == (1000, 64)
+    assert gpu.as_dict() == {"profile": "gpu", "n": 1000, "d": 64}
+
+
+def test_profile_config_rejects_unknown_profile_listing_both():
+    with pytest.raises(ValueError, match="'cpu'.*'gpu'"):
+        common.profile_config("tpu", n=(1, 2))
+
+
+def test_profile_config_rejects_bad_sizes():
+    with pytest.raises(TypeError, match="n"):
+        common.profile_config("cpu", n=(1, 2, 3))
+    with pytest.raises(ValueError, match="n"):
+        common.profile_config("gpu", n={"cpu": 1})
+    with pytest.raises(AttributeError, match="nope"):
+        common.profile_config("cpu", n=(1, 2)).nope
+
+
+def test_profile_config_cpu_limits_torch_threads():
+    torch = pytest.importorskip("torch")
+    common.profile_config("cpu")
+    assert torch.get_num_threads() == 1
+
+
+def test_seed_everything_is_reproducible():
+    a = common.seed_everything(3).normal(size=5)
+    ga = np.random.rand(3)
+    b = common.seed_everything(3).normal(size=5)
+    gb = np.random.rand(3)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(ga, gb)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "0", True])
+def test_seed_everything_rejects_bad_seed(bad):
+    with pytest.raises(ValueError, match="seed"):
+        common.seed_everything(bad)
+
+
+def test_force_cpu_env_selects_numpy(monkeypatch):
+    monkeypatch.setenv("ICML25_FORCE_CPU", "1")
+    assert common.gpu_available() is False
+    assert common.get_array_module() is np
+    assert "CPU" in common.device_name()
+
+
+def test_record_metrics_writes_provenance(tmp_path):
+    common.seed_everything(7)
+    path = common.record_metrics("02", {"x": np.float32(1.5), "curve": np.arange(3)}, "cpu", out_dir=tmp_path)
+    record = json.loads(path.read_text())
+    assert path.name == "02-cpu.json"
+    assert record["metrics"] == {"x": 1.5, "curve": [0, 1, 2]}
+    prov = record["provenance"]
+    assert prov["seed"] == 7 and prov["wall_time_s"] >= 0
+    assert {"numpy", "python"} <= set(prov["versions"])
+    assert "device" in prov and "git_commit" in prov
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"chapter": "2", "metrics": {}, "profile": "cpu"}, "chapter"),
+        ({"chapter": "02", "metrics": [1], "profile": "cpu"}, "metrics"),
+        ({"chapter": "02", "metrics": {}, "profile": "laptop"}, "profile"),
+    ],
+)
+def test_record_metrics_rejects_bad_input(tmp_path, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        common.record_metrics(**kwargs, out_dir=tmp_path)
+
+
+def test_results_table_reads_gpu_column(tmp_path):
+    common.record_metrics("05", {"acc": 0.91}, "gpu", out_dir=tmp_path)
+    table = common.results_table("05", [("acc", "0.93", 0.8), ("loss", "0.1", 0.2)], gpu_folder=tmp_path)
+    gpu_col = [c for c in table.columns if c.startswith("GPU run")][0]
+    assert table.loc["acc", gpu_col] == "0.91"
+    assert table.loc["loss", gpu_col] == "not recorded"
+    assert table.loc["acc", "this run"] == "0.8"
+
+
+def test_static_or_interactive_requires_defaults():
+    ipywidgets = pytest.importorskip("ipywidgets")
+    with pytest.raises(ValueError, match="kappa"):
+        common.static_or_interactive(lambda kappa: None, {"kappa": ipywidgets.FloatSlider()})
