@@ -1,0 +1,116 @@
+"""Per-round time of each MNL bandit algorithm at t in {100, 1000, 10000} (chapter 11).
+
+The state at round t is built cheaply and honestly: OMD-based methods (OFU-MNL++, OFU-MNL+)
+are run for t - 1 rounds on random assortments (their state is (w, H) whatever t is);
+history-based methods (OFU-M²NL, UCB-MNL, TS-MNL) get t - 1 random rounds of feedback put
+into their history and one fit. Then ``reps`` rounds of select + update are timed.
+
+    .venv/bin/python benchmarks/mnl_bandits.py [--quick]
+
+writes ``benchmarks/results/mnl_bandits.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from icml25 import mnl_bandits as mb
+from icml25.common import device_name, gpu_available
+
+
+def _feedback(env: mb.MNLBanditEnv, rng: np.random.Generator):
+    X, r = env.contexts()
+    S = np.sort(rng.choice(env.N, env.K, replace=False))
+    y, _ = env.step(S)
+    return X, S, y
+
+
+def prefill(alg, env: mb.MNLBanditEnv, t: int, rng: np.random.Generator) -> None:
+    """Bring ``alg`` to round t with t - 1 rounds of random-assortment feedback."""
+    env.reset()
+    if isinstance(alg, (mb.OFUMNLPlus, mb.OFUMNLPlusPlus)):
+        for _ in range(t - 1):
+            X, S, y = _feedback(env, rng)
+            alg.est.update(X[S], y)
+        alg.t = t
+        return
+    for _ in range(t - 1):
+        X, S, y = _feedback(env, rng)
+        alg.hist.add(X[S], y)
+        if hasattr(alg, "V"):
+            alg.V += X[S].T @ X[S]
+    alg.t = t
+    if isinstance(alg, mb.OFUM2NL):
+        alg.newton_steps = 20
+        alg._refit()
+        alg.newton_steps = 3
+    else:
+        from scipy.optimize import minimize
+
+        alg.V_inv = np.linalg.inv(alg.V)
+        X, m, y = alg.hist.arrays()
+        alg.w = minimize(mb._batch_nll, alg.w, args=(X, m, y, alg.v0, alg.lam), jac=True,
+                         method="L-BFGS-B").x
+
+
+def time_rounds(alg, env: mb.MNLBanditEnv, reps: int) -> float:
+    """Median CPU seconds (``time.process_time``) of select + update over ``reps`` rounds."""
+    times = []
+    for i in range(reps + 3):  # 3 warm-up rounds, not recorded
+        X, r = env.contexts()
+        t0 = time.process_time()
+        S = alg.select(X, r)
+        t1 = time.process_time()
+        y, _ = env.step(S)
+        t2 = time.process_time()
+        alg.update(S, y)
+        if i >= 3:
+            times.append((t1 - t0) + (time.process_time() - t2))
+    return float(np.median(times))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="t in {100, 1000} only, fewer reps")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "mnl_bandits.json"))
+    args = parser.parse_args()
+    ts = (100, 1000) if args.quick else (100, 1000, 10000)
+    reps = 10 if args.quick else 30
+    N, d, K = 100, 5, 5
+    rng = np.random.default_rng(0)
+    results: dict[str, dict[str, float]] = {}
+    with mb._single_thread_blas():
+        for name in mb.ALGORITHMS:
+            results[name] = {}
+            for t in ts:
+                env = mb.MNLBanditEnv(N, d, K, 1.0, "uniform", rng=1)
+                alg = mb.make_algorithm(name, N, K, d, rng=np.random.default_rng(2))
+                prefill(alg, env, t, rng)
+                results[name][str(t)] = 1e3 * time_rounds(alg, env, reps)
+                print(f"{name:10s} t={t:6d}: {results[name][str(t)]:.3f} ms/round", flush=True)
+    ratios = {name: results[name][str(ts[-1])] / results[name][str(ts[0])] for name in results}
+    record = {
+        "benchmark": "mnl_bandits",
+        "what": "median CPU milliseconds (process_time) of one select+update round at round t (N=100, d=5, K=5, uniform rewards)",
+        "ms_per_round": results,
+        "ratio_last_over_first": ratios,
+        "t_values": list(ts),
+        "device": device_name(),
+        "gpu_available": gpu_available(),
+        "python": platform.python_version(),
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps(ratios, indent=2))
+
+
+if __name__ == "__main__":
+    main()
