@@ -106,8 +106,9 @@ def profile_config(profile: str, **sizes: Any) -> ProfileConfig:
     Each keyword is either a pair ``(cpu_value, gpu_value)``, a mapping ``{"cpu": .., "gpu": ..}``,
     or a single value used by both profiles.
 
-    Under the ``cpu`` profile PyTorch is limited to one intra-op thread per process: on the
-    2-core CI machine two notebook workers with two threads each ran ~10x slower than with one.
+    Under the ``cpu`` profile PyTorch, BLAS and OpenMP are limited to one thread per process: on
+    the 2-core CI machine two notebook workers with two threads each ran ~10x slower than with
+    one (and L-BFGS-B ~20x slower with two OpenBLAS threads).
 
     Args:
         profile: ``"cpu"`` (laptop/CI: a chapter within 3 minutes on 2 cores) or ``"gpu"``
@@ -140,12 +141,17 @@ def profile_config(profile: str, **sizes: Any) -> ProfileConfig:
 
 
 def _limit_threads() -> None:
+    """One thread per process for PyTorch, BLAS and OpenMP (the cpu profile's policy)."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # OpenMP runtimes initialised later (faiss)
     try:
         import torch
 
         torch.set_num_threads(1)
     except ImportError:  # pragma: no cover - torch is a base dependency
         pass
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1)
 
 
 # --------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ import numpy as np
 from scipy import special
 
 from icml25.common import gpu_available, to_numpy
+from icml25.kernels import mips
 
 __all__ = [
     "VMFDefaults",
@@ -191,15 +192,6 @@ def _check_actions(X: Any, name: str = "X") -> Any:
 
 def _is_cupy(x: Any) -> bool:
     return type(x).__module__.startswith("cupy")
-
-
-def _mips():
-    """The kernel module :mod:`icml25.kernels.mips`, or ``None`` if it is not installed."""
-    try:
-        from icml25.kernels import mips  # noqa: PLC0415
-    except ImportError:
-        return None
-    return mips
 
 
 # --------------------------------------------------------------------------------------------
@@ -647,8 +639,7 @@ def boltzmann_sample(V: np.ndarray, X: np.ndarray, kappa: float, rng: np.random.
     _check_rng(rng)
     Xc = _check_actions(X)
     Vu, single = _check_state(V, "V", Xc.shape[1])
-    mips = _mips()
-    if gpu_available() and mips is not None:  # pragma: no cover - needs a GPU
+    if gpu_available():  # pragma: no cover - needs a GPU
         import cupy as cp
 
         idx = mips.gumbel_max_sample(
@@ -803,27 +794,18 @@ def random_explore(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _argmax_ip(Q: np.ndarray, X: Any) -> np.ndarray:
-    """Exact argmax_i <q, X_i> per row (ties -> lowest index), via icml25.kernels.mips if present.
+    """Exact argmax_i <q, X_i> per row (ties -> lowest index) through :mod:`icml25.kernels.mips`.
 
-    Chunked over queries so each block holds at most DEFAULTS.chunk_elements scores.
+    The fused GPU kernel never materialises the (B, n) scores and the CPU reference is chunked
+    over actions, so all queries go in one call. Returns a NumPy int64 array.
     """
-    mips = _mips()
-    n = X.shape[0]
-    rows = max(1, DEFAULTS.chunk_elements // max(n, 1))
-    out = np.empty(Q.shape[0], dtype=np.int64)
-    for s in range(0, Q.shape[0], rows):
-        q = np.ascontiguousarray(Q[s : s + rows], dtype=np.float32)
-        if mips is not None:
-            if _is_cupy(X):  # pragma: no cover - needs a GPU
-                import cupy as cp
+    q = np.ascontiguousarray(Q, dtype=np.float32)
+    if _is_cupy(X):  # pragma: no cover - needs a GPU
+        import cupy as cp
 
-                q = cp.asarray(q)
-            idx, _ = mips.mips_argmax(q, X)
-            out[s : s + rows] = to_numpy(idx)
-        else:
-            Xh = to_numpy(X)
-            out[s : s + rows] = np.argmax(q @ Xh.T, axis=1)
-    return out
+        q = cp.asarray(q)
+    idx, _ = mips.mips_argmax(q, X)
+    return to_numpy(idx)
 
 
 class VMFExplorer:
@@ -1010,7 +992,7 @@ def action_probs_vmf_mc(
         raise ValueError(f"V must have shape (d,), got shape {np.shape(V)}")
     X32 = np.ascontiguousarray(_unit_rows(Xc.astype(np.float64), "X"), dtype=np.float32)
     Xdev = X32
-    if gpu_available() and _mips() is not None:  # pragma: no cover - needs a GPU
+    if gpu_available():  # pragma: no cover - needs a GPU
         import cupy as cp
 
         Xdev = cp.asarray(X32)
@@ -1136,8 +1118,7 @@ def mc_prob_curve(
     want_vmf = sampler in ("vmf", "both")
     want_b = sampler in ("boltzmann", "both")
     n_trials = -(-n_samples // samples_per_trial)
-    mips = _mips()
-    use_gpu = gpu_available() and mips is not None
+    use_gpu = gpu_available()
     if use_gpu:  # pragma: no cover - needs a GPU
         import cupy as xp
 

@@ -98,3 +98,11 @@ def test_static_or_interactive_requires_defaults():
     ipywidgets = pytest.importorskip("ipywidgets")
     with pytest.raises(ValueError, match="kappa"):
         common.static_or_interactive(lambda kappa: None, {"kappa": ipywidgets.FloatSlider()})
+
+
+def test_profile_config_cpu_limits_blas_threads():
+    from threadpoolctl import threadpool_info
+
+    common.profile_config("cpu")
+    blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    assert blas and all(i["num_threads"] == 1 for i in blas)

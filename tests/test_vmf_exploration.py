@@ -346,13 +346,12 @@ def test_first_beater_cpu_matches_bruteforce() -> None:
 
 
 def test_first_beater_cpu_matches_kernel_reference() -> None:
-    mips = pytest.importorskip("icml25.kernels.mips")
     rng = _rng(21)
     Q = vm.uniform_sphere(200, 8, rng, dtype=np.float32)
     X = vm.uniform_sphere(3000, 8, rng, dtype=np.float32)
     thr = (Q @ X[17]).astype(np.float32) + np.float32(0.2)
     got = vm._first_beater_cpu(Q.astype(np.float64), X.astype(np.float64), thr.astype(np.float64))
-    ref = np.asarray(mips.first_beater(Q, X, thr))
+    ref = np.asarray(vm.mips.first_beater(Q, X, thr))
     # float32 vs float64 scores may disagree on near-ties only
     assert np.mean(got == ref) > 0.99
 
@@ -468,10 +467,9 @@ def test_bad_inputs_raise_naming_the_argument(name: str, call, exc: type) -> Non
 
 def test_mc_prob_curve_device_code_path_logic(monkeypatch: pytest.MonkeyPatch) -> None:
     """The GPU branch of mc_prob_curve, run with NumPy standing in for CuPy (array logic only;
-    the kernels themselves are tested in tests/test_mips.py)."""
+    the kernels themselves are tested in tests/test_kernels_mips.py)."""
     import sys
 
-    pytest.importorskip("icml25.kernels.mips")
     monkeypatch.setitem(sys.modules, "cupy", np)
     monkeypatch.setattr(vm, "gpu_available", lambda: True)
     d, kappa, alpha, n_max = 4, 1.0, 0.5, 1000
@@ -489,7 +487,6 @@ def test_boltzmann_sample_and_explorer_device_code_path_logic(monkeypatch: pytes
     """GPU branches of boltzmann_sample / VMFExplorer with NumPy standing in for CuPy."""
     import sys
 
-    pytest.importorskip("icml25.kernels.mips")
     monkeypatch.setitem(sys.modules, "cupy", np)
     monkeypatch.setattr(vm, "gpu_available", lambda: True)
     rng = _rng(27)
