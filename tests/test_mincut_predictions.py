@@ -1,0 +1,363 @@
+"""icml25.mincut_predictions against independent references: brute force, Stoer–Wagner, exact
+cut distributions, hand-built prediction errors, and every documented bad input."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import icml25.mincut_predictions as mc
+
+
+def _random_connected(n, density, rng):
+    while True:
+        pairs = np.array([(i, j) for i, j in itertools.combinations(range(n), 2) if rng.random() < density],
+                         dtype=np.int64).reshape(-1, 2)
+        if len(pairs) and nx.is_connected(nx.Graph(pairs.tolist())) and len(set(pairs.ravel())) == n:
+            return pairs, rng.uniform(0.5, 3.0, size=len(pairs))
+
+
+# ------------------------------------------------------------------ exact references
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 7, 10])
+def test_stoer_wagner_wrapper_matches_brute_force(n):
+    rng = np.random.default_rng(n)
+    for _ in range(3):
+        edges, w = _random_connected(n, 0.6, rng)
+        value, side = mc.stoer_wagner(edges, w, n)
+        brute, _ = mc.brute_force_min_cut(edges, w, n)
+        assert value == pytest.approx(brute, rel=1e-12)
+        assert side[0] and mc.cut_value(edges, w, side) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("method", ["karger", "karger_stein", "fpz", "boosted_karger", "boosted_fpz"])
+def test_min_cut_finds_brute_force_optimum_on_small_graphs(method):
+    rng = np.random.default_rng(42)
+    for n in range(4, 11):
+        edges, w = _random_connected(n, 0.5, rng)
+        brute, _ = mc.brute_force_min_cut(edges, w, n)
+        p = rng.random(len(w))
+        value, side = mc.min_cut(edges, w, n, method=method, p=p, threshold=3, rng=rng)
+        assert value == pytest.approx(brute, rel=1e-9)
+        assert mc.cut_value(edges, w, side) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("method", ["karger_stein", "fpz"])
+def test_recursive_methods_match_stoer_wagner_on_larger_graph(method):
+    rng = np.random.default_rng(7)
+    edges, w = _random_connected(24, 0.3, rng)
+    opt, _ = mc.stoer_wagner(edges, w, 24)
+    value, side = mc.min_cut(edges, w, 24, method=method, trials=8, rng=rng)
+    assert value == pytest.approx(opt, rel=1e-9)
+    # every returned cut is a real cut, never below the optimum
+    for _ in range(5):
+        v, s = (mc.karger_stein if method == "karger_stein" else mc.fpz)(edges, w, 24, rng)
+        assert v >= opt - 1e-9 and v == pytest.approx(mc.cut_value(edges, w, s))
+
+
+def _exact_karger_distribution(edges, w, n):
+    """Exact distribution of Karger's output bipartition by recursion over contraction sequences."""
+    from functools import lru_cache
+
+    def canon(groups):
+        return tuple(sorted(tuple(sorted(g)) for g in groups))
+
+    @lru_cache(maxsize=None)
+    def dist(groups):
+        if len(groups) == 2:
+            side = frozenset(g for g in groups if 0 in g for g in [g])
+            return {frozenset(next(g for g in groups if 0 in g)): 1.0}
+        where = {v: i for i, g in enumerate(groups) for v in g}
+        total, out = 0.0, {}
+        crossing = [(e, where[int(a)], where[int(b)]) for e, (a, b) in enumerate(edges) if where[int(a)] != where[int(b)]]
+        total = sum(w[e] for e, _, _ in crossing)
+        for e, i, j in crossing:
+            merged = [g for t, g in enumerate(groups) if t not in (i, j)] + [groups[i] + groups[j]]
+            for cut, prob in dist(canon(merged)).items():
+                out[cut] = out.get(cut, 0.0) + prob * w[e] / total
+        return out
+
+    return dist(canon([(v,) for v in range(n)]))
+
+
+def test_karger_cut_distribution_matches_exact_on_six_vertices():
+    edges = np.array([[0, 1], [1, 2], [2, 0], [2, 3], [3, 4], [4, 5], [5, 3], [0, 5], [1, 4]])
+    w = np.array([2.0, 1.0, 3.0, 0.5, 1.5, 2.0, 1.0, 0.7, 0.4])
+    exact = _exact_karger_distribution(edges, w, 6)
+    _, sides = mc.contraction_batch(edges, w, 6, 20000, np.random.default_rng(0))
+    counts = {}
+    for s in sides:
+        key = frozenset(np.flatnonzero(s).tolist())
+        counts[key] = counts.get(key, 0) + 1
+    keys = set(exact) | set(counts)
+    tv = 0.5 * sum(abs(exact.get(c, 0.0) - counts.get(c, 0) / 20000) for c in keys)
+    assert tv < 0.02  # sampling TV for ~20 cells with 20k draws is ~0.01
+
+
+def test_karger_success_rate_respects_lower_bound():
+    rng = np.random.default_rng(3)
+    edges, w = _random_connected(9, 0.5, rng)
+    opt, _ = mc.brute_force_min_cut(edges, w, 9)
+    cut, _ = mc.contraction_batch(edges, w, 9, 4000, rng)
+    assert np.mean(cut <= opt + 1e-9) >= mc.karger_success_bound(9) * 0.9
+
+
+def test_boosted_with_perfect_predictions_always_succeeds_on_planted_cut():
+    rng = np.random.default_rng(1)
+    edges, w = mc.matching_graph(40, 8, 3, rng)
+    opt, side = mc.stoer_wagner(edges, w, 40)
+    p, eta, rho = mc.inject_errors(edges, w, side, 0.0, 0.0, rng)
+    assert eta == 0 and rho == 0
+    cut, _ = mc.contraction_batch(edges, w, 40, 200, rng, p=p, boost_factor=1e6)
+    assert np.mean(cut <= opt + 1e-9) > 0.95
+
+
+def test_boost_factor_one_is_plain_karger():
+    rng = np.random.default_rng(0)
+    edges, w = _random_connected(12, 0.4, rng)
+    c1, s1 = mc.contraction_batch(edges, w, 12, 50, np.random.default_rng(5))
+    c2, s2 = mc.contraction_batch(edges, w, 12, 50, np.random.default_rng(5), p=rng.random(len(w)), boost_factor=1.0)
+    np.testing.assert_array_equal(s1, s2)
+
+
+def test_karger_trial_and_boosted_trial_return_real_cuts():
+    rng = np.random.default_rng(2)
+    edges, w = _random_connected(15, 0.4, rng)
+    opt, _ = mc.stoer_wagner(edges, w, 15)
+    for _ in range(10):
+        v, s = mc.karger_trial(edges, w, 15, rng)
+        assert s.shape == (15,) and s[0] and not s.all() and v >= opt - 1e-9
+        assert v == pytest.approx(mc.cut_value(edges, w, s))
+        v, s = mc.boosted_karger_trial(edges, w, 15, rng.random(len(w)), 15.0, 4, rng)
+        assert v >= opt - 1e-9 and v == pytest.approx(mc.cut_value(edges, w, s))
+
+
+# ------------------------------------------------------------------ predictions
+
+
+def test_boosted_weights_formula():
+    w = np.array([1.0, 2.0, 3.0])
+    p = np.array([0.0, 0.5, 1.0])
+    np.testing.assert_allclose(mc.boosted_weights(w, p, 5.0), [5.0, 2.0 * 3.0, 3.0])
+
+
+def test_prediction_errors_hand_built():
+    # path 0-1-2-3 plus chord; side {0}: cut = edge (0,1) of weight 2 and chord (0,3) of weight 1
+    edges = np.array([[0, 1], [1, 2], [2, 3], [0, 3]])
+    w = np.array([2.0, 4.0, 1.0, 1.0])
+    side = np.array([True, False, False, False])
+    p = np.array([1.0, 0.5, 0.0, 0.0])  # chord missed (fn = 1), (1,2) half predicted (fp = 2)
+    eta, rho = mc.prediction_errors(edges, w, p, side)
+    assert eta == pytest.approx(1.0 / 3.0) and rho == pytest.approx(2.0 / 3.0)
+    assert mc.prediction_errors(edges, w, np.array([1.0, 0, 0, 1.0]), side) == (0.0, 0.0)
+    assert mc.prediction_errors(edges, w, np.zeros(4), side) == (1.0, 0.0)
+
+
+def test_inject_errors_realises_at_least_the_targets():
+    rng = np.random.default_rng(4)
+    edges, w = mc.matching_graph(60, 10, 2, rng)
+    _, side = mc.stoer_wagner(edges, w, 60)
+    for eta_t, rho_t in [(0.0, 0.0), (0.3, 2.0), (0.7, 10.0), (1.0, 0.5)]:
+        p, eta, rho = mc.inject_errors(edges, w, side, eta_t, rho_t, rng)
+        assert eta >= eta_t - 1e-12 and rho >= rho_t - 1e-12
+        assert (eta, rho) == pytest.approx(mc.prediction_errors(edges, w, p, side))
+        assert set(np.unique(p)) <= {0.0, 1.0}
+
+
+def test_boosted_success_bound_reduces_to_karger_at_eta_one():
+    assert mc.boosted_success_bound(50, 1.0, 0.0, 50.0, 2) == pytest.approx(mc.karger_success_bound(50))
+    good = mc.boosted_success_bound(50, 0.0, 0.0, 1e9, 2)
+    assert good > 0.99
+    assert mc.boosted_success_bound(50, 0.0, 30.0, 1e9, 2) == 0.0  # needs t > 2 (1 + rho)
+
+
+def test_learn_predictions_ogd_recovers_consistent_cut():
+    rng = np.random.default_rng(8)
+    edges, w = mc.matching_graph(40, 10, 4, rng)  # vertex 0: degree 6, the others 10
+    family = mc.jitter_instances(edges, w, 40, 6, 0.1, rng)
+    assert all(si.sum() == 1 for wi, si, _ in family)  # every instance cuts off {0}
+    p, losses = mc.learn_predictions_ogd(edges, 40, [(wi, si) for wi, si, _ in family], lr=1.0, epochs=3)
+    side = np.arange(40) == 0
+    eta, rho = mc.prediction_errors(edges, w, p, side)
+    assert eta < 0.05 and rho < 0.5
+    assert losses[-1] < losses[0]
+
+
+def test_predict_by_sampling_marks_only_sampled_edges():
+    rng = np.random.default_rng(9)
+    edges, w = _random_connected(30, 0.3, rng)
+    p = mc.predict_by_sampling(edges, w, 30, rng, frac=0.5, k_trials=20)
+    assert p.shape == (len(w),) and set(np.unique(p)) <= {0.0, 1.0} and 0 < p.sum() <= len(w) // 2
+
+
+# ------------------------------------------------------------------ generators and metric
+
+
+def test_matching_graph_planted_singleton():
+    rng = np.random.default_rng(0)
+    edges, w = mc.matching_graph(40, 10, 4, rng)
+    deg = np.bincount(edges.ravel(), weights=np.repeat(w, 2), minlength=40)
+    assert deg[0] == 6 and np.sum(deg[1:] == 9) == 4 and np.sum(deg[1:] == 10) == 35  # t neighbours lose 1
+    assert np.all((edges[:, 0] < 20) & (edges[:, 1] >= 20))
+    value, side = mc.stoer_wagner(edges, w, 40)
+    assert value == 6 and side.sum() in (1, 39)
+
+
+def test_cycles_graph_degrees_and_sides():
+    rng = np.random.default_rng(0)
+    edges, w = mc.cycles_graph(30, 4, 15, 0.5, rng)
+    side = np.arange(30) < 15
+    crossing = side[edges[:, 0]] != side[edges[:, 1]]
+    assert w[crossing].sum() == 2 * 4  # k cycles cross exactly twice
+    deg = np.bincount(edges.ravel(), weights=np.repeat(w, 2), minlength=30)
+    assert np.all(deg >= 4 * 4)  # every vertex lies on 2k Hamiltonian cycles (its side's and the crossing ones)
+
+
+def test_tsp_lp_instances_end_with_two_connected_support():
+    rng = np.random.default_rng(1)
+    edges, cost = mc.cycles_graph(24, 4, 12, 0.5, rng)
+    inst = mc.tsp_lp_instances(edges, cost, 24, max_rounds=15)
+    assert len(inst) >= 1
+    for it in inst:
+        deg = np.bincount(it.edges.ravel(), weights=np.repeat(it.x, 2), minlength=24)
+        np.testing.assert_allclose(deg, 2.0, atol=1e-6)  # degree constraints hold
+        assert it.min_cut == pytest.approx(mc.stoer_wagner(it.edges, it.x, 24)[0])
+    assert all(a.min_cut < 2 - 1e-7 for a in inst[:-1])
+
+
+def test_trials_until_min_cut_counts_and_censors():
+    rng = np.random.default_rng(2)
+    edges, w = mc.matching_graph(30, 6, 2, rng)
+    res = mc.trials_until_min_cut(edges, w, 30, "karger", runs=5, rng=rng)
+    assert res.trials.shape == (5,) and np.all(res.trials >= 1) and not res.censored.any()
+    # an impossible optimum is never reached: every run censored at the cap
+    res = mc.trials_until_min_cut(edges, w, 30, "karger", runs=3, cap=7, opt_value=-1.0, rng=rng)
+    assert np.all(res.trials == 7) and res.censored.all() and res.censored_fraction == 1.0
+
+
+def test_disconnected_graph_returns_zero_and_component():
+    edges = np.array([[0, 1], [1, 2], [3, 4]])
+    w = np.ones(3)
+    value, side = mc.min_cut(edges, w, 5, trials=3)
+    assert value == 0.0 and side.tolist() == [True, True, True, False, False]
+    assert mc.stoer_wagner(edges, w, 5)[0] == 0.0
+
+
+def test_repetitions_from_success_prob():
+    rng = np.random.default_rng(0)
+    edges, w = _random_connected(8, 0.6, rng)
+    brute, _ = mc.brute_force_min_cut(edges, w, 8)
+    value, _ = mc.min_cut(edges, w, 8, method="karger", success_prob=0.999, rng=rng)
+    assert value == pytest.approx(brute)
+
+
+def test_from_networkx_roundtrip():
+    g = nx.les_miserables_graph()
+    edges, w, n, nodes = mc.from_networkx(g)
+    assert n == g.number_of_nodes() and len(w) == g.number_of_edges()
+    value, _ = mc.stoer_wagner(edges, w, n)
+    assert value == pytest.approx(nx.stoer_wagner(g)[0])
+
+
+# ------------------------------------------------------------------ bad input
+
+
+GOOD_E = np.array([[0, 1], [1, 2], [2, 0]])
+GOOD_W = np.ones(3)
+
+
+@pytest.mark.parametrize(
+    "edges, weights, n, exc, match",
+    [
+        (GOOD_E, GOOD_W, 1, ValueError, "n must be >= 2"),
+        (GOOD_E, GOOD_W, 2.5, TypeError, "n must be an integer"),
+        (GOOD_E, GOOD_W, 2, ValueError, "outside"),
+        (np.array([[0, 1], [1, 1], [2, 0]]), GOOD_W, 3, ValueError, "self loop"),
+        (np.array([[0, 1], [1, 0], [2, 0]]), GOOD_W, 3, ValueError, "repeated pair"),
+        (np.array([[0, -1], [1, 2], [2, 0]]), GOOD_W, 3, ValueError, "outside"),
+        (GOOD_E[:, :1], GOOD_W, 3, ValueError, r"shape \(m, 2\)"),
+        (GOOD_E, np.array([1.0, -1.0, 1.0]), 3, ValueError, "finite and > 0"),
+        (GOOD_E, np.array([1.0, np.nan, 1.0]), 3, ValueError, "finite and > 0"),
+        (GOOD_E, np.array([1.0, np.inf, 1.0]), 3, ValueError, "finite and > 0"),
+        (GOOD_E, np.ones(2), 3, ValueError, "weights must have shape"),
+        (np.zeros((0, 2), dtype=int), np.zeros(0), 3, ValueError, "empty"),
+    ],
+)
+def test_bad_graph_rejected(edges, weights, n, exc, match):
+    with pytest.raises(exc, match=match):
+        mc.min_cut(edges, weights, n, trials=1)
+    with pytest.raises(exc, match=match):
+        mc.stoer_wagner(edges, weights, n)
+
+
+@pytest.mark.parametrize("p", [np.array([0.5, 1.5, 0.0]), np.array([-0.1, 0.5, 0.5]), np.array([0.5, np.nan, 0.5]),
+                               np.ones(2), None])
+def test_bad_predictions_rejected(p):
+    with pytest.raises(ValueError, match="p"):
+        mc.min_cut(GOOD_E, GOOD_W, 3, method="boosted_karger", p=p, trials=1)
+    if p is not None:
+        with pytest.raises(ValueError):
+            mc.boosted_weights(GOOD_W, p, 2.0)
+
+
+def test_bad_parameters_rejected():
+    rng = np.random.default_rng(0)
+    p = np.full(3, 0.5)
+    with pytest.raises(ValueError, match="boost_factor"):
+        mc.boosted_karger_trial(GOOD_E, GOOD_W, 3, p, 0.5, 2, rng)
+    with pytest.raises(ValueError, match="threshold"):
+        mc.boosted_karger_trial(GOOD_E, GOOD_W, 3, p, 2.0, 1, rng)
+    with pytest.raises(TypeError, match="rng"):
+        mc.karger_trial(GOOD_E, GOOD_W, 3, 0)
+    with pytest.raises(ValueError, match="method"):
+        mc.min_cut(GOOD_E, GOOD_W, 3, method="dinic", trials=1)
+    with pytest.raises(ValueError, match="trials"):
+        mc.min_cut(GOOD_E, GOOD_W, 3, trials=0)
+    with pytest.raises(ValueError, match="success_prob"):
+        mc.min_cut(GOOD_E, GOOD_W, 3, success_prob=1.0)
+    with pytest.raises(ValueError, match="runs"):
+        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, runs=0)
+    with pytest.raises(ValueError, match="eta"):
+        mc.inject_errors(GOOD_E, GOOD_W, np.array([True, False, False]), 1.5, 0.0, rng)
+    with pytest.raises(ValueError, match="rho"):
+        mc.inject_errors(GOOD_E, GOOD_W, np.array([True, False, False]), 0.5, -1.0, rng)
+    with pytest.raises(ValueError, match="side"):
+        mc.prediction_errors(GOOD_E, GOOD_W, p, np.array([True, True, True]))
+    with pytest.raises(ValueError, match="n must be"):
+        mc.matching_graph(7, 3, 1, rng)
+    with pytest.raises(ValueError, match="t must"):
+        mc.matching_graph(8, 2, 5, rng)
+    with pytest.raises(ValueError, match="n <= 20|n must be <= 20"):
+        mc.brute_force_min_cut(np.array([[i, i + 1] for i in range(21)]), np.ones(21), 22)
+
+
+def test_family_and_learning_bad_inputs_rejected():
+    rng = np.random.default_rng(0)
+    edges, w = mc.matching_graph(12, 4, 1, rng)
+    with pytest.raises(ValueError, match="noise"):
+        mc.jitter_instances(edges, w, 12, 2, 1.5, rng)
+    with pytest.raises(ValueError, match="weak_vertices"):
+        mc.jitter_instances(edges, w, 12, 2, 0.1, rng, weak_vertices=[12])
+    with pytest.raises(ValueError, match="weak_factor"):
+        mc.jitter_instances(edges, w, 12, 2, 0.1, rng, weak_vertices=[1], weak_factor=0.0)
+    with pytest.raises(ValueError, match="instances"):
+        mc.learn_predictions_ogd(edges, 12, [])
+    with pytest.raises(ValueError, match="lr"):
+        mc.learn_predictions_ogd(edges, 12, [(w, np.arange(12) == 0)], lr=0.0)
+    with pytest.raises(ValueError, match="frac"):
+        mc.predict_by_sampling(edges, w, 12, rng, frac=0.0)
+    with pytest.raises(ValueError, match="max_rounds"):
+        mc.tsp_lp_instances(edges, w, 12, max_rounds=0)
+
+
+def test_jitter_instances_weak_vertices_round_robin():
+    rng = np.random.default_rng(3)
+    edges, w = mc.matching_graph(40, 10, 0, rng)
+    fam = mc.jitter_instances(edges, w, 40, 6, 0.05, rng, weak_vertices=[5, 25], weak_factor=0.6)
+    lone = [int(np.flatnonzero(s if s.sum() == 1 else ~s)[0]) for _, s, _ in fam]
+    assert lone == [5, 25, 5, 25, 5, 25]  # weakened vertex (degree 6 vs 10 +- 5%) is the min cut
