@@ -17,7 +17,7 @@ EXECUTED    := $(patsubst notebooks/%,_build/executed/%,$(NOTEBOOKS))
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export MPLBACKEND := Agg
 
-.PHONY: help venv test test-pytest test-render test-seeds book execute lab bench lock clean
+.PHONY: help venv test test-pytest test-render test-seeds book execute assignments grade book-nosolutions lab bench lock clean
 .DEFAULT_GOAL := help
 
 help:
@@ -25,6 +25,9 @@ help:
 	@echo "make test            unit + kernel + notebook tests and a render check, offline (what CI runs)"
 	@echo "make test-seeds      every chapter again with SEED=1 and SEED=2"
 	@echo "make execute CHAPTER=02 PROFILE=gpu [SEED=0]   run one chapter with papermill, record metrics"
+	@echo "make assignments     student and instructor editions with autograders in _build/assignments/"
+	@echo "make grade CHAPTER=02 SUBMISSIONS=dir   grade a folder of student notebooks offline (CSV of scores)"
+	@echo "make book-nosolutions   the book with every solution removed (for a course site)"
 	@echo "make lab             JupyterLab on notebooks/"
 	@echo "make bench           run benchmarks/*.py (results in benchmarks/results/)"
 	@echo "make lock            regenerate constraints.txt and environment.yml from the venv"
@@ -52,8 +55,9 @@ test: $(STAMP)
 # Unit, kernel-compile, hygiene and pin tests, plus every chapter executed once: papermill
 # (--prepare-only) injects PROFILE/SEED, nbval executes and validates; one xdist run.
 test-pytest: _build/prepared/seed$(SEED)/.stamp
-	$(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --nbval-lax --nbval-current-env \
-	  --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile -p no:cacheprovider -q -rs --durations=15
+	$(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --ignore=tests/fixtures -m "not slow" \
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile \
+	  -p no:cacheprovider -q -rs --durations=15
 
 _build/prepared/seed%/.stamp: $(NOTEBOOKS) $(STAMP)
 	@mkdir -p $(@D)
@@ -107,6 +111,29 @@ execute: $(STAMP)
 	echo "executing $$nb with PROFILE=$(PROFILE) SEED=$(SEED) -> $$out, metrics -> $$results"; \
 	ICML25_RESULTS_DIR=$$results $(BIN)/papermill --log-level WARNING --cwd notebooks \
 	  -p PROFILE $(PROFILE) -p SEED $(SEED) $$nb $$out
+
+# ---------------------------------------------------------------------------------------------
+# Classroom editions (book/instructor_guide.md): for every chapter with exercises, a student and an
+# instructor edition with an otter-grader autograder, graded offline without containers.
+#   make assignments                                  -> _build/assignments/{student,instructor}/NN_slug/
+#   make grade CHAPTER=02 SUBMISSIONS=path/to/folder  -> _build/assignments/scores-02.csv
+#   make book-nosolutions                             -> the book without solutions, _build/nosolutions/_build/html
+# (also add assignments grade book-nosolutions to .PHONY and three lines to `make help`)
+# ---------------------------------------------------------------------------------------------
+assignments: $(STAMP)
+	$(BIN)/python -m icml25.classroom assign --out _build/assignments
+
+grade: $(STAMP)
+	@test -n "$(CHAPTER)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade CHAPTER=02 SUBMISSIONS=folder-of-notebooks"; exit 2; }
+	@ag=$$(ls _build/assignments/instructor/$(CHAPTER)_*/autograder.zip 2>/dev/null | head -1); \
+	test -n "$$ag" || { echo "no autograder for chapter $(CHAPTER): run make assignments first"; exit 2; }; \
+	$(BIN)/python -m icml25.classroom grade "$$ag" "$(SUBMISSIONS)" --csv _build/assignments/scores-$(CHAPTER).csv
+
+book-nosolutions: $(STAMP) $(EXECUTED)
+	$(BIN)/python -m icml25.classroom reader _build/executed _build/executed-nosolutions
+	$(BIN)/python .ci/stage_book.py _build/executed-nosolutions _build/src-nosolutions
+	$(BIN)/jupyter-book build _build/src-nosolutions --path-output _build/nosolutions --warningiserror --nitpick --keep-going --quiet
+	@echo "The book without solutions: file://$(CURDIR)/_build/nosolutions/_build/html/index.html"
 
 lab: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[lab]"

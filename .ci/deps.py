@@ -30,14 +30,11 @@ def module_files(code: str) -> set[str]:
             candidates += [n.strip() for n in re.split(r"[,\s()]+", names) if n.strip()]
         is_kernel = bool(kernels or kernels_from)
         for cand in candidates:
-            for folder, suffixes in ((("kernels",), (".py", ".cu")) if is_kernel else (("lib", "kernels"), (".py",))):
-                for suffix in suffixes:
-                    path = ROOT / folder / f"{cand}{suffix}"
-                    if path.exists():
-                        files.add(str(path.relative_to(ROOT)))
-            pkg = ROOT / "lib" / cand
-            if not is_kernel and pkg.is_dir():
-                files.update(str(p.relative_to(ROOT)) for p in pkg.rglob("*.py"))
+            if is_kernel:
+                paths = [ROOT / "kernels" / f"{cand}.py", ROOT / "kernels" / f"{cand}.cu"]
+            else:
+                paths = [ROOT / "lib" / f"{cand}.py", *sorted((ROOT / "lib" / cand).rglob("*.py"))]
+            files.update(str(p.relative_to(ROOT)) for p in paths if p.is_file())
     return files
 
 

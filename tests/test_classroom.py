@@ -1,0 +1,356 @@
+"""Classroom editions (icml25.classroom): student / instructor editions and the offline autograder.
+
+For every chapter with exercises (and the small fixture chapter tests/fixtures/99_demo_chapter):
+the instructor edition scores full marks, the untouched student edition scores zero on every
+question without crashing, a student edition filled with the solutions and then reshuffled
+(duplicated, moved, deleted cells, a cell that raises) still scores full marks, the student files
+hold no solution line and no hidden-test line, and each stub keeps its solution's signature.
+
+Grading starts one Jupyter kernel per submission: 2 per chapter (instructor, untouched student)
+and 5 for the cheap fixture chapter, which also covers every reshuffling edit; the reshuffled
+filled notebook of each real chapter is marked slow. The editions are built once per chapter.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from icml25 import classroom as cr
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "99_demo_chapter.ipynb"
+
+
+def _has_exercises(nb: Path) -> bool:
+    try:
+        return bool(cr.parse_chapter(nb).exercises)
+    except cr.ClassroomFormatError:
+        return True  # a malformed chapter must fail the tests below, not be skipped
+
+
+CHAPTERS = [FIXTURE] + [nb for nb in cr.chapter_notebooks(ROOT) if _has_exercises(nb)]
+IDS = [p.stem for p in CHAPTERS]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Editions and grades, built lazily once per chapter for this module."""
+    cache: dict[Path, dict] = {}
+    out = tmp_path_factory.mktemp("assignments")
+
+    def get(nb: Path) -> dict:
+        entry = cache.get(nb)
+        if entry is None:
+            chapter = cr.parse_chapter(nb)
+            editions = cr.assign(nb, out)
+            entry = cache[nb] = {"chapter": chapter, "editions": editions, "out": out / nb.stem}
+        return entry
+
+    return get
+
+
+# ------------------------------------------------------------------------------------------------
+# Building submissions the way students change notebooks
+# ------------------------------------------------------------------------------------------------
+
+
+def _answer_cells(nb) -> list[int]:
+    return [i for i, c in enumerate(nb.cells) if "otter_answer_cell" in c.metadata.get("tags", [])]
+
+
+def _filled(student_nb, chapter: cr.Chapter):
+    """The student edition with every answer cell replaced by the exercise's solution."""
+    nb = copy.deepcopy(student_nb)
+    by_name = {name: ex for ex in chapter.exercises for name in ex.functions}
+    for i in _answer_cells(nb):
+        names = set(cr.signatures(nb.cells[i].source))
+        ex = next(by_name[n] for n in names if n in by_name)
+        nb.cells[i].source = ex.solution
+    return nb
+
+
+def _shuffled(nb):
+    """Duplicate the setup and an answer cell, move answers below the check cells and one check
+    above everything, delete every markdown cell and the check-all cell, add a failing cell and
+    a cell with a syntax error."""
+    nb = copy.deepcopy(nb)
+    cells = nb.cells
+    answers = [cells[i] for i in _answer_cells(nb)]
+    setup = next(c for c in cells if c.cell_type == "code" and "PROFILE" in c.source)
+    checks = [c for c in cells if c.cell_type == "code" and "grader.check(" in c.source]
+    rest = [c for c in cells if c.cell_type == "code" and c not in answers and c not in checks
+            and "check_all" not in c.source]
+    moved_check = copy.deepcopy(checks[0])
+    new = [moved_check, *rest, copy.deepcopy(setup), *checks[1:],
+           nbformat.v4.new_code_cell("raise RuntimeError('a student cell that fails')"),
+           nbformat.v4.new_code_cell("def broken(:\n    pass"),
+           *answers[::-1], copy.deepcopy(answers[0])]
+    nb.cells = new
+    return nb
+
+
+def _fresh_ids(nb):
+    for cell in nb.cells:
+        cell["id"] = nbformat.v4.new_code_cell().id
+    return nb
+
+
+def _grade_variants(chapter: cr.Chapter, ed: cr.Editions, subs: Path, names: list[str]):
+    subs.mkdir(parents=True, exist_ok=True)
+    student = nbformat.read(ed.student, as_version=4)
+    make = {
+        "instructor": lambda: nbformat.read(ed.instructor, as_version=4),
+        "untouched": lambda: student,
+        "filled": lambda: _filled(student, chapter),
+        "filled_shuffled": lambda: _shuffled(_filled(student, chapter)),
+        "untouched_shuffled": lambda: _shuffled(student),
+    }
+    for name in names:
+        nbformat.write(_fresh_ids(make[name]()), subs / f"{name}.ipynb")
+    df = cr.grade(ed.autograder, subs, subs / "scores.csv")
+    return {"df": df, "csv": subs / "scores.csv", "questions": [ex.label for ex in chapter.exercises]}
+
+
+def _assert_scores(s: dict, full: list[str], zero: list[str]) -> None:
+    df, questions = s["df"], s["questions"]
+    assert set(questions) <= set(df.columns), (questions, list(df.columns))
+    assert (df["error"] == "").all(), df["error"].to_dict()
+    for who in full:
+        for q in questions:
+            assert df.loc[who, q] == pytest.approx(1.0), (who, q, df.loc[who].to_dict())
+        assert df.loc[who, "total"] == pytest.approx(len(questions)) and df.loc[who, "possible"] == len(questions)
+    for who in zero:
+        for q in questions:
+            assert df.loc[who, q] == 0.0, (who, q, df.loc[who].to_dict())
+        assert df.loc[who, "possible"] == len(questions)
+
+
+# ------------------------------------------------------------------------------------------------
+# Grading
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
+def test_instructor_scores_full_marks_and_student_zero(built, nb):
+    entry = built(nb)
+    names = ["instructor", "untouched"]
+    if nb == FIXTURE:  # the fixture is cheap: every edit a student makes, in one grading run
+        names += ["filled", "filled_shuffled", "untouched_shuffled"]
+    entry["scores"] = s = _grade_variants(entry["chapter"], entry["editions"], entry["out"] / "subs", names)
+    _assert_scores(s, full=[n for n in names if n in ("instructor", "filled", "filled_shuffled")],
+                   zero=[n for n in names if n.startswith("untouched")])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nb", CHAPTERS[1:], ids=IDS[1:])
+def test_shuffled_filled_student_notebook_scores_full_marks(built, nb):
+    """A student who pasted the solutions, duplicated, moved and deleted cells and left a failing
+    cell still gets full marks (slow: runs the chapter's solutions once more)."""
+    entry = built(nb)
+    s = _grade_variants(entry["chapter"], entry["editions"], entry["out"] / "subs-shuffled", ["filled_shuffled"])
+    _assert_scores(s, full=["filled_shuffled"], zero=[])
+
+
+def test_scores_csv_has_one_row_per_student_and_one_column_per_question(built):
+    entry = built(FIXTURE)
+    if "scores" not in entry:
+        test_instructor_scores_full_marks_and_student_zero(built, FIXTURE)
+    s = entry["scores"]
+    text = s["csv"].read_text().splitlines()
+    header = text[0].split(",")
+    assert header[0] == "student" and set(s["questions"]) <= set(header)
+    assert {"total", "possible", "percent", "error"} <= set(header)
+    assert sorted(line.split(",")[0] for line in text[1:]) == sorted(s["df"].index)
+
+
+# ------------------------------------------------------------------------------------------------
+# What the student edition holds
+# ------------------------------------------------------------------------------------------------
+
+
+def _strings(obj) -> list[str]:
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in _strings(v)] + [k for k in obj if isinstance(k, str)]
+    if isinstance(obj, list):
+        return [s for v in obj for s in _strings(v)]
+    return []
+
+
+def _student_text(student_dir: Path) -> str:
+    parts = []
+    for f in sorted(student_dir.rglob("*")):
+        if not f.is_file():
+            continue
+        if f.suffix == ".ipynb":
+            parts.extend(_strings(json.loads(f.read_text())))
+        else:
+            parts.append(f.read_bytes().decode("utf-8", errors="replace"))
+    return "\n".join(parts)
+
+
+def _public_text(nb_path: Path) -> str:
+    """What a reader of the book sees anyway: every cell but solutions and hidden checks."""
+    stripped = cr.strip_solutions(nbformat.read(nb_path, as_version=4))
+    return "\n".join(c.source for c in stripped.cells)
+
+
+def _signature_lines(src: str) -> set[int]:
+    """0-based line numbers of def/class headers (decorators, multi-line signatures)."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if node.body[0].lineno > node.lineno:
+                lines.update(range(start - 1, node.body[0].lineno - 1))
+    return lines
+
+
+def _secret_lines(code: str, *, skip_signatures: bool) -> list[str]:
+    skip = _signature_lines(code) if skip_signatures else set()
+    out = [line.strip() for k, line in enumerate(code.split("\n")) if k not in skip]
+    for st in ast.parse(code).body:  # the forms ast.unparse gives (otter rewrites test bodies so)
+        if not (skip_signatures and isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))):
+            out.extend(line.strip() for line in ast.unparse(st).split("\n"))
+    return out
+
+
+def _leaks(lines: list[str], haystack: str, public: str) -> list[str]:
+    public_lines = {line.strip() for line in public.split("\n")}
+    return sorted({
+        line for line in lines
+        if len(re.sub(r"\s", "", line)) >= 6 and line not in public_lines and line not in public and line in haystack
+    })
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
+def test_student_edition_holds_no_solution_and_no_hidden_test(built, nb):
+    entry = built(nb)
+    chapter, ed = entry["chapter"], entry["editions"]
+    text = _student_text(ed.student.parent)
+    public = _public_text(nb)
+    for ex in chapter.exercises:
+        sol = _secret_lines(ex.solution, skip_signatures=True)
+        sol += [line.strip() for t in ex.solution_text for line in t.split("\n")]
+        assert not _leaks(sol, text, public), f"{ex.label}: solution lines in the student edition: {_leaks(sol, text, public)}"
+        for hidden in ex.hidden:
+            hid = _secret_lines(hidden, skip_signatures=False)
+            assert not _leaks(hid, text, public), f"{ex.label}: hidden-test lines in the student edition: {_leaks(hid, text, public)}"
+    assert "hidden=True" not in text and "hidden: true" not in text
+    # and the instructor side does hold them (the search above can find what it looks for)
+    with zipfile.ZipFile(ed.autograder) as zf:
+        bundle = "\n".join(zf.read(n).decode() for n in zf.namelist() if n.startswith("tests/"))
+    inst = _student_text(ed.instructor.parent) + bundle
+    for ex in chapter.exercises:
+        sol = [line for line in _secret_lines(ex.solution, skip_signatures=True) if len(line) >= 6]
+        assert any(line in inst for line in sol), ex.label
+        if ex.hidden:
+            assert "hidden=True" in inst
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
+def test_each_stub_keeps_its_solution_signature(built, nb):
+    entry = built(nb)
+    student = nbformat.read(entry["editions"].student, as_version=4)
+    stubs: dict[str, str] = {}
+    for i in _answer_cells(student):
+        stubs.update(cr.signatures(student.cells[i].source))
+    for ex in entry["chapter"].exercises:
+        for name, sig in cr.signatures(ex.solution).items():
+            assert name in stubs, f"{ex.label}: the student edition has no stub for {name}"
+            assert stubs[name] == sig, f"{ex.label}: stub {name}{stubs[name]} != solution {name}{sig}"
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
+def test_student_edition_has_public_checks_for_every_exercise(built, nb):
+    entry = built(nb)
+    student = nbformat.read(entry["editions"].student, as_version=4)
+    calls = re.findall(r'grader\.check\("([^"]+)"\)', "\n".join(c.source for c in student.cells if c.cell_type == "code"))
+    assert calls == [ex.label for ex in entry["chapter"].exercises]
+    tests = student.metadata["otter"]["tests"]
+    assert set(tests) == set(calls)
+
+
+# ------------------------------------------------------------------------------------------------
+# The converter itself (no kernel)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_free_names_are_scope_aware():
+    tree = ast.parse("def f(rng):\n    return rng.normal() + k\nx = [y for y in data]\nrng2 = rng\nf(rng)")
+    assert cr._free_names(tree) == {"k", "data", "rng"}
+
+
+def test_stub_keeps_signature_and_drops_everything_else():
+    src = ('import math\n\n@staticmethod\ndef f(a, b: int = 2, *args, c, d=None, **kw) -> float:\n'
+           '    """secret doc"""\n    return math.pi * a\n\nclass K(Base):\n    def m(self, x):\n        return x\n\nprint(f(1, c=2))')
+    stub = cr.stub_source(src, "ex-1")
+    assert cr.signatures(stub) == cr.signatures(src)
+    for secret in ("math.pi", "secret doc", "print(", "return x"):
+        assert secret not in stub
+    ns: dict = {"Base": object}
+    exec(stub, ns)
+    with pytest.raises(NotImplementedError, match="ex-1"):
+        ns["f"](1, c=2)
+
+
+def _nb(*cells):
+    nb = nbformat.v4.new_notebook(cells=list(cells))
+    return nb
+
+
+def _tag(cell, tag):
+    cell.metadata["tags"] = [tag]
+    return cell
+
+
+def test_malformed_chapters_raise_clear_errors(tmp_path):
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    no_label = _nb(md("```{exercise} T\nbody\n```"))
+    nbformat.write(no_label, tmp_path / "01_a.ipynb")
+    with pytest.raises(cr.ClassroomFormatError, match="no :label:"):
+        cr.parse_chapter(tmp_path / "01_a.ipynb")
+    no_check = _nb(md("```{exercise} T\n:label: ex-a\nbody\n```"), _tag(code("def f(x):\n    return x"), "solution"))
+    nbformat.write(no_check, tmp_path / "01_b.ipynb")
+    with pytest.raises(cr.ClassroomFormatError, match="exercise-check"):
+        cr.parse_chapter(tmp_path / "01_b.ipynb")
+    no_function = _nb(md("```{exercise} T\n:label: ex-a\nbody\n```"), _tag(code("x = 1"), "solution"),
+                      _tag(code("# Check: exercise ex-a\nassert x == 1"), "exercise-check"))
+    nbformat.write(no_function, tmp_path / "01_c.ipynb")
+    with pytest.raises(cr.ClassroomFormatError, match="named function"):
+        cr.parse_chapter(tmp_path / "01_c.ipynb")
+    drift = _nb(md("```{exercise} T\n:label: ex-a\nbody\n```"), code("def f(x, y):\n    raise NotImplementedError"),
+                md("```{solution-start} ex-a\n```"), _tag(code("def f(x):\n    return x"), "solution"),
+                md("```{solution-end}\n```"), _tag(code("# Check: exercise ex-a\nassert f(1) == 1"), "exercise-check"))
+    nbformat.write(drift, tmp_path / "01_d.ipynb")
+    with pytest.raises(cr.ClassroomFormatError, match="signatures differ"):
+        cr.build_master(cr.parse_chapter(tmp_path / "01_d.ipynb"))
+    with pytest.raises(FileNotFoundError):
+        cr.parse_chapter(tmp_path / "missing.ipynb")
+
+
+def test_setup_pulls_in_only_the_cells_the_exercises_need():
+    ch = cr.parse_chapter(FIXTURE)
+    setup = "\n".join(ch.setup)
+    assert "data = rng.normal" in setup and "cfg = profile_config" in setup
+    assert "data.mean() - 1.5" not in setup  # the chapter's own check cell stays out
+    assert [ex.label for ex in ch.exercises] == ["ex99-mean", "ex99-softmax", "ex99-runmax"]
+    assert [len(ex.hidden) for ex in ch.exercises] == [1, 0, 1]
+
+
+def test_reader_edition_removes_solutions_and_hidden_checks():
+    nb = nbformat.read(FIXTURE, as_version=4)
+    out = cr.strip_solutions(nb)
+    text = "\n".join(c.source for c in out.cells)
+    assert "solution-start" not in text and "total += v" not in text and "Hidden check" not in text
+    assert text.count("{exercise}") == 3 and text.count("# Check: exercise") == 3
+    assert len(nb.cells) - len(out.cells) == 3 * 3 + 2  # gates + solution per exercise, 2 hidden
