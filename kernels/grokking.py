@@ -77,14 +77,14 @@ def grok_steps_reference(
     code = METHODS[method]
 
     def resid(v: np.ndarray) -> np.ndarray:
-        return (v @ X.T if shared else np.einsum("bjn,bn->bj", X, v)) - y
+        return (v @ X.T if shared else np.matmul(X, v[:, :, None])[:, :, 0]) - y
 
     T = steps // eval_every + 1
     rec = np.empty((T, a.shape[0], 5))
     R = resid(a)
     rec[0] = _record(a, R, y, a_star, l0_threshold)
     for t in range(1, steps + 1):
-        G = R @ X if shared else np.einsum("bj,bjn->bn", R, X)
+        G = R @ X if shared else np.matmul(R[:, None, :], X)[:, 0, :]
         if code == 1:
             v = a - al * (G + b2 * a)
             a = np.sign(v) * np.maximum(np.abs(v) - al * b1, 0.0)
@@ -92,7 +92,7 @@ def grok_steps_reference(
             a = a - al * (G + b2 * a + b1 * np.sign(a))
         R = resid(a)
         if code == 2:
-            a = a - (R @ P.T if shared else np.einsum("bnj,bj->bn", P, R))
+            a = a - (R @ P.T if shared else np.matmul(P, R[:, :, None])[:, :, 0])
             R = resid(a)
         if t % eval_every == 0:
             rec[t // eval_every] = _record(a, R, y, a_star, l0_threshold)

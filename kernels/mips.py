@@ -9,8 +9,9 @@ queries ``queries``/``V`` of shape ``(B, d)``, all float32 row-major:
   ``P(i | v_b) ∝ exp(kappa <v_b, x_i>)`` by the Gumbel-max trick,
   ``argmax_i kappa <v_b, x_i> + G_{b,i}`` with ``G = -log(-log U)`` (the B-exp baseline).
 - :func:`first_beater`: the smallest ``j`` with ``<q_b, x_j> > threshold_b`` (``n`` when none):
-  the prefix-survival counter of the Monte Carlo probability curve (note, step 8: action ``A``
-  wins against the prefix ``X_1..X_m`` iff ``first_beater > m``).
+  the prefix-survival counter of the Monte Carlo probability curve (note, step 8: with
+  ``threshold_b = <q_b, A>``, action ``A`` wins against the prefix ``X[:m]`` iff
+  ``first_beater_b >= m``).
 
 Each comes in three forms (see :mod:`icml25.kernels`): ``f_reference`` (NumPy, chunked over the
 actions so memory stays bounded for ``n = 10^6``; the readable definition), ``f_gpu`` (the CuPy
@@ -32,7 +33,8 @@ order 1e-6 per draw. Draws with distinct ``offset`` (or ``seed``) are independen
 ``offset`` per call to get fresh samples from one seed.
 
 Dispatchers return the kind of array they are given: NumPy in → NumPy out (computed on the GPU
-when one is usable, with the transfers done here), CuPy in (any array argument) → CuPy out.
+when one is usable, with the transfers done here: pass CuPy arrays to keep a large action table
+on the device across calls), CuPy in (any array argument) → CuPy out.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ __all__ = [
 # Elements of one (B, chunk) score block in the references: 2^22 float32 = 16 MiB.
 _CHUNK_ELEMENTS = 1 << 22
 # The Gumbel reference also evaluates Philox on each block; smaller blocks stay in cache.
-_GUMBEL_CHUNK_ELEMENTS = 1 << 18
+_GUMBEL_CHUNK_ELEMENTS = 1 << 13
 
 # Launch geometry; must match the #defines in mips.cu.
 _TILE_N = 256  # actions per tile == threads per block
@@ -94,7 +96,8 @@ def _as_matrix(name: str, a: Any, xp) -> Any:
         raise ValueError(f"{name} must be 2-D (rows, d); got shape {tuple(a.shape)}")
     if a.dtype.kind not in "fiu":
         raise TypeError(f"{name} must be a real numeric array castable to float32; got dtype {a.dtype}")
-    a = xp.ascontiguousarray(xp.asarray(a, dtype=xp.float32))
+    with np.errstate(over="ignore"):  # overflow to inf is reported just below
+        a = xp.ascontiguousarray(xp.asarray(a, dtype=xp.float32))
     if a.size and not bool(xp.isfinite(a).all()):
         raise ValueError(f"{name} must be finite (after casting to float32)")
     return a
@@ -120,7 +123,8 @@ def _check_threshold(threshold: Any, B: int, xp) -> Any:
         raise ValueError(f"threshold must have shape ({B},) (one per query); got {tuple(t.shape)}")
     if t.dtype.kind not in "fiu":
         raise TypeError(f"threshold must be real numeric; got dtype {t.dtype}")
-    t = xp.ascontiguousarray(xp.asarray(t, dtype=xp.float32))
+    with np.errstate(over="ignore"):
+        t = xp.ascontiguousarray(xp.asarray(t, dtype=xp.float32))
     if t.size and not bool(xp.isfinite(t).all()):
         raise ValueError("threshold must be finite (after casting to float32)")
     return t
@@ -132,7 +136,7 @@ def _check_kappa(kappa: Any) -> float:
     kappa = float(kappa)
     if not math.isfinite(kappa) or kappa < 0:
         raise ValueError(f"kappa must be finite and >= 0; got {kappa}")
-    if not math.isfinite(float(np.float32(kappa))):
+    if abs(kappa) > float(np.finfo(np.float32).max):
         raise ValueError(f"kappa = {kappa} overflows float32")
     return kappa
 
@@ -166,23 +170,26 @@ def philox4x32_10(counter: np.ndarray, key: tuple[int, int]) -> np.ndarray:
     Returns:
         (4, ...) uint32, the output words.
     """
-    c0, c1, c2, c3 = (np.asarray(counter[j], dtype=np.uint32) for j in range(4))
+    # Words are held in uint64 so that the 32x32 -> 64-bit products need no conversions.
+    c0, c1, c2, c3 = (np.asarray(counter[j], dtype=np.uint64) for j in range(4))
     k0, k1 = int(key[0]) & _MASK32, int(key[1]) & _MASK32
+    shift, mask = np.uint64(32), np.uint64(_MASK32)
     for r in range(10):
         if r:
             k0 = (k0 + _PHILOX_W0) & _MASK32
             k1 = (k1 + _PHILOX_W1) & _MASK32
-        p0 = c0.astype(np.uint64) * _PHILOX_M0
-        p1 = c2.astype(np.uint64) * _PHILOX_M1
-        hi0 = (p0 >> np.uint64(32)).astype(np.uint32)
-        hi1 = (p1 >> np.uint64(32)).astype(np.uint32)
-        c0, c1, c2, c3 = (
-            hi1 ^ c1 ^ np.uint32(k0),
-            p1.astype(np.uint32),  # low 32 bits (astype wraps modulo 2^32)
-            hi0 ^ c3 ^ np.uint32(k1),
-            p0.astype(np.uint32),
-        )
-    return np.stack([c0, c1, c2, c3])
+        p0 = c0 * _PHILOX_M0  # M0 c0 < 2^64: exact
+        p1 = c2 * _PHILOX_M1
+        new0 = p1 >> shift  # hi(M1 c2)
+        new0 ^= c1
+        new0 ^= np.uint64(k0)
+        new2 = p0 >> shift  # hi(M0 c0)
+        new2 ^= c3
+        new2 ^= np.uint64(k1)
+        p1 &= mask  # lo(M1 c2)
+        p0 &= mask  # lo(M0 c0)
+        c0, c1, c2, c3 = new0, p1, new2, p0
+    return np.stack(np.broadcast_arrays(c0, c1, c2, c3)).astype(np.uint32)
 
 
 def gumbel_noise_reference(seed: int, offset: int, b: np.ndarray, i: np.ndarray) -> np.ndarray:
@@ -255,6 +262,9 @@ def gumbel_max_sample_reference(
     ``a_b = argmax_i fl(fl(kappa * <v_b, x_i>) + G_{b,i})`` in float32, ties to the lowest index;
     ``G`` from :func:`gumbel_noise_reference`. Then ``P(a_b = i) = softmax(kappa X v_b)_i``
     (Gumbel-max trick), the B-exp policy of the paper (Sec. 2; the note's step 5).
+
+    Cost: the NumPy Philox takes about 0.1-0.5 us per (b, i) draw on one core (B * n draws), so
+    this reference suits B * n up to ~10^7; the GPU kernel is the fast path.
 
     Args:
         V: (B, d) real array (cast to float32), finite; states/queries.
@@ -339,6 +349,18 @@ def _module():
     return load_module("mips")
 
 
+def _sm_count() -> int:
+    import cupy
+
+    device = cupy.cuda.Device()
+    if device.id not in _SM_COUNT:
+        _SM_COUNT[device.id] = int(cupy.cuda.runtime.getDeviceProperties(device.id)["multiProcessorCount"])
+    return _SM_COUNT[device.id]
+
+
+_SM_COUNT: dict[int, int] = {}
+
+
 def _grid(B: int, n: int) -> tuple[int, int]:
     """Grid (x, y): y covers the queries in groups of ``_TQ``; x splits the action tiles.
 
@@ -347,9 +369,7 @@ def _grid(B: int, n: int) -> tuple[int, int]:
     latency), never more x-blocks than tiles; every extra x-block costs only one 64-bit atomic
     per query at the end.
     """
-    import cupy
-
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    sms = _sm_count()
     grid_y = min(-(-B // _TQ), _MAX_GRID_Y)
     tiles = -(-n // _TILE_N)
     grid_x = max(1, min(tiles, -(-8 * sms // grid_y)))
@@ -363,8 +383,11 @@ def _query_slices(B: int):
         yield b0, min(B, b0 + step)
 
 
-def _launch_keys(kernel_name: str, q, x, extra: tuple) :
-    """Run an argmax-type kernel and decode its packed (score, index) keys."""
+def _launch_keys(kernel_name: str, q, x, extra=lambda b0: ()):
+    """Run an argmax-type kernel of ``mips.cu`` and decode its packed (score, index) keys.
+
+    ``extra(b0)`` gives the kernel arguments after ``d`` for the query slice starting at ``b0``.
+    """
     import cupy
 
     mod = _module()
@@ -374,8 +397,8 @@ def _launch_keys(kernel_name: str, q, x, extra: tuple) :
     n = x.shape[0]
     keys = cupy.zeros(B, dtype=cupy.uint64)  # 0 is below every packed key
     for b0, b1 in _query_slices(B):
-        grid = _grid(b1 - b0, n)
-        kernel(grid, (_TILE_N,), (q[b0:b1], x, np.int64(b1 - b0), np.int64(n), np.int32(d), *extra, keys[b0:b1]))
+        args = (q[b0:b1], x, np.int64(b1 - b0), np.int64(n), np.int32(d), *extra(b0), keys[b0:b1])
+        kernel(_grid(b1 - b0, n), (_TILE_N,), args)
     index = cupy.empty(B, dtype=cupy.int64)
     score = cupy.empty(B, dtype=cupy.float32)
     if B:
@@ -393,7 +416,7 @@ def mips_argmax_gpu(queries, actions):
     import cupy
 
     q, x = _check_pair("queries", queries, "actions", actions, cupy)
-    return _launch_keys("mips_argmax_keys", q, x, ())
+    return _launch_keys("mips_argmax_keys", q, x)
 
 
 def gumbel_max_sample_gpu(V, X, kappa: float, seed: int, offset: int = 0):
@@ -408,7 +431,9 @@ def gumbel_max_sample_gpu(V, X, kappa: float, seed: int, offset: int = 0):
     kappa32 = np.float32(_check_kappa(kappa))
     seed = _check_counter_int("seed", seed)
     offset = _check_counter_int("offset", offset)
-    index, _ = _launch_keys("gumbel_max_keys", q, x, (kappa32, np.uint64(seed), np.uint64(offset)))
+    index, _ = _launch_keys(
+        "gumbel_max_keys", q, x, lambda b0: (kappa32, np.uint64(seed), np.uint64(offset), np.int64(b0))
+    )
     return index
 
 
