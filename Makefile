@@ -55,21 +55,24 @@ test: $(STAMP)
 # Unit, kernel-compile, hygiene and pin tests, plus every chapter executed once: papermill
 # (--prepare-only) injects PROFILE/SEED, nbval executes and validates; one xdist run.
 test-pytest: _build/prepared/seed$(SEED)/.stamp
-	$(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --ignore=tests/fixtures -m "not slow" \
+	rm -rf _build/executed-test
+	ICML25_EXECUTED_DIR=_build/executed-test $(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --ignore=tests/fixtures -m "not slow" \
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile \
 	  -p no:cacheprovider -q -rs --durations=15
 
-_build/prepared/seed%/.stamp: $(NOTEBOOKS) $(STAMP)
+_build/prepared/seed%/.stamp: $(NOTEBOOKS) .ci/nbval_capture.py $(STAMP)
 	@mkdir -p $(@D)
+	@cp .ci/nbval_capture.py $(@D)/conftest.py
 	@for nb in $(NOTEBOOKS); do \
 	  $(BIN)/papermill --prepare-only --log-level WARNING -p PROFILE $(PROFILE) -p SEED $* \
 	    "$$nb" "$(@D)/$$(basename $$nb)"; \
 	done
 	@touch $@
 
-# The book rendered from the stripped notebooks (nothing executes again), warnings as errors.
+# The book rendered from the notebooks the nbval run executed (nothing executes again), with
+# warnings as errors.
 test-render: $(STAMP)
-	$(BIN)/python .ci/stage_book.py notebooks _build/test-src
+	$(BIN)/python .ci/stage_book.py _build/executed-test _build/test-src
 	$(BIN)/jupyter-book build _build/test-src --path-output _build/test-render --warningiserror --nitpick --keep-going --quiet
 
 test-seeds: $(STAMP)

@@ -23,7 +23,7 @@ REQUIRED_HEADINGS = [
     "Exercises",
     "Summary",
 ]
-CITE_RE = re.compile(r"\{cite(?::[a-z]+)?\}`([^`]+)`")
+CITE_RE = re.compile(r"\{cite(?::\w+)?\}`([\w\-:.]+(?:,\s*[\w\-:.]+)*)`")
 
 
 def cells(nb_path: Path) -> list[dict]:
