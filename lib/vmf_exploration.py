@@ -114,6 +114,16 @@ def _check_kappa(kappa: Any, name: str = "kappa") -> float:
     return kappa
 
 
+
+def _kappa_array(kappa: Any) -> tuple[bool, np.ndarray]:
+    """(whether kappa was a scalar, kappa as a validated 1-D float64 array)."""
+    if np.ndim(kappa) == 0:
+        return True, np.array([_check_kappa(kappa)])
+    k = np.asarray(kappa, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(k)) or np.any(k < 0):
+        raise ValueError(f"kappa must be finite and >= 0, got {kappa!r}")
+    return False, k
+
 def _check_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (Integral, np.integer)):
         raise TypeError(f"{name} must be an integer >= {minimum}, got {type(value).__name__}")
@@ -287,13 +297,7 @@ def vmf_log_normalizer(d: int, kappa: float | np.ndarray) -> float | np.ndarray:
         TypeError: d not an integer.
     """
     d = _check_d(d)
-    scalar = np.ndim(kappa) == 0
-    if scalar:
-        k = np.array([_check_kappa(kappa)])
-    else:
-        k = np.asarray(kappa, dtype=np.float64).ravel()
-        if not np.all(np.isfinite(k)) or np.any(k < 0):
-            raise ValueError(f"kappa must be finite and >= 0, got {kappa!r}")
+    scalar, k = _kappa_array(kappa)
     nu = 0.5 * d - 1.0
     out = np.full(k.shape, -_log_sphere_area(d))
     pos = k > 0
@@ -357,13 +361,7 @@ def mean_resultant_length(d: int, kappa: float | np.ndarray) -> float | np.ndarr
         ValueError: d < 2, kappa negative or non-finite.
     """
     d = _check_d(d)
-    scalar = np.ndim(kappa) == 0
-    if scalar:
-        k = np.array([_check_kappa(kappa)])
-    else:
-        k = np.asarray(kappa, dtype=np.float64).ravel()
-        if not np.all(np.isfinite(k)) or np.any(k < 0):
-            raise ValueError(f"kappa must be finite and >= 0, got {kappa!r}")
+    scalar, k = _kappa_array(kappa)
     nu = 0.5 * d - 1.0
     out = np.zeros(k.shape)
     pos = k > 0
