@@ -12,18 +12,22 @@ SEED        ?= 0
 CHAPTER     ?=
 JOBS        ?= auto
 OFFLINE     := .ci/offline
+ASSETS      := _build/offline-assets/.stamp
+CHROMIUM    ?= /usr/bin/chromium
+BOOK_HTML   ?= _build/html
 NOTEBOOKS   := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED    := $(patsubst notebooks/%,_build/executed/%,$(NOTEBOOKS))
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
-export MPLBACKEND := Agg
 
-.PHONY: help venv test test-pytest test-render test-seeds book execute assignments grade book-nosolutions lab bench lock clean
+.PHONY: help venv test test-pytest test-render test-browser test-seeds book pdf system-deps execute assignments grade book-nosolutions lab bench lock clean
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make book            build the HTML book in _build/html (executes changed chapters, cpu profile)"
 	@echo "make test            unit + kernel + notebook tests and a render check, offline (what CI runs)"
 	@echo "make test-seeds      every chapter again with SEED=1 and SEED=2"
+	@echo "make pdf             the whole book as one PDF, _build/pdf/book.pdf (headless chromium)"
+	@echo "make test-browser    open every page of a built book in chromium, offline (BOOK_HTML=_build/html)"
 	@echo "make execute CHAPTER=02 PROFILE=gpu [SEED=0]   run one chapter with papermill, record metrics"
 	@echo "make assignments     student and instructor editions with autograders in _build/assignments/"
 	@echo "make grade CHAPTER=02 SUBMISSIONS=dir   grade a folder of student notebooks offline (CSV of scores)"
@@ -49,14 +53,14 @@ lock: $(STAMP)
 # ---------------------------------------------------------------------------------------------
 # Tests (offline: .ci/offline runs them in a network namespace holding only loopback)
 # ---------------------------------------------------------------------------------------------
-test: $(STAMP)
-	$(OFFLINE) $(MAKE) --no-print-directory test-pytest test-render
+test: $(STAMP) $(ASSETS) system-deps
+	$(OFFLINE) $(MAKE) --no-print-directory test-pytest test-render test-browser BOOK_HTML=_build/test-render/_build/html
 
 # Unit, kernel-compile, hygiene and pin tests, plus every chapter executed once: papermill
 # (--prepare-only) injects PROFILE/SEED, nbval executes and validates; one xdist run.
 test-pytest: _build/prepared/seed$(SEED)/.stamp
 	rm -rf _build/executed-test
-	ICML25_EXECUTED_DIR=_build/executed-test $(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --ignore=tests/fixtures -m "not slow" \
+	ICML25_EXECUTED_DIR=_build/executed-test $(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --ignore=tests/fixtures --ignore=tests/browser -m "not slow" \
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile \
 	  -p no:cacheprovider -q -rs --durations=15
 
@@ -71,7 +75,7 @@ _build/prepared/seed%/.stamp: $(NOTEBOOKS) .ci/nbval_capture.py $(STAMP)
 
 # The book rendered from the notebooks the nbval run executed (nothing executes again), with
 # warnings as errors.
-test-render: $(STAMP)
+test-render: $(STAMP) $(ASSETS)
 	$(BIN)/python .ci/stage_book.py _build/executed-test _build/test-src
 	$(BIN)/jupyter-book build _build/test-src --path-output _build/test-render --warningiserror --nitpick --keep-going --quiet
 
@@ -99,10 +103,44 @@ _build/executed/%.ipynb: | $(STAMP)
 	  -p PROFILE cpu -p SEED 0 notebooks/$*.ipynb $@.tmp
 	@mv $@.tmp $@
 
-book: $(STAMP) $(EXECUTED)
+book: $(STAMP) $(EXECUTED) $(ASSETS)
 	$(BIN)/python .ci/stage_book.py _build/executed _build/src
 	$(BIN)/jupyter-book build _build/src --path-output . --warningiserror --nitpick --keep-going --quiet
 	@echo "The book: file://$(CURDIR)/_build/html/index.html"
+
+# MathJax 3, RequireJS and the Jupyter widget manager from the npm registry (exact versions,
+# sha512 checked), served from the book's _static/ (_config.yml: html_static_path, mathjax_path,
+# nb_ipywidgets_js). Never a CDN, at build or read time.
+$(ASSETS): .ci/offline_assets.py .ci/offline_assets.widgets.js
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps
+	$(PYTHON) .ci/offline_assets.py _build/offline-assets
+
+# Debian packages the book's checks need: chromium (browser test, PDF; never a downloaded browser)
+# and npm (the assets). Installed once, as root or with sudo; without them the browser tests skip
+# with a message saying so.
+system-deps:
+	@need=""; command -v npm >/dev/null || need="$$need npm"; test -x $(CHROMIUM) || need="$$need chromium"; \
+	if [ -n "$$need" ]; then \
+	  sudo=$$( [ "$$(id -u)" = 0 ] && echo "" || echo "sudo -n" ); \
+	  echo "installing$$need (apt-get)"; \
+	  { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$need; } \
+	    || echo "system-deps: could not install$$need; the browser test and make pdf will skip or fail"; \
+	fi
+
+# Every page of _toc.yml in Debian's chromium (Playwright, file:// only, all other requests
+# aborted): no failed request, no console error, math typeset, images and widgets shown, search,
+# downloads and launch links; screenshots in _build/screenshots/, counts in _build/browser-report.json.
+test-browser: $(STAMP)
+	ICML25_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/browser/test_book_browser.py \
+	  -p no:cacheprovider -q -rs
+
+# The whole book as one PDF: the built HTML printed page by page by headless chromium, in
+# _toc.yml order after a cover page, concatenated with pypdf; then opened and checked.
+pdf: book system-deps
+	$(OFFLINE) $(BIN)/python .ci/book_pdf.py _build/html _build/pdf/book.pdf
+	ICML25_BOOK_HTML=_build/html ICML25_BOOK_PDF=_build/pdf/book.pdf $(OFFLINE) $(BIN)/python -m pytest \
+	  tests/browser/test_book_pdf.py -p no:cacheprovider -q -rs
+	@echo "The book as PDF: $(CURDIR)/_build/pdf/book.pdf"
 
 # make execute CHAPTER=02 PROFILE=gpu: a GPU-profile run records its metrics in data/results/.
 execute: $(STAMP)
@@ -132,7 +170,7 @@ grade: $(STAMP)
 	test -n "$$ag" || { echo "no autograder for chapter $(CHAPTER): run make assignments first"; exit 2; }; \
 	$(BIN)/python -m icml25.classroom grade "$$ag" "$(SUBMISSIONS)" --csv _build/assignments/scores-$(CHAPTER).csv
 
-book-nosolutions: $(STAMP) $(EXECUTED)
+book-nosolutions: $(STAMP) $(EXECUTED) $(ASSETS)
 	$(BIN)/python -m icml25.classroom reader _build/executed _build/executed-nosolutions
 	$(BIN)/python .ci/stage_book.py _build/executed-nosolutions _build/src-nosolutions
 	$(BIN)/jupyter-book build _build/src-nosolutions --path-output _build/nosolutions --warningiserror --nitpick --keep-going --quiet

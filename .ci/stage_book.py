@@ -3,8 +3,9 @@
 The book's root is the repository (``_config.yml``, ``_toc.yml``, ``book/``), but the chapters it
 renders are either the executed notebooks (``make book``: ``_build/executed``) or the stripped
 sources (``make test``'s render check, which must not execute anything a second time). This copies
-the configuration, the front matter and the chosen notebooks into DEST, writing a file only when
-its content changed, so that Sphinx's incremental build re-renders only what changed.
+the configuration, the front matter and the chosen notebooks into DEST, writing a file (with a new
+modification time) only when its content changed, so that Sphinx's incremental build re-renders
+exactly what changed.
 
 Usage: python .ci/stage_book.py NOTEBOOK_DIR DEST
 """
@@ -22,7 +23,7 @@ def sync(src: Path, dst: Path) -> None:
     if dst.exists() and dst.read_bytes() == src.read_bytes():
         return
     dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src, dst)
+    shutil.copy(src, dst)  # a fresh mtime: Sphinx re-renders what changed, whatever its source's age
 
 
 def main(notebook_dir: str, dest: str) -> None:

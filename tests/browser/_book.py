@@ -1,0 +1,35 @@
+"""Helpers of the browser tests: the book's pages in _toc.yml order, the shared report."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT: dict = {}
+
+
+def toc_docnames(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
+    """Every ``file`` of _toc.yml (root first), in reading order, without suffix."""
+    toc = yaml.safe_load(toc_path.read_text())
+    names = [toc["root"]]
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                names.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                walk(node.get(key, []))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return [str(Path(n).with_suffix("")) if Path(n).suffix in (".md", ".ipynb") else n for n in names]
+
+
+def book_html() -> Path | None:
+    value = os.environ.get("ICML25_BOOK_HTML", "")
+    return Path(value).resolve() if value else None
