@@ -99,9 +99,9 @@ _build/deps.mk: $(NOTEBOOKS) .ci/deps.py $(wildcard lib/*.py kernels/*.py)
 _build/executed/%.ipynb: | $(STAMP)
 	@mkdir -p $(@D) _build/results
 	@echo "executing $* (PROFILE=cpu SEED=0)"
-	ICML25_RESULTS_DIR=_build/results $(OFFLINE) $(BIN)/papermill --log-level WARNING --cwd notebooks \
-	  -p PROFILE cpu -p SEED 0 notebooks/$*.ipynb $@.tmp
-	@mv $@.tmp $@
+	ICML25_RESULTS_DIR=$(CURDIR)/_build/results $(OFFLINE) $(BIN)/papermill --log-level WARNING --no-progress-bar \
+	  --cwd notebooks -p PROFILE cpu -p SEED 0 notebooks/$*.ipynb $(@D)/.partial-$*.ipynb
+	@mv $(@D)/.partial-$*.ipynb $@
 
 book: $(STAMP) $(EXECUTED) $(ASSETS)
 	$(BIN)/python .ci/stage_book.py _build/executed _build/src
@@ -148,9 +148,9 @@ execute: $(STAMP)
 	@nb=$$(ls notebooks/$(CHAPTER)_*.ipynb 2>/dev/null | head -1); \
 	test -n "$$nb" || { echo "no notebook notebooks/$(CHAPTER)_*.ipynb"; exit 2; }; \
 	out=_build/executed-$(PROFILE)-seed$(SEED)/$$(basename $$nb); mkdir -p $$(dirname $$out); \
-	results=$$( [ "$(PROFILE)" = gpu ] && echo data/results || echo _build/results ); \
+	results=$(CURDIR)/$$( [ "$(PROFILE)" = gpu ] && echo data/results || echo _build/results ); \
 	echo "executing $$nb with PROFILE=$(PROFILE) SEED=$(SEED) -> $$out, metrics -> $$results"; \
-	ICML25_RESULTS_DIR=$$results $(BIN)/papermill --log-level WARNING --cwd notebooks \
+	ICML25_RESULTS_DIR=$$results $(BIN)/papermill --log-level WARNING --no-progress-bar --cwd notebooks \
 	  -p PROFILE $(PROFILE) -p SEED $(SEED) $$nb $$out
 
 # ---------------------------------------------------------------------------------------------

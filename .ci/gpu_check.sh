@@ -19,7 +19,7 @@ fi
 for ch in "${chapters[@]}"; do
   nb=$(ls notebooks/${ch}_*.ipynb | head -1)
   start=$(date +%s)
-  ICML25_RESULTS_DIR=data/results .venv-gpu/bin/papermill --log-level WARNING --cwd notebooks \
+  ICML25_RESULTS_DIR="$PWD/data/results" .venv-gpu/bin/papermill --log-level WARNING --cwd notebooks \
     -p PROFILE gpu -p SEED 0 "$nb" "$out/$(basename "$nb")" && status=ok || status=FAILED
   echo "chapter $ch: $status in $(( $(date +%s) - start )) s" | tee -a "$out/chapters.log"
   cp data/results/${ch}-gpu.json "$out/" 2>/dev/null || true

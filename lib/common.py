@@ -96,7 +96,7 @@ class ProfileConfig:
 
 def _check_profile(profile: str) -> str:
     if not isinstance(profile, str) or profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES!r} ('cpu' or 'gpu'), got {profile!r}")
+        raise ValueError(f"profile must be 'cpu' or 'gpu', got {profile!r}")
     return profile
 
 
@@ -175,8 +175,8 @@ def seed_everything(seed: int) -> np.random.Generator:
         ValueError: ``seed`` is negative or not an integer.
     """
     global _RUN_START, _RUN_SEED
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an integer in [0, 2**63) (PyTorch's range), got {seed!r}")
     seed = int(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -353,9 +353,16 @@ def _versions() -> dict[str, str]:
 
 
 def results_dir() -> Path:
-    """Where metrics JSON goes: ``$ICML25_RESULTS_DIR`` or ``<repo>/_build/results``."""
+    """Where metrics JSON goes: ``$ICML25_RESULTS_DIR`` or ``<repo>/_build/results``.
+
+    A relative ``$ICML25_RESULTS_DIR`` is taken relative to the repository root, not to the
+    working directory (papermill runs chapters with ``--cwd notebooks``).
+    """
     env = os.environ.get(RESULTS_DIR_ENV)
-    return Path(env) if env else repo_root() / "_build" / "results"
+    if not env:
+        return repo_root() / "_build" / "results"
+    path = Path(env)
+    return path if path.is_absolute() else repo_root() / path
 
 
 def _jsonable(value: Any) -> Any:
@@ -382,6 +389,9 @@ def record_metrics(
     out_dir: str | os.PathLike | None = None,
 ) -> Path:
     """Write ``metrics`` with provenance to ``<out_dir>/<chapter>-<profile>.json``.
+
+    Runs with a seed other than 0 go to ``<chapter>-<profile>-seed<seed>.json``, so they never
+    overwrite the canonical seed-0 record that :func:`results_table` shows.
 
     Provenance: package versions, device name, seed, wall time since :func:`seed_everything`
     (unless given), git commit, host and UTC time.
@@ -421,7 +431,9 @@ def record_metrics(
     }
     folder = Path(out_dir) if out_dir is not None else results_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{chapter}-{profile}.json"
+    run_seed = record["provenance"]["seed"]
+    suffix = f"-seed{run_seed}" if run_seed not in (None, 0) else ""
+    path = folder / f"{chapter}-{profile}{suffix}.json"
     path.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
     return path
 
@@ -456,7 +468,10 @@ def results_table(chapter: str, rows: list[tuple[str, str, Any]], *, gpu_folder:
     gpu_metrics = gpu["metrics"] if gpu else {}
     gpu_note = f"GPU run ({gpu['provenance']['device']})" if gpu else "GPU run"
     table = []
-    for key, paper, this_run in rows:
+    for row in rows:
+        if not (isinstance(row, (tuple, list)) and len(row) == 3):
+            raise ValueError(f"each row must be (metric_key, paper_value_text, this_run_value), got {row!r}")
+        key, paper, this_run = row
         g = gpu_metrics.get(key, "not recorded")
         table.append({"metric": key, "paper": paper, "this run": _fmt(this_run), gpu_note: _fmt(g)})
     return pd.DataFrame(table).set_index("metric")

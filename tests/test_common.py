@@ -47,7 +47,7 @@ def test_seed_everything_is_reproducible():
     np.testing.assert_array_equal(ga, gb)
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, "0", True])
+@pytest.mark.parametrize("bad", [-1, 1.5, "0", True, 2**64])
 def test_seed_everything_rejects_bad_seed(bad):
     with pytest.raises(ValueError, match="seed"):
         common.seed_everything(bad)
@@ -64,7 +64,7 @@ def test_record_metrics_writes_provenance(tmp_path):
     common.seed_everything(7)
     path = common.record_metrics("02", {"x": np.float32(1.5), "curve": np.arange(3)}, "cpu", out_dir=tmp_path)
     record = json.loads(path.read_text())
-    assert path.name == "02-cpu.json"
+    assert path.name == "02-cpu-seed7.json"
     assert record["metrics"] == {"x": 1.5, "curve": [0, 1, 2]}
     prov = record["provenance"]
     assert prov["seed"] == 7 and prov["wall_time_s"] >= 0
@@ -86,6 +86,7 @@ def test_record_metrics_rejects_bad_input(tmp_path, kwargs, match):
 
 
 def test_results_table_reads_gpu_column(tmp_path):
+    common.seed_everything(0)
     common.record_metrics("05", {"acc": 0.91}, "gpu", out_dir=tmp_path)
     table = common.results_table("05", [("acc", "0.93", 0.8), ("loss", "0.1", 0.2)], gpu_folder=tmp_path)
     gpu_col = [c for c in table.columns if c.startswith("GPU run")][0]
@@ -106,3 +107,21 @@ def test_profile_config_cpu_limits_blas_threads():
     common.profile_config("cpu")
     blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
     assert blas and all(i["num_threads"] == 1 for i in blas)
+
+
+def test_record_metrics_keeps_other_seeds_apart(tmp_path):
+    common.seed_everything(1)
+    path = common.record_metrics("02", {"x": 1}, "cpu", out_dir=tmp_path)
+    assert path.name == "02-cpu-seed1.json"
+    common.seed_everything(0)
+    assert common.record_metrics("02", {"x": 1}, "cpu", out_dir=tmp_path).name == "02-cpu.json"
+
+
+def test_relative_results_dir_is_relative_to_the_repo(monkeypatch):
+    monkeypatch.setenv("ICML25_RESULTS_DIR", "data/results")
+    assert common.results_dir() == common.repo_root() / "data" / "results"
+
+
+def test_results_table_rejects_malformed_rows(tmp_path):
+    with pytest.raises(ValueError, match="row"):
+        common.results_table("05", [("acc",)], gpu_folder=tmp_path)
