@@ -21,6 +21,7 @@ import random
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -137,6 +138,13 @@ def profile_config(profile: str, **sizes: Any) -> ProfileConfig:
             chosen[name] = value
     if profile == "cpu":
         _limit_threads()
+    elif not gpu_available():
+        warnings.warn(
+            "profile 'gpu' selected but no GPU is usable (cupy.is_available() is False or "
+            "ICML25_FORCE_CPU=1): the paper-scale sizes will run on the CPU reference paths",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return ProfileConfig(profile=profile, sizes=chosen)
 
 

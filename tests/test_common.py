@@ -13,7 +13,8 @@ from icml25 import common
 def test_profile_config_picks_profile_value():
     cfg = common.profile_config("cpu", n=(10, 1000), d={"cpu": 4, "gpu": 64}, kappa=2.0)
     assert (cfg.n, cfg.d, cfg.kappa, cfg.profile) == (10, 4, 2.0, "cpu")
-    gpu = common.profile_config("gpu", n=(10, 1000), d={"cpu": 4, "gpu": 64})
+    with pytest.warns(RuntimeWarning, match="no GPU"):
+        gpu = common.profile_config("gpu", n=(10, 1000), d={"cpu": 4, "gpu": 64})
     assert (gpu.n, gpu["d"]) == (1000, 64)
     assert gpu.as_dict() == {"profile": "gpu", "n": 1000, "d": 64}
 
