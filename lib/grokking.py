@@ -143,19 +143,47 @@ def _check_rng(rng: Any) -> np.random.Generator:
 
 
 def _pos_int(name: str, v: Any, minimum: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {type(v).__name__} {v!r}")
+    if v < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
     return int(v)
 
 
+def _real(name: str, v: Any, minimum: float | None = None, strict: bool = False) -> float:
+    """A finite real scalar (not bool, not a string); optionally ``> minimum`` / ``>= minimum``."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(v).__name__} {v!r}")
+    x = float(v)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {v!r}")
+    if minimum is not None and (x <= minimum if strict else x < minimum):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {v!r}")
+    return x
+
+
+def _real_array(name: str, v: Any) -> np.ndarray:
+    """A float64 array from real numbers; strings, bools and objects raise TypeError naming ``name``."""
+    if isinstance(v, (str, bytes)):
+        raise TypeError(f"{name} must be a real number or array of real numbers, got str {v!r}")
+    try:
+        arr = np.asarray(v)
+    except (ValueError, TypeError) as exc:  # ragged nested lists
+        raise ValueError(f"{name} must be a real number or a rectangular array of real numbers: {exc}") from None
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real number or array of real numbers, got dtype {arr.dtype}")
+    return arr.astype(np.float64)
+
+
 def _fraction(name: str, v: Any) -> float:
-    if not isinstance(v, (int, float, np.floating, np.integer)) or not 0.0 <= float(v) <= 1.0:
+    x = _real(name, v)
+    if not 0.0 <= x <= 1.0:
         raise ValueError(f"{name} must be a number in [0, 1], got {v!r}")
-    return float(v)
+    return x
 
 
 def _per_config(name: str, v: Any, B: int, positive: bool) -> np.ndarray:
-    arr = np.asarray(v, dtype=np.float64)
+    arr = _real_array(name, v)
     if arr.ndim == 0:
         arr = np.full(B, float(arr))
     if arr.shape != (B,):
@@ -170,8 +198,8 @@ def _per_config(name: str, v: Any, B: int, positive: bool) -> np.ndarray:
 
 
 def _batch_problem(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, int]:
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    X = _real_array("X", X)
+    y = _real_array("y", y)
     if X.ndim not in (2, 3):
         raise ValueError(f"X must have shape (N, n) or (B, N, n), got {X.shape}")
     N = X.shape[-2]
@@ -209,7 +237,9 @@ def _broadcast_configs(X: np.ndarray, y: np.ndarray, B: int, *params: Any) -> tu
 
 
 def _init_vector(init: Any, B: int, n: int) -> np.ndarray:
-    arr = np.asarray(init, dtype=np.float64)
+    arr = _real_array("init", init)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"init must be finite, got {init!r}")
     if arr.ndim == 0:
         return np.full((B, n), float(arr))  # the official "identity" init: init * ones
     if arr.shape == (n,):
@@ -220,11 +250,13 @@ def _init_vector(init: Any, B: int, n: int) -> np.ndarray:
 
 
 def _batch_target(a_star: Any, B: int, n: int) -> np.ndarray:
-    a_star = np.asarray(a_star, dtype=np.float64)
+    a_star = _real_array("a_star", a_star)
     if a_star.shape == (n,):
         a_star = np.broadcast_to(a_star, (B, n)).copy()
     if a_star.shape != (B, n):
         raise ValueError(f"a_star must have shape ({n},) or ({B}, {n}), got {a_star.shape}")
+    if not np.all(np.isfinite(a_star)):
+        raise ValueError("a_star must be finite")
     if np.any(np.linalg.norm(a_star, axis=1) == 0):
         raise ValueError("a_star must not be zero (the recovery error divides by ||a*||)")
     return a_star
@@ -239,10 +271,24 @@ def stability_bound(X: np.ndarray, beta2: float = 0.0) -> np.ndarray:
 
     Returns:
         () or (B,) float64 bound; GD on the quadratic diverges for ``alpha`` above it.
+
+    Raises:
+        ValueError: X not 2-D or 3-D, empty or non-finite; beta2 negative, non-finite or of the
+        wrong shape. TypeError: non-numeric X or beta2.
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = _real_array("X", X)
+    if X.ndim not in (2, 3) or X.shape[-1] == 0 or X.shape[-2] == 0:
+        raise ValueError(f"X must be a non-empty 2-D (N, n) or 3-D (B, N, n) array, got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X must be finite")
+    b2 = _real_array("beta2", beta2)
+    if b2.ndim != 0 and not (X.ndim == 3 and b2.shape == (X.shape[0],)) and not (X.ndim == 2 and b2.ndim == 1):
+        raise ValueError(f"beta2 must be a scalar or have shape (B,) = ({X.shape[0] if X.ndim == 3 else 'B'},), "
+                         f"got shape {b2.shape}")
+    if not np.all(np.isfinite(b2)) or np.any(b2 < 0):
+        raise ValueError(f"beta2 must be finite and >= 0, got {beta2!r}")
     s = np.linalg.svd(X, compute_uv=False)
-    lam = s.max(axis=-1) ** 2 + np.asarray(beta2, dtype=np.float64)
+    lam = s.max(axis=-1) ** 2 + b2
     return 2.0 / lam
 
 
@@ -303,6 +349,8 @@ def measurements(N: int, n: int, tau: float, rng: np.random.Generator, basis: np
     Phi = np.eye(n) if basis is None else np.asarray(basis, dtype=np.float64)
     if Phi.shape != (n, n):
         raise ValueError(f"basis must have shape ({n}, {n}), got {Phi.shape}")
+    if not np.all(np.isfinite(Phi)):
+        raise ValueError("basis must be finite")
     N1 = int(tau * N)
     M = np.empty((N, n))
     if N1 > 0:
@@ -322,9 +370,19 @@ def sparse_problems(B: int, n: int, s: int, N: int, tau: Any, rng: np.random.Gen
 
     Returns:
         ``(X (B, N, n), y (B, N), a_star (B, n))`` float64.
+
+    Raises:
+        ValueError: bad sizes, tau not a scalar or (B,) or outside [0, 1]. TypeError: non-integer
+        sizes, non-numeric tau, rng not a Generator.
     """
     B = _pos_int("B", B)
-    taus = np.broadcast_to(np.asarray(tau, dtype=np.float64), (B,))
+    taus = _real_array("tau", tau)
+    if taus.ndim == 0:
+        taus = np.full(B, float(taus))
+    if taus.shape != (B,):
+        raise ValueError(f"tau must be a scalar or have shape (B,) = ({B},), got shape {taus.shape}")
+    if not np.all((taus >= 0) & (taus <= 1)):  # also rejects NaN
+        raise ValueError(f"tau must be in [0, 1], got {taus}")
     a_star = np.stack([sparse_signal(n, s, rng) for _ in range(B)])
     X = np.stack([measurements(N, n, float(t), rng) for t in taus])
     y = np.matmul(X, a_star[:, :, None])[:, :, 0]
@@ -365,9 +423,12 @@ def local_coherence(A: np.ndarray, tol: float = 1e-10) -> tuple[np.ndarray, np.n
     Returns:
         ``(mu (n1,), nu (n2,), P (n1, n2))`` float64.
     """
-    A = np.asarray(A, dtype=np.float64)
-    if A.ndim != 2:
-        raise ValueError(f"A must be a matrix (n1, n2), got shape {A.shape}")
+    A = _real_array("A", A)
+    if A.ndim != 2 or A.size == 0:
+        raise ValueError(f"A must be a non-empty matrix (n1, n2), got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise ValueError("A must be finite")
+    tol = _real("tol", tol, minimum=0.0)
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
     r = int(np.sum(s > tol * s.max()))
     if r == 0:
@@ -450,13 +511,30 @@ def modular_dataset(p: int, op: str, train_fraction: float, rng: np.random.Gener
 # --------------------------------------------------------------------------------------------
 
 
+def _single_problem(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    X = _real_array("X", X)
+    y = _real_array("y", y)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError(f"X must be (N, n) and y (N,), got {X.shape} and {y.shape}")
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        raise ValueError("X and y must be finite")
+    return X, y
+
+
 def min_norm_solution(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Minimum-l2-norm interpolant ``X^+ y`` (``numpy.linalg.pinv``): where phase 1 ends.
 
     Args: X (N, n) or (B, N, n); y (N,) or (B, N). Returns (n,) or (B, n) float64.
+
+    Raises: ValueError if the shapes do not match or the inputs are not finite.
     """
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    X = _real_array("X", X)
+    y = _real_array("y", y)
+    if not ((X.ndim == 2 and y.shape == (X.shape[0],))
+            or (X.ndim == 3 and y.shape == (X.shape[0], X.shape[1]))):
+        raise ValueError(f"X must be (N, n) with y (N,), or (B, N, n) with y (B, N); got {X.shape} and {y.shape}")
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        raise ValueError("X and y must be finite")
     if X.ndim == 2 and y.ndim == 1:
         return np.linalg.pinv(X) @ y
     Xp = np.linalg.pinv(X)
@@ -470,12 +548,8 @@ def ridge_solution(X: np.ndarray, y: np.ndarray, beta2: float) -> np.ndarray:
 
     Raises: ValueError if beta2 <= 0 or shapes mismatch.
     """
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise ValueError(f"X must be (N, n) and y (N,), got {X.shape} and {y.shape}")
-    if not beta2 > 0:
-        raise ValueError(f"beta2 must be > 0, got {beta2!r}")
+    X, y = _single_problem(X, y)
+    beta2 = _real("beta2", beta2, minimum=0.0, strict=True)
     n = X.shape[1]
     return np.linalg.solve(X.T @ X + beta2 * np.eye(n), X.T @ y)
 
@@ -487,13 +561,14 @@ def lasso_solution(X: np.ndarray, y: np.ndarray, beta1: float, tol: float = 1e-1
     ``alpha_sk = beta1 / N``; no intercept.
 
     Args: X (N, n); y (N,); beta1 > 0. Returns (n,) float64.
+
+    Raises: ValueError for mismatched shapes, non-finite inputs, beta1 or tol not > 0.
     """
     from sklearn.linear_model import Lasso
 
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if not beta1 > 0:
-        raise ValueError(f"beta1 must be > 0, got {beta1!r}")
+    X, y = _single_problem(X, y)
+    beta1 = _real("beta1", beta1, minimum=0.0, strict=True)
+    tol = _real("tol", tol, minimum=0.0, strict=True)
     model = Lasso(alpha=beta1 / X.shape[0], fit_intercept=False, tol=tol, max_iter=1_000_000)
     model.fit(X, y)
     return model.coef_.astype(np.float64)
@@ -507,8 +582,7 @@ def basis_pursuit(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """
     from scipy.optimize import linprog
 
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    X, y = _single_problem(X, y)
     n = X.shape[1]
     res = linprog(np.ones(2 * n), A_eq=np.hstack([X, -X]), b_eq=y, bounds=(0, None), method="highs")
     if not res.success:
@@ -522,20 +596,42 @@ def basis_pursuit(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def rel_train_error(X: np.ndarray, a: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``||X a - y|| / ||y||`` for (N, n) X and (n,) or (B, n) a; returns () or (B,)."""
-    return np.linalg.norm(np.asarray(a) @ np.asarray(X).T - y, axis=-1) / np.linalg.norm(y, axis=-1)
+    """``||X a - y|| / ||y||`` for (N, n) X, (n,) or (B, n) a and (N,) or (B, N) y; returns () or (B,).
+
+    Raises: ValueError if X is not 2-D or the shapes of a or y do not match X.
+    """
+    X = _real_array("X", X)
+    a = _real_array("a", a)
+    y = _real_array("y", y)
+    if X.ndim != 2:
+        raise ValueError(f"X must be (N, n), got shape {X.shape}")
+    if a.ndim not in (1, 2) or a.shape[-1] != X.shape[1]:
+        raise ValueError(f"a must have shape (n,) or (B, n) with n = {X.shape[1]}, got {a.shape}")
+    if y.ndim not in (1, 2) or y.shape[-1] != X.shape[0]:
+        raise ValueError(f"y must have shape (N,) or (B, N) with N = {X.shape[0]}, got {y.shape}")
+    if a.ndim == 2 and y.ndim == 2 and y.shape[0] not in (1, a.shape[0]):
+        raise ValueError(f"a has {a.shape[0]} rows but y has {y.shape[0]}")
+    return np.linalg.norm(a @ X.T - y, axis=-1) / np.linalg.norm(y, axis=-1)
 
 
 def rel_recovery_error(a: np.ndarray, a_star: np.ndarray, matrix: bool = False) -> np.ndarray:
     """``||a - a*|| / ||a*||`` over the last axis, or the last two (Frobenius) when ``matrix``."""
     axes = (-2, -1) if matrix else -1
-    a = np.asarray(a, dtype=np.float64)
-    a_star = np.asarray(a_star, dtype=np.float64)
+    a = _real_array("a", a)
+    a_star = _real_array("a_star", a_star)
+    k = 2 if matrix else 1
+    if a.ndim < k or a_star.ndim < k or a.shape[-k:] != a_star.shape[-k:]:
+        raise ValueError(f"a and a_star must share their last {k} dimension(s), got {a.shape} and {a_star.shape}")
+    try:
+        np.broadcast_shapes(a.shape, a_star.shape)
+    except ValueError:
+        raise ValueError(f"a {a.shape} and a_star {a_star.shape} have incompatible batch shapes") from None
     return np.linalg.norm(a - a_star, axis=axes) / np.linalg.norm(a_star, axis=axes)
 
 
 def l0_norm(a: np.ndarray, threshold: float = 1e-4) -> np.ndarray:
-    """Number of entries with ``|a_i| > threshold`` (last axis)."""
+    """Number of entries with ``|a_i| > threshold`` (last axis). Raises ValueError if threshold < 0."""
+    threshold = _real("threshold", threshold, minimum=0.0)
     return np.sum(np.abs(a) > threshold, axis=-1)
 
 
@@ -571,13 +667,12 @@ def grokking_times(history: History, threshold: float = 1e-2,
     Raises:
         ValueError: unknown rule or non-positive threshold.
     """
+    if not isinstance(history, History):
+        raise TypeError(f"history must be a History, got {type(history).__name__}")
     if rule not in ("first-below", "stays-below"):
         raise ValueError(f"rule must be 'first-below' or 'stays-below', got {rule!r}")
-    if not threshold > 0:
-        raise ValueError(f"threshold must be > 0, got {threshold!r}")
-    tt = threshold if train_threshold is None else train_threshold
-    if not tt > 0:
-        raise ValueError(f"train_threshold must be > 0, got {train_threshold!r}")
+    threshold = _real("threshold", threshold, minimum=0.0, strict=True)
+    tt = threshold if train_threshold is None else _real("train_threshold", train_threshold, minimum=0.0, strict=True)
 
     def detect(err: np.ndarray, thr: float) -> np.ndarray:
         below = err < thr  # (T, B)
@@ -601,12 +696,28 @@ def predicted_t2(a_ls: np.ndarray, a_star: np.ndarray, alpha: Any, beta: Any) ->
     Args: a_ls, a_star: (n,) or (B, n); alpha, beta: positive scalars or (B,).
 
     Returns: () or (B,) float64 steps.
+
+    Raises: ValueError for mismatched shapes or alpha, beta not finite and > 0; TypeError for
+    non-numeric input.
     """
-    alpha = np.asarray(alpha, dtype=np.float64)
-    beta = np.asarray(beta, dtype=np.float64)
-    if np.any(alpha <= 0) or np.any(beta <= 0):
-        raise ValueError("alpha and beta must be > 0")
-    return np.max(np.abs(np.asarray(a_ls) - np.asarray(a_star)), axis=-1) / (alpha * beta)
+    a_ls = _real_array("a_ls", a_ls)
+    a_star = _real_array("a_star", a_star)
+    if a_ls.ndim not in (1, 2) or a_star.ndim not in (1, 2) or a_ls.shape[-1] != a_star.shape[-1] or (
+            a_ls.ndim == 2 and a_star.ndim == 2 and a_ls.shape[0] != a_star.shape[0]):
+        raise ValueError(f"a_ls and a_star must have shape (n,) or (B, n) with the same n (and B), "
+                         f"got {a_ls.shape} and {a_star.shape}")
+    gap = np.max(np.abs(a_ls - a_star), axis=-1)
+    alpha = _real_array("alpha", alpha)
+    beta = _real_array("beta", beta)
+    for name, v in (("alpha", alpha), ("beta", beta)):
+        if not (np.all(np.isfinite(v)) and np.all(v > 0)):
+            raise ValueError(f"{name} must be finite and > 0, got {v}")
+        if v.ndim > 1 or (v.ndim == 1 and gap.ndim == 1 and v.shape != gap.shape):
+            raise ValueError(f"{name} must be a scalar or (B,) = {gap.shape}, got shape {v.shape}")
+    try:
+        return gap / (alpha * beta)
+    except ValueError:
+        raise ValueError(f"alpha {alpha.shape} and beta {beta.shape} must be scalars or the same (B,)") from None
 
 
 def loglog_slope(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -> float:
@@ -619,9 +730,14 @@ def loglog_slope(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None)
 
     Returns:
         the slope, or NaN when fewer than two usable pairs (per group, with groups) remain.
+
+    Raises:
+        ValueError: x and y (or groups) of different sizes. TypeError: non-numeric x or y.
     """
-    x = np.asarray(x, dtype=np.float64).ravel()
-    y = np.asarray(y, dtype=np.float64).ravel()
+    x = _real_array("x", x).ravel()
+    y = _real_array("y", y).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same number of entries, got {x.size} and {y.size}")
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
     if groups is None:
         if ok.sum() < 2:
@@ -696,7 +812,9 @@ def subgradient_descent(
 
     Raises:
         ValueError: shape mismatches, non-positive alpha or steps, negative penalties, alpha at or
-        above the stability bound, unknown method, all-zero y or a_star.
+        above the stability bound, unknown method, all-zero y or a_star, non-finite alpha, beta1,
+        beta2, init or data. TypeError: non-numeric alpha, beta1, beta2, init or l0_threshold
+        (strings included), non-integer steps or eval_every.
     """
     if method not in ("sub", "proj", "ista"):
         raise ValueError(f"method must be 'sub', 'proj' or 'ista', got {method!r}")
@@ -704,6 +822,7 @@ def subgradient_descent(
     X, y, B = _broadcast_configs(X, y, B, alpha, beta1, beta2)
     n = X.shape[-1]
     steps, eval_every = _check_steps(steps, eval_every)
+    l0_threshold = _real("l0_threshold", l0_threshold, minimum=0.0)
     alpha = _per_config("alpha", alpha, B, positive=True)
     beta1 = _per_config("beta1", beta1, B, positive=False)
     beta2 = _per_config("beta2", beta2, B, positive=False)
@@ -774,7 +893,8 @@ def deep_hadamard_gd(
         :class:`History` (final = the product vector a, (B, n)).
 
     Raises:
-        ValueError: bad depth, init, alpha, steps, shapes or parametrisation; missing rng.
+        ValueError: bad depth, init (must be finite and > 0), alpha, steps, shapes or
+        parametrisation; missing rng. TypeError: non-numeric init/alpha, non-integer depth/steps.
     """
     if parametrisation not in ("u*u-v*v", "random", "identity"):
         raise ValueError(f"parametrisation must be 'u*u-v*v', 'random' or 'identity', got {parametrisation!r}")
@@ -782,9 +902,9 @@ def deep_hadamard_gd(
     X, y, B = _broadcast_configs(X, y, B, alpha)
     n = X.shape[-1]
     depth = _pos_int("depth", depth)
-    if not (isinstance(init, (int, float, np.floating)) and init > 0):
-        raise ValueError(f"init must be a positive number, got {init!r}")
+    init = _real("init", init, minimum=0.0, strict=True)
     steps, eval_every = _check_steps(steps, eval_every)
+    l0_threshold = _real("l0_threshold", l0_threshold, minimum=0.0)
     alpha = _per_config("alpha", alpha, B, positive=True)[:, None]
     a_star = _batch_target(a_star, B, n)
     shared = X.ndim == 2
@@ -873,28 +993,42 @@ def matrix_subgradient(
         = full Frobenius error, norms ``nuclear`` and ``rank`` (singular values > 1e-3 sigma_max).
 
     Raises:
-        ValueError: shapes, alpha outside (0, 2), negative beta, unknown method, empty mask.
+        ValueError: shapes (mask must match A_star's (n1, n2) and batch size), alpha outside
+        (0, 2), negative beta, unknown method, empty mask, non-finite or all-zero A_star, non-finite
+        init. TypeError: non-boolean mask, non-numeric alpha/beta_star/init, non-integer steps.
     """
     if method not in ("sub", "svt"):
         raise ValueError(f"method must be 'sub' or 'svt', got {method!r}")
     mask = np.asarray(mask)
-    A_star = np.asarray(A_star, dtype=np.float64)
+    A_star = _real_array("A_star", A_star)
     if mask.dtype != bool:
         raise TypeError(f"mask must be a boolean array, got dtype {mask.dtype}")
+    if A_star.ndim not in (2, 3) or 0 in A_star.shape:
+        raise ValueError(f"A_star must have shape (n1, n2) or (B, n1, n2), got {A_star.shape}")
+    n1, n2 = A_star.shape[-2:]
+    if mask.ndim not in (2, 3) or mask.shape[-2:] != (n1, n2):
+        raise ValueError(f"mask must have shape ({n1}, {n2}) or (B, {n1}, {n2}) to match A_star {A_star.shape}, "
+                         f"got {mask.shape}")
     if mask.ndim == 2:
         mask = mask[None]
     if A_star.ndim == 2:
-        A_star = np.broadcast_to(A_star, mask.shape).copy()
-    if mask.ndim != 3 or A_star.shape != mask.shape:
-        if A_star.ndim == 3 and mask.shape[0] == 1:
-            mask = np.broadcast_to(mask, A_star.shape).copy()
-        else:
-            raise ValueError(f"mask {mask.shape} and A_star {A_star.shape} must have the same (B, n1, n2) shape")
-    if A_star.shape != mask.shape:
-        raise ValueError(f"mask {mask.shape} and A_star {A_star.shape} must have the same (B, n1, n2) shape")
+        A_star = A_star[None]
+    if mask.shape[0] != A_star.shape[0]:
+        if mask.shape[0] != 1 and A_star.shape[0] != 1:
+            raise ValueError(f"mask has {mask.shape[0]} problems but A_star has {A_star.shape[0]}")
+        Bm = max(mask.shape[0], A_star.shape[0])
+        mask = np.broadcast_to(mask, (Bm, n1, n2)).copy()
+        A_star = np.broadcast_to(A_star, (Bm, n1, n2)).copy()
+    if not np.all(np.isfinite(A_star)):
+        raise ValueError("A_star must be finite")
     B = mask.shape[0]
+    if np.any(np.linalg.norm(A_star.reshape(B, -1), axis=1) == 0):
+        raise ValueError("A_star must not be zero (the recovery error divides by ||A*||)")
+    init = _real("init", init)
     if np.any(mask.reshape(B, -1).sum(axis=1) == 0):
         raise ValueError("mask must observe at least one entry per problem")
+    if np.any(np.linalg.norm((mask * A_star).reshape(B, -1), axis=1) == 0):
+        raise ValueError("A_star must not be zero on the observed entries (the train error divides by their norm)")
     steps, eval_every = _check_steps(steps, eval_every)
     alpha = _per_config("alpha", alpha, B, positive=True)
     if np.any(alpha >= 2.0):
@@ -902,7 +1036,7 @@ def matrix_subgradient(
     beta = _per_config("beta_star", beta_star, B, positive=False)
     al, be = alpha[:, None, None], beta[:, None, None]
     M = mask.astype(np.float64)
-    A = np.full(A_star.shape, float(init))
+    A = np.full(A_star.shape, init)
     obs_norm = np.linalg.norm((M * A_star).reshape(B, -1), axis=1)
     full_norm = np.linalg.norm(A_star.reshape(B, -1), axis=1)
     T = steps // eval_every + 1
@@ -1012,12 +1146,14 @@ def regularisation(model: Any, l1: float = 0.0, l2: float = 0.0, nuclear: float 
         a scalar torch tensor (0 when all weights are 0).
 
     Raises:
-        ValueError: a negative weight.
+        ValueError: a negative or non-finite weight. TypeError: model not a torch module, a
+        non-numeric weight.
     """
     torch = _torch()
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     for name, v in (("l1", l1), ("l2", l2), ("nuclear", nuclear)):
-        if not (isinstance(v, (int, float, np.floating)) and v >= 0):
-            raise ValueError(f"{name} must be a number >= 0, got {v!r}")
+        _real(name, v, minimum=0.0)
     total = None
     for W in model.parameters():
         if W.ndim != 2:
@@ -1064,18 +1200,48 @@ def train_grokking(
         weight matrices).
 
     Raises:
-        ValueError: non-positive lr/epochs/eval_every, negative penalties.
+        TypeError: model not a ``torch.nn.Module``; data not a mapping, or its arrays not integer;
+        non-numeric lr/penalties, non-integer epochs/eval_every, device not a str.
+        ValueError: data missing one of ``x_train, y_train, x_test, y_test`` or with the wrong
+        shapes ((M, 2) pairs, (M,) labels, non-empty train split); non-positive or non-finite
+        lr, non-positive epochs/eval_every, negative penalties.
     """
     torch = _torch()
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr!r}")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (e.g. EncoderDecoderMLP), got {type(model).__name__}")
+    from collections.abc import Mapping
+
+    if not isinstance(data, Mapping):
+        raise TypeError(f"data must be a dict from modular_dataset (keys x_train, y_train, x_test, y_test), "
+                        f"got {type(data).__name__}")
+    keys = ("x_train", "y_train", "x_test", "y_test")
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise ValueError(f"data is missing key(s) {missing}; expected the modular_dataset dict with keys {list(keys)}")
+    arrs = {}
+    for k in keys:
+        v = np.asarray(data[k].detach().cpu() if isinstance(data[k], torch.Tensor) else data[k])
+        if v.dtype.kind not in "iu":
+            raise TypeError(f"data[{k!r}] must be an integer array, got dtype {v.dtype}")
+        arrs[k] = v
+    for split in ("train", "test"):
+        xs, ys = arrs[f"x_{split}"], arrs[f"y_{split}"]
+        if xs.ndim != 2 or xs.shape[1] != 2 or ys.shape != (xs.shape[0],):
+            raise ValueError(f"data['x_{split}'] must be (M, 2) and data['y_{split}'] (M,), "
+                             f"got {xs.shape} and {ys.shape}")
+    if arrs["x_train"].shape[0] == 0:
+        raise ValueError("data['x_train'] must not be empty")
+    lr = _real("lr", lr, minimum=0.0, strict=True)
+    weight_decay = _real("weight_decay", weight_decay, minimum=0.0)
     epochs = _pos_int("epochs", epochs)
     eval_every = _pos_int("eval_every", eval_every)
     regularisation(model, l1, l2, nuclear)  # validates the weights
+    if device is not None and not isinstance(device, str):
+        raise TypeError(f"device must be a str such as 'cpu' or 'cuda', or None, got {type(device).__name__}")
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device)
-    xtr, ytr, xte, yte = (torch.as_tensor(data[k]).to(device) for k in ("x_train", "y_train", "x_test", "y_test"))
+    xtr, ytr, xte, yte = (torch.as_tensor(arrs[k], dtype=torch.int64).to(device) for k in keys)
     opt = (torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay) if weight_decay
            else torch.optim.Adam(model.parameters(), lr=lr))
     ce = torch.nn.functional.cross_entropy

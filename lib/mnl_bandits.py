@@ -115,6 +115,29 @@ def _check_positive(name: str, value: Any) -> float:
     return float(value)
 
 
+def _check_delta(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"delta must be a number in (0, 1), got {type(value).__name__}")
+    if not 0.0 < float(value) < 1.0:
+        raise ValueError(f"delta (confidence level) must be in (0, 1), got {value!r}")
+    return float(value)
+
+
+def _check_rng(value: Any, *, allow_seed: bool, allow_none: bool = True) -> np.random.Generator | None:
+    """Return a ``numpy.random.Generator`` for ``rng`` (an int seed >= 0 only if ``allow_seed``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, np.random.Generator):
+        return value
+    if allow_seed and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"rng as an integer seed must be >= 0, got {value}")
+        return np.random.default_rng(int(value))
+    expected = "a numpy.random.Generator" + (" or an int seed >= 0" if allow_seed else "") \
+        + (" or None" if allow_none else "")
+    raise TypeError(f"rng must be {expected}, got {type(value).__name__}")
+
+
 def _check_assortment(S: Any, N: int, K: int | None = None) -> np.ndarray:
     S = np.asarray(S)
     if S.ndim != 1 or (S.size and not np.issubdtype(S.dtype, np.integer)):
@@ -408,10 +431,16 @@ def project_to_ball(w: np.ndarray, M: np.ndarray, B: float, xp=np, iters: int = 
         M: (..., d, d) symmetric positive definite metrics.
         B: radius > 0.
         xp: ``numpy`` or ``cupy``.
+        iters: bisection steps >= 1.
 
     Returns:
         (..., d) projections (points already inside the ball are returned unchanged).
+
+    Raises:
+        ValueError / TypeError: B not a positive finite number, iters not a positive integer.
     """
+    B = _check_positive("B", B)
+    iters = _check_int("iters", iters)
     norms = xp.linalg.norm(w, axis=-1)
     outside = norms > B
     if not bool(xp.any(outside)):
@@ -490,7 +519,11 @@ class OMDEstimator:
 
 def ofu_mnl_plus_constants(K: int, d: int, B: float = 1.0) -> tuple[float, float]:
     """(eta, lam) of OFU-MNL+ (Lee & Oh 2024; authors' code): eta = (B+1) + log(K+1)/2,
-    lam = 84 sqrt(2) eta d."""
+    lam = 84 sqrt(2) eta d.
+
+    Raises:
+        ValueError / TypeError: K, d not integers >= 1; B not positive."""
+    K, d, B = _check_int("K", K), _check_int("d", d), _check_positive("B", B)
     eta = (B + 1.0) + 0.5 * math.log(K + 1)
     return eta, 84.0 * math.sqrt(2.0) * eta * d
 
@@ -501,7 +534,11 @@ def ofu_mnl_plus_beta(t: int, K: int, d: int, B: float = 1.0) -> float:
 
     beta_t = sqrt(2 eta [(3 log(1+(K+1)t) + 3)(17/16 lam + 2 sqrt(lam) log(2 sqrt(1+2t))
              + 16 log^2(2 sqrt(1+2t))) + 2 + 7 sqrt(6)/6 eta d log(1 + (t+1)/(2 lam))] + 4 lam).
+
+    Raises:
+        ValueError / TypeError: t, K, d not integers >= 1; B not positive.
     """
+    t = _check_int("t", t)
     eta, lam = ofu_mnl_plus_constants(K, d, B)
     lg = math.log(2.0 * math.sqrt(1.0 + 2.0 * t))
     inner = ((3.0 * math.log(1.0 + (K + 1) * t) + 3.0)
@@ -513,7 +550,11 @@ def ofu_mnl_plus_beta(t: int, K: int, d: int, B: float = 1.0) -> float:
 def ofu_mnl_pp_constants(B: float = 1.0) -> tuple[float, float]:
     """(eta, lam) of OFU-MNL++ — **reconstructed**: eta = 1 + B (the K-dependent log(K+1)/2 of
     OFU-MNL+ removed by the tighter, K-free self-concordance), lam = 2 eta (no d factor, so
-    that the regulariser contributes O(B) to the radius rather than O(B sqrt(d)))."""
+    that the regulariser contributes O(B) to the radius rather than O(B sqrt(d))).
+
+    Raises:
+        ValueError / TypeError: B not positive."""
+    B = _check_positive("B", B)
     eta = 1.0 + B
     return eta, 2.0 * eta
 
@@ -524,7 +565,11 @@ def ofu_mnl_pp_beta(t: int, d: int, B: float = 1.0, delta: float = 0.05) -> floa
     beta_t = sqrt(2 eta (d log(1 + t / (d lam)) + 2 log(1/delta))) + sqrt(lam) B,
 
     with (eta, lam) from :func:`ofu_mnl_pp_constants`; no K anywhere.
+
+    Raises:
+        ValueError / TypeError: t (round) or d not integers >= 1; B not positive; delta not in (0, 1).
     """
+    t, d, delta = _check_int("t", t), _check_int("d", d), _check_delta(delta)
     eta, lam = ofu_mnl_pp_constants(B)
     return math.sqrt(2.0 * eta * (d * math.log(1.0 + t / (d * lam)) + 2.0 * math.log(1.0 / delta))) \
         + math.sqrt(lam) * B
@@ -534,7 +579,13 @@ def m2nl_beta(t: int, d: int, B: float = 1.0, delta: float = 0.05) -> float:
     """Ellipsoidal radius of OFU-M²NL — **reconstructed**: the likelihood-ratio set
     {w : L_t(w) - L_t(w_hat) <= gamma_t} with gamma_t = log(1/delta) + d log(max(e, 2 e B t / d))
     (the form of Lee, Yun & Jun 2024 for GLMs: logarithmic in B), relaxed to the ellipsoid
-    ||w - w_hat||_{H_t(w_hat)} <= sqrt(2 gamma_t) (second-order expansion)."""
+    ||w - w_hat||_{H_t(w_hat)} <= sqrt(2 gamma_t) (second-order expansion).
+
+    Raises:
+        ValueError / TypeError: t (round) or d not integers >= 1; B not positive; delta not in (0, 1).
+    """
+    t, d = _check_int("t", t), _check_int("d", d)
+    B, delta = _check_positive("B", B), _check_delta(delta)
     gamma = math.log(1.0 / delta) + d * math.log(max(math.e, 2.0 * math.e * B * max(t, 1) / d))
     return math.sqrt(2.0 * gamma)
 
@@ -639,7 +690,10 @@ class OFUMNLPlusPlus(_OMDBandit):
     Per-round cost O(N d^2 + d^3 + oracle), constant in t.
 
     Args:
-        N, K, d, B, v0, beta, beta_scale: as :class:`OFUMNLPlus`; delta: confidence level.
+        N, K, d, B, v0, beta, beta_scale: as :class:`OFUMNLPlus`; delta: confidence level in (0, 1).
+
+    Raises:
+        ValueError / TypeError: bad sizes (K > N, ...), non-positive B/v0/beta_scale, delta outside (0, 1).
     """
 
     name = "OFU-MNL++"
@@ -647,7 +701,7 @@ class OFUMNLPlusPlus(_OMDBandit):
     def __init__(self, N: int, K: int, d: int, B: float = 1.0, v0: float = 1.0,
                  beta: float | None = None, beta_scale: float = 1.0, delta: float = 0.05):
         eta, lam = ofu_mnl_pp_constants(_check_positive("B", B))
-        self.delta = _check_positive("delta", delta)
+        self.delta = _check_delta(delta)
         super().__init__(N, K, d, B, v0, eta, lam, beta, beta_scale)
 
     def beta(self, t: int) -> float:
@@ -718,7 +772,11 @@ class OFUM2NL(_Base):
         refit_every: refit the MLE every this many rounds (>= 1).
         optimism: ``"ellipsoid"`` or ``"exact"``.
         lam: ridge > 0 for numerical stability in early rounds (not in the paper).
-        delta: confidence level; beta_scale: radius multiplier.
+        delta: confidence level in (0, 1); beta_scale: radius multiplier.
+
+    Raises:
+        ValueError / TypeError: bad sizes, non-positive B/v0/lam/beta_scale, delta outside (0, 1),
+            unknown optimism.
     """
 
     name = "OFU-M2NL"
@@ -732,7 +790,7 @@ class OFUM2NL(_Base):
             raise ValueError(f"optimism must be 'ellipsoid' or 'exact', got {optimism!r}")
         self.optimism = optimism
         self.lam = _check_positive("lam", lam)
-        self.delta = _check_positive("delta", delta)
+        self.delta = _check_delta(delta)
         self.beta_scale = _check_positive("beta_scale", beta_scale)
         self.newton_steps = _check_int("newton_steps", newton_steps)
         self.hist = _History(self.K, self.d)
@@ -876,7 +934,10 @@ class TSMNL(_MLEBaseline):
     w~ ~ N(w_hat, alpha_t^2 V^{-1}), then the assortment of the sampled utilities.
 
     Args:
-        rng: ``numpy.random.Generator`` for the posterior samples (required for reproducibility).
+        rng: ``numpy.random.Generator`` for the posterior samples (``None``: seed 0).
+
+    Raises:
+        TypeError: rng neither a ``numpy.random.Generator`` nor None (plus the checks of UCB-MNL).
     """
 
     name = "TS-MNL"
@@ -884,6 +945,7 @@ class TSMNL(_MLEBaseline):
     def __init__(self, N, K, d, B=1.0, v0=1.0, lam=1.0, kappa=None, alpha=None, alpha_scale=1.0,
                  refit_every=1, rng: np.random.Generator | None = None):
         super().__init__(N, K, d, B, v0, lam, kappa, alpha, alpha_scale, refit_every)
+        rng = _check_rng(rng, allow_seed=False)
         self.rng = rng if rng is not None else np.random.default_rng(0)
 
     def select(self, X: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
@@ -911,13 +973,13 @@ class MNLBanditEnv:
     Args:
         N: items; d: dimension; K: max assortment size (1 <= K <= N); v0: outside weight > 0.
         reward: ``"uniform"`` | ``"nonuniform"``; context: see above.
-        rng: ``numpy.random.Generator`` or int seed. Two generators are spawned from it, one for
+        rng: ``numpy.random.Generator``, int seed >= 0 or None (fresh entropy). Two generators are spawned from it, one for
             w* and the contexts and one for the customers' choices; :meth:`reset` replays both,
             so every algorithm sees the same contexts.
 
     Raises:
-        ValueError: K < 1, K > N, v0 <= 0, unknown reward/context.
-        TypeError: non-integer sizes.
+        ValueError: K < 1, K > N, v0 <= 0, unknown reward/context, negative seed.
+        TypeError: non-integer sizes; rng not a Generator, int or None.
     """
 
     def __init__(self, N: int, d: int, K: int, v0: float = 1.0, reward: str = "uniform",
@@ -933,8 +995,9 @@ class MNLBanditEnv:
         if context not in ("gaussian", "uniform", "elliptical"):
             raise ValueError(f"context must be 'gaussian', 'uniform' or 'elliptical', got {context!r}")
         self.reward, self.context = reward, context
-        if rng is None or isinstance(rng, (int, np.integer)):
-            rng = np.random.default_rng(rng)
+        rng = _check_rng(rng, allow_seed=True)
+        if rng is None:
+            rng = np.random.default_rng()
         self._seed_seq = rng.bit_generator.seed_seq.spawn(1)[0] if hasattr(rng.bit_generator, "seed_seq") \
             else np.random.SeedSequence(int(rng.integers(2**63)))
         self.reset()
@@ -1003,9 +1066,14 @@ def run_bandit(algorithm: Any, env: MNLBanditEnv, T: int) -> dict[str, np.ndarra
         the offered assortment under w*), ``revenue`` (expected revenue per round).
 
     Raises:
-        ValueError / TypeError: T not a positive integer.
+        ValueError / TypeError: T not a positive integer; TypeError: algorithm without
+            select/update, env not an :class:`MNLBanditEnv`.
     """
     T = _check_int("T", T)
+    if not (callable(getattr(algorithm, "select", None)) and callable(getattr(algorithm, "update", None))):
+        raise TypeError(f"algorithm must have select(X, r) and update(S, y) methods, got {type(algorithm).__name__}")
+    if not isinstance(env, MNLBanditEnv):
+        raise TypeError(f"env must be an MNLBanditEnv, got {type(env).__name__}")
     with _single_thread_blas():
         return _run_bandit(algorithm, env, T)
 
@@ -1056,7 +1124,15 @@ def _run_bandit(algorithm: Any, env: MNLBanditEnv, T: int) -> dict[str, np.ndarr
 
 def make_algorithm(name: str, N: int, K: int, d: int, v0: float = 1.0, B: float = 1.0,
                    rng: np.random.Generator | None = None, **kwargs: Any):
-    """Build one of :data:`ALGORITHMS` by name (extra keywords go to its constructor)."""
+    """Build one of :data:`ALGORITHMS` by name (extra keywords go to its constructor).
+
+    Raises:
+        TypeError: name not a string; rng not a Generator or None.
+        ValueError: unknown name (plus the constructor's own checks).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, one of {ALGORITHMS}; got {type(name).__name__}")
+    rng = _check_rng(rng, allow_seed=False)
     if name == "OFU-MNL++":
         return OFUMNLPlusPlus(N, K, d, B=B, v0=v0, **kwargs)
     if name == "OFU-MNL+":
@@ -1076,10 +1152,37 @@ def compare_algorithms(names: list[str] | tuple[str, ...], *, N: int, d: int, K:
                        options: dict[str, dict] | None = None) -> dict[str, dict[str, np.ndarray]]:
     """Run every named algorithm on ``n_seeds`` environments drawn from ``rng``.
 
+    Args:
+        names: list/tuple of names from :data:`ALGORITHMS` (not a single string).
+        N, d, K, T, v0, reward, context: as :class:`MNLBanditEnv` and :func:`run_bandit`.
+        rng: ``numpy.random.Generator``; one child per seed is spawned from it.
+        n_seeds: number of environments >= 1.
+        options: name -> extra constructor keywords.
+
     Returns:
         name -> {"regret", "time", "sigma2"}: (n_seeds, T) arrays; environment i is shared by
         all algorithms (same w*, contexts and choice noise).
+
+    Raises:
+        TypeError: names a string or not a list/tuple of strings; rng not a Generator; options
+            not a dict; non-integer sizes.
+        ValueError: empty names, unknown algorithm name, n_seeds < 1, bad sizes (K > N, ...).
     """
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        raise TypeError(f"names must be a list or tuple of algorithm names (e.g. [{names!r}] for one), "
+                        f"got {type(names).__name__}")
+    if len(names) == 0:
+        raise ValueError(f"names must not be empty; known: {ALGORITHMS}")
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"names must contain strings, got {type(name).__name__}")
+        if name not in ALGORITHMS:
+            raise ValueError(f"names contains unknown algorithm {name!r}; known: {ALGORITHMS}")
+    rng = _check_rng(rng, allow_seed=False, allow_none=False)
+    n_seeds = _check_int("n_seeds", n_seeds)
+    T = _check_int("T", T)
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"options must be a dict name -> keywords, got {type(options).__name__}")
     options = options or {}
     env_rngs = rng.spawn(n_seeds)
     out: dict[str, dict[str, list]] = {n: {"regret": [], "time": [], "sigma2": []} for n in names}
@@ -1113,7 +1216,9 @@ def run_ofu_mnl_pp_batched(R: int, N: int, d: int, K: int, T: int, v0: float = 1
         seconds per round for all R replicates together.
 
     Raises:
-        ValueError: bad sizes (K > N, ...), bad reward, v0 <= 0.
+        ValueError: bad sizes (K > N, ...), bad reward, v0 <= 0, negative seed,
+            non-positive beta_scale or B.
+        TypeError: non-integer sizes or seed.
     """
     from icml25.common import get_array_module, to_numpy
     from icml25.kernels import mnl_bandits as kern
@@ -1124,6 +1229,8 @@ def run_ofu_mnl_pp_batched(R: int, N: int, d: int, K: int, T: int, v0: float = 1
     v0 = _check_v0(v0)
     if reward not in ("uniform", "nonuniform"):
         raise ValueError(f"reward must be 'uniform' or 'nonuniform', got {reward!r}")
+    seed = _check_int("seed", seed, low=0)
+    beta_scale, B = _check_positive("beta_scale", beta_scale), _check_positive("B", B)
     xp = get_array_module() if xp is None else xp
     sync = (lambda: xp.cuda.Stream.null.synchronize()) if xp is not np else (lambda: None)
     g = xp.random.default_rng(seed) if xp is not np else np.random.default_rng(seed)

@@ -278,3 +278,112 @@ def test_loglog_slope_with_groups_removes_problem_constants():
     y[5] = np.nan  # a run that never generalised
     assert g.loglog_slope(x, y, groups=np.repeat([0, 1], 3)) == pytest.approx(-1.0)
     assert g.loglog_slope(x, y) != pytest.approx(-1.0, abs=0.05)  # the pooled fit is biased
+
+
+# ------------------------------------------------------------------------------ bad inputs: named arguments
+
+
+def test_subgradient_descent_rejects_nonfinite_init():
+    X, y, a = _cs(0)
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(ValueError, match="init must be finite"):
+            g.subgradient_descent(X, y, a, init=bad, steps=10, eval_every=5)
+    with pytest.raises(ValueError, match="init must be finite"):
+        g.subgradient_descent(X, y, a, init=np.full(X.shape[1], np.nan), steps=10, eval_every=5)
+
+
+def test_subgradient_descent_rejects_string_hyperparameters():
+    X, y, a = _cs(0)
+    for name in ("alpha", "beta1", "beta2", "init"):
+        with pytest.raises(TypeError, match=name):
+            g.subgradient_descent(X, y, a, steps=10, eval_every=5, **{name: "0.1"})
+    for name in ("steps", "eval_every"):
+        kw = {"steps": 10, "eval_every": 5}
+        kw[name] = "5"
+        with pytest.raises(TypeError, match=name):
+            g.subgradient_descent(X, y, a, **kw)
+    with pytest.raises(TypeError, match="steps"):
+        g.subgradient_descent(X, y, a, steps=10.0, eval_every=5)
+
+
+def test_sparse_problems_rejects_wrong_length_tau():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match=r"tau must be a scalar or have shape \(B,\) = \(3,\)"):
+        g.sparse_problems(3, 10, 2, 5, [0.1, 0.2], rng)
+    with pytest.raises(ValueError, match="tau must be in"):
+        g.sparse_problems(2, 10, 2, 5, [0.1, np.nan], rng)
+    X, y, a = g.sparse_problems(2, 10, 2, 5, [0.0, 1.0], rng)  # a valid (B,) tau still works
+    assert X.shape == (2, 5, 10) and y.shape == (2, 5) and a.shape == (2, 10)
+
+
+def test_matrix_subgradient_rejects_mask_of_wrong_shape():
+    A = g.low_rank_matrix(10, 10, 2, np.random.default_rng(0))
+    mask = g.completion_mask(A, 40, 0.0, np.random.default_rng(1))
+    with pytest.raises(ValueError, match=r"mask must have shape \(10, 10\)"):
+        g.matrix_subgradient(mask[:3], A, steps=2, eval_every=1)
+    with pytest.raises(ValueError, match="init must be finite"):
+        g.matrix_subgradient(mask, A, init=np.nan, steps=2, eval_every=1)
+
+
+def test_stability_bound_rejects_non_matrix():
+    with pytest.raises(ValueError, match="X must be a non-empty 2-D"):
+        g.stability_bound(np.ones(3))
+    with pytest.raises(ValueError, match="beta2"):
+        g.stability_bound(np.eye(3), beta2=-1.0)
+
+
+def test_loglog_slope_rejects_mismatched_x_and_y():
+    with pytest.raises(ValueError, match="x and y must have the same number of entries"):
+        g.loglog_slope([1.0, 10.0, 100.0], [5.0, 0.5])
+
+
+def test_train_grokking_rejects_non_module_and_malformed_data():
+    data = g.modular_dataset(5, "+", 0.5, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        g.train_grokking(None, data)
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        g.train_grokking(object(), {})
+    model = g.EncoderDecoderMLP(5, 4, seed=0)
+    with pytest.raises(TypeError, match="data must be a dict"):
+        g.train_grokking(model, [1, 2])
+    with pytest.raises(ValueError, match="data is missing key"):
+        g.train_grokking(model, {})
+    with pytest.raises(ValueError, match=r"data\['x_train'\]"):
+        g.train_grokking(model, {**data, "x_train": data["x_train"][:, :1]})
+    with pytest.raises(TypeError, match="lr"):
+        g.train_grokking(model, data, lr="0.01")
+
+
+def test_predicted_t2_rejects_nonfinite_alpha_and_mismatched_shapes():
+    with pytest.raises(ValueError, match="alpha must be finite"):
+        g.predicted_t2(np.ones(3), np.zeros(3), np.nan, 1e-3)
+    with pytest.raises(ValueError, match="a_ls and a_star"):
+        g.predicted_t2(np.ones(3), np.zeros(2), 0.1, 1e-3)
+
+
+def test_deep_hadamard_gd_rejects_infinite_init():
+    X, y, a = _cs(0)
+    with pytest.raises(ValueError, match="init must be finite"):
+        g.deep_hadamard_gd(X, y, a, init=np.inf, steps=2, eval_every=1)
+
+
+def test_grokking_times_rejects_non_history_and_nan_threshold():
+    with pytest.raises(TypeError, match="history"):
+        g.grokking_times({"steps": []})
+    h = g.History(np.arange(2), np.ones((2, 1)), np.ones((2, 1)), {}, np.zeros((1, 1)))
+    with pytest.raises(ValueError, match="threshold must be finite"):
+        g.grokking_times(h, threshold=np.nan)
+
+
+def test_rel_recovery_error_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match="a and a_star"):
+        g.rel_recovery_error(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="y must have shape"):
+        g.rel_train_error(np.ones((4, 3)), np.ones(3), np.ones(5))
+
+
+def test_regularisation_rejects_non_module_and_nonfinite_weight():
+    with pytest.raises(TypeError, match="model"):
+        g.regularisation(object(), l1=1e-3)
+    with pytest.raises(ValueError, match="l2 must be finite"):
+        g.regularisation(g.EncoderDecoderMLP(5, 4), l2=np.inf)

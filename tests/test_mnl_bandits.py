@@ -210,3 +210,117 @@ def test_bad_inputs_raise():
         mb.OFUM2NL(5, 2, 2, optimism="sampled")
     with pytest.raises(ValueError, match="unknown algorithm"):
         mb.make_algorithm("LinUCB", 5, 2, 2)
+
+
+# ------------------------------------------------------------------------- argument checks (one per case)
+
+
+@pytest.mark.parametrize("bad", ["abc", np.random.RandomState(0), 1.5, True])
+def test_MNLBanditEnv_rejects_non_generator_rng(bad):
+    with pytest.raises(TypeError, match="rng"):
+        mb.MNLBanditEnv(5, 3, 2, rng=bad)
+
+
+def test_MNLBanditEnv_rejects_negative_seed():
+    with pytest.raises(ValueError, match="rng"):
+        mb.MNLBanditEnv(5, 3, 2, rng=-1)
+
+
+def test_MNLBanditEnv_accepts_generator_int_and_none():
+    a = mb.MNLBanditEnv(5, 3, 2, rng=np.random.default_rng(3)).contexts()[0]
+    b = mb.MNLBanditEnv(5, 3, 2, rng=np.int64(3)).contexts()[0]
+    assert a.shape == b.shape == (5, 3)
+    assert mb.MNLBanditEnv(5, 3, 2, rng=None).contexts()[0].shape == (5, 3)
+
+
+def test_compare_algorithms_rejects_non_generator_rng():
+    with pytest.raises(TypeError, match="rng"):
+        mb.compare_algorithms(["OFU-MNL++"], N=5, d=2, K=2, T=3, rng=0)
+
+
+def test_compare_algorithms_rejects_string_names():
+    with pytest.raises(TypeError, match="names"):
+        mb.compare_algorithms("OFU-MNL++", N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
+
+
+def test_compare_algorithms_rejects_unknown_or_empty_names():
+    with pytest.raises(ValueError, match="names"):
+        mb.compare_algorithms(["OFU-MNL++", "LinUCB"], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="names"):
+        mb.compare_algorithms([], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("n_seeds", [0, -2])
+def test_compare_algorithms_rejects_non_positive_n_seeds(n_seeds):
+    with pytest.raises(ValueError, match="n_seeds"):
+        mb.compare_algorithms(["OFU-MNL++"], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0), n_seeds=n_seeds)
+
+
+@pytest.mark.parametrize("B", [-1.0, 0.0, np.nan])
+def test_project_to_ball_rejects_non_positive_radius(B):
+    with pytest.raises(ValueError, match="B"):
+        mb.project_to_ball(np.ones(3) * 5, np.eye(3), B)
+
+
+@pytest.mark.parametrize("t", [-5, 0])
+def test_ofu_mnl_pp_beta_rejects_non_positive_round(t):
+    with pytest.raises(ValueError, match="t must be"):
+        mb.ofu_mnl_pp_beta(t, 3)
+
+
+@pytest.mark.parametrize("delta", [2.0, 1.0, 0.0, -0.1])
+def test_ofu_mnl_pp_beta_rejects_delta_outside_unit_interval(delta):
+    with pytest.raises(ValueError, match="delta"):
+        mb.ofu_mnl_pp_beta(10, 3, delta=delta)
+
+
+def test_ofu_mnl_plus_beta_rejects_non_positive_round_and_sizes():
+    with pytest.raises(ValueError, match="t must be"):
+        mb.ofu_mnl_plus_beta(0, 5, 3)
+    with pytest.raises(ValueError, match="K must be"):
+        mb.ofu_mnl_plus_beta(10, 0, 3)
+    with pytest.raises(ValueError, match="B"):
+        mb.ofu_mnl_plus_beta(10, 5, 3, B=-1.0)
+
+
+def test_m2nl_beta_rejects_bad_round_and_delta():
+    with pytest.raises(ValueError, match="t must be"):
+        mb.m2nl_beta(-1, 3)
+    with pytest.raises(ValueError, match="delta"):
+        mb.m2nl_beta(10, 3, delta=1.5)
+
+
+def test_algorithms_reject_delta_outside_unit_interval():
+    with pytest.raises(ValueError, match="delta"):
+        mb.OFUMNLPlusPlus(5, 2, 2, delta=2.0)
+    with pytest.raises(ValueError, match="delta"):
+        mb.OFUM2NL(5, 2, 2, delta=1.0)
+
+
+def test_TSMNL_rejects_non_generator_rng():
+    with pytest.raises(TypeError, match="rng"):
+        mb.TSMNL(5, 2, 2, rng=0)
+    with pytest.raises(TypeError, match="rng"):
+        mb.make_algorithm("TS-MNL", 5, 2, 2, rng=np.random.RandomState(0))
+
+
+def test_make_algorithm_rejects_non_string_name():
+    with pytest.raises(TypeError, match="name"):
+        mb.make_algorithm(["OFU-MNL++"], 5, 2, 2)
+
+
+def test_run_bandit_rejects_bad_algorithm_and_env():
+    env = mb.MNLBanditEnv(5, 2, 2, rng=0)
+    with pytest.raises(TypeError, match="algorithm"):
+        mb.run_bandit("OFU-MNL++", env, 3)
+    with pytest.raises(TypeError, match="env"):
+        mb.run_bandit(mb.OFUMNLPlusPlus(5, 2, 2), None, 3)
+
+
+def test_run_ofu_mnl_pp_batched_rejects_bad_seed_and_scales():
+    with pytest.raises(ValueError, match="seed"):
+        mb.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, seed=-1, xp=np)
+    with pytest.raises(TypeError, match="seed"):
+        mb.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, seed=0.5, xp=np)
+    with pytest.raises(ValueError, match="beta_scale"):
+        mb.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, beta_scale=-1.0, xp=np)
