@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import yaml
+from toc import toc_docnames  # .ci/toc.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("ICML25_CHROMIUM", "/usr/bin/chromium")
@@ -58,25 +59,6 @@ PRINT_CSS = """
   pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 }
 """
-
-
-def toc_docnames() -> list[str]:
-    """Every ``file`` of _toc.yml (root first), in reading order, without suffix."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    names = [toc["root"]]
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if "file" in node:
-                names.append(node["file"])
-            for key in ("parts", "chapters", "sections"):
-                walk(node.get(key, []))
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk({k: v for k, v in toc.items() if k != "root"})
-    return [str(Path(n).with_suffix("")) if Path(n).suffix in (".md", ".ipynb") else n for n in names]
 
 
 def cover_html(title: str, author: str, entries: list[tuple[str, str]]) -> str:

@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-
-import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT: dict = {}
 
-
-def toc_docnames(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
-    """Every ``file`` of _toc.yml (root first), in reading order, without suffix."""
-    toc = yaml.safe_load(toc_path.read_text())
-    names = [toc["root"]]
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if "file" in node:
-                names.append(node["file"])
-            for key in ("parts", "chapters", "sections"):
-                walk(node.get(key, []))
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk({k: v for k, v in toc.items() if k != "root"})
-    return [str(Path(n).with_suffix("")) if Path(n).suffix in (".md", ".ipynb") else n for n in names]
+sys.path.insert(0, str(ROOT / ".ci"))
+from toc import toc_docnames  # noqa: E402  (.ci/toc.py, shared with the PDF printer)
 
 
 def book_html() -> Path | None:
