@@ -12,18 +12,38 @@ Usage: python .ci/stage_book.py NOTEBOOK_DIR DEST
 
 from __future__ import annotations
 
-import shutil
+import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def sync(src: Path, dst: Path) -> None:
-    if dst.exists() and dst.read_bytes() == src.read_bytes():
+def sync(src: Path, dst: Path, content: bytes | None = None) -> None:
+    """Write ``content`` (default: the bytes of ``src``) to ``dst`` unless ``dst`` already holds it.
+
+    Writing gives ``dst`` a fresh modification time, so Sphinx re-renders what changed, however
+    old the source file is.
+    """
+    data = src.read_bytes() if content is None else content
+    if dst.exists() and dst.read_bytes() == data:
         return
     dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(src, dst)  # a fresh mtime: Sphinx re-renders what changed, whatever its source's age
+    dst.write_bytes(data)
+
+
+def without_injected_parameters(path: Path) -> bytes:
+    """The notebook with papermill's injected-parameters cell tagged ``remove-cell``.
+
+    The book shows the chapter's own parameters cell; the values it ran with are the defaults
+    (``make book`` runs PROFILE="cpu", SEED=0), so the injected copy would only repeat them.
+    """
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode()
 
 
 def main(notebook_dir: str, dest: str) -> None:
@@ -42,7 +62,7 @@ def main(notebook_dir: str, dest: str) -> None:
         if not chosen.exists():
             raise SystemExit(f"stage_book: {chosen} is missing (execute the chapter first)")
         dst = dest_path / "notebooks" / src.name
-        sync(chosen, dst)
+        sync(chosen, dst, without_injected_parameters(chosen))
         wanted.add(dst)
     for stale in dest_path.rglob("*"):
         if stale.is_file() and stale not in wanted:

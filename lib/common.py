@@ -482,7 +482,8 @@ def results_table(chapter: str, rows: list[tuple[str, str, Any]], *, gpu_folder:
         key, paper, this_run = row
         g = gpu_metrics.get(key, "not recorded")
         table.append({"metric": key, "paper": paper, "this run": _fmt(this_run), gpu_note: _fmt(g)})
-    return pd.DataFrame(table).set_index("metric")
+    # no index name: it would render as a second header row in HTML
+    return pd.DataFrame(table).set_index("metric").rename_axis(None)
 
 
 def _fmt(v: Any) -> Any:
