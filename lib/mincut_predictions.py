@@ -634,6 +634,15 @@ def boosted_success_bound(n: int, eta: float, rho: float, boost_factor: float, t
     return prob
 
 
+def _recursive_trial(method, edges, weights, n, p, boost_factor, threshold, rng):
+    """One run of a recursive method ("karger_stein", "fpz" or "boosted_fpz"): (cut_value, side)."""
+    if method == "karger_stein":
+        return karger_stein(edges, weights, n, rng)
+    if method == "fpz":
+        return fpz(edges, weights, n, rng)
+    return boosted_fpz(edges, weights, n, p, boost_factor, threshold, rng)
+
+
 def _repetitions(method, n, trials, success_prob, eta, rho, boost_factor, threshold):
     if trials is not None:
         if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
@@ -703,12 +712,7 @@ def min_cut(edges, weights, n, method: str = "karger", trials: int | None = None
             done += size
         return best_value, best_side
     for _ in range(reps):
-        if method == "karger_stein":
-            value, side = karger_stein(edges, weights, n, rng)
-        elif method == "fpz":
-            value, side = fpz(edges, weights, n, rng)
-        else:
-            value, side = boosted_fpz(edges, weights, n, p, boost_factor, threshold, rng)
+        value, side = _recursive_trial(method, edges, weights, n, p, boost_factor, threshold, rng)
         if value < best_value:
             best_value, best_side = value, side
     return best_value, best_side
@@ -812,12 +816,7 @@ def trials_until_min_cut(edges, weights, n, method: str = "karger", p=None, boos
                 size *= 2
         else:
             while used < cap and not found:
-                if method == "karger_stein":
-                    value, _ = karger_stein(edges, weights, n, rng)
-                elif method == "fpz":
-                    value, _ = fpz(edges, weights, n, rng)
-                else:
-                    value, _ = boosted_fpz(edges, weights, n, p, boost_factor, threshold, rng)
+                value, _ = _recursive_trial(method, edges, weights, n, p, boost_factor, threshold, rng)
                 used += 1
                 found = value <= limit
         trials[run] = used
