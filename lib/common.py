@@ -337,17 +337,22 @@ def static_or_interactive(plot: Callable[..., Any], controls: Mapping[str, Any],
 # Metrics with provenance
 # --------------------------------------------------------------------------------------------
 
-_PROVENANCE_PACKAGES = ("numpy", "scipy", "torch", "cupy-cuda12x", "faiss-cpu", "icml25")
+_PROVENANCE_PACKAGES = (
+    "numpy", "scipy", "torch", "cupy-cuda12x", "cupy-cuda13x", "faiss-cpu", "transformers", "peft",
+    "flow-matching", "icml25",
+)
 
 
 def _git_commit() -> str | None:
+    """HEAD of the repository, else ``ICML25_GIT_COMMIT`` (a device copy has no ``.git``), else None."""
+    fallback = os.environ.get("ICML25_GIT_COMMIT") or None
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=10
         )
     except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+        return fallback
+    return (out.stdout.strip() or fallback) if out.returncode == 0 else fallback
 
 
 def _versions() -> dict[str, str]:

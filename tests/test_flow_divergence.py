@@ -1,0 +1,389 @@
+"""Tests of icml25.flow_divergence (chapter 07, flow and divergence matching)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.linalg import expm
+from scipy.stats import multivariate_normal
+
+import icml25.flow_divergence as F
+
+torch.set_num_threads(1)
+
+
+class LinearField(torch.nn.Module):
+    """v(x, t) = A x + b (time-independent)."""
+
+    def __init__(self, A: np.ndarray, b: np.ndarray | None = None) -> None:
+        super().__init__()
+        self.A = torch.tensor(A, dtype=torch.float64)
+        self.b = torch.zeros(len(A), dtype=torch.float64) if b is None else torch.tensor(b, dtype=torch.float64)
+
+    def forward(self, x, t):
+        return x @ self.A.T.to(x.dtype) + self.b.to(x.dtype)
+
+
+def _rng_tensor(seed, *shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+# ------------------------------------------------------------------ divergence estimators
+
+
+def test_divergence_exact_linear_field_is_trace():
+    A = np.random.default_rng(0).normal(size=(4, 4))
+    x = _rng_tensor(1, 7, 4)
+    div = F.divergence_exact(LinearField(A), x, torch.rand(7, dtype=torch.float64))
+    assert torch.allclose(div, torch.full((7,), np.trace(A), dtype=torch.float64), atol=1e-12)
+
+
+def test_divergence_exact_quadratic_field_closed_form():
+    # v_i(x) = x^T Q_i x + t x_i  ->  div v = sum_i ((Q_i + Q_i^T) x)_i + d t
+    rng = np.random.default_rng(2)
+    d = 3
+    Q = torch.tensor(rng.normal(size=(d, d, d)))
+    x, t = _rng_tensor(3, 5, d), torch.rand(5, dtype=torch.float64)
+
+    def v(xx, tt):
+        return torch.einsum("bj,ijk,bk->bi", xx, Q, xx) + tt[:, None] * xx
+
+    expected = torch.einsum("ijk,bk->bij", Q + Q.transpose(1, 2), x).diagonal(dim1=1, dim2=2).sum(1) + d * t
+    assert torch.allclose(F.divergence_exact(v, x, t), expected, atol=1e-10)
+
+
+def test_divergence_hutchinson_unbiased_within_standard_error():
+    A = np.random.default_rng(4).normal(size=(5, 5))
+    field = LinearField(A)
+    x = _rng_tensor(5, 1, 5).expand(4000, 5).contiguous()
+    t = torch.zeros(4000, dtype=torch.float64)
+    for dist in ("rademacher", "gaussian"):
+        est, v = F.divergence_hutchinson(field, x, t, 1, dist, generator=torch.Generator().manual_seed(6))
+        se = float(est.std()) / math.sqrt(len(est))
+        assert abs(float(est.mean()) - np.trace(A)) < 4 * se
+        assert v.shape == (4000, 5)
+
+
+def test_divergence_hutchinson_rademacher_variance_formula():
+    A = np.random.default_rng(7).normal(size=(4, 4))
+    x = torch.zeros(20000, 4, dtype=torch.float64)
+    est, _ = F.divergence_hutchinson(LinearField(A), x, torch.zeros(20000, dtype=torch.float64), 1,
+                                     generator=torch.Generator().manual_seed(8))
+    S = A + A.T
+    theory = sum(S[i, j] ** 2 for i in range(4) for j in range(i + 1, 4))
+    assert abs(float(est.var()) / theory - 1) < 0.05  # 20k probes: relative s.e. of a variance ~1.4 %
+
+
+def test_velocity_mlp_interface():
+    m = F.VelocityMLP(3, hidden=16, depth=2)
+    assert len(m.linears) == 3 and isinstance(m.linears, torch.nn.ModuleList)
+    params = m.linear_params()
+    assert [tuple(w.shape) for w, _ in params] == [(16, 4), (16, 16), (3, 16)]
+    assert all(w.dtype == torch.float32 and not w.requires_grad for w, _ in params)
+    x, t = torch.randn(5, 3), torch.rand(5)
+    h = torch.cat([x, t[:, None]], 1)
+    for i, (w, b) in enumerate(params):
+        h = h @ w.T + b
+        if i < len(params) - 1:
+            h = h * torch.sigmoid(h)
+    assert torch.allclose(m(x, t), h, atol=1e-6)
+
+
+# ------------------------------------------------------------------ affine path
+
+
+def test_affine_path_matches_meta_flow_matching():
+    from flow_matching.path import AffineProbPath
+    from flow_matching.path.scheduler import CondOTScheduler, LinearVPScheduler
+
+    x0, x1 = _rng_tensor(9, 32, 3), _rng_tensor(10, 32, 3)
+    t = torch.rand(32, generator=torch.Generator().manual_seed(11), dtype=torch.float64) * 0.99
+    for name, sched in (("cond_ot", CondOTScheduler()), ("linear_vp", LinearVPScheduler())):
+        ref = AffineProbPath(scheduler=sched).sample(x_0=x0, x_1=x1, t=t)
+        ours = F.affine_path(x0, x1, t, name)
+        assert torch.allclose(ours.xt, ref.x_t, atol=1e-12)
+        assert torch.allclose(ours.ut, ref.dx_t, atol=1e-12)  # the CFM target
+        # the CFM loss on a constant prediction agrees with the direct MSE on Meta's target
+        v = torch.zeros_like(x0)
+        assert torch.isclose(F.cfm_loss(v, ours.ut), ((v - ref.dx_t) ** 2).mean())
+
+
+def test_conditional_score_and_divergence_match_autograd():
+    d, B = 3, 6
+    x0, x1 = _rng_tensor(12, B, d), _rng_tensor(13, B, d)
+    t = torch.tensor([0.1, 0.3, 0.5, 0.7, 0.9, 0.95], dtype=torch.float64)
+    for schedule in F.SCHEDULES:
+        ps = F.affine_path(x0, x1, t, schedule)
+        x = ps.xt.clone().requires_grad_(True)
+        a, s = ps.alpha_t[:, None], ps.sigma_t[:, None]
+        logp = (-((x - a * x1) ** 2).sum(1) / (2 * s[:, 0] ** 2)).sum()
+        score = torch.autograd.grad(logp, x)[0]
+        assert torch.allclose(score, ps.score, atol=1e-10)
+        u_fn = lambda xx, tt: ps.d_sigma_t[:, None] / s * (xx - a * x1) + ps.d_alpha_t[:, None] * x1  # noqa: E731
+        assert torch.allclose(u_fn(ps.xt, t), ps.ut, atol=1e-10)
+        assert torch.allclose(F.divergence_exact(u_fn, ps.xt, t), ps.div_u, atol=1e-10)
+
+
+# ------------------------------------------------------------------ Gaussian-mixture ground truth
+
+
+@pytest.fixture(scope="module")
+def gmm():
+    return F.GaussianMixture2D(np.array([[-2.0, 0.5], [1.5, -1.0], [0.0, 2.0]]), [0.4, 0.7, 0.5], [0.2, 0.5, 0.3])
+
+
+def test_gmm_path_density_integrates_to_one(gmm):
+    xs = np.linspace(-9, 9, 361)
+    X, Y = np.meshgrid(xs, xs)
+    pts = torch.tensor(np.stack([X.ravel(), Y.ravel()], 1))
+    for t in (0.0, 0.4, 1.0):
+        mass = float(gmm.path_density(pts, t).sum()) * (xs[1] - xs[0]) ** 2
+        assert abs(mass - 1) < 1e-6
+
+
+def test_gmm_path_density_matches_monte_carlo(gmm):
+    # P(x_t in box) by Monte Carlo samples of t x1 + (1 - t) x0 vs the grid integral of p_t
+    t, n = 0.6, 200_000
+    x = gmm.sample_path(n, t, torch.Generator().manual_seed(14)).double()
+    box = ((x[:, 0] > -1) & (x[:, 0] < 1) & (x[:, 1] > 0) & (x[:, 1] < 2)).double().mean().item()
+    xs, ys = np.linspace(-1, 1, 201), np.linspace(0, 2, 201)
+    X, Y = np.meshgrid(0.5 * (xs[1:] + xs[:-1]), 0.5 * (ys[1:] + ys[:-1]))
+    dens = gmm.path_density(torch.tensor(np.stack([X.ravel(), Y.ravel()], 1)), t)
+    integral = float(dens.sum()) * 0.01**2
+    se = math.sqrt(integral * (1 - integral) / n)
+    assert abs(box - integral) < 4 * se + 1e-4
+
+
+def test_gmm_score_and_divergence_match_autograd(gmm):
+    x = _rng_tensor(15, 10, 2) * 2
+    for t in (0.05, 0.5, 0.97):
+        xg = x.clone().requires_grad_(True)
+        score = torch.autograd.grad(gmm.log_path_density(xg, t).sum(), xg)[0]
+        assert torch.allclose(score, gmm.marginal_score(x, t), atol=1e-9)
+        div = F.divergence_exact(lambda xx, tt: gmm.marginal_velocity(xx, t), x, torch.full((10,), t))
+        assert torch.allclose(div, gmm.marginal_divergence(x, t), atol=1e-9)
+
+
+def test_gmm_marginal_velocity_is_posterior_mean_of_conditional_velocity(gmm):
+    # u_t(x) = E[p_t(x|x1) u_t(x|x1)] / E[p_t(x|x1)], x1 ~ q, estimated with 400k data draws
+    t = 0.5
+    x1 = gmm.sample(400_000, torch.Generator().manual_seed(16)).double()
+    x = torch.tensor([[0.3, -0.2], [-1.0, 0.5]], dtype=torch.float64)
+    for xi, ui in zip(x, gmm.marginal_velocity(x, t)):
+        sig = 1 - t
+        w = torch.exp(-((xi - t * x1) ** 2).sum(1) / (2 * sig**2))
+        uc = (xi - t * x1) * (-1 / sig) + x1
+        est = (w[:, None] * uc).sum(0) / w.sum()
+        assert torch.allclose(est, ui, atol=0.02)
+
+
+def test_gmm_satisfies_continuity_equation(gmm):
+    # d/dt log p_t + div u_t + u_t . grad log p_t = 0 (central difference in t)
+    x = _rng_tensor(17, 50, 2) * 1.5
+    for t in (0.2, 0.5, 0.8):
+        h = 1e-5
+        dlogp = (gmm.log_path_density(x, t + h) - gmm.log_path_density(x, t - h)) / (2 * h)
+        res = dlogp + gmm.marginal_divergence(x, t) + (gmm.marginal_velocity(x, t) * gmm.marginal_score(x, t)).sum(1)
+        assert res.abs().max() < 1e-6
+
+
+def test_conditional_residual_averages_to_marginal_residual(gmm):
+    # With v = the true marginal field, the divergence-matching residual has mean zero over the
+    # joint (x0, x1): E[div u(.|x1) + u(.|x1).s(.|x1) | x] = div u + u.s (the loss's key identity).
+    n, t = 200_000, 0.6
+    g = torch.Generator().manual_seed(18)
+    x1 = gmm.sample(n, g).double()
+    x0 = torch.randn(n, 2, generator=g, dtype=torch.float64)
+    ps = F.affine_path(x0, x1, torch.full((n,), t, dtype=torch.float64))
+    v = gmm.marginal_velocity(ps.xt, t)
+    r = F.divergence_residual(v, gmm.marginal_divergence(ps.xt, t), ps.ut, ps.score, ps.div_u)
+    assert abs(float(r.mean())) < 4 * float(r.std()) / math.sqrt(n)
+
+
+# ------------------------------------------------------------------ losses
+
+
+def test_fdm_loss_with_zero_lam_div_is_cfm():
+    torch.manual_seed(0)
+    m = F.VelocityMLP(2, 16, 2)
+    x0, x1, t = torch.randn(64, 2), torch.randn(64, 2), torch.rand(64) * 0.9
+    ps = F.affine_path(x0, x1, t)
+    assert torch.isclose(F.fdm_loss(m, x0, x1, t, 1.0, 0.0), F.cfm_loss(m(ps.xt, t), ps.ut))
+
+
+def test_fdm_loss_variants_differentiable_and_distinct():
+    torch.manual_seed(1)
+    m = F.VelocityMLP(2, 16, 2)
+    x0, x1, t = torch.randn(64, 2), torch.randn(64, 2), torch.rand(64) * 0.9
+    vals = {}
+    for variant in F.FDM_VARIANTS:
+        for est in ("exact", "hutchinson"):
+            loss = F.fdm_loss(m, x0, x1, t, 1.0, 0.1, est, variant=variant,
+                              generator=torch.Generator().manual_seed(2))
+            m.zero_grad()
+            loss.backward()
+            assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in m.parameters())
+            vals[variant, est] = float(loss.detach())
+    assert len({round(v, 6) for (k, e), v in vals.items() if e == "exact"}) == len(F.FDM_VARIANTS)
+
+
+def test_divergence_matching_loss_norms_and_weights():
+    B, d = 8, 2
+    v, ut, s = torch.randn(B, d), torch.randn(B, d), torch.randn(B, d)
+    div_v, div_u, sig = torch.randn(B), torch.full((B,), -d / 0.5), torch.full((B,), 0.5)
+    r = div_v - div_u + ((v - ut) * s).sum(1)
+    assert torch.isclose(F.divergence_matching_loss(v, div_v, ut, s, div_u, sig), r.abs().mean())
+    assert torch.isclose(F.divergence_matching_loss(v, div_v, ut, s, div_u, sig, "l2", "sigma"), ((0.5 * r) ** 2).mean())
+    # inv_rate: 1 / |sigma_dot / sigma| / d = sigma / d for CondOT
+    assert torch.isclose(F.divergence_matching_loss(v, div_v, ut, s, div_u, sig, "l1", "inv_rate"),
+                         (r * 0.5 / d).abs().mean())
+
+
+def test_train_flow_reduces_cfm_loss():
+    gm = F.GaussianMixture2D.ring(4, 2.0, 0.5)
+    torch.manual_seed(3)
+    m = F.VelocityMLP(2, 32, 2)
+    hist = F.train_flow(m, gm.sample, 80, 64, 3e-3, "fdm", 4, lam_div=0.1, variant="sigma_l2")
+    assert hist["cfm"][-20:].mean() < hist["cfm"][:10].mean()
+    assert np.isfinite(hist["loss"]).all()
+
+
+# ------------------------------------------------------------------ ODE sampling and likelihood
+
+
+def test_sample_ode_linear_field_matches_matrix_exponential():
+    A = np.array([[-0.5, 1.0], [-1.0, -0.2]])
+    x0 = _rng_tensor(19, 10, 2)
+    exact = x0.numpy() @ expm(A).T
+    rk4 = F.sample_ode(LinearField(A), x0, 50, "rk4").numpy()
+    assert np.abs(rk4 - exact).max() < 1e-8
+    err = [np.abs(F.sample_ode(LinearField(A), x0, n, "euler").numpy() - exact).max() for n in (100, 200)]
+    assert 1.8 < err[0] / err[1] < 2.2  # first order
+
+
+def test_log_likelihood_identity_flow_is_base_density():
+    x = _rng_tensor(20, 30, 3)
+    ll = F.log_likelihood(LinearField(np.zeros((3, 3))), x, 10)
+    assert torch.allclose(ll, torch.tensor(multivariate_normal(np.zeros(3), np.eye(3)).logpdf(x.numpy())), atol=1e-10)
+
+
+def test_log_likelihood_linear_flow_matches_pushforward():
+    # x1 = expm(A) x0 with x0 ~ N(0, I)  =>  x1 ~ N(0, M M^T), M = expm(A)
+    A = np.array([[0.3, 0.5], [-0.2, -0.4]])
+    M = expm(A)
+    x = _rng_tensor(21, 40, 2)
+    ref = multivariate_normal(np.zeros(2), M @ M.T).logpdf(x.numpy())
+    for method, n, tol in (("euler", 400, 3e-3), ("midpoint", 50, 1e-4)):  # O(h) and O(h^2) errors
+        ll = F.log_likelihood(LinearField(A), x, n, method=method).numpy()
+        assert np.abs(ll - ref).max() < tol
+    # Hutchinson: unbiased, 50 probes per step; sd of the integral ~ 0.01 here
+    llh = F.log_likelihood(LinearField(A), x, 20, exact=False, method="midpoint", n_probes=50,
+                           generator=torch.Generator().manual_seed(22)).numpy()
+    assert np.abs(llh - ref).mean() < 0.03
+
+
+def test_log_likelihood_kernel_dispatch_matches_torch_path():
+    torch.manual_seed(5)
+    m = F.VelocityMLP(2, 32, 2)
+    x = torch.randn(16, 2)
+    a = F.log_likelihood(m, x, 20)  # kernels dispatcher
+    b = F.log_likelihood(m, x, 20, use_kernel=False)  # torch path, same Euler scheme
+    assert torch.allclose(a, b, atol=1e-4)
+
+
+def test_log_likelihood_beyond_kernel_limits_uses_torch_path():
+    # d = 33 > MAX_DIM of the fused kernel: log_likelihood must fall back, not raise
+    torch.manual_seed(7)
+    m = F.VelocityMLP(33, 8, 1)
+    x = torch.randn(3, 33)
+    a = F.log_likelihood(m, x, 4)
+    b = F.log_likelihood(m, x, 4, use_kernel=False)
+    assert torch.allclose(a, b)
+
+
+def test_log_likelihood_of_trained_like_density_integrates_to_about_one():
+    torch.manual_seed(6)
+    m = F.VelocityMLP(2, 16, 2)
+    xs, ys, dens = F.model_density_grid(m, lim=6.0, n=60, n_steps=40)
+    mass = dens.sum() * (xs[1] - xs[0]) ** 2
+    assert abs(mass - 1) < 0.05  # a random small MLP barely moves N(0, I); Euler + grid error
+
+
+# ------------------------------------------------------------------ metrics and data
+
+
+def test_grid_and_hist_metrics():
+    a = np.random.default_rng(23).normal(size=(50_000, 2))
+    b = np.random.default_rng(24).normal(size=(50_000, 2))
+    assert F.hist_tv(a, a) == 0.0 and F.hist_kl(a, a) == pytest.approx(0.0, abs=1e-4)  # eps smoothing of empty bins
+    assert F.hist_tv(a, b, bins=20) < 0.05
+    assert F.hist_tv(a, b + 20, bins=60, range=((-30, 30), (-30, 30))) > 0.99  # disjoint supports
+    assert F.grid_tv(np.ones((2, 2)), np.zeros((2, 2)), 0.5) == 1.0
+
+
+def test_checkerboard_support():
+    x = F.checkerboard(10_000, torch.Generator().manual_seed(25)) * 0.45
+    assert x.shape == (10_000, 2) and (x.abs() <= 2).all()
+    cell = (torch.floor(x[:, 0]) + torch.floor(x[:, 1])) % 2
+    assert (cell == 1).all() or (cell == 0).all()
+
+
+def test_dynamical_trajectories_shapes_and_determinism():
+    lz = F.lorenz_trajectories(4, T=5, rng=0, n_drop=2)
+    assert lz.shape == (4, 5, 3) and np.isfinite(lz).all()
+    assert np.array_equal(lz, F.lorenz_trajectories(4, T=5, rng=0, n_drop=2))
+    fh = F.fitzhugh_nagumo_trajectories(3, T=4, rng=1, n_drop=5)
+    assert fh.shape == (3, 4, 4) and np.isfinite(fh).all()
+    data = F.TrajectoryData.from_trajectories(lz)
+    assert data(7, torch.Generator().manual_seed(0)).shape == (7, 15)
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def test_bad_inputs_raise():
+    x, t = torch.randn(4, 2), torch.rand(4)
+    m = F.VelocityMLP(2, 8, 1)
+    with pytest.raises(ValueError, match="same shape"):
+        F.affine_path(x, torch.randn(4, 3), t)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        F.affine_path(x, x, torch.tensor([0.1, 0.2, 1.5, 0.3]))
+    with pytest.raises(ValueError, match="shape"):
+        F.affine_path(x, x, torch.rand(3))
+    with pytest.raises(TypeError, match="x0"):
+        F.affine_path(x.numpy(), x, t)
+    with pytest.raises(ValueError, match="schedule"):
+        F.affine_path(x, x, t, "vp_cosine")
+    with pytest.raises(ValueError, match="lam_div"):
+        F.fdm_loss(m, x, x, t * 0.5, 1.0, -0.1)
+    with pytest.raises(ValueError, match="lam_cfm"):
+        F.fdm_loss(m, x, x, t * 0.5, -1.0, 0.1)
+    with pytest.raises(ValueError, match="< 1"):
+        F.fdm_loss(m, x, x, torch.ones(4))
+    with pytest.raises(ValueError, match="estimator"):
+        F.fdm_loss(m, x, x, t * 0.5, estimator="trace")
+    with pytest.raises(ValueError, match="variant"):
+        F.fdm_loss(m, x, x, t * 0.5, variant="paper")
+    with pytest.raises(ValueError, match="dist"):
+        F.divergence_hutchinson(m, x, t, 1, "uniform")
+    with pytest.raises(ValueError, match="n_probes"):
+        F.divergence_hutchinson(m, x, t, 0)
+    with pytest.raises(ValueError, match="same shape"):
+        F.cfm_loss(x, torch.randn(4, 3))
+    with pytest.raises(ValueError, match="norm"):
+        F.divergence_matching_loss(x, t, x, x, t, t, norm="l3")
+    with pytest.raises(ValueError, match="div_u"):
+        F.divergence_matching_loss(x, t, x, x, torch.rand(3), t)
+    with pytest.raises(ValueError, match="loss"):
+        F.train_flow(m, F.checkerboard, 1, 4, loss="ddpm")
+    with pytest.raises(ValueError, match="act"):
+        F.VelocityMLP(2, act="relu")
+    with pytest.raises(ValueError, match="method"):
+        F.sample_ode(m, x, 10, "heun")
+    with pytest.raises(ValueError, match="stds"):
+        F.GaussianMixture2D([[0.0, 0.0]], [-1.0])
+    with pytest.raises(ValueError, match="shape"):
+        F.grid_tv(np.ones(3), np.ones(4), 1.0)
