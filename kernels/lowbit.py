@@ -1,0 +1,798 @@
+"""Chapter 01 kernels: the packed mixed-precision weight format of LowRA (Zhou et al., ICML 2025).
+
+LowRA gives every output channel (row) ``c`` of a weight ``W (m, n)`` its own precision
+``b_c in {1, 2, 4}``, its own codebook ("mapping") of ``2^b_c`` levels and decision thresholds
+in the normalised space ``[-1, 1]``, and scales each group of ``g`` consecutive weights of a row
+by its absmax (Sec. 3-4 of the paper). This module owns the storage format and its two hot loops.
+
+Layout of a quantized ``W (m, n)`` (``g`` divides ``n``):
+
+- ``row_bits`` (m,) int: ``b_c`` in {1, 2, 4}.
+- ``row_offsets`` (m+1,) int64: row ``c`` occupies bytes ``[row_offsets[c], row_offsets[c+1])``
+  of ``packed``, ``ceil(n b_c / 8)`` of them; ``row_offsets[0] = 0``,
+  ``row_offsets[m] = packed.size``.
+- ``packed`` (row_offsets[m],) uint8: code ``j`` of row ``c`` sits LSB-first in byte
+  ``row_offsets[c] + (j b_c) // 8`` at bit shift ``(j b_c) % 8``, ``b_c`` bits wide (a code never
+  straddles two bytes since ``b_c`` divides 8); unused high bits of a row's last byte are 0.
+- ``lut`` (m, 16) float32: row ``c``'s levels ``q_0 < ... < q_{2^b_c - 1}``, zero-padded.
+- ``thresholds`` (m, 15) float32: row ``c``'s thresholds ``t_0 <= ... <= t_{2^b_c - 2}``, padded
+  with ``+inf``.
+- ``absmax`` (m, n // g) float32: ``s = max |w|`` over each group.
+
+Quantization: ``w~ = w / s`` (0 when ``s == 0``), ``code = #{k : t_k < w~}`` (a value exactly
+on a threshold goes to the lower bin) = ``searchsorted(t, w~, side="left")``.
+Dequantization: ``W_hat[c, j] = lut[c, code[c, j]] * absmax[c, j // g]`` in float32, then cast.
+
+For each kernel ``f`` in ``lowbit.cu``: ``f_reference`` (NumPy, vectorised per precision class:
+all rows with the same ``b`` at once), ``f_gpu`` (CuPy launcher) and ``f`` (dispatcher).
+The dispatchers return the kind of array they were given: NumPy in -> NumPy out, CuPy in ->
+CuPy out, torch in -> torch out (same device). They run the CUDA kernel when the input lives on
+the device (CuPy, CUDA torch), or for NumPy input when :func:`icml25.common.gpu_available` says
+so (copied to the device and back); CPU torch tensors always take the CPU path (the NumPy
+reference, whose table look-up measured faster than the same gathers written in torch).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from icml25.common import gpu_available, to_numpy
+
+__all__ = [
+    "ALLOWED_BITS",
+    "LUT_WIDTH",
+    "row_nbytes",
+    "make_row_offsets",
+    "pack_codes",
+    "unpack_codes",
+    "blockwise_absmax",
+    "quantize_mixed",
+    "quantize_mixed_reference",
+    "quantize_mixed_gpu",
+    "dequantize_mixed",
+    "dequantize_mixed_reference",
+    "dequantize_mixed_gpu",
+    "launch_dequantize_mixed",
+    "dequant_matmul",
+    "dequant_matmul_reference",
+    "dequant_matmul_gpu",
+]
+
+ALLOWED_BITS = (1, 2, 4)
+LUT_WIDTH = 16  # levels per row in ``lut`` (2^4), zero-padded
+THRESHOLD_WIDTH = 15  # thresholds per row (2^4 - 1), +inf-padded
+THREADS = 256
+MAX_SHARED_BYTES = 227 * 1024  # opt-in shared memory per block on sm_90 (H100/H200)
+
+
+# ---------------------------------------------------------------------------------------------
+# validation helpers (public boundary)
+# ---------------------------------------------------------------------------------------------
+def _is_torch(a) -> bool:
+    return type(a).__module__.startswith("torch")
+
+
+def _is_cupy(a) -> bool:
+    return type(a).__module__.startswith("cupy")
+
+
+def _check_int(value, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_row_bits(row_bits, m: int | None = None) -> np.ndarray:
+    rb = np.asarray(to_numpy(row_bits))
+    if rb.ndim != 1:
+        raise ValueError(f"row_bits must be a 1-D array of per-row precisions, got shape {rb.shape}")
+    if m is not None and rb.shape[0] != m:
+        raise ValueError(f"row_bits must have shape ({m},), got {rb.shape}")
+    if rb.size and not (np.issubdtype(rb.dtype, np.integer) or np.issubdtype(rb.dtype, np.floating)):
+        raise ValueError(f"row_bits must be integers in {ALLOWED_BITS}, got dtype {rb.dtype}")
+    if rb.size and not np.isin(rb, ALLOWED_BITS).all():
+        bad = np.unique(rb[~np.isin(rb, ALLOWED_BITS)])
+        raise ValueError(f"row_bits must lie in {ALLOWED_BITS}, got {bad[:5].tolist()}")
+    return rb.astype(np.int64)
+
+
+def _check_group(group, n: int) -> int:
+    g = _check_int(group, "group")
+    if n % g:
+        raise ValueError(f"group={g} must divide the row length n={n}")
+    return g
+
+
+def _check_finite(a: np.ndarray, name: str) -> None:
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or inf")
+
+
+def row_nbytes(row_bits, n: int) -> np.ndarray:
+    """Bytes per packed row, ``ceil(n b_c / 8)``.
+
+    Args:
+        row_bits: (m,) int in {1, 2, 4}.
+        n: row length (codes per row), >= 1.
+
+    Returns:
+        (m,) int64.
+
+    Raises:
+        ValueError: bits outside {1, 2, 4} or n < 1.
+    """
+    n = _check_int(n, "n")
+    rb = _check_row_bits(row_bits)
+    return (n * rb + 7) // 8
+
+
+def make_row_offsets(row_bits, n: int) -> np.ndarray:
+    """Byte offsets of the rows in ``packed``: (m+1,) int64, ``[0, cumsum(ceil(n b_c / 8))]``.
+
+    Raises:
+        ValueError: bits outside {1, 2, 4} or n < 1.
+    """
+    nb = row_nbytes(row_bits, n)
+    offsets = np.zeros(nb.size + 1, dtype=np.int64)
+    np.cumsum(nb, out=offsets[1:])
+    return offsets
+
+
+def _check_packed(packed, row_offsets, row_bits, n) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    n = _check_int(n, "n")
+    packed = np.asarray(to_numpy(packed))
+    if packed.ndim != 1 or packed.dtype != np.uint8:
+        raise ValueError(f"packed must be a 1-D uint8 array, got dtype {packed.dtype} shape {packed.shape}")
+    rb = _check_row_bits(row_bits)
+    offsets = np.asarray(to_numpy(row_offsets))
+    if offsets.shape != (rb.size + 1,) or not np.issubdtype(offsets.dtype, np.integer):
+        raise ValueError(f"row_offsets must be an integer array of shape ({rb.size + 1},), got "
+                         f"dtype {offsets.dtype} shape {offsets.shape}")
+    offsets = offsets.astype(np.int64)
+    expected = make_row_offsets(rb, n)
+    if not np.array_equal(offsets, expected):
+        raise ValueError("row_offsets must start at 0 and step by ceil(n * row_bits / 8) per row "
+                         f"(n={n}); first mismatch at row {int(np.argmax(offsets != expected))}")
+    if packed.size != expected[-1]:
+        raise ValueError(f"packed must hold row_offsets[-1] = {int(expected[-1])} bytes, got {packed.size}")
+    return packed, offsets, rb, n
+
+
+# ---------------------------------------------------------------------------------------------
+# packing
+# ---------------------------------------------------------------------------------------------
+def _pack_rows(codes: np.ndarray, b: int) -> np.ndarray:
+    """(k, n) uint8 codes < 2^b -> (k, ceil(n b / 8)) uint8, LSB-first."""
+    k, n = codes.shape
+    if b == 1:
+        return np.packbits(codes, axis=1, bitorder="little")
+    per = 8 // b
+    nbytes = (n * b + 7) // 8
+    if n % per:
+        padded = np.zeros((k, nbytes * per), dtype=np.uint8)
+        padded[:, :n] = codes
+        codes = padded
+    c = codes.reshape(k, nbytes, per)
+    out = c[:, :, 0].copy()
+    for i in range(1, per):
+        out |= c[:, :, i] << np.uint8(i * b)
+    return out
+
+
+def _unpack_rows(rows: np.ndarray, b: int, n: int) -> np.ndarray:
+    """(k, ceil(n b / 8)) uint8 -> (k, n) uint8 codes."""
+    if b == 1:
+        return np.unpackbits(rows, axis=1, count=n, bitorder="little")
+    per = 8 // b
+    mask = np.uint8((1 << b) - 1)
+    k, nbytes = rows.shape
+    out = np.empty((k, nbytes, per), dtype=np.uint8)
+    for i in range(per):
+        np.bitwise_and(rows >> np.uint8(i * b), mask, out=out[:, :, i])
+    return out.reshape(k, nbytes * per)[:, :n]
+
+
+def _gather_rows(packed: np.ndarray, offsets: np.ndarray, rows: np.ndarray, nbytes: int) -> np.ndarray:
+    """The (len(rows), nbytes) bytes of ``rows``; a view when they are contiguous in ``packed``.
+
+    Otherwise a gather in the widest word (8, 4, 2 or 1 bytes) that divides every row start and
+    the row length, so that there are up to 8x fewer indices than bytes.
+    """
+    start = offsets[rows]
+    if rows.size and start[-1] - start[0] == nbytes * (rows.size - 1) and np.all(np.diff(rows) == 1):
+        return packed[start[0]:start[0] + nbytes * rows.size].reshape(rows.size, nbytes)
+    for width, word in ((8, np.uint64), (4, np.uint32), (2, np.uint16), (1, np.uint8)):
+        if nbytes % width == 0 and not np.any(start % width):
+            break
+    usable = packed[: packed.size - packed.size % width].view(word)
+    words = usable[(start // width)[:, None] + np.arange(nbytes // width)]
+    return words.view(np.uint8).reshape(rows.size, nbytes)
+
+
+def _classes(rb: np.ndarray):
+    """(b, rows with that b) for each precision present."""
+    for b in ALLOWED_BITS:
+        rows = np.flatnonzero(rb == b)
+        if rows.size:
+            yield b, rows
+
+
+def pack_codes(codes, row_bits) -> tuple[np.ndarray, np.ndarray]:
+    """Pack per-row ``b_c``-bit codes into one byte buffer (the format in the module docstring).
+
+    Rows with the same precision are packed together (vectorised); codes go LSB-first.
+
+    Args:
+        codes: (m, n) integer array, ``0 <= codes[c, j] < 2^row_bits[c]``.
+        row_bits: (m,) int in {1, 2, 4}.
+
+    Returns:
+        ``(packed, row_offsets)``: (sum_c ceil(n b_c / 8),) uint8 and (m+1,) int64.
+
+    Raises:
+        ValueError: codes not a 2-D integer array, row_bits of the wrong shape or outside
+            {1, 2, 4}, or a code out of range for its row's precision.
+    """
+    codes = np.asarray(to_numpy(codes))
+    if codes.ndim != 2 or codes.shape[1] == 0:
+        raise ValueError(f"codes must be a 2-D array (m, n) with n >= 1, got shape {codes.shape}")
+    if not np.issubdtype(codes.dtype, np.integer):
+        raise ValueError(f"codes must have an integer dtype, got {codes.dtype}")
+    m, n = codes.shape
+    rb = _check_row_bits(row_bits, m)
+    if codes.size:
+        bad = (codes < 0) | (codes >= (1 << rb)[:, None])
+        if bad.any():
+            r, j = np.argwhere(bad)[0]
+            raise ValueError(f"codes out of range: codes[{r}, {j}] = {int(codes[r, j])} needs "
+                             f"0 <= code < 2^{int(rb[r])}")
+    codes = codes.astype(np.uint8, copy=False)
+    offsets = make_row_offsets(rb, n)
+    packed = np.empty(int(offsets[-1]), dtype=np.uint8)
+    for b, rows in _classes(rb):
+        nbytes = (n * b + 7) // 8
+        packed[offsets[rows][:, None] + np.arange(nbytes)] = _pack_rows(codes[rows], b)
+    return packed, offsets
+
+
+def unpack_codes(packed, row_offsets, row_bits, n: int) -> np.ndarray:
+    """Inverse of :func:`pack_codes`: the (m, n) uint8 codes.
+
+    Args:
+        packed: (row_offsets[-1],) uint8.
+        row_offsets: (m+1,) int, as returned by :func:`pack_codes`.
+        row_bits: (m,) int in {1, 2, 4}.
+        n: codes per row.
+
+    Returns:
+        (m, n) uint8.
+
+    Raises:
+        ValueError: packed not 1-D uint8, bits outside {1, 2, 4}, or offsets inconsistent with
+            ``n`` and ``row_bits`` / the size of ``packed``.
+    """
+    packed, offsets, rb, n = _check_packed(packed, row_offsets, row_bits, n)
+    out = np.empty((rb.size, n), dtype=np.uint8)
+    for b, rows in _classes(rb):
+        nbytes = (n * b + 7) // 8
+        out[rows] = _unpack_rows(_gather_rows(packed, offsets, rows, nbytes), b, n)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# quantize
+# ---------------------------------------------------------------------------------------------
+def _check_weight(W) -> np.ndarray:
+    W = np.asarray(to_numpy(W))
+    if W.ndim != 2 or 0 in W.shape:
+        raise ValueError(f"W must be a non-empty 2-D array (m, n), got shape {W.shape}")
+    if not (np.issubdtype(W.dtype, np.floating) or np.issubdtype(W.dtype, np.integer)):
+        raise ValueError(f"W must be a real array, got dtype {W.dtype}")
+    W = W.astype(np.float32, copy=False)
+    _check_finite(W, "W")
+    return W
+
+
+def _blockwise_absmax(W32: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
+    m, n = W32.shape
+    blocks = W32.reshape(m, n // g, g)
+    absmax = np.abs(blocks).max(axis=2)
+    safe = np.where(absmax > 0, absmax, np.float32(1.0))
+    W_norm = (blocks / safe[:, :, None]).reshape(m, n)  # 0 / 1 = 0 in the zero groups
+    return W_norm, absmax
+
+
+def blockwise_absmax(W, group: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Normalise each group of ``group`` consecutive weights of a row by its absmax.
+
+    ``s = max_{j in group} |w_j|`` and ``w~ = w / s`` in float32 (``w~ = 0`` where ``s = 0``),
+    so ``w~`` lies in [-1, 1] (the block-wise scaling of QLoRA that LowRA keeps, Sec. 3).
+
+    Args:
+        W: (m, n) real array (cast to float32 first).
+        group: g, dividing n.
+
+    Returns:
+        ``(W_norm, absmax)``: (m, n) float32 and (m, n // g) float32.
+
+    Raises:
+        ValueError: W not 2-D/non-empty, NaN or inf in W, or g not dividing n.
+    """
+    W32 = _check_weight(W)
+    g = _check_group(group, W32.shape[1])
+    return _blockwise_absmax(W32, g)
+
+
+def _check_thresholds(thresholds, rb: np.ndarray) -> np.ndarray:
+    t = np.asarray(to_numpy(thresholds))
+    if t.shape != (rb.size, THRESHOLD_WIDTH):
+        raise ValueError(f"thresholds must have shape ({rb.size}, {THRESHOLD_WIDTH}), got {t.shape}")
+    t = t.astype(np.float32, copy=False)
+    for b, rows in _classes(rb):
+        active = t[rows, : (1 << b) - 1]
+        if np.isnan(active).any():
+            raise ValueError(f"thresholds contain NaN in the first 2^b - 1 entries (b={b})")
+        if b > 1 and (np.diff(active, axis=1) < 0).any():
+            raise ValueError(f"thresholds must be non-decreasing within each row (b={b})")
+    return t
+
+
+def _codes_from_normalised(W_norm: np.ndarray, t: np.ndarray, rb: np.ndarray) -> np.ndarray:
+    """code = #{k < 2^b - 1 : t_k < w~} per row, vectorised per precision class."""
+    codes = np.empty(W_norm.shape, dtype=np.uint8)
+    for b, rows in _classes(rb):
+        x = W_norm[rows]
+        tb = t[rows]
+        acc = np.zeros(x.shape, dtype=np.uint8)
+        for k in range((1 << b) - 1):
+            acc += x > tb[:, k : k + 1]
+        codes[rows] = acc
+    return codes
+
+
+def quantize_mixed_reference(W, row_bits, thresholds, group: int = 64):
+    """Quantize ``W`` to per-row precisions and pack it (NumPy; the readable definition).
+
+    Per group: ``w~ = w / absmax`` (:func:`blockwise_absmax`); per row ``c``:
+    ``code = #{k < 2^b_c - 1 : t_{c,k} < w~}`` (the LowRA quantizer with the row's learned
+    thresholds, Sec. 4.1); then :func:`pack_codes`.
+
+    Args:
+        W: (m, n) real array.
+        row_bits: (m,) int in {1, 2, 4}.
+        thresholds: (m, 15) float, row c's first 2^b_c - 1 entries non-decreasing (rest ignored).
+        group: g, dividing n.
+
+    Returns:
+        ``(packed, row_offsets, absmax)``: uint8 (sum_c ceil(n b_c / 8),), int64 (m+1,),
+        float32 (m, n // g).
+
+    Raises:
+        ValueError: bad shapes, NaN/inf in W, bits outside {1, 2, 4}, g not dividing n, NaN or
+            decreasing thresholds.
+    """
+    W32 = _check_weight(W)
+    m, n = W32.shape
+    g = _check_group(group, n)
+    rb = _check_row_bits(row_bits, m)
+    t = _check_thresholds(thresholds, rb)
+    W_norm, absmax = _blockwise_absmax(W32, g)
+    codes = _codes_from_normalised(W_norm, t, rb)
+    packed, offsets = pack_codes(codes, rb)
+    return packed, offsets, absmax
+
+
+# ---------------------------------------------------------------------------------------------
+# dequantize
+# ---------------------------------------------------------------------------------------------
+def _check_out_dtype(out_dtype) -> np.dtype:
+    try:
+        dt = np.dtype(out_dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt not in (np.dtype(np.float32), np.dtype(np.float16)):
+        # torch dtypes
+        name = str(out_dtype).replace("torch.", "")
+        if name in ("float32", "float16", "half", "float"):
+            return np.dtype(np.float16 if name in ("float16", "half") else np.float32)
+        raise ValueError(f"out_dtype must be float32 or float16, got {out_dtype!r}")
+    return dt
+
+
+def _check_dequant(packed, row_offsets, row_bits, lut, absmax, n, group):
+    packed, offsets, rb, n = _check_packed(packed, row_offsets, row_bits, n)
+    g = _check_group(group, n)
+    m = rb.size
+    lut = np.asarray(to_numpy(lut))
+    if lut.shape != (m, LUT_WIDTH):
+        raise ValueError(f"lut must have shape ({m}, {LUT_WIDTH}), got {lut.shape}")
+    lut = lut.astype(np.float32, copy=False)
+    _check_finite(lut, "lut")
+    absmax = np.asarray(to_numpy(absmax))
+    if absmax.shape != (m, n // g):
+        raise ValueError(f"absmax must have shape ({m}, {n // g}), got {absmax.shape}")
+    absmax = absmax.astype(np.float32, copy=False)
+    _check_finite(absmax, "absmax")
+    return packed, offsets, rb, lut, absmax, n, g
+
+
+def _level_tables(lut_rows: np.ndarray, b: int, bits_per_index: int) -> np.ndarray:
+    """(k, 16) levels -> (k * 2^bits_per_index,) table whose entry r * 2^bits + v holds the
+    ``bits_per_index / b`` float32 levels of the codes packed in the value v (LSB-first),
+    viewed as one opaque item so that ``np.take`` moves them together (bit-exact)."""
+    per = bits_per_index // b
+    values = np.arange(1 << bits_per_index, dtype=np.uint16)
+    codes = (values[:, None] >> (np.arange(per, dtype=np.uint16) * b)) & ((1 << b) - 1)  # (2^bits, per)
+    table = np.ascontiguousarray(lut_rows[:, codes], dtype=np.float32)  # (k, 2^bits, per)
+    return table.view(f"V{4 * per}").reshape(-1)
+
+
+def _dequant_rows(packed, offsets, rows, b, lut, absmax, n, g, dest=None) -> np.ndarray:
+    """float32 (k, n) of the rows ``rows`` (all of precision b), by table look-up.
+
+    Each packed byte (or each 4-bit half of it) indexes a per-row table of the levels of the
+    codes it holds, so nothing is unpacked code by code. The 256-entry byte tables pay off for
+    long rows (their build costs 256 * 8 / b floats a row); short rows use 16-entry nibble tables.
+    ``dest``: optional C-contiguous float32 (k, n) array to write into (saves one copy).
+    """
+    per = 8 // b
+    nbytes = (n * b + 7) // 8
+    k = rows.size
+    data = _gather_rows(packed, offsets, rows, nbytes)  # (k, nbytes) uint8
+    if n >= 4 * 256 * per:  # byte tables
+        table = _level_tables(lut[rows], b, 8)
+        idx = data.astype(np.intp)
+        idx += (np.arange(k, dtype=np.intp) << 8)[:, None]
+    else:  # nibble tables: low nibble first (LSB-first order)
+        table = _level_tables(lut[rows], b, 4)
+        idx = np.empty((k, nbytes, 2), dtype=np.intp)
+        base = (np.arange(k, dtype=np.intp) << 4)[:, None]
+        np.bitwise_and(data, np.uint8(15), out=idx[:, :, 0], casting="unsafe")
+        np.right_shift(data, np.uint8(4), out=idx[:, :, 1], casting="unsafe")
+        idx += base[:, :, None]
+    if dest is not None and nbytes * per == n:  # gather straight into the output rows
+        vals = dest
+        np.take(table, idx, out=dest.view(table.dtype).reshape(idx.shape))
+    else:
+        vals = np.take(table, idx).view(np.float32).reshape(k, nbytes * per)
+        if nbytes * per != n:
+            vals = np.ascontiguousarray(vals[:, :n])
+        if dest is not None:
+            dest[...] = vals
+            vals = dest
+    blocks = vals.reshape(k, n // g, g)
+    blocks *= absmax[rows][:, :, None]  # one float32 product per element, as in the kernel
+    return vals
+
+
+def dequantize_mixed_reference(packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64,
+                               out_dtype=np.float32, out: np.ndarray | None = None) -> np.ndarray:
+    """Dense ``W_hat (m, n)`` from the packed format (NumPy; vectorised per precision class).
+
+    ``W_hat[c, j] = lut[c, code[c, j]] * absmax[c, j // g]`` computed in float32 (one rounding),
+    then cast to ``out_dtype`` (round to nearest even). Each packed byte (or half-byte) is looked
+    up in a per-row table of the levels it encodes, so codes are never unpacked one by one
+    (the dequantization of LowRA's mixed-precision linear layer, Sec. 4 and Sec. 5 "kernels").
+
+    Args:
+        packed: (row_offsets[-1],) uint8.
+        row_offsets: (m+1,) int.
+        row_bits: (m,) int in {1, 2, 4}.
+        lut: (m, 16) float levels (zero-padded).
+        absmax: (m, n // g) float group scales.
+        n: row length.
+        group: g, dividing n.
+        out_dtype: float32 or float16 (NumPy or torch dtype).
+        out: optional C-contiguous (m, n) NumPy array of ``out_dtype`` to write into; reusing one
+            buffer across calls avoids page-faulting a fresh allocation every time.
+
+    Returns:
+        (m, n) array of ``out_dtype`` (``out`` itself when given).
+
+    Raises:
+        ValueError: inconsistent shapes/offsets, bits outside {1, 2, 4}, g not dividing n,
+            non-finite lut/absmax, an out_dtype other than float32/float16, or an ``out`` of the
+            wrong shape/dtype/layout.
+    """
+    dt = _check_out_dtype(out_dtype)
+    packed, offsets, rb, lut, absmax, n, g = _check_dequant(packed, row_offsets, row_bits, lut, absmax, n, group)
+    if out is not None and (not isinstance(out, np.ndarray) or out.shape != (rb.size, n) or out.dtype != dt
+                            or not out.flags.c_contiguous):
+        raise ValueError(f"out must be a C-contiguous NumPy array of shape ({rb.size}, {n}) and dtype {dt}")
+    return _dequantize_numpy(packed, offsets, rb, lut, absmax, n, g, dt, out)
+
+
+def _to_float16(src: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """float32 -> float16, round to nearest even. torch's vectorised conversion gives the same
+    bits as ``astype`` (IEEE) and is several times faster than NumPy's on x86."""
+    if out is None:
+        out = np.empty(src.shape, dtype=np.float16)
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency of the book
+        np.copyto(out, src, casting="unsafe")
+        return out
+    torch.from_numpy(out).copy_(torch.from_numpy(src))
+    return out
+
+
+def _dequantize_numpy(packed, offsets, rb, lut, absmax, n, g, dt, out=None) -> np.ndarray:
+    m = rb.size
+    classes = list(_classes(rb))
+    f32 = out if (out is not None and dt == np.float32) else np.empty((m, n), dtype=np.float32)
+    for b, rows in classes:
+        if rows.size == m or (rows[-1] - rows[0] + 1 == rows.size):  # a contiguous run of rows
+            _dequant_rows(packed, offsets, rows, b, lut, absmax, n, g, dest=f32[rows[0]:rows[-1] + 1])
+        else:
+            f32[rows] = _dequant_rows(packed, offsets, rows, b, lut, absmax, n, g)
+    return f32 if dt == np.float32 else _to_float16(f32, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# fused dequant-matmul (reference)
+# ---------------------------------------------------------------------------------------------
+def dequant_matmul_reference(x, packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64) -> np.ndarray:
+    """``y = x @ W_hat^T`` with ``W_hat`` from :func:`dequantize_mixed_reference` (float32).
+
+    Args:
+        x: (B, n) float activations.
+        packed, row_offsets, row_bits, lut, absmax, n, group: the packed weight (m, n).
+
+    Returns:
+        (B, m) float32.
+
+    Raises:
+        ValueError: x not (B, n) or not finite, or any error of :func:`dequantize_mixed_reference`.
+    """
+    x = np.asarray(to_numpy(x))
+    if x.ndim != 2 or x.shape[1] != n:
+        raise ValueError(f"x must have shape (B, n={n}), got {x.shape}")
+    x = x.astype(np.float32, copy=False)
+    _check_finite(x, "x")
+    W_hat = dequantize_mixed_reference(packed, row_offsets, row_bits, lut, absmax, n, group)
+    return x @ W_hat.T
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU launchers
+# ---------------------------------------------------------------------------------------------
+def _row_grid(n: int, m: int) -> tuple[int, int]:
+    """2-D grid of the quantize/dequantize kernels: x covers the n / 8 chunks of 8 weights of a
+    row (one thread each), y walks the rows (grid-stride beyond 65535)."""
+    chunks = (n + 7) // 8
+    return (max((chunks + THREADS - 1) // THREADS, 1), min(m, 65535))
+
+
+def quantize_mixed_gpu(W, row_bits, thresholds, group: int = 64):
+    """CuPy launcher of ``quantize_mixed``: same arguments, results and errors as
+    :func:`quantize_mixed_reference`, bit for bit, as CuPy arrays.
+
+    Two kernels: ``group_absmax`` (one warp per group of a row) and ``quantize_pack`` (one thread
+    per 8 consecutive weights of a row: normalises them, counts the thresholds below each, and
+    writes the b bytes their codes fill). Validation runs on a host copy, like the reference.
+    """
+    import cupy as cp
+
+    from icml25.kernels import load_module
+
+    W32 = _check_weight(W)
+    m, n = W32.shape
+    g = _check_group(group, n)
+    rb = _check_row_bits(row_bits, m)
+    t = _check_thresholds(thresholds, rb)
+    offsets = make_row_offsets(rb, n)
+    mod = load_module("lowbit")
+    d_W = cp.ascontiguousarray(cp.asarray(W32))
+    d_bits = cp.asarray(rb.astype(np.int32))
+    d_off = cp.asarray(offsets)
+    d_t = cp.ascontiguousarray(cp.asarray(t))
+    absmax = cp.empty((m, n // g), dtype=cp.float32)
+    packed = cp.empty(int(offsets[-1]), dtype=cp.uint8)
+    n_groups = m * (n // g)
+    warps_per_block = THREADS // 32
+    mod.get_function("group_absmax")(
+        (min((n_groups + warps_per_block - 1) // warps_per_block, 1 << 20),), (THREADS,),
+        (d_W, absmax, np.int64(m), np.int32(n), np.int32(g)))
+    if offsets[-1]:
+        mod.get_function("quantize_pack")(
+            _row_grid(n, m), (THREADS,),
+            (d_W, absmax, d_t, d_bits, d_off, packed, np.int64(m), np.int32(n), np.int32(g)))
+    return packed, d_off, absmax
+
+
+def dequantize_mixed_gpu(packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64, out_dtype=np.float32):
+    """CuPy launcher of ``dequantize_mixed``: same arguments, result and errors as
+    :func:`dequantize_mixed_reference` (within 1 ulp; by construction bit for bit), as a CuPy
+    (m, n) array of ``out_dtype``.
+
+    One thread per 8 consecutive outputs of a row (it reads the b bytes holding their codes),
+    the row's levels staged in shared memory. Validation of offsets and bits runs on host
+    copies, the finiteness checks on the device.
+    """
+    import cupy as cp
+
+    from icml25.kernels import load_module
+
+    dt = _check_out_dtype(out_dtype)
+    n = _check_int(n, "n")
+    rb = _check_row_bits(row_bits)
+    m = rb.size
+    g = _check_group(group, n)
+    offsets = np.asarray(to_numpy(row_offsets))
+    expected = make_row_offsets(rb, n)
+    if offsets.shape != expected.shape or not np.array_equal(offsets, expected):
+        raise ValueError("row_offsets must start at 0 and step by ceil(n * row_bits / 8) per row")
+    d_packed = cp.asarray(packed)
+    if d_packed.ndim != 1 or d_packed.dtype != cp.uint8 or d_packed.size != expected[-1]:
+        raise ValueError(f"packed must be 1-D uint8 with {int(expected[-1])} bytes")
+    d_lut = cp.ascontiguousarray(cp.asarray(lut, dtype=cp.float32))
+    d_abs = cp.ascontiguousarray(cp.asarray(absmax, dtype=cp.float32))
+    if d_lut.shape != (m, LUT_WIDTH):
+        raise ValueError(f"lut must have shape ({m}, {LUT_WIDTH}), got {d_lut.shape}")
+    if d_abs.shape != (m, n // g):
+        raise ValueError(f"absmax must have shape ({m}, {n // g}), got {d_abs.shape}")
+    if not bool(cp.isfinite(d_lut).all()) or not bool(cp.isfinite(d_abs).all()):
+        raise ValueError("lut or absmax contains NaN or inf")
+    out = cp.empty((m, n), dtype=dt)
+    launch_dequantize_mixed(d_packed, cp.asarray(offsets.astype(np.int64)), cp.asarray(rb.astype(np.int32)),
+                            d_lut, d_abs, out, g)
+    return out
+
+
+def launch_dequantize_mixed(d_packed, d_offsets, d_bits, d_lut, d_absmax, out, group: int) -> None:
+    """Launch the dequantize kernel on device arrays as they are, without any check or copy.
+
+    For timing and for callers that validated once: ``d_packed`` uint8, ``d_offsets`` (m+1,)
+    int64, ``d_bits`` (m,) int32, ``d_lut`` (m, 16) float32, ``d_absmax`` (m, n // g) float32,
+    ``out`` (m, n) float32 or float16, all C-contiguous CuPy arrays.
+    """
+    from icml25.kernels import load_module
+
+    m, n = out.shape
+    name = "dequantize_mixed_f32" if out.dtype == np.float32 else "dequantize_mixed_f16"
+    load_module("lowbit").get_function(name)(
+        _row_grid(n, m), (THREADS,),
+        (d_packed, d_offsets, d_bits, d_lut, d_absmax, out, np.int64(m), np.int32(n), np.int32(group)))
+
+
+def dequant_matmul_gpu(x, packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64):
+    """CuPy launcher of the fused ``y = x @ W_hat^T``: (B, n) float32 x -> (B, m) float32 y,
+    equal to :func:`dequant_matmul_reference` up to float32 summation order.
+
+    One block per output channel c decodes row c once into shared memory, then reduces one dot
+    product per batch row. Meant for small B (decode-bound); for large B dequantize then matmul.
+
+    Raises:
+        ValueError: as :func:`dequantize_mixed_reference`, x not (B, n), or n too long for the
+            block's shared memory (over 227 KiB / 4 floats).
+    """
+    import cupy as cp
+
+    from icml25.kernels import load_module
+
+    n = _check_int(n, "n")
+    rb = _check_row_bits(row_bits)
+    m = rb.size
+    g = _check_group(group, n)
+    offsets = np.asarray(to_numpy(row_offsets))
+    expected = make_row_offsets(rb, n)
+    if offsets.shape != expected.shape or not np.array_equal(offsets, expected):
+        raise ValueError("row_offsets must start at 0 and step by ceil(n * row_bits / 8) per row")
+    d_x = cp.ascontiguousarray(cp.asarray(x, dtype=cp.float32))
+    if d_x.ndim != 2 or d_x.shape[1] != n:
+        raise ValueError(f"x must have shape (B, n={n}), got {d_x.shape}")
+    d_packed = cp.asarray(packed)
+    if d_packed.ndim != 1 or d_packed.dtype != cp.uint8 or d_packed.size != expected[-1]:
+        raise ValueError(f"packed must be 1-D uint8 with {int(expected[-1])} bytes")
+    d_lut = cp.ascontiguousarray(cp.asarray(lut, dtype=cp.float32))
+    d_abs = cp.ascontiguousarray(cp.asarray(absmax, dtype=cp.float32))
+    if d_lut.shape != (m, LUT_WIDTH) or d_abs.shape != (m, n // g):
+        raise ValueError(f"lut must be ({m}, {LUT_WIDTH}) and absmax ({m}, {n // g})")
+    B = d_x.shape[0]
+    y = cp.empty((B, m), dtype=cp.float32)
+    shared = 4 * (n + THREADS // 32)
+    if shared > MAX_SHARED_BYTES:
+        raise ValueError(f"n={n} is too long for the fused kernel's shared-memory row; "
+                         "use dequantize_mixed and a dense matmul")
+    kernel = load_module("lowbit").get_function("dequant_matmul_f32")
+    if shared > 48 * 1024:  # opt in to the large shared-memory carve-out (up to 227 KiB on H100/H200)
+        kernel.max_dynamic_shared_size_bytes = shared
+    kernel((min(m, 1 << 20),), (THREADS,),
+           (d_x, d_packed, cp.asarray(offsets.astype(np.int64)), cp.asarray(rb.astype(np.int32)), d_lut, d_abs, y,
+            np.int32(B), np.int64(m), np.int32(n), np.int32(g)),
+           shared_mem=shared)
+    return y
+
+
+# ---------------------------------------------------------------------------------------------
+# dispatchers
+# ---------------------------------------------------------------------------------------------
+def _on_device(*arrays) -> bool:
+    for a in arrays:
+        if _is_cupy(a) or (_is_torch(a) and a.is_cuda):
+            return True
+    return False
+
+
+def _torch_to_cupy(a):
+    """torch CUDA tensors -> CuPy (zero-copy), torch CPU tensors -> NumPy, anything else as is."""
+    if not _is_torch(a):
+        return a
+    if a.is_cuda:
+        import cupy as cp
+
+        return cp.from_dlpack(a.detach().contiguous())
+    return a.detach().numpy()
+
+
+def quantize_mixed(W, row_bits, thresholds, group: int = 64):
+    """Dispatcher of :func:`quantize_mixed_reference` / :func:`quantize_mixed_gpu`.
+
+    Returns ``(packed, row_offsets, absmax)`` of the same kind as ``W`` (NumPy, CuPy or torch);
+    raises the reference's ValueErrors.
+    """
+    if _on_device(W) or (gpu_available() and not _is_torch(W)):  # pragma: no cover - needs a GPU
+        packed, offsets, absmax = quantize_mixed_gpu(_torch_to_cupy(W), row_bits, thresholds, group)
+        if _is_cupy(W):
+            return packed, offsets, absmax
+        if _is_torch(W):
+            import torch
+
+            return torch.from_dlpack(packed), torch.from_dlpack(offsets), torch.from_dlpack(absmax)
+        return packed.get(), offsets.get(), absmax.get()
+    packed, offsets, absmax = quantize_mixed_reference(W, row_bits, thresholds, group)
+    if _is_torch(W):
+        import torch
+
+        return torch.from_numpy(packed), torch.from_numpy(offsets), torch.from_numpy(absmax)
+    return packed, offsets, absmax
+
+
+def dequantize_mixed(packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64, out_dtype=np.float32):
+    """Dispatcher of :func:`dequantize_mixed_reference` / :func:`dequantize_mixed_gpu`.
+
+    Returns the same kind as ``packed``: a torch tensor (of dtype float32/float16, on
+    ``packed``'s device) when ``packed`` is a torch tensor, a CuPy array for CuPy, else NumPy.
+    ``out_dtype`` may be a NumPy or torch dtype. The CPU path is the NumPy reference for torch
+    inputs too (its table look-up measured faster than the same gathers in torch, see
+    ``benchmarks/lowra.py``); the tensor shares memory with the NumPy result.
+    """
+    if _on_device(packed) or (gpu_available() and not _is_torch(packed)):  # pragma: no cover - needs a GPU
+        args = [_torch_to_cupy(a) for a in (packed, row_offsets, row_bits, lut, absmax)]
+        out = dequantize_mixed_gpu(*args, n=n, group=group, out_dtype=out_dtype)
+        if _is_cupy(packed):
+            return out
+        if _is_torch(packed):
+            import torch
+
+            return torch.from_dlpack(out)
+        return out.get()
+    out = dequantize_mixed_reference(packed, row_offsets, row_bits, lut, absmax, n, group, out_dtype)
+    if _is_torch(packed):
+        import torch
+
+        return torch.from_numpy(out)
+    return out
+
+
+def dequant_matmul(x, packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64):
+    """Dispatcher of :func:`dequant_matmul_reference` / :func:`dequant_matmul_gpu` (float32 out,
+    same kind as ``x``; raises their ValueErrors)."""
+    if _on_device(x, packed) or (gpu_available() and not _is_torch(x)):  # pragma: no cover - needs a GPU
+        args = [_torch_to_cupy(a) for a in (x, packed, row_offsets, row_bits, lut, absmax)]
+        y = dequant_matmul_gpu(*args, n=n, group=group)
+        if _is_cupy(x):
+            return y
+        if _is_torch(x):
+            import torch
+
+            return torch.from_dlpack(y)
+        return y.get()
+    y = dequant_matmul_reference(x, packed, row_offsets, row_bits, lut, absmax, n, group)
+    if _is_torch(x):
+        import torch
+
+        return torch.from_numpy(y)
+    return y
