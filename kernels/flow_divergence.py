@@ -150,15 +150,23 @@ def _check_x(x: Any, name: str) -> torch.Tensor:
         raise ValueError(f"{name} must have shape (B, d) with d >= 1, got {tuple(x.shape)}")
     if x.is_complex() or not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64)):
         raise TypeError(f"{name} must hold real numbers, got {x.dtype}")
+    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} must be finite (it contains NaN or inf)")
     return x
 
 
 def _check_t(t: Any, B: int) -> torch.Tensor:
+    if t is None:
+        raise TypeError("t must be a (B,) tensor/array of times or a scalar, got None")
     t = _as_torch(t, "t")
+    if t.is_complex() or not (t.is_floating_point() or t.dtype in (torch.int32, torch.int64)):
+        raise TypeError(f"t must hold real numbers, got {t.dtype}")
     if t.ndim == 0:
         t = t.expand(B)
     if t.shape != (B,):
         raise ValueError(f"t must have shape (B,) = ({B},) or be a scalar, got {tuple(t.shape)}")
+    if B > 0 and not bool((torch.isfinite(t) & (t >= 0) & (t <= 1)).all()):
+        raise ValueError(f"t must be finite and lie in [0, 1], got min {float(t.min()):.4g}, max {float(t.max()):.4g}")
     return t
 
 
@@ -195,10 +203,21 @@ def shared_memory_bytes(d: int, widths: Sequence[int], samples_per_block: int = 
         d: data dimension (>= 1).
         widths: all layer widths including the input ``d + 1`` and the output ``d``.
         samples_per_block: samples sharing one block (and its weight reads).
+
+    Raises:
+        ValueError: ``d < 1``, empty or non-positive ``widths``, ``samples_per_block < 1``.
     """
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"d must be an int >= 1, got {d!r}")
+    widths = list(widths)
+    if not widths or any(isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1 for w in widths):
+        raise ValueError(f"widths must be a non-empty sequence of positive ints, got {widths!r}")
+    if isinstance(samples_per_block, bool) or not isinstance(samples_per_block, (int, np.integer)) \
+            or samples_per_block < 1:
+        raise ValueError(f"samples_per_block must be an int >= 1, got {samples_per_block!r}")
     ncols = TILE * ((d + 1 + TILE - 1) // TILE)
     ld = max(max(widths), d + 1)
-    S = samples_per_block
+    S = int(samples_per_block)
     return 4 * (2 * S * ncols * ld + S * (d + 2))
 
 
@@ -254,18 +273,21 @@ def mlp_velocity_divergence_reference(params: Params, x: Any, t: Any, act: str =
     Args:
         params: list of L >= 1 pairs ``(W (out, in), b (out,))`` of ``z = [x, t] -> Linear ->
             SiLU -> ... -> Linear``; torch tensors or arrays. First ``in = d + 1``, last ``out = d``.
-        x: (B, d) points (torch tensor on any device, or NumPy).
-        t: (B,) times (or a scalar, broadcast).
+        x: (B, d) finite points (torch tensor on any device, or NumPy).
+        t: (B,) times in [0, 1] (or a scalar, broadcast).
         act: activation, ``"swish"``/``"silu"`` only.
 
     Returns:
         ``(v (B, d), div (B,))`` torch tensors on x's device, float64 if x is float64 else float32.
 
     Raises:
-        ValueError: shapes of params/x/t inconsistent, or unsupported ``act``.
-        TypeError: x is not real-valued.
+        ValueError: shapes of params/x/t inconsistent, NaN/inf in x or t, t outside [0, 1], or
+            unsupported ``act``.
+        TypeError: x or t is not real-valued (or t is None).
     """
     _check_act(act)
+    if t is None:
+        raise TypeError("t must be a (B,) tensor/array of times or a scalar, got None")
     layers, x, t = _prepare(params, x, t)
     return _forward_tangent(layers, x, t)
 
@@ -293,7 +315,7 @@ def euler_log_likelihood_reference(params: Params, x1: Any, n_steps: int, act: s
         float64 else float32.
 
     Raises:
-        ValueError: inconsistent shapes, ``n_steps < 1`` or unsupported ``act``.
+        ValueError: inconsistent shapes, NaN/inf in x1, ``n_steps < 1`` or unsupported ``act``.
         TypeError: ``n_steps`` not an int, or x1 not real-valued.
     """
     _check_act(act)
@@ -325,7 +347,16 @@ def pack_params(params: Params):
     Returns:
         ``(buf (P,) float32, offsets (L,) int32, widths (L+1,) int32)`` with
         ``widths = [in_0, out_0, out_1, ..., out_{L-1}]``.
+
+    Raises:
+        ValueError: ``params`` is not a non-empty list of consistent ``(W, b)`` pairs of an MLP
+            from ``d + 1`` inputs to ``d`` outputs.
     """
+    if isinstance(params, (str, bytes)) or not isinstance(params, Sequence) or len(params) == 0:
+        raise ValueError("params must be a non-empty list of (W (out, in), b (out,)) pairs")
+    if not isinstance(params[0], (tuple, list)) or len(params[0]) != 2 or _as_torch(params[0][0], "W").ndim != 2:
+        raise ValueError("params[0] must be a pair (W (out, in), b (out,))")
+    params = _check_params(params, int(_as_torch(params[0][0], "W").shape[1]) - 1)
     chunks, offsets, widths = [], [], []
     pos = 0
     for W, b in params:

@@ -94,7 +94,49 @@ def _check_points(x: Any, name: str) -> Tensor:
         raise ValueError(f"{name} must have shape (B, d), got {tuple(x.shape)}")
     if not torch.is_floating_point(x):
         raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} must be finite (it contains NaN or inf)")
     return x
+
+
+def _check_pair(x0: Tensor, x1: Tensor, n0: str = "x0", n1: str = "x1") -> None:
+    if x0.shape != x1.shape:
+        raise ValueError(f"{n0} and {n1} must have the same shape, got {tuple(x0.shape)} and {tuple(x1.shape)}")
+    if x0.dtype != x1.dtype:
+        raise TypeError(f"{n0} and {n1} must have the same dtype, got {x0.dtype} and {x1.dtype}")
+    if x0.device != x1.device:
+        raise ValueError(f"{n0} and {n1} must be on the same device, got {x0.device} and {x1.device}")
+
+
+def _check_model(model: Any, x: Tensor, name: str = "model") -> None:
+    """``model`` is callable; a :class:`VelocityMLP` must match ``x``'s dimension, dtype and device."""
+    if not callable(model):
+        raise TypeError(f"{name} must be a callable (x (B, d), t (B,)) -> (B, d), got {type(model).__name__}")
+    if isinstance(model, VelocityMLP):
+        if model.dim != x.shape[1]:
+            raise ValueError(f"{name} is a VelocityMLP of dim {model.dim} but the points have d = {x.shape[1]}")
+        p = model.linears[0].weight
+        if p.dtype != x.dtype:
+            raise TypeError(f"{name}'s weights are {p.dtype} but the points are {x.dtype}; cast one of them")
+        if p.device != x.device:
+            raise ValueError(f"{name} is on {p.device} but the points are on {x.device}")
+
+
+def _check_generator(generator: Any, name: str = "generator") -> None:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"{name} must be None or a torch.Generator, got {type(generator).__name__}")
+
+
+def _check_fdm_options(estimator: str, variant: str, schedule: str, n_probes: Any, dist: str) -> None:
+    if estimator not in ("exact", "hutchinson"):
+        raise ValueError(f"estimator must be 'exact' or 'hutchinson', got {estimator!r}")
+    if variant not in FDM_VARIANTS:
+        raise ValueError(f"variant must be one of {FDM_VARIANTS}, got {variant!r}")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    _check_positive_int(n_probes, "n_probes")
+    if dist not in ("rademacher", "gaussian"):
+        raise ValueError(f"dist must be 'rademacher' or 'gaussian', got {dist!r}")
 
 
 def _check_times(t: Any, batch: int, name: str = "t", *, allow_one: bool = True) -> Tensor:
@@ -187,8 +229,8 @@ def affine_path(x0: Tensor, x1: Tensor, t: Tensor, schedule: str = "cond_ot") ->
     official 2-D code, where ``d_u_t`` is per coordinate and the divergence is its sum).
 
     Args:
-        x0: (B, d) float source (noise) points.
-        x1: (B, d) float data points, same shape, dtype and device as ``x0``.
+        x0: (B, d) finite float source (noise) points.
+        x1: (B, d) finite float data points, same shape, dtype and device as ``x0``.
         t: (B,) times in [0, 1]. At ``t = 1`` ``sigma_t = 0``: the score and ``div_u`` are
             infinite there (and ``ut`` too for ``linear_vp``); losses draw ``t < 1``.
         schedule: ``"cond_ot"`` (alpha = t, sigma = 1 - t) or ``"linear_vp"``
@@ -198,13 +240,13 @@ def affine_path(x0: Tensor, x1: Tensor, t: Tensor, schedule: str = "cond_ot") ->
         :class:`PathSample`.
 
     Raises:
-        TypeError: inputs are not floating torch tensors.
-        ValueError: shapes differ, ``t`` is not (B,) or lies outside [0, 1], unknown schedule.
+        TypeError: inputs are not floating torch tensors, or ``x0`` and ``x1`` dtypes differ.
+        ValueError: shapes or devices differ, NaN/inf in the points, ``t`` is not (B,) or lies
+            outside [0, 1], unknown schedule.
     """
     _check_points(x0, "x0")
     _check_points(x1, "x1")
-    if x0.shape != x1.shape:
-        raise ValueError(f"x0 and x1 must have the same shape, got {tuple(x0.shape)} and {tuple(x1.shape)}")
+    _check_pair(x0, x1)
     _check_times(t, x0.shape[0])
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -261,11 +303,19 @@ class VelocityMLP(nn.Module):
         self._act = _ACTS[act]()
 
     def forward(self, x: Tensor, t: Tensor | float) -> Tensor:
-        """``v(x, t)``: x (B, d), t (B,) or a scalar -> (B, d), same dtype as the weights."""
+        """``v(x, t)``: x (B, d), t (B,) or a scalar -> (B, d), same dtype as the weights.
+
+        Raises:
+            ValueError: ``x`` is not (B, dim) or ``t`` has neither 1 nor B elements.
+        """
         if not isinstance(t, Tensor):
             t = torch.tensor(float(t), dtype=x.dtype, device=x.device)
         if t.ndim == 0:
             t = t.expand(x.shape[0])
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"x must have shape (B, {self.dim}), got {tuple(x.shape)}")
+        if t.numel() != x.shape[0]:
+            raise ValueError(f"t must be a scalar or have shape ({x.shape[0]},), got {tuple(t.shape)}")
         h = torch.cat([x, t.reshape(-1, 1).to(x.dtype)], dim=1)
         for layer in self.linears[:-1]:
             h = self._act(layer(h))
@@ -305,11 +355,12 @@ def divergence_exact(v_fn: VFn, x: Tensor, t: Tensor, *, create_graph: bool = Fa
         (B,) divergence, or ``(div (B,), v (B, d))`` with ``return_velocity``.
 
     Raises:
-        TypeError / ValueError: ``x`` not (B, d) float or ``t`` not (B,).
+        TypeError / ValueError: ``x`` not (B, d) finite float, ``t`` not a (B,) tensor in [0, 1],
+        ``v_fn`` not callable (or a :class:`VelocityMLP` of another dimension or dtype).
     """
     _check_points(x, "x")
-    if not isinstance(t, Tensor) or t.shape != (x.shape[0],):
-        raise ValueError(f"t must be a tensor of shape ({x.shape[0]},)")
+    _check_times(t, x.shape[0])
+    _check_model(v_fn, x, "v_fn")
     with torch.enable_grad():
         xg = _prepare_x(x)
         v = v_fn(xg, t)
@@ -363,14 +414,16 @@ def divergence_hutchinson(v_fn: VFn, x: Tensor, t: Tensor, n_probes: int = 1, di
         ``(div (B,), v (B, d))`` or ``(div, v, probes)``.
 
     Raises:
-        ValueError: bad shapes, ``n_probes < 1`` or unknown ``dist``.
+        TypeError / ValueError: as :func:`divergence_exact`, ``n_probes < 1``, unknown ``dist``,
+        ``generator`` not a torch.Generator.
     """
     _check_points(x, "x")
-    if not isinstance(t, Tensor) or t.shape != (x.shape[0],):
-        raise ValueError(f"t must be a tensor of shape ({x.shape[0]},)")
+    _check_times(t, x.shape[0])
+    _check_model(v_fn, x, "v_fn")
     _check_positive_int(n_probes, "n_probes")
     if dist not in ("rademacher", "gaussian"):
         raise ValueError(f"dist must be 'rademacher' or 'gaussian', got {dist!r}")
+    _check_generator(generator)
     with torch.enable_grad():
         xg = _prepare_x(x)
         v = v_fn(xg, t)
@@ -407,6 +460,7 @@ def cfm_loss(v: Tensor, ut: Tensor) -> Tensor:
         scalar tensor.
 
     Raises:
+        TypeError: ``v`` or ``ut`` is not a torch tensor.
         ValueError: shapes differ.
     """
     if not isinstance(v, Tensor) or not isinstance(ut, Tensor):
@@ -423,12 +477,45 @@ def divergence_residual(v: Tensor, div_v: Tensor, ut: Tensor, score: Tensor, div
     With ``probe`` (B, d) the target terms are "sliced" with the same probe as a Hutchinson
     ``div_v`` (official code): ``(z.s)(z.(v - u)) - (div_u / d) |z|^2``; unbiased because
     ``E[z z^T] = I``. ``stopgrad_v`` detaches ``v`` inside the score term (``freeze=True``).
+
+    Args:
+        v, ut, score: (B, d) model velocity, conditional velocity and conditional score.
+        div_v, div_u: (B,) model and conditional divergences.
+        stopgrad_v: detach ``v`` in the score term.
+        probe: optional (B, d) Hutchinson probe.
+
+    Returns:
+        (B,) residual.
+
+    Raises:
+        TypeError: an input is not a torch tensor.
+        ValueError: inconsistent shapes (no broadcasting: a (B, 1) ``div_v`` would silently give
+            a (B, B) residual).
     """
+    _check_residual_inputs(v, div_v, ut, score, div_u, None, probe)
     vv = v.detach() if stopgrad_v else v
     if probe is None:
         return div_v - div_u + ((vv - ut) * score).sum(dim=1)
     d = v.shape[1]
     return div_v + (probe * score).sum(1) * (probe * (vv - ut)).sum(1) - div_u / d * (probe**2).sum(1)
+
+
+def _check_residual_inputs(v, div_v, ut, score, div_u, sigma_t, probe) -> None:
+    for name, a in (("v", v), ("ut", ut), ("score", score), ("div_v", div_v), ("div_u", div_u),
+                    ("sigma_t", sigma_t), ("probe", probe)):
+        if a is not None and not isinstance(a, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(a).__name__}")
+    for name, a in (("v", v), ("ut", ut), ("score", score)):
+        if a.ndim != 2:
+            raise ValueError(f"{name} must be a (B, d) tensor, got shape {tuple(a.shape)}")
+    if not (v.shape == ut.shape == score.shape):
+        raise ValueError(f"v, ut, score must share a shape, got {tuple(v.shape)}, {tuple(ut.shape)}, {tuple(score.shape)}")
+    B = v.shape[0]
+    for name, a in (("div_v", div_v), ("div_u", div_u), ("sigma_t", sigma_t)):
+        if a is not None and a.shape != (B,):
+            raise ValueError(f"{name} must be a ({B},) tensor, got {tuple(a.shape)}")
+    if probe is not None and probe.shape != v.shape:
+        raise ValueError(f"probe must be a {tuple(v.shape)} tensor, got {tuple(probe.shape)}")
 
 
 def divergence_matching_loss(v: Tensor, div_v: Tensor, ut: Tensor, score: Tensor, div_u: Tensor,
@@ -455,19 +542,10 @@ def divergence_matching_loss(v: Tensor, div_v: Tensor, ut: Tensor, score: Tensor
         scalar tensor.
 
     Raises:
+        TypeError: an input is not a torch tensor.
         ValueError: inconsistent shapes, unknown ``norm`` or ``weight``.
     """
-    for name, a in (("v", v), ("ut", ut), ("score", score)):
-        if not isinstance(a, Tensor) or a.ndim != 2:
-            raise ValueError(f"{name} must be a (B, d) tensor")
-    if not (v.shape == ut.shape == score.shape):
-        raise ValueError(f"v, ut, score must share a shape, got {tuple(v.shape)}, {tuple(ut.shape)}, {tuple(score.shape)}")
-    B = v.shape[0]
-    for name, a in (("div_v", div_v), ("div_u", div_u), ("sigma_t", sigma_t)):
-        if not isinstance(a, Tensor) or a.shape != (B,):
-            raise ValueError(f"{name} must be a ({B},) tensor, got {getattr(a, 'shape', type(a))}")
-    if probe is not None and (not isinstance(probe, Tensor) or probe.shape != v.shape):
-        raise ValueError(f"probe must be a {tuple(v.shape)} tensor")
+    _check_residual_inputs(v, div_v, ut, score, div_u, sigma_t, probe)
     if norm not in ("l1", "l2"):
         raise ValueError(f"norm must be 'l1' or 'l2', got {norm!r}")
     if weight not in (None, "sigma", "inv_rate"):
@@ -520,25 +598,22 @@ def fdm_loss(model: VFn, x0: Tensor, x1: Tensor, t: Tensor, lam_cfm: float = 1.0
         ``(loss, parts)`` with ``return_parts``.
 
     Raises:
-        TypeError / ValueError: bad shapes, ``t`` outside [0, 1) , negative lambdas, unknown
-        estimator/variant/schedule/dist.
+        TypeError / ValueError: bad shapes, dtypes or devices, NaN/inf in the points, an empty
+        batch, ``t`` outside [0, 1), negative lambdas, unknown estimator/variant/schedule/dist,
+        ``n_probes < 1``, ``generator`` not a torch.Generator, a :class:`VelocityMLP` ``model``
+        of another dimension or dtype.
     """
     _check_points(x0, "x0")
     _check_points(x1, "x1")
-    if x0.shape != x1.shape:
-        raise ValueError(f"x0 and x1 must have the same shape, got {tuple(x0.shape)} and {tuple(x1.shape)}")
+    _check_pair(x0, x1)
+    if x0.shape[0] < 1:
+        raise ValueError("x0 and x1 must hold at least one point (B >= 1): the loss is a mean over the batch")
     _check_times(t, x0.shape[0], allow_one=False)
+    _check_model(model, x0)
     lam_cfm = _check_lam(lam_cfm, "lam_cfm")
     lam_div = _check_lam(lam_div, "lam_div")
-    if estimator not in ("exact", "hutchinson"):
-        raise ValueError(f"estimator must be 'exact' or 'hutchinson', got {estimator!r}")
-    if variant not in FDM_VARIANTS:
-        raise ValueError(f"variant must be one of {FDM_VARIANTS}, got {variant!r}")
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    _check_positive_int(n_probes, "n_probes")
-    if dist not in ("rademacher", "gaussian"):
-        raise ValueError(f"dist must be 'rademacher' or 'gaussian', got {dist!r}")
+    _check_fdm_options(estimator, variant, schedule, n_probes, dist)
+    _check_generator(generator)
     return _fdm_loss(model, x0, x1, t.to(x0.dtype), lam_cfm, lam_div, estimator, variant, schedule,
                      n_probes, dist, generator, return_parts)
 
@@ -619,30 +694,50 @@ def train_flow(model: nn.Module, sampler: Callable[[int, torch.Generator], Tenso
         "sec_per_step": float}``.
 
     Raises:
-        ValueError: bad sizes, unknown loss, ``t_max`` outside (0, 1), negative lambdas.
+        TypeError: ``model`` not an nn.Module with parameters, ``sampler`` not callable, bad ``rng``.
+        ValueError: bad sizes, unknown loss/estimator/variant/schedule/dist, ``n_probes < 1``,
+            ``t_max`` outside (0, 1), ``lr`` not finite and positive, negative lambdas,
+            ``warmup < 0``, ``lr_step < 1``, ``lr_gamma`` outside (0, 1], a sampler that does not
+            return a (batch, d) float tensor of the model's dimension.
     """
+    if not isinstance(model, nn.Module) or next(model.parameters(), None) is None:
+        raise TypeError(f"model must be an nn.Module with parameters, got {type(model).__name__}")
+    if not callable(sampler):
+        raise TypeError(f"sampler must be a callable (n, torch.Generator) -> (n, d), got {type(sampler).__name__}")
     steps = _check_positive_int(steps, "steps")
     batch = _check_positive_int(batch, "batch")
     if loss not in ("cfm", "fdm"):
         raise ValueError(f"loss must be 'cfm' or 'fdm', got {loss!r}")
     if not (0.0 < t_max < 1.0):
         raise ValueError(f"t_max must lie in (0, 1), got {t_max!r}")
-    if not (isinstance(lr, (int, float)) and lr > 0):
-        raise ValueError(f"lr must be > 0, got {lr!r}")
+    if isinstance(lr, bool) or not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
     _check_lam(lam_cfm, "lam_cfm")
     _check_lam(lam_div, "lam_div")
+    _check_fdm_options(estimator, variant, schedule, n_probes, dist)
+    if isinstance(warmup, bool) or not isinstance(warmup, (int, np.integer)) or warmup < 0:
+        raise ValueError(f"warmup must be an int >= 0, got {warmup!r}")
+    lr_step = _check_positive_int(lr_step, "lr_step")
+    if isinstance(lr_gamma, bool) or not isinstance(lr_gamma, (int, float)) or not (0.0 < lr_gamma <= 1.0):
+        raise ValueError(f"lr_gamma must lie in (0, 1], got {lr_gamma!r}")
     gen = _torch_generator(rng)
     param = next(model.parameters())
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     warm = max(int(warmup), 1)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda k: min(1.0, (k + 1) / warm) * lr_gamma ** (k // max(int(lr_step), 1)))
+        opt, lambda k: min(1.0, (k + 1) / warm) * lr_gamma ** (k // lr_step))
     lam = lam_div if loss == "fdm" else 0.0
     hist = {"loss": np.empty(steps), "cfm": np.empty(steps), "div": np.empty(steps)}
     start = time.perf_counter()
     model.train()
     for k in range(steps):
-        x1 = sampler(batch, gen).to(param.device, param.dtype)
+        x1 = sampler(batch, gen)
+        if not isinstance(x1, Tensor) or x1.ndim != 2 or x1.shape[0] != batch or not torch.is_floating_point(x1):
+            raise ValueError(f"sampler(batch, generator) must return a ({batch}, d) float torch.Tensor, got "
+                             f"{type(x1).__name__} {tuple(getattr(x1, 'shape', ()))}")
+        if isinstance(model, VelocityMLP) and x1.shape[1] != model.dim:
+            raise ValueError(f"sampler returns d = {x1.shape[1]} but model is a VelocityMLP of dim {model.dim}")
+        x1 = x1.to(param.device, param.dtype)
         x0 = torch.randn(x1.shape, generator=gen, dtype=x1.dtype).to(param.device)
         t = torch.rand(batch, generator=gen, dtype=x1.dtype).to(param.device) * t_max
         opt.zero_grad(set_to_none=True)
@@ -663,12 +758,18 @@ def time_train_step(model: nn.Module, x1: Tensor, loss: str = "cfm", estimator: 
     """Median wall seconds of one forward+backward+Adam step on the batch ``x1`` (for the cost table).
 
     Raises:
-        ValueError: unknown loss or estimator, ``repeats < 1``.
+        TypeError / ValueError: ``model`` not an nn.Module, ``x1`` not a (B, d) finite float tensor
+        (B >= 1), unknown loss, estimator or variant, ``repeats < 1``.
     """
+    if not isinstance(model, nn.Module) or next(model.parameters(), None) is None:
+        raise TypeError(f"model must be an nn.Module with parameters, got {type(model).__name__}")
+    _check_points(x1, "x1")
+    if x1.shape[0] < 1:
+        raise ValueError("x1 must hold at least one point")
+    _check_model(model, x1)
     if loss not in ("cfm", "fdm"):
         raise ValueError(f"loss must be 'cfm' or 'fdm', got {loss!r}")
-    if estimator not in ("exact", "hutchinson"):
-        raise ValueError(f"estimator must be 'exact' or 'hutchinson', got {estimator!r}")
+    _check_fdm_options(estimator, variant, "cond_ot", 1, "rademacher")
     repeats = _check_positive_int(repeats, "repeats")
     gen = _torch_generator(seed)
     opt = torch.optim.Adam(model.parameters(), lr=1e-6)
@@ -711,9 +812,11 @@ def sample_ode(model: VFn, x0: Tensor, n_steps: int = 100, method: str = "euler"
         (B, d) points at ``t1`` (or the path).
 
     Raises:
-        ValueError: bad shapes, ``n_steps < 1``, unknown method, times outside [0, 1].
+        TypeError / ValueError: bad shapes, NaN/inf in ``x0``, ``n_steps < 1``, unknown method,
+        times outside [0, 1], a :class:`VelocityMLP` of another dimension or dtype.
     """
     _check_points(x0, "x0")
+    _check_model(model, x0)
     n_steps = _check_positive_int(n_steps, "n_steps")
     if method not in ("euler", "midpoint", "rk4"):
         raise ValueError(f"method must be 'euler', 'midpoint' or 'rk4', got {method!r}")
@@ -778,14 +881,21 @@ def log_likelihood(model: VFn, x1: Tensor, n_steps: int = 100, exact: bool = Tru
         (B,) log-density in nats (float32 or the model's dtype).
 
     Raises:
-        ValueError: bad shapes, ``n_steps < 1``, unknown method, ``t1`` outside (0, 1].
+        TypeError / ValueError: bad shapes, NaN/inf in ``x1``, ``n_steps < 1``, unknown method or
+        dist, ``n_probes < 1``, ``t1`` outside (0, 1], a :class:`VelocityMLP` of another
+        dimension or dtype.
     """
     _check_points(x1, "x1")
+    _check_model(model, x1)
     n_steps = _check_positive_int(n_steps, "n_steps")
     if method not in ("euler", "midpoint"):
         raise ValueError(f"method must be 'euler' or 'midpoint', got {method!r}")
     if not (0.0 < t1 <= 1.0):
         raise ValueError(f"t1 must lie in (0, 1], got {t1!r}")
+    _check_positive_int(n_probes, "n_probes")
+    if dist not in ("rademacher", "gaussian"):
+        raise ValueError(f"dist must be 'rademacher' or 'gaussian', got {dist!r}")
+    _check_generator(generator)
     if (exact and method == "euler" and t1 == 1.0 and use_kernel and isinstance(model, VelocityMLP)
             and model.act == "swish"):
         from icml25.kernels.flow_divergence import MAX_DIM, MAX_HIDDEN, euler_log_likelihood
@@ -849,20 +959,24 @@ class GaussianMixture2D:
         weights: (K,) positive mixture weights (normalised here).
 
     Raises:
-        ValueError: inconsistent shapes, non-positive stds or weights.
+        ValueError: inconsistent shapes, non-finite means, non-positive or non-finite stds or
+            weights. The methods raise ValueError for points that are not (N, d) or times not in
+            [0, 1] (scalar or (N,)).
     """
 
     def __init__(self, means: Any, stds: Any, weights: Any | None = None) -> None:
         mu = torch.as_tensor(np.asarray(means, dtype=np.float64))
-        if mu.ndim != 2:
-            raise ValueError(f"means must have shape (K, d), got {tuple(mu.shape)}")
+        if mu.ndim != 2 or mu.shape[0] < 1 or mu.shape[1] < 1:
+            raise ValueError(f"means must have shape (K, d) with K, d >= 1, got {tuple(mu.shape)}")
+        if not bool(torch.isfinite(mu).all()):
+            raise ValueError("means must be finite")
         K = mu.shape[0]
         s = torch.as_tensor(np.asarray(stds, dtype=np.float64)).reshape(-1)
-        if s.shape != (K,) or not (s > 0).all():
+        if s.shape != (K,) or not (s > 0).all() or not bool(torch.isfinite(s).all()):
             raise ValueError(f"stds must be ({K},) positive, got {tuple(s.shape)}")
         w = torch.full((K,), 1.0 / K, dtype=torch.float64) if weights is None else \
             torch.as_tensor(np.asarray(weights, dtype=np.float64)).reshape(-1)
-        if w.shape != (K,) or not (w > 0).all():
+        if w.shape != (K,) or not (w > 0).all() or not bool(torch.isfinite(w).all()):
             raise ValueError(f"weights must be ({K},) positive")
         self.means, self.stds, self.weights = mu, s, w / w.sum()
         self.K, self.d = K, mu.shape[1]
@@ -875,13 +989,21 @@ class GaussianMixture2D:
 
     def sample(self, n: int, generator: torch.Generator | None = None) -> Tensor:
         """(n, d) float32 draws of the data distribution q (a valid ``sampler`` for train_flow)."""
+        n = _check_positive_int(n, "n")
+        _check_generator(generator)
         comp = torch.multinomial(self.weights, n, replacement=True, generator=generator)
         eps = torch.randn((n, self.d), generator=generator, dtype=torch.float64)
         return (self.means[comp] + self.stds[comp, None] * eps).float()
 
     def _parts(self, x: Tensor, t: Tensor):
+        if not isinstance(x, Tensor) or x.ndim != 2 or x.shape[1] != self.d:
+            raise ValueError(f"x must be a torch.Tensor of shape (N, {self.d}), got {tuple(getattr(x, 'shape', ()))}")
         x = x.to(torch.float64)
         t = torch.as_tensor(t, dtype=torch.float64).reshape(-1, 1)  # (N or 1, 1)
+        if t.shape[0] not in (1, x.shape[0]):
+            raise ValueError(f"t must be a scalar or have shape ({x.shape[0]},), got {t.shape[0]} values")
+        if not bool((torch.isfinite(t) & (t >= 0) & (t <= 1)).all()):
+            raise ValueError("t must lie in [0, 1]")
         m = t[:, None, :] * self.means[None]  # (N, K, d)
         var = t**2 * self.stds[None] ** 2 + (1 - t) ** 2  # (N, K)
         diff = x[:, None, :] - m
@@ -921,7 +1043,9 @@ class GaussianMixture2D:
         return (gamma * (self.d * a + (uk * (sk - s[:, None, :])).sum(-1))).sum(1)
 
     def sample_path(self, n: int, t: float, generator: torch.Generator | None = None) -> Tensor:
-        """(n, d) float32 draws of the marginal ``p_t`` (``t x1 + (1 - t) x0``)."""
+        """(n, d) float32 draws of the marginal ``p_t`` (``t x1 + (1 - t) x0``); t in [0, 1]."""
+        if not (isinstance(t, (int, float, np.floating)) and 0.0 <= t <= 1.0):
+            raise ValueError(f"t must be a number in [0, 1], got {t!r}")
         x1 = self.sample(n, generator)
         x0 = torch.randn(x1.shape, generator=generator)
         return t * x1 + (1 - t) * x0
@@ -945,14 +1069,21 @@ def tv_bound_integrand(model: VFn, gmm: GaussianMixture2D, t_grid: Any, n_mc: in
         ``velocity_mse``.
 
     Raises:
-        ValueError: times outside [0, 1], ``n_mc < 1``, unknown estimator.
+        TypeError: ``gmm`` not a GaussianMixture2D, ``generator`` not a torch.Generator.
+        ValueError: times outside [0, 1] or NaN, ``n_mc < 1``, unknown estimator, a
+            :class:`VelocityMLP` of another dimension than ``gmm``.
     """
     tg = np.asarray(t_grid, dtype=np.float64).reshape(-1)
-    if tg.size == 0 or (tg < 0).any() or (tg > 1).any():
-        raise ValueError("t_grid must be non-empty with entries in [0, 1]")
+    if tg.size == 0 or not np.all(np.isfinite(tg) & (tg >= 0) & (tg <= 1)):
+        raise ValueError("t_grid must be non-empty with finite entries in [0, 1]")
+    if not isinstance(gmm, GaussianMixture2D):
+        raise TypeError(f"gmm must be a GaussianMixture2D, got {type(gmm).__name__}")
     n_mc = _check_positive_int(n_mc, "n_mc")
     if estimator not in ("exact", "hutchinson"):
         raise ValueError(f"estimator must be 'exact' or 'hutchinson', got {estimator!r}")
+    _check_generator(generator)
+    if isinstance(model, VelocityMLP) and model.dim != gmm.d:
+        raise ValueError(f"model is a VelocityMLP of dim {model.dim} but gmm has d = {gmm.d}")
     out = {k: np.empty(tg.size) for k in ("integrand", "integrand_se", "div_gap", "velocity_mse")}
     dev = _model_device(model)
     for i, t in enumerate(tg):
@@ -980,7 +1111,19 @@ def model_density_grid(model: VFn, lim: float = 4.0, n: int = 100, t1: float = 1
 
     Returns:
         ``(xs (n,), ys (n,), density (n, n))`` with ``density[j, i] = p_hat(xs[i], ys[j])``.
+
+    Raises:
+        ValueError: ``lim`` not finite and > 0, ``n < 2``, ``chunk < 1``, ``n_steps < 1``,
+            ``t1`` outside (0, 1], a :class:`VelocityMLP` that is not 2-D.
     """
+    if isinstance(lim, bool) or not (isinstance(lim, (int, float)) and math.isfinite(lim) and lim > 0):
+        raise ValueError(f"lim must be a finite number > 0, got {lim!r}")
+    n = _check_positive_int(n, "n")
+    if n < 2:
+        raise ValueError(f"n must be >= 2, got {n}")
+    chunk = _check_positive_int(chunk, "chunk")
+    if isinstance(model, VelocityMLP) and model.dim != 2:
+        raise ValueError(f"model must be 2-D for a density grid, got a VelocityMLP of dim {model.dim}")
     xs = np.linspace(-lim, lim, n)
     X, Y = np.meshgrid(xs, xs)
     pts = torch.tensor(np.stack([X.ravel(), Y.ravel()], 1), dtype=torch.float32, device=_model_device(model))
@@ -1005,11 +1148,14 @@ def grid_tv(density_a: Any, density_b: Any, cell_area: float) -> float:
     """``1/2 sum |a - b| * cell_area``: TV distance of two densities tabulated on the same grid.
 
     Raises:
-        ValueError: shapes differ or ``cell_area <= 0``.
+        ValueError: shapes differ, a density is negative or not finite, or ``cell_area <= 0``.
     """
     a, b = np.asarray(density_a, dtype=np.float64), np.asarray(density_b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"density_a and density_b must share a shape, got {a.shape} and {b.shape}")
+    for name, arr in (("density_a", a), ("density_b", b)):
+        if not np.all(np.isfinite(arr)) or (arr < 0).any():
+            raise ValueError(f"{name} must be finite and non-negative")
     if not cell_area > 0:
         raise ValueError(f"cell_area must be > 0, got {cell_area!r}")
     return float(0.5 * np.abs(a - b).sum() * cell_area)
@@ -1017,8 +1163,10 @@ def grid_tv(density_a: Any, density_b: Any, cell_area: float) -> float:
 
 def _hist2(a: Any, bins: int, range_: tuple[tuple[float, float], ...]) -> np.ndarray:
     a = np.asarray(a.detach().cpu() if isinstance(a, Tensor) else a, dtype=np.float64)
-    if a.ndim != 2 or a.shape[1] != 2:
-        raise ValueError(f"samples must have shape (n, 2), got {a.shape}")
+    if a.ndim != 2 or a.shape[1] != 2 or a.shape[0] < 1:
+        raise ValueError(f"samples must have shape (n, 2) with n >= 1, got {a.shape}")
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise ValueError(f"bins must be a positive int, got {bins!r}")
     h, _, _ = np.histogram2d(a[:, 0], a[:, 1], bins=bins, range=range_)
     return h / max(len(a), 1)
 
@@ -1029,7 +1177,7 @@ def hist_tv(a: Any, b: Any, bins: int = 200, range: tuple = ((-5, 5), (-5, 5))) 
     Mass outside ``range`` is counted in neither histogram (both are normalised by sample count).
 
     Raises:
-        ValueError: samples not (n, 2).
+        ValueError: samples not (n, 2) with n >= 1, ``bins < 1``.
     """
     return float(0.5 * np.abs(_hist2(a, bins, range) - _hist2(b, bins, range)).sum())
 
@@ -1038,7 +1186,7 @@ def hist_kl(a: Any, b: Any, bins: int = 200, range: tuple = ((-5, 5), (-5, 5)), 
     """``KL(P_a || P_b)`` of 2-D histograms, with ``eps`` added to empty bins of ``P_b``.
 
     Raises:
-        ValueError: samples not (n, 2), ``eps <= 0``.
+        ValueError: samples not (n, 2) with n >= 1, ``bins < 1``, ``eps <= 0``.
     """
     if not eps > 0:
         raise ValueError(f"eps must be > 0, got {eps!r}")
@@ -1060,6 +1208,7 @@ def checkerboard(n: int, generator: torch.Generator | None = None) -> Tensor:
         ValueError: ``n < 1``.
     """
     n = _check_positive_int(n, "n")
+    _check_generator(generator)
     x1 = torch.rand(n, generator=generator) * 4 - 2
     x2 = torch.rand(n, generator=generator) - torch.randint(0, 2, (n,), generator=generator) * 2
     x2 = x2 + torch.floor(x1) % 2
@@ -1151,6 +1300,10 @@ class TrajectoryData:
 
     @classmethod
     def from_trajectories(cls, traj: np.ndarray) -> "TrajectoryData":
+        """From (n, T, dim) trajectories (n >= 2); raises ValueError for another shape or NaN/inf."""
+        arr = np.asarray(traj, dtype=np.float32)
+        if arr.ndim != 3 or arr.shape[0] < 2 or min(arr.shape) < 1 or not np.all(np.isfinite(arr)):
+            raise ValueError(f"traj must be a finite (n, T, dim) array with n >= 2, got shape {arr.shape}")
         flat = torch.tensor(np.asarray(traj, dtype=np.float32).reshape(len(traj), -1))
         mean, std = flat.mean(0), flat.std(0).clamp_min(1e-6)
         return cls((flat - mean) / std, mean, std)

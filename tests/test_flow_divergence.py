@@ -387,3 +387,126 @@ def test_bad_inputs_raise():
         F.GaussianMixture2D([[0.0, 0.0]], [-1.0])
     with pytest.raises(ValueError, match="shape"):
         F.grid_tv(np.ones(3), np.ones(4), 1.0)
+
+
+# ------------------------------------------------------------------ bad inputs found in review (each was silent or obscure)
+
+
+def test_nan_points_and_times_are_rejected():
+    x, t = torch.randn(4, 2), torch.rand(4) * 0.9
+    xn = x.clone()
+    xn[1, 0] = float("nan")
+    m = F.VelocityMLP(2, 8, 1)
+    with pytest.raises(ValueError, match="x0 must be finite"):
+        F.affine_path(xn, x, t)
+    with pytest.raises(ValueError, match="x1 must be finite"):
+        F.fdm_loss(m, x, xn, t)
+    with pytest.raises(ValueError, match="x must be finite"):
+        F.divergence_exact(m, xn, t)
+    with pytest.raises(ValueError, match="x0 must be finite"):
+        F.sample_ode(m, xn, 5)
+    with pytest.raises(ValueError, match="x1 must be finite"):
+        F.log_likelihood(m, xn, 5)
+    with pytest.raises(ValueError, match=r"t must lie in \[0, 1\]"):
+        F.divergence_exact(m, x, t + 2)          # was accepted silently
+    with pytest.raises(TypeError, match="t must be a torch.Tensor"):
+        F.divergence_hutchinson(m, x, t.numpy())
+    with pytest.raises(ValueError, match="t_grid"):
+        F.tv_bound_integrand(m, F.GaussianMixture2D.ring(), [0.5, float("nan")], n_mc=10)  # was a NaN row
+
+
+def test_fdm_loss_rejects_mismatched_model_dtype_generator_and_empty_batch():
+    x, t = torch.randn(4, 2), torch.rand(4) * 0.9
+    m = F.VelocityMLP(2, 8, 1)
+    with pytest.raises(ValueError, match="dim 2 but the points have d = 3"):
+        F.fdm_loss(m, torch.randn(4, 3), torch.randn(4, 3), t)
+    with pytest.raises(TypeError, match="same dtype"):
+        F.fdm_loss(m, x.double(), x, t)
+    with pytest.raises(TypeError, match="weights are torch.float32"):
+        F.divergence_exact(m, x.double(), t.double())
+    with pytest.raises(TypeError, match="generator"):
+        F.fdm_loss(m, x, x, t, estimator="hutchinson", generator=5)
+    with pytest.raises(ValueError, match="B >= 1"):
+        F.fdm_loss(m, x[:0], x[:0], t[:0])       # was a NaN loss
+    with pytest.raises(TypeError, match="model must be a callable"):
+        F.fdm_loss(None, x, x, t)
+    with pytest.raises(ValueError, match="x must have shape"):
+        m(torch.randn(4, 3), t)
+    with pytest.raises(ValueError, match="t must be a scalar or have shape"):
+        m(x, t[:3])
+
+
+def test_divergence_residual_does_not_broadcast():
+    v, B = torch.randn(5, 2), 5
+    with pytest.raises(ValueError, match="div_v"):
+        F.divergence_residual(v, torch.zeros(B, 1), v, v, torch.zeros(B))   # was a silent (B, B) result
+    with pytest.raises(ValueError, match="share a shape"):
+        F.divergence_residual(v, torch.zeros(B), v, v[:1], torch.zeros(B))
+    with pytest.raises(TypeError, match="v must be a torch.Tensor"):
+        F.divergence_matching_loss(v.numpy(), torch.zeros(B), v, v, torch.zeros(B), torch.ones(B))
+    assert F.divergence_residual(v, torch.zeros(B), v, v, torch.zeros(B)).shape == (B,)
+
+
+def test_train_flow_validates_every_option_before_training():
+    def fresh():
+        return F.VelocityMLP(2, 8, 1)
+
+    def samp(n, g):
+        return torch.randn(n, 2, generator=g)
+
+    with pytest.raises(ValueError, match="estimator"):   # was silently the Hutchinson estimator
+        F.train_flow(fresh(), samp, 2, 8, loss="fdm", estimator="bogus")
+    with pytest.raises(ValueError, match="variant"):     # was a KeyError
+        F.train_flow(fresh(), samp, 2, 8, loss="fdm", variant="bogus")
+    with pytest.raises(ValueError, match="n_probes"):    # was a NaN loss history
+        F.train_flow(fresh(), samp, 2, 8, loss="fdm", estimator="hutchinson", n_probes=0)
+    with pytest.raises(ValueError, match="lr"):
+        F.train_flow(fresh(), samp, 2, 8, lr=float("inf"))
+    with pytest.raises(ValueError, match="lr_gamma"):
+        F.train_flow(fresh(), samp, 2, 8, lr_gamma=-1.0)
+    with pytest.raises(ValueError, match="warmup"):
+        F.train_flow(fresh(), samp, 2, 8, warmup=-5)
+    with pytest.raises(TypeError, match="model must be an nn.Module"):
+        F.train_flow(lambda x, t: x, samp, 2, 8)
+    with pytest.raises(ValueError, match="sampler returns d = 3"):
+        F.train_flow(fresh(), lambda n, g: torch.randn(n, 3), 2, 8)
+    with pytest.raises(ValueError, match="sampler"):
+        F.train_flow(fresh(), lambda n, g: np.zeros((n, 2)), 2, 8)
+    with pytest.raises(ValueError, match="variant"):
+        F.time_train_step(fresh(), torch.randn(8, 2), "fdm", variant="bogus")
+    with pytest.raises(TypeError, match="x1"):
+        F.time_train_step(fresh(), np.zeros((8, 2)))
+    with pytest.raises(ValueError, match="n_probes"):    # was a NaN log-likelihood
+        F.log_likelihood(fresh(), torch.randn(4, 2), 5, exact=False, n_probes=0)
+
+
+def test_gmm_metrics_and_grid_bad_inputs():
+    g = F.GaussianMixture2D.ring()
+    with pytest.raises(ValueError, match="means"):
+        F.GaussianMixture2D([[float("nan"), 0.0]], [1.0])
+    with pytest.raises(ValueError, match="weights"):
+        F.GaussianMixture2D([[0.0, 0.0], [1.0, 1.0]], [1.0, 1.0], [float("inf"), 1.0])
+    with pytest.raises(ValueError, match=r"x must be a torch.Tensor of shape \(N, 2\)"):
+        g.marginal_velocity(torch.randn(4, 3), 0.5)
+    with pytest.raises(ValueError, match=r"t must lie in \[0, 1\]"):
+        g.marginal_velocity(torch.randn(4, 2), 2.0)
+    with pytest.raises(ValueError, match="t must be a scalar"):
+        g.marginal_score(torch.randn(4, 2), torch.rand(3))
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        g.sample(0)
+    with pytest.raises(ValueError, match="t must be a number"):
+        g.sample_path(5, 3.0)
+    with pytest.raises(ValueError, match="gmm has d = 2"):
+        F.tv_bound_integrand(F.VelocityMLP(3, 8, 1), g, [0.5], n_mc=10)
+    with pytest.raises(ValueError, match="chunk"):
+        F.model_density_grid(F.VelocityMLP(2, 8, 1), n=4, n_steps=2, chunk=0)
+    with pytest.raises(ValueError, match="density_a"):
+        F.grid_tv([float("nan"), 1.0], [1.0, 1.0], 1.0)
+    with pytest.raises(ValueError, match="density_a"):
+        F.grid_tv([-1.0, 1.0], [1.0, 1.0], 1.0)
+    with pytest.raises(ValueError, match="n >= 1"):
+        F.hist_tv(np.zeros((0, 2)), np.zeros((5, 2)))    # was 0.5
+    with pytest.raises(ValueError, match="bins"):
+        F.hist_kl(np.zeros((5, 2)), np.zeros((5, 2)), bins=0)
+    with pytest.raises(ValueError, match="traj"):
+        F.TrajectoryData.from_trajectories(np.zeros((5, 3)))

@@ -598,3 +598,34 @@ def test_dispatchers_on_gpu_return_torch_on_the_input_device():  # pragma: no co
     logp = euler_log_likelihood(params, x.numpy(), 30)
     assert isinstance(logp, torch.Tensor) and logp.shape == (2000,)
     _assert_parity(logp.numpy(), euler_log_likelihood_reference(params, x, 30).numpy())
+
+
+def test_bad_times_points_and_helper_arguments_raise():
+    """Found in review: these were accepted silently (or failed deep inside torch)."""
+    torch.manual_seed(0)
+    params = [(torch.randn(8, 3), torch.randn(8)), (torch.randn(2, 8), torch.randn(2))]
+    x, t = torch.randn(5, 2), torch.rand(5)
+    xn = x.clone()
+    xn[0, 1] = float("nan")
+    with pytest.raises(ValueError, match=r"t must be finite and lie in \[0, 1\]"):
+        mlp_velocity_divergence(params, x, t + 3)
+    with pytest.raises(ValueError, match=r"t must be finite"):
+        mlp_velocity_divergence_reference(params, x, torch.full((5,), float("nan")))
+    with pytest.raises(TypeError, match="t must be"):
+        mlp_velocity_divergence_reference(params, x, None)
+    with pytest.raises(ValueError, match="x must be finite"):
+        mlp_velocity_divergence(params, xn, t)
+    with pytest.raises(ValueError, match="x1 must be finite"):
+        euler_log_likelihood(params, xn, 3)
+    with pytest.raises(ValueError, match="d must be"):
+        shared_memory_bytes(0, [1])
+    with pytest.raises(ValueError, match="samples_per_block"):
+        shared_memory_bytes(2, [3, 8, 2], 0)
+    with pytest.raises(ValueError, match="widths"):
+        shared_memory_bytes(2, [])
+    with pytest.raises(ValueError, match="params"):
+        pack_params([(1, 2)])
+    # valid edge cases still work: t exactly 0 and 1, a scalar t
+    v, div = mlp_velocity_divergence_reference(params, x, torch.tensor([0.0, 1.0, 0.5, 0.2, 1.0]))
+    assert v.shape == (5, 2) and div.shape == (5,)
+    assert mlp_velocity_divergence_reference(params, x, 0.5)[1].shape == (5,)
