@@ -284,8 +284,16 @@ def unpack_codes(packed, row_offsets, row_bits, n: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # quantize
 # ---------------------------------------------------------------------------------------------
+def _real_numpy(a) -> np.ndarray:
+    """NumPy view of ``a``; torch floating tensors (bfloat16 included, which NumPy lacks) go
+    through float32."""
+    if _is_torch(a) and a.is_floating_point():
+        a = a.detach().float()
+    return np.asarray(to_numpy(a))
+
+
 def _check_weight(W) -> np.ndarray:
-    W = np.asarray(to_numpy(W))
+    W = _real_numpy(W)
     if W.ndim != 2 or 0 in W.shape:
         raise ValueError(f"W must be a non-empty 2-D array (m, n), got shape {W.shape}")
     if not (np.issubdtype(W.dtype, np.floating) or np.issubdtype(W.dtype, np.integer)):
@@ -334,7 +342,7 @@ def _check_thresholds(thresholds, rb: np.ndarray) -> np.ndarray:
         active = t[rows, : (1 << b) - 1]
         if np.isnan(active).any():
             raise ValueError(f"thresholds contain NaN in the first 2^b - 1 entries (b={b})")
-        if b > 1 and (np.diff(active, axis=1) < 0).any():
+        if b > 1 and (active[:, 1:] < active[:, :-1]).any():  # a comparison, so +-inf entries are fine
             raise ValueError(f"thresholds must be non-decreasing within each row (b={b})")
     return t
 
@@ -544,11 +552,14 @@ def dequant_matmul_reference(x, packed, row_offsets, row_bits, lut, absmax, n: i
         (B, m) float32.
 
     Raises:
-        ValueError: x not (B, n) or not finite, or any error of :func:`dequantize_mixed_reference`.
+        ValueError: x not (B, n), not real or not finite, or any error of
+            :func:`dequantize_mixed_reference`.
     """
-    x = np.asarray(to_numpy(x))
+    x = _real_numpy(x)
     if x.ndim != 2 or x.shape[1] != n:
         raise ValueError(f"x must have shape (B, n={n}), got {x.shape}")
+    if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
+        raise ValueError(f"x must be a real array, got dtype {x.dtype}")
     x = x.astype(np.float32, copy=False)
     _check_finite(x, "x")
     W_hat = dequantize_mixed_reference(packed, row_offsets, row_bits, lut, absmax, n, group)

@@ -117,12 +117,14 @@ def _check_bits_tuple(bits: Any) -> tuple[int, ...]:
 
 def _as_weight(W: Any, name: str = "W") -> np.ndarray:
     if isinstance(W, torch.Tensor):
-        W = W.detach().cpu().numpy()
+        W = W.detach().cpu()
+        # bfloat16 (and other torch-only floats) have no NumPy dtype: go through float32
+        W = W.float().numpy() if W.is_floating_point() else W.numpy()
     W = np.asarray(W)
     if W.ndim != 2 or 0 in W.shape:
         raise ValueError(f"{name} must be a non-empty 2-D array (m, n), got shape {W.shape}")
-    if not np.issubdtype(W.dtype, np.number):
-        raise TypeError(f"{name} must be a real array, got dtype {W.dtype}")
+    if not (np.issubdtype(W.dtype, np.floating) or np.issubdtype(W.dtype, np.integer)):
+        raise TypeError(f"{name} must be a real (float or integer) array, got dtype {W.dtype}")
     W = W.astype(np.float32, copy=False)
     if not np.isfinite(W).all():
         raise ValueError(f"{name} contains NaN or inf")
@@ -288,7 +290,7 @@ def lloyd_max_weighted(x: np.ndarray, w: np.ndarray, init_levels: np.ndarray, it
 
     Raises:
         ValueError: shapes differ, non-finite values, negative weights, fewer than 2 levels,
-            negative iters/tol.
+            iters not a non-negative integer, tol not finite and >= 0.
     """
     x = np.asarray(x, dtype=np.float64).ravel()
     w = np.asarray(w, dtype=np.float64).ravel()
@@ -301,8 +303,10 @@ def lloyd_max_weighted(x: np.ndarray, w: np.ndarray, init_levels: np.ndarray, it
         raise ValueError("w must be non-negative")
     if q0.size < 2:
         raise ValueError(f"init_levels needs at least 2 levels, got {q0.size}")
-    if int(iters) < 0 or tol < 0:
-        raise ValueError(f"iters and tol must be non-negative, got iters={iters}, tol={tol}")
+    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
+        raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
+    if not (isinstance(tol, (int, float, np.integer, np.floating)) and math.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
     order = np.argsort(x, kind="stable")
     xs, ws = x[order][None], w[order][None]
     xs1 = xs[0]
@@ -355,8 +359,19 @@ class ChannelCodebooks:
         return lut, thr
 
     def sse(self, row_bits: np.ndarray) -> float:
-        """Total e-table SSE of a precision map (sum_c e_c(b_c))."""
-        idx = np.searchsorted(np.array(self.bits), np.asarray(row_bits))
+        """Total e-table SSE of a precision map (sum_c e_c(b_c)).
+
+        Raises:
+            ValueError: ``row_bits`` not of shape (m,) or using a precision not in ``self.bits``.
+        """
+        row_bits = np.asarray(row_bits)
+        if row_bits.shape != (self.shape[0],):
+            raise ValueError(f"row_bits must have shape ({self.shape[0]},), got {row_bits.shape}")
+        bad = ~np.isin(row_bits, self.bits)
+        if bad.any():
+            raise ValueError(f"row_bits uses {np.unique(row_bits[bad])[:5].tolist()}, which these codebooks "
+                             f"were not learned for ({self.bits})")
+        idx = np.searchsorted(np.array(self.bits), row_bits)
         return float(self.errors[np.arange(self.shape[0]), idx].sum())
 
 
@@ -398,8 +413,10 @@ def _codebooks_many(weights: Sequence[Any], bits: Any, group: int, weight_power:
     bits = _check_bits_tuple(bits)
     if weight_power not in (0, 1, 2):
         raise ValueError(f"weight_power must be 0, 1 or 2, got {weight_power!r}")
-    if int(iters) < 0 or not tol >= 0:
-        raise ValueError(f"lloyd iters and tol must be non-negative, got {iters}, {tol}")
+    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
+        raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
+    if not (isinstance(tol, (int, float, np.integer, np.floating)) and math.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
     normed = []
     for i, W in enumerate(weights):
         W32 = _as_weight(W, "W" if len(weights) == 1 else f"weights[{i}]")
@@ -475,10 +492,13 @@ def nf_channel_codebooks(W: Any, bits: Sequence[int] = DEFAULTS.bits, group: int
 # Precision assignment (Sec. 4.2, Algorithm 1)
 # ------------------------------------------------------------------------------------------------
 def _check_assign_inputs(errors: Any, n_params: Any, target_bits: Any, bits: Any):
-    bits = _check_bits_tuple(bits)
+    given = (bits,) if isinstance(bits, (int, np.integer)) else tuple(bits)
+    bits = _check_bits_tuple(bits)  # sorted ascending
     E = np.asarray(errors, dtype=np.float64)
     if E.ndim != 2 or E.shape[1] != len(bits) or E.shape[0] == 0:
         raise ValueError(f"errors must have shape (C, {len(bits)}) for bits={bits}, got {E.shape}")
+    # column j of ``errors`` belongs to given[j]: reorder the columns to ascending precision
+    E = E[:, np.argsort([int(b) for b in given], kind="stable")]
     if not np.isfinite(E).all() or (E < 0).any():
         raise ValueError("errors must be finite and non-negative")
     nc = np.asarray(n_params)
@@ -495,6 +515,12 @@ def _check_assign_inputs(errors: Any, n_params: Any, target_bits: Any, bits: Any
     # budget in bits; the 1e-9 absorbs decimal round-off like 1.15 * N
     budget = int(math.floor(float(target_bits) * int(nc.sum()) + 1e-9))
     return E, nc, float(target_bits), bits, budget
+
+
+def _check_time_limit(time_limit: Any) -> None:
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.integer, np.floating)) \
+            or not time_limit > 0:
+        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
 
 
 def assignment_bits(row_bits: np.ndarray, n_params: np.ndarray) -> int:
@@ -539,16 +565,18 @@ def assign_precision_exact(errors: Any, n_params: Any, target_bits: float, bits:
         errors: (C, len(bits)) non-negative e_c(b).
         n_params: (C,) positive int n_c.
         target_bits: bits per parameter B-bar >= min(bits).
-        bits: the precisions, columns of ``errors``.
+        bits: the precisions, one per column of ``errors`` (in the columns' order, any order).
         time_limit: solver limit in seconds.
 
     Returns:
         (C,) int64 precisions b_c; ``sum_c n_c b_c <= target_bits * sum_c n_c`` always.
 
     Raises:
-        ValueError: bad shapes, negative/non-finite errors, target_bits below min(bits).
+        ValueError: bad shapes, negative/non-finite errors, target_bits below min(bits), bits not
+            distinct values of {1, 2, 4}, time_limit <= 0.
     """
     E, nc, _, bits, budget = _check_assign_inputs(errors, n_params, target_bits, bits)
+    _check_time_limit(time_limit)
     C, nb = E.shape
     b = np.array(bits)
     if budget >= nc.sum() * b[-1]:
@@ -631,7 +659,8 @@ def assign_precision(errors: Any, n_params: Any, target_bits: float, bits: Seque
         errors: (C, len(bits)) non-negative e_c(b).
         n_params: (C,) positive int n_c.
         target_bits: bits per parameter B-bar >= min(bits).
-        bits: precisions, the columns of ``errors``.
+        bits: precisions, one per column of ``errors`` (in the columns' order, any order);
+            ``info["counts"]`` has its columns in ascending precision.
         n_clusters: total number of K-means clusters (paper: 128).
         seed: K-means seed.
         time_limit: per-MILP limit in seconds.
@@ -642,11 +671,14 @@ def assign_precision(errors: Any, n_params: Any, target_bits: float, bits: Seque
 
     Raises:
         ValueError: bad shapes, negative/non-finite errors, target_bits below min(bits),
-            n_clusters < 1.
+            n_clusters < 1, seed not a non-negative integer, time_limit <= 0.
     """
     E, nc, _, bits, budget = _check_assign_inputs(errors, n_params, target_bits, bits)
     if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) or n_clusters < 1:
         raise ValueError(f"n_clusters must be a positive integer, got {n_clusters!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    _check_time_limit(time_limit)
     C, nb = E.shape
     b = np.array(bits)
     if budget >= nc.sum() * b[-1]:
@@ -732,7 +764,9 @@ class MixedPrecisionWeight:
             group: g, dividing n.
 
         Raises:
-            ValueError: bits not in {1, 2, 4}, g not dividing n, NaN/inf in W, shape mismatch.
+            ValueError: bits not in {1, 2, 4}, g not dividing n, NaN/inf in W or lut, shape
+                mismatch, |w| or |lut| beyond the fp16 range (65504).
+            TypeError: W not a real array.
         """
         W32 = _as_weight(W)
         m, n = W32.shape
@@ -746,10 +780,18 @@ class MixedPrecisionWeight:
         thr = np.asarray(thresholds, dtype=np.float32)
         if lut.shape != (m, 16) or thr.shape != (m, 15):
             raise ValueError(f"lut must be ({m}, 16) and thresholds ({m}, 15), got {lut.shape}, {thr.shape}")
+        if not np.isfinite(lut).all():
+            raise ValueError("lut contains NaN or inf")
+        lut16 = _fp16(lut)
+        if not np.isfinite(lut16).all():
+            raise ValueError("lut has levels beyond the fp16 range (|q| > 65504) the format stores")
         thr16 = _fp16(thr)
         packed, offsets, absmax = quantize_mixed(W32, rb, thr16, g)
-        return cls(np.asarray(packed), np.asarray(offsets, dtype=np.int64), rb.astype(np.uint8), _fp16(lut),
-                   thr16, _fp16(np.asarray(absmax)), (m, n), g)
+        absmax16 = _fp16(np.asarray(absmax))
+        if not np.isfinite(absmax16).all():
+            raise ValueError("W has a group absmax beyond the fp16 range (|w| > 65504) the format stores")
+        return cls(np.asarray(packed), np.asarray(offsets, dtype=np.int64), rb.astype(np.uint8), lut16,
+                   thr16, absmax16, (m, n), g)
 
     def codes(self) -> np.ndarray:
         """(m, n) uint8 unpacked codes."""
@@ -855,7 +897,9 @@ def loftq_init(W: Any, quantizer: Callable[[np.ndarray], Any], rank: int, iters:
         ``W ~ dequant(Q) + A @ B.T``.
 
     Raises:
-        ValueError: rank outside [1, min(m, n)], iters < 1, NaN/inf in W.
+        ValueError: rank outside [1, min(m, n)], iters < 1, NaN/inf in W, a quantizer output of
+            the wrong shape or not finite.
+        TypeError: quantizer not callable.
     """
     W32 = _as_weight(W)
     m, n = W32.shape
@@ -863,6 +907,8 @@ def loftq_init(W: Any, quantizer: Callable[[np.ndarray], Any], rank: int, iters:
         raise ValueError(f"rank must be an integer in [1, min(m, n) = {min(m, n)}], got {rank!r}")
     if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 1:
         raise ValueError(f"iters must be a positive integer, got {iters!r}")
+    if not callable(quantizer):
+        raise TypeError(f"quantizer must be callable, got {type(quantizer).__name__}")
     AB = np.zeros_like(W32)
     A = np.zeros((m, rank), np.float32)
     B = np.zeros((n, rank), np.float32)
@@ -870,6 +916,9 @@ def loftq_init(W: Any, quantizer: Callable[[np.ndarray], Any], rank: int, iters:
     for _ in range(int(iters)):
         Q = quantizer(W32 - AB)
         Qd = np.asarray(Q.dequantize() if hasattr(Q, "dequantize") else Q, dtype=np.float32)
+        if Qd.shape != (m, n) or not np.isfinite(Qd).all():
+            raise ValueError(f"quantizer must return a finite ({m}, {n}) approximation, got shape {Qd.shape}"
+                             + ("" if Qd.shape != (m, n) else " with NaN or inf"))
         U, S, V = _top_svd(W32 - Qd, rank)
         root = np.sqrt(S)
         A = (U * root).astype(np.float32)
@@ -896,16 +945,26 @@ class LowRALinear(nn.Module):
             for speed on CPU).
 
     Raises:
-        ValueError: rank outside [1, min(m, n)] or adapter shapes wrong.
+        TypeError: qweight not a :class:`MixedPrecisionWeight`, bias not a tensor.
+        ValueError: rank outside [1, min(m, n)], alpha not finite and > 0, bias not (m,), or
+            adapter shapes wrong.
     """
 
     def __init__(self, qweight: MixedPrecisionWeight, bias: torch.Tensor | None = None, rank: int = 8,
                  alpha: float = DEFAULTS.alpha, lora_A: Any = None, lora_B: Any = None,
                  cache_dequantized: bool = False):
         super().__init__()
+        if not isinstance(qweight, MixedPrecisionWeight):
+            raise TypeError(f"qweight must be a MixedPrecisionWeight, got {type(qweight).__name__}")
         m, n = qweight.shape
         if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 1 <= rank <= min(m, n):
             raise ValueError(f"rank must be an integer in [1, min(m, n) = {min(m, n)}], got {rank!r}")
+        _check_alpha(alpha)
+        if bias is not None:
+            if not isinstance(bias, torch.Tensor):
+                raise TypeError(f"bias must be a torch tensor or None, got {type(bias).__name__}")
+            if tuple(bias.shape) != (m,):
+                raise ValueError(f"bias must have shape ({m},), got {tuple(bias.shape)}")
         self.in_features, self.out_features, self.rank = n, m, int(rank)
         self.group = qweight.group
         self.scaling = float(alpha) / self.rank
@@ -942,18 +1001,45 @@ class LowRALinear(nn.Module):
         return W
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        W = self.dequantized_weight(torch.float32 if x.dtype == torch.float32 else x.dtype)
-        y = nn.functional.linear(x, W, self.bias)
-        return y + self.scaling * nn.functional.linear(nn.functional.linear(x, self.lora_A), self.lora_B)
+        """``(..., n)`` floating-point ``x`` -> ``(..., m)`` of ``x``'s dtype.
+
+        The base is dequantized in float16 for float16 inputs and in float32 otherwise, then cast
+        to ``x``'s dtype (bfloat16, float64, ...), as are the bias and the adapters (gradients
+        still reach the float32 ``lora_A``/``lora_B``).
+
+        Raises:
+            TypeError: x not a floating-point tensor.  ValueError: last dimension not n.
+        """
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError(f"x must be a floating-point torch tensor, got "
+                            f"{x.dtype if isinstance(x, torch.Tensor) else type(x).__name__}")
+        if x.shape[-1:] != (self.in_features,):
+            raise ValueError(f"x must have last dimension in_features={self.in_features}, got shape {tuple(x.shape)}")
+        W = self.dequantized_weight(torch.float16 if x.dtype == torch.float16 else torch.float32)
+        dt = x.dtype
+        bias = None if self.bias is None else self.bias.to(dt)
+        y = nn.functional.linear(x, W.to(dt), bias)
+        return y + self.scaling * nn.functional.linear(nn.functional.linear(x, self.lora_A.to(dt)), self.lora_B.to(dt))
 
     def extra_repr(self) -> str:
         bpp = float((self.row_bits.float().mean()).item())
         return f"in={self.in_features}, out={self.out_features}, rank={self.rank}, mean bits={bpp:.3f}"
 
 
-def _target_linears(model: nn.Module, target_modules: Iterable[str] | None) -> list[tuple[str, nn.Linear]]:
+def _check_alpha(alpha: Any) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) \
+            or not (math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
+    return float(alpha)
+
+
+def _target_linears(model: nn.Module, target_modules: Iterable[str] | str | None) -> list[tuple[str, nn.Linear]]:
     out = []
+    if isinstance(target_modules, str):  # one name, not its characters
+        target_modules = (target_modules,)
     targets = None if target_modules is None else tuple(target_modules)
+    if targets is not None and not all(isinstance(t, str) for t in targets):
+        raise TypeError(f"target_modules must be a string or an iterable of strings, got {target_modules!r}")
     for name, mod in model.named_modules():
         if isinstance(mod, nn.Linear) and (targets is None or any(name == t or name.endswith("." + t) or
                                                                   name.split(".")[-1] == t for t in targets)):
@@ -982,7 +1068,7 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
         model: a torch module; its ``nn.Linear`` layers matching ``target_modules`` are replaced.
         target_bits: bits per parameter (code bits) B-bar >= 1.
         rank, alpha: LoRA rank r and alpha.
-        target_modules: names (or name suffixes) of the layers; None: every nn.Linear.
+        target_modules: a name or names (or name suffixes) of the layers; None: every nn.Linear.
         method: ``"lowra"`` (learned codebooks + assigner), ``"mapping_only"`` (learned codebooks,
             uniform b = target_bits), ``"assigner_only"`` (NF codebooks + assigner) or ``"nf"``
             (QLoRA-style fixed NF codebook, uniform b).
@@ -996,19 +1082,35 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
         cache_dequantized: passed to :class:`LowRALinear`.
 
     Returns:
-        ``(model, report)``; ``report`` maps layer name -> dict(row_bits, sse, code_bits, nbytes).
+        ``(model, report)``; ``report`` maps layer name -> dict with ``row_bits`` (m,), ``sse_table``
+        (e-table SSE of the map), ``sse`` (measured ||W - dequant(Q)||^2), ``code_bits``, ``nbytes``
+        (accounting), ``compact_bytes`` (serialised), ``packed_bytes`` (code buffer) and ``n_params``.
 
     Raises:
-        ValueError: unknown method/assigner, no matching layers, target_bits < 1, uniform methods
-            with target_bits not in {1, 2, 4}, rank too large for a layer.
+        TypeError: model not an nn.Module, target_modules not strings, codebooks not
+            :class:`ChannelCodebooks`.
+        ValueError: unknown method/assigner, no matching layers, target_bits not finite or < 1,
+            uniform methods with target_bits not in {1, 2, 4}, rank < 1 or too large for a layer,
+            alpha not finite and > 0, loftq_iters < 0, codebooks of another shape/group or with
+            differing candidate bits.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if method not in ("lowra", "mapping_only", "assigner_only", "nf"):
         raise ValueError(f"method must be 'lowra', 'mapping_only', 'assigner_only' or 'nf', got {method!r}")
+    _check_alpha(alpha)
+    if isinstance(loftq_iters, bool) or not isinstance(loftq_iters, (int, np.integer)) or loftq_iters < 0:
+        raise ValueError(f"loftq_iters must be a non-negative integer, got {loftq_iters!r}")
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
+        raise ValueError(f"rank must be a positive integer, got {rank!r}")
     if assigner not in ("two_level", "exact"):
         raise ValueError(f"assigner must be 'two_level' or 'exact', got {assigner!r}")
     layers = _target_linears(model, target_modules)
     if not layers:
         raise ValueError(f"no nn.Linear layer matches target_modules={target_modules!r}")
+    if isinstance(target_bits, bool) or not isinstance(target_bits, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(float(target_bits)):
+        raise ValueError(f"target_bits must be a finite number, got {target_bits!r}")
     if float(target_bits) < 1:
         raise ValueError(f"target_bits={target_bits} is infeasible: below 1 bit per parameter")
     for name, lin in layers:
@@ -1019,6 +1121,25 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
         raise ValueError(f"method {method!r} needs target_bits in {ALLOWED_BITS}, got {target_bits!r}")
     learned = method in ("lowra", "mapping_only")
     cbs = dict(codebooks or {})
+    for name, lin in layers:
+        cb = cbs.get(name)
+        if cb is None:
+            continue
+        if not isinstance(cb, ChannelCodebooks):
+            raise TypeError(f"codebooks[{name!r}] must be a ChannelCodebooks, got {type(cb).__name__}")
+        if tuple(cb.shape) != tuple(lin.weight.shape) or cb.group != group:
+            raise ValueError(f"codebooks[{name!r}] were learned for shape {tuple(cb.shape)} and group {cb.group}, "
+                             f"but the layer is {tuple(lin.weight.shape)} with group={group}")
+    names = {name for name, _ in layers}
+    cand = {tuple(cb.bits) for name, cb in cbs.items() if name in names}
+    if any(name not in cbs for name in names):
+        cand.add(tuple(DEFAULTS.bits))  # the layers without codebooks get them learned for DEFAULTS.bits
+    if len(cand) > 1:
+        raise ValueError(f"codebooks must all have the same candidate bits (those learned here: {DEFAULTS.bits}), "
+                         f"got {sorted(cand)}")
+    if uniform and int(target_bits) not in next(iter(cand)):
+        raise ValueError(f"method {method!r} at target_bits={target_bits} needs codebooks for {int(target_bits)} bits, "
+                         f"got bits {next(iter(cand))}")
     todo = [(name, lin) for name, lin in layers if name not in cbs]
     if todo:
         ws = [lin.weight for _, lin in todo]
@@ -1095,10 +1216,14 @@ def sse_vs_budget(learned: Sequence[ChannelCodebooks], nf: Sequence[ChannelCodeb
         precision maps), ``mapping_only``/``nf`` (b -> SSE) and ``n_params``.
 
     Raises:
-        ValueError: layers differ between ``learned`` and ``nf``, or a budget below 1 bit.
+        ValueError: layers (shapes or candidate bits) differ between ``learned`` and ``nf`` or within
+            them, or a budget below the smallest precision.
     """
-    if len(learned) != len(nf) or any(a.shape != b.shape for a, b in zip(learned, nf)):
-        raise ValueError("learned and nf must describe the same layers")
+    if len(learned) == 0 or len(learned) != len(nf) or any(a.shape != b.shape or tuple(a.bits) != tuple(b.bits)
+                                                           for a, b in zip(learned, nf)):
+        raise ValueError("learned and nf must describe the same (non-empty list of) layers with the same bits")
+    if len({tuple(cb.bits) for cb in learned}) != 1:
+        raise ValueError("all codebooks in learned and nf must have the same candidate bits")
     E = np.concatenate([cb.errors for cb in learned])
     EN = np.concatenate([cb.errors for cb in nf])
     nc = np.concatenate([cb.n_params for cb in learned])
@@ -1175,8 +1300,11 @@ def make_sentences(n: int, rng: np.random.Generator) -> list[str]:
     """``n`` distinct templated English sentences (subject, verb, object, ending), drawn by ``rng``.
 
     Raises:
+        TypeError: rng not a ``numpy.random.Generator``.
         ValueError: n < 1 or more than the number of distinct templates.
     """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     total = len(_SUBJECTS) * len(_VERBS) * len(_OBJECTS) * len(_ENDINGS)
     if not 1 <= n <= total:
         raise ValueError(f"n must be in [1, {total}], got {n}")
@@ -1232,13 +1360,20 @@ def distill_finetune(model: nn.Module, batch: dict[str, torch.Tensor], teacher: 
         the loss of every step.
 
     Raises:
-        ValueError: no trainable parameters, or steps/batch_size < 1.
+        ValueError: no trainable parameters, steps/batch_size not integers >= 1, lr not finite
+            and > 0, or teacher not (N, d) with N the number of tokenised sentences.
     """
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("model has no trainable parameters (apply_lowra first)")
-    if steps < 1 or batch_size < 1:
-        raise ValueError(f"steps and batch_size must be >= 1, got {steps}, {batch_size}")
+    for name, v in (("steps", steps), ("batch_size", batch_size)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    if not (isinstance(lr, (int, float, np.integer, np.floating)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    if teacher.ndim != 2 or teacher.shape[0] != batch["input_ids"].shape[0]:
+        raise ValueError(f"teacher must be (N, d) with N = {batch['input_ids'].shape[0]} sentences, "
+                         f"got {tuple(teacher.shape)}")
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(int(seed))
     N = teacher.shape[0]

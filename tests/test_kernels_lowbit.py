@@ -700,3 +700,40 @@ def test_cuda_dequant_edge_values_and_fused_matmul_under_cpu_emulation(emulated_
     ref = lb.dequant_matmul_reference(x, packed, offsets, row_bits, lut, absmax, n, group=g)
     W_hat = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g)
     assert (np.abs(y - ref) <= 1e-5 * (np.abs(x) @ np.abs(W_hat).T) + 1e-7).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Review fixes (newcomer review of chapter 01)
+# ---------------------------------------------------------------------------------------------
+def test_bfloat16_torch_weights_are_accepted():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(40)
+    W = torch.from_numpy(rng.standard_normal((4, 128)).astype(np.float32)).bfloat16()
+    Wn, s = lb.blockwise_absmax(W, 64)
+    Wn_ref, s_ref = lb.blockwise_absmax(W.float().numpy(), 64)
+    assert np.array_equal(Wn, Wn_ref) and np.array_equal(s, s_ref)
+
+
+def test_dequant_matmul_rejects_complex_x():
+    rng = np.random.default_rng(41)
+    rb = np.array([2, 4])
+    thr = np.full((2, 15), np.inf, np.float32)
+    thr[:, :3] = [-0.5, 0.0, 0.5]
+    packed, off, absmax = lb.quantize_mixed_reference(rng.standard_normal((2, 64)), rb, thr, 64)
+    lut = np.zeros((2, 16), np.float32)
+    with pytest.raises(ValueError, match="x must be a real"):
+        lb.dequant_matmul_reference(np.zeros((3, 64), complex), packed, off, rb, lut, absmax, 64, 64)
+
+
+def test_infinite_thresholds_count_as_non_decreasing_without_warnings():
+    import warnings
+
+    rb = np.array([2])
+    thr = np.full((1, 15), np.inf, np.float32)  # every active threshold +inf: every code is 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        packed, off, _ = lb.quantize_mixed_reference(np.ones((1, 64)), rb, thr, 64)
+    assert not lb.unpack_codes(packed, off, rb, 64).any()
+    thr[0, :3] = [np.inf, -np.inf, 0.0]
+    with pytest.raises(ValueError, match="non-decreasing"):
+        lb.quantize_mixed_reference(np.ones((1, 64)), rb, thr, 64)

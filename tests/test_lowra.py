@@ -370,3 +370,179 @@ def test_load_minilm_offline_embeds():
     n_lin = sum(isinstance(m, nn.Linear) for n, m in model.named_modules() if n.startswith("encoder"))
     assert n_lin == 36
     assert math.isclose(float(nn.functional.cosine_similarity(e[0], e[1], dim=0)), 1.0) is False
+
+
+# ------------------------------------------------------------------------------------------------
+# Review fixes (newcomer review of chapter 01): bad inputs get clear errors, never silent results
+# ------------------------------------------------------------------------------------------------
+def test_assign_precision_columns_follow_the_given_bits_order():
+    # column j of errors belongs to bits[j]; an unsorted bits tuple must not relabel the columns
+    rng = np.random.default_rng(21)
+    E, nc = _tiny_instance(rng, 6)
+    for target in (1.3, 2.0, 2.9):
+        for fn in (L.assign_precision_exact, lambda *a, **k: L.assign_precision(*a, n_clusters=6, **k)):
+            ref = fn(E, nc, target)
+            rev = fn(E[:, ::-1], nc, target, bits=(4, 2, 1))
+            assert _sse(E, rev) == pytest.approx(_sse(E, ref), rel=1e-9)
+            assert (rev * nc).sum() <= target * nc.sum() + 1e-9
+    # a two-channel instance where relabelling the columns changes the answer
+    E2, nc2 = np.array([[0.0, 5.0, 10.0], [0.0, 5.0, 10.0]]), np.array([10, 10])  # columns: 4, 2, 1 bits
+    b = L.assign_precision_exact(E2, nc2, 2.5, bits=(4, 2, 1))
+    assert (b * nc2).sum() <= 50 and E2[np.arange(2), [{4: 0, 2: 1, 1: 2}[int(v)] for v in b]].sum() == 10.0
+
+
+def test_assign_precision_more_bad_inputs():
+    E, nc = np.ones((3, 3)), np.array([64, 64, 64])
+    with pytest.raises(ValueError, match="seed"):
+        L.assign_precision(E, nc, 1.5, seed="a")
+    with pytest.raises(ValueError, match="time_limit"):
+        L.assign_precision(E, nc, 1.5, time_limit=-1)
+    with pytest.raises(ValueError, match="time_limit"):
+        L.assign_precision_exact(E, nc, 1.5, time_limit=0)
+    with pytest.raises(ValueError, match="n_clusters"):
+        L.assign_precision(E, nc, 1.5, n_clusters=0)
+    with pytest.raises(ValueError, match="target_bits"):
+        L.assign_precision(E, nc, float("nan"))
+
+
+def test_channel_codebooks_sse_rejects_unknown_precisions():
+    rng = np.random.default_rng(22)
+    cb = L.learn_channel_codebooks(_student_t(rng, 4, 128))
+    with pytest.raises(ValueError, match="row_bits"):
+        cb.sse(np.full(4, 3))
+    with pytest.raises(ValueError, match="row_bits"):
+        cb.sse(np.full(3, 2))
+    assert cb.sse(np.full(4, 2)) == pytest.approx(cb.errors[:, 1].sum())
+
+
+def test_codebooks_accept_bfloat16_and_reject_complex_and_fractional_iters():
+    rng = np.random.default_rng(23)
+    W = torch.from_numpy(_student_t(rng, 4, 128))
+    a = L.learn_channel_codebooks(W.bfloat16())
+    b = L.learn_channel_codebooks(W.bfloat16().float())
+    assert np.array_equal(a.errors, b.errors)
+    with pytest.raises(TypeError, match="W must be a real"):
+        L.learn_channel_codebooks(W.numpy().astype(np.complex64))
+    with pytest.raises(ValueError, match="iters"):
+        L.learn_channel_codebooks(W, iters=2.5)
+    with pytest.raises(ValueError, match="tol"):
+        L.learn_channel_codebooks(W, tol=float("nan"))
+    with pytest.raises(ValueError, match="tol"):
+        L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], tol=float("nan"))
+    with pytest.raises(ValueError, match="iters"):
+        L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], iters=1.5)
+
+
+def test_mixed_precision_weight_rejects_values_beyond_fp16():
+    rng = np.random.default_rng(24)
+    W, cb, rb, _ = _random_mixed(rng, m=4, n=128)
+    lut, thr = cb.tables(rb)
+    with pytest.raises(ValueError, match="fp16"):
+        L.MixedPrecisionWeight.quantize(W * 1e6, rb, lut, thr, 64)
+    with pytest.raises(ValueError, match="lut"):
+        L.MixedPrecisionWeight.quantize(W, rb, lut * 1e6, thr, 64)
+
+
+def test_loftq_rejects_bad_quantizer():
+    W = _student_t(np.random.default_rng(25), 8, 64)
+    with pytest.raises(TypeError, match="quantizer"):
+        L.loftq_init(W, None, rank=2, iters=1)
+    with pytest.raises(ValueError, match="quantizer"):
+        L.loftq_init(W, lambda X: X[:4], rank=2, iters=1)
+    with pytest.raises(ValueError, match="quantizer"):
+        L.loftq_init(W, lambda X: X * np.nan, rank=2, iters=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_lowra_linear_forward_in_other_dtypes(dtype):
+    rng = np.random.default_rng(26)
+    _, _, _, q = _random_mixed(rng, m=10, n=128)
+    A, B = rng.normal(size=(4, 128)).astype(np.float32), rng.normal(size=(10, 4)).astype(np.float32)
+    layer = L.LowRALinear(q, torch.randn(10), rank=4, alpha=8.0, lora_A=A, lora_B=B)
+    x = torch.randn(5, 128)
+    ref = layer(x)
+    y = layer(x.to(dtype))
+    assert y.dtype == dtype and y.shape == ref.shape
+    tol = 1e-6 if dtype == torch.float64 else 5e-2
+    assert torch.allclose(y.detach().float(), ref.detach(), atol=tol * float(ref.detach().abs().max()), rtol=0)
+    y.float().sum().backward()
+    assert layer.lora_A.grad is not None and torch.isfinite(layer.lora_A.grad).all()
+
+
+def test_lowra_linear_bad_inputs():
+    rng = np.random.default_rng(27)
+    W, _, _, q = _random_mixed(rng, m=6, n=128)
+    with pytest.raises(TypeError, match="qweight"):
+        L.LowRALinear(W, None, rank=2)
+    with pytest.raises(ValueError, match="bias"):
+        L.LowRALinear(q, torch.zeros(5), rank=2)
+    with pytest.raises(TypeError, match="bias"):
+        L.LowRALinear(q, np.zeros(6), rank=2)
+    with pytest.raises(ValueError, match="alpha"):
+        L.LowRALinear(q, None, rank=2, alpha=float("nan"))
+    layer = L.LowRALinear(q, None, rank=2)
+    with pytest.raises(ValueError, match="x must have last dimension"):
+        layer(torch.zeros(3, 100))
+    with pytest.raises(TypeError, match="x must be a floating-point"):
+        layer(torch.zeros(3, 128, dtype=torch.int64))
+
+
+def test_apply_lowra_bad_inputs():
+    mlp = lambda: nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 128))  # noqa: E731
+    with pytest.raises(ValueError, match="alpha"):
+        L.apply_lowra(mlp(), 2, rank=4, alpha=0)
+    with pytest.raises(ValueError, match="alpha"):
+        L.apply_lowra(mlp(), 2, rank=4, alpha=float("nan"))
+    with pytest.raises(ValueError, match="loftq_iters"):
+        L.apply_lowra(mlp(), 2, rank=4, loftq_iters=-1)
+    with pytest.raises(ValueError, match="rank must be a positive integer"):
+        L.apply_lowra(mlp(), 2, rank=0)
+    with pytest.raises(TypeError, match="model"):
+        L.apply_lowra(None, 2, rank=4)
+    with pytest.raises(ValueError, match="target_bits"):
+        L.apply_lowra(mlp(), float("nan"), rank=4)
+    with pytest.raises(ValueError, match="no nn.Linear"):
+        L.apply_lowra(mlp(), 2, rank=4, target_modules=["q_proj"])
+    with pytest.raises(TypeError, match="target_modules"):
+        L.apply_lowra(mlp(), 2, rank=4, target_modules=[0])
+    rng = np.random.default_rng(28)
+    wrong_shape = L.learn_channel_codebooks(_student_t(rng, 8, 128))
+    with pytest.raises(ValueError, match=r"codebooks\['0'\]"):
+        L.apply_lowra(mlp(), 2, rank=4, codebooks={"0": wrong_shape})
+    wrong_group = L.learn_channel_codebooks(_student_t(rng, 64, 128), group=32)
+    with pytest.raises(ValueError, match=r"codebooks\['0'\]"):
+        L.apply_lowra(mlp(), 2, rank=4, codebooks={"0": wrong_group})
+    only_two = L.learn_channel_codebooks(_student_t(rng, 64, 128), bits=(2,))
+    with pytest.raises(ValueError, match="same candidate bits"):
+        L.apply_lowra(mlp(), 2, rank=4, codebooks={"0": only_two})
+    with pytest.raises(TypeError, match="rng"):
+        L.make_sentences(3, 0)
+
+
+def test_apply_lowra_single_name_and_bfloat16_model():
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 128))
+    _, report = L.apply_lowra(model, 2, rank=4, target_modules="2", n_clusters=4, loftq_iters=1)
+    assert list(report) == ["2"] and isinstance(model[2], L.LowRALinear) and isinstance(model[0], nn.Linear)
+    ref = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 128)).bfloat16()
+    qmodel, report = L.apply_lowra(ref, 1.5, rank=4, n_clusters=4, loftq_iters=1)
+    assert sum(r["code_bits"] for r in report.values()) <= 1.5 * sum(r["n_params"] for r in report.values())
+    y = qmodel(torch.randn(3, 128, dtype=torch.bfloat16))
+    assert y.dtype == torch.bfloat16 and torch.isfinite(y.float()).all()
+
+
+def test_distill_finetune_and_sse_vs_budget_bad_inputs():
+    model = nn.Sequential(nn.Linear(4, 4))
+    batch = {"input_ids": torch.zeros(3, 2, dtype=torch.long), "attention_mask": torch.ones(3, 2, dtype=torch.long)}
+    for kw, match in (({"steps": 2.5}, "steps"), ({"steps": 2, "batch_size": 0}, "batch_size"),
+                      ({"steps": 2, "lr": -1.0}, "lr"), ({"steps": 2, "lr": float("nan")}, "lr")):
+        with pytest.raises(ValueError, match=match):
+            L.distill_finetune(model, batch, torch.zeros(3, 4), **kw)
+    with pytest.raises(ValueError, match="teacher"):
+        L.distill_finetune(model, batch, torch.zeros(5, 4), steps=1)
+    rng = np.random.default_rng(29)
+    W = _student_t(rng, 4, 128)
+    with pytest.raises(ValueError, match="same"):
+        L.sse_vs_budget([L.learn_channel_codebooks(W)], [L.nf_channel_codebooks(W, bits=(1, 2))], [1.5])
+    with pytest.raises(ValueError, match="same"):
+        L.sse_vs_budget([], [], [1.5])
