@@ -738,6 +738,19 @@ def _torch_to_cupy(a):
     return a.detach().numpy()
 
 
+def _as_kind_of(result, like):
+    """Return ``result`` (a NumPy or CuPy array) as the array kind of ``like``: CuPy stays CuPy,
+    torch gets a zero-copy torch tensor (``from_dlpack`` on the GPU, ``from_numpy`` on the CPU),
+    anything else NumPy."""
+    if _is_torch(like):
+        import torch
+
+        return torch.from_numpy(result) if isinstance(result, np.ndarray) else torch.from_dlpack(result)
+    if _is_cupy(like) or isinstance(result, np.ndarray):
+        return result
+    return result.get()  # pragma: no cover - needs a GPU
+
+
 def quantize_mixed(W, row_bits, thresholds, group: int = 64):
     """Dispatcher of :func:`quantize_mixed_reference` / :func:`quantize_mixed_gpu`.
 
@@ -745,20 +758,10 @@ def quantize_mixed(W, row_bits, thresholds, group: int = 64):
     raises the reference's ValueErrors.
     """
     if _on_device(W) or (gpu_available() and not _is_torch(W)):  # pragma: no cover - needs a GPU
-        packed, offsets, absmax = quantize_mixed_gpu(_torch_to_cupy(W), row_bits, thresholds, group)
-        if _is_cupy(W):
-            return packed, offsets, absmax
-        if _is_torch(W):
-            import torch
-
-            return torch.from_dlpack(packed), torch.from_dlpack(offsets), torch.from_dlpack(absmax)
-        return packed.get(), offsets.get(), absmax.get()
-    packed, offsets, absmax = quantize_mixed_reference(W, row_bits, thresholds, group)
-    if _is_torch(W):
-        import torch
-
-        return torch.from_numpy(packed), torch.from_numpy(offsets), torch.from_numpy(absmax)
-    return packed, offsets, absmax
+        parts = quantize_mixed_gpu(_torch_to_cupy(W), row_bits, thresholds, group)
+    else:
+        parts = quantize_mixed_reference(W, row_bits, thresholds, group)
+    return tuple(_as_kind_of(a, W) for a in parts)
 
 
 def dequantize_mixed(packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64, out_dtype=np.float32):
@@ -773,19 +776,9 @@ def dequantize_mixed(packed, row_offsets, row_bits, lut, absmax, n: int, group: 
     if _on_device(packed) or (gpu_available() and not _is_torch(packed)):  # pragma: no cover - needs a GPU
         args = [_torch_to_cupy(a) for a in (packed, row_offsets, row_bits, lut, absmax)]
         out = dequantize_mixed_gpu(*args, n=n, group=group, out_dtype=out_dtype)
-        if _is_cupy(packed):
-            return out
-        if _is_torch(packed):
-            import torch
-
-            return torch.from_dlpack(out)
-        return out.get()
-    out = dequantize_mixed_reference(packed, row_offsets, row_bits, lut, absmax, n, group, out_dtype)
-    if _is_torch(packed):
-        import torch
-
-        return torch.from_numpy(out)
-    return out
+    else:
+        out = dequantize_mixed_reference(packed, row_offsets, row_bits, lut, absmax, n, group, out_dtype)
+    return _as_kind_of(out, packed)
 
 
 def dequant_matmul(x, packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64):
@@ -794,16 +787,6 @@ def dequant_matmul(x, packed, row_offsets, row_bits, lut, absmax, n: int, group:
     if _on_device(x, packed) or (gpu_available() and not _is_torch(x)):  # pragma: no cover - needs a GPU
         args = [_torch_to_cupy(a) for a in (x, packed, row_offsets, row_bits, lut, absmax)]
         y = dequant_matmul_gpu(*args, n=n, group=group)
-        if _is_cupy(x):
-            return y
-        if _is_torch(x):
-            import torch
-
-            return torch.from_dlpack(y)
-        return y.get()
-    y = dequant_matmul_reference(x, packed, row_offsets, row_bits, lut, absmax, n, group)
-    if _is_torch(x):
-        import torch
-
-        return torch.from_numpy(y)
-    return y
+    else:
+        y = dequant_matmul_reference(x, packed, row_offsets, row_bits, lut, absmax, n, group)
+    return _as_kind_of(y, x)

@@ -1247,6 +1247,13 @@ def _trajectories(rhs, z0: np.ndarray, dt: float, n_keep: int, n_drop: int) -> n
     return sol.y.reshape(n, dim, -1).transpose(0, 2, 1)[:, n_drop:].astype(np.float32)
 
 
+def _check_trajectory_args(n: int, T: int, rng: Any, dt: float, n_drop: int) -> tuple[int, int, np.random.Generator]:
+    n, T = _check_positive_int(n, "n"), _check_positive_int(T, "T")
+    if n_drop < 0 or not dt > 0:
+        raise ValueError("n_drop must be >= 0 and dt > 0")
+    return n, T, rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
 def lorenz_trajectories(n: int, T: int = 60, rng: Any = 0, *, dt: float = 0.1, n_drop: int = 30,
                         rho: float = 28.0, sigma: float = 10.0, beta: float = 8.0 / 3.0,
                         rescaling: float = 20.0) -> np.ndarray:
@@ -1259,10 +1266,7 @@ def lorenz_trajectories(n: int, T: int = 60, rng: Any = 0, *, dt: float = 0.1, n
     Raises:
         ValueError: ``n`` or ``T`` < 1, ``n_drop < 0``, ``dt <= 0``.
     """
-    n, T = _check_positive_int(n, "n"), _check_positive_int(T, "T")
-    if n_drop < 0 or not dt > 0:
-        raise ValueError("n_drop must be >= 0 and dt > 0")
-    g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    n, T, g = _check_trajectory_args(n, T, rng, dt, n_drop)
     z0 = g.standard_normal((n, 3))
     return _trajectories(_lorenz_rhs(rho, sigma, beta, rescaling), z0, dt, T, n_drop)
 
@@ -1277,10 +1281,7 @@ def fitzhugh_nagumo_trajectories(n: int, T: int = 60, rng: Any = 0, *, dt: float
     Raises:
         ValueError: ``n`` or ``T`` < 1, ``n_drop < 0``, ``dt <= 0``.
     """
-    n, T = _check_positive_int(n, "n"), _check_positive_int(T, "T")
-    if n_drop < 0 or not dt > 0:
-        raise ValueError("n_drop must be >= 0 and dt > 0")
-    g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    n, T, g = _check_trajectory_args(n, T, rng, dt, n_drop)
     z0 = 0.2 * g.standard_normal((n, 4))
     return _trajectories(_fhn_rhs(), z0, dt, T, n_drop)
 
