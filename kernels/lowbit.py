@@ -624,9 +624,19 @@ def dequantize_mixed_gpu(packed, row_offsets, row_bits, lut, absmax, n: int, gro
     """
     import cupy as cp
 
-    from icml25.kernels import load_module
-
     dt = _check_out_dtype(out_dtype)
+    n, rb, g, d_offsets, d_packed, d_lut, d_abs = _device_layout(packed, row_offsets, row_bits, lut, absmax, n,
+                                                                 group)
+    out = cp.empty((rb.size, n), dtype=dt)
+    launch_dequantize_mixed(d_packed, d_offsets, cp.asarray(rb.astype(np.int32)), d_lut, d_abs, out, g)
+    return out
+
+
+def _device_layout(packed, row_offsets, row_bits, lut, absmax, n, group):  # pragma: no cover - needs a GPU
+    """Validate a packed layout (offsets and bits on host copies, finiteness on the device) and
+    return ``(n, row_bits, group, d_offsets, d_packed, d_lut, d_absmax)`` with CuPy arrays."""
+    import cupy as cp
+
     n = _check_int(n, "n")
     rb = _check_row_bits(row_bits)
     m = rb.size
@@ -646,10 +656,7 @@ def dequantize_mixed_gpu(packed, row_offsets, row_bits, lut, absmax, n: int, gro
         raise ValueError(f"absmax must have shape ({m}, {n // g}), got {d_abs.shape}")
     if not bool(cp.isfinite(d_lut).all()) or not bool(cp.isfinite(d_abs).all()):
         raise ValueError("lut or absmax contains NaN or inf")
-    out = cp.empty((m, n), dtype=dt)
-    launch_dequantize_mixed(d_packed, cp.asarray(offsets.astype(np.int64)), cp.asarray(rb.astype(np.int32)),
-                            d_lut, d_abs, out, g)
-    return out
+    return n, rb, g, cp.asarray(offsets.astype(np.int64)), d_packed, d_lut, d_abs
 
 
 def launch_dequantize_mixed(d_packed, d_offsets, d_bits, d_lut, d_absmax, out, group: int) -> None:
@@ -683,24 +690,12 @@ def dequant_matmul_gpu(x, packed, row_offsets, row_bits, lut, absmax, n: int, gr
 
     from icml25.kernels import load_module
 
-    n = _check_int(n, "n")
-    rb = _check_row_bits(row_bits)
+    n, rb, g, d_offsets, d_packed, d_lut, d_abs = _device_layout(packed, row_offsets, row_bits, lut, absmax, n,
+                                                                 group)
     m = rb.size
-    g = _check_group(group, n)
-    offsets = np.asarray(to_numpy(row_offsets))
-    expected = make_row_offsets(rb, n)
-    if offsets.shape != expected.shape or not np.array_equal(offsets, expected):
-        raise ValueError("row_offsets must start at 0 and step by ceil(n * row_bits / 8) per row")
     d_x = cp.ascontiguousarray(cp.asarray(x, dtype=cp.float32))
     if d_x.ndim != 2 or d_x.shape[1] != n:
         raise ValueError(f"x must have shape (B, n={n}), got {d_x.shape}")
-    d_packed = cp.asarray(packed)
-    if d_packed.ndim != 1 or d_packed.dtype != cp.uint8 or d_packed.size != expected[-1]:
-        raise ValueError(f"packed must be 1-D uint8 with {int(expected[-1])} bytes")
-    d_lut = cp.ascontiguousarray(cp.asarray(lut, dtype=cp.float32))
-    d_abs = cp.ascontiguousarray(cp.asarray(absmax, dtype=cp.float32))
-    if d_lut.shape != (m, LUT_WIDTH) or d_abs.shape != (m, n // g):
-        raise ValueError(f"lut must be ({m}, {LUT_WIDTH}) and absmax ({m}, {n // g})")
     B = d_x.shape[0]
     y = cp.empty((B, m), dtype=cp.float32)
     shared = 4 * (n + THREADS // 32)
@@ -711,7 +706,7 @@ def dequant_matmul_gpu(x, packed, row_offsets, row_bits, lut, absmax, n: int, gr
     if shared > 48 * 1024:  # opt in to the large shared-memory carve-out (up to 227 KiB on H100/H200)
         kernel.max_dynamic_shared_size_bytes = shared
     kernel((min(m, 1 << 20),), (THREADS,),
-           (d_x, d_packed, cp.asarray(offsets.astype(np.int64)), cp.asarray(rb.astype(np.int32)), d_lut, d_abs, y,
+           (d_x, d_packed, d_offsets, cp.asarray(rb.astype(np.int32)), d_lut, d_abs, y,
             np.int32(B), np.int64(m), np.int32(n), np.int32(g)),
            shared_mem=shared)
     return y
