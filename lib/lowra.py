@@ -32,6 +32,8 @@ import torch
 from torch import nn
 
 from icml25.kernels.lowbit import (
+    ALLOWED_BITS,
+    _check_group,
     blockwise_absmax,
     dequantize_mixed,
     pack_codes,
@@ -66,8 +68,6 @@ __all__ = [
     "distill_finetune",
     "embedding_cosine",
 ]
-
-ALLOWED_BITS = (1, 2, 4)
 
 
 @dataclass(frozen=True)
@@ -129,14 +129,6 @@ def _as_weight(W: Any, name: str = "W") -> np.ndarray:
     if not np.isfinite(W).all():
         raise ValueError(f"{name} contains NaN or inf")
     return W
-
-
-def _check_group(group: Any, n: int) -> int:
-    if isinstance(group, bool) or not isinstance(group, (int, np.integer)) or group < 1:
-        raise ValueError(f"group must be a positive integer, got {group!r}")
-    if n % int(group):
-        raise ValueError(f"group={group} must divide the row length n={n}")
-    return int(group)
 
 
 # ------------------------------------------------------------------------------------------------
