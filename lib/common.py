@@ -3,7 +3,7 @@
 Every chapter notebook starts with a ``parameters`` cell (``PROFILE = "cpu"``, ``SEED = 0``) and
 then calls::
 
-    cfg = profile_config(PROFILE, n=(2_000, 1_000_000), trials=(400, 30_000))
+    cfg = profile_config(PROFILE, n=per_profile(cpu=2_000, gpu=1_000_000), alpha=0.1)
     rng = seed_everything(SEED)
 
 ``profile_config`` picks the size for the profile and sets the thread policy; ``seed_everything``
@@ -33,16 +33,20 @@ __all__ = [
     "PROFILES",
     "ProfileConfig",
     "profile_config",
+    "per_profile",
+    "PerProfile",
     "seed_everything",
     "gpu_available",
     "get_array_module",
     "to_numpy",
     "device_name",
+    "backend_label",
     "set_plot_style",
     "record_metrics",
     "load_metrics",
     "results_table",
     "static_or_interactive",
+    "show_source",
     "repo_root",
 ]
 
@@ -101,11 +105,34 @@ def _check_profile(profile: str) -> str:
     return profile
 
 
+@dataclass(frozen=True)
+class PerProfile:
+    """A size that differs between the profiles; make it with :func:`per_profile`."""
+
+    cpu: Any
+    gpu: Any
+
+    def for_profile(self, profile: str) -> Any:
+        """The value for ``profile`` (``"cpu"`` or ``"gpu"``)."""
+        return self.cpu if _check_profile(profile) == "cpu" else self.gpu
+
+
+def per_profile(*, cpu: Any, gpu: Any) -> PerProfile:
+    """Mark a size of :func:`profile_config` as profile-dependent: ``per_profile(cpu=400, gpu=30_000)``.
+
+    The marker is explicit so that a tuple, a list or a mapping meant for both profiles (a grid
+    of learning rates, a pair of bounds) is never split by accident.
+    """
+    return PerProfile(cpu=cpu, gpu=gpu)
+
+
 def profile_config(profile: str, **sizes: Any) -> ProfileConfig:
     """Choose each size for ``profile`` and set the thread policy for it.
 
-    Each keyword is either a pair ``(cpu_value, gpu_value)``, a mapping ``{"cpu": .., "gpu": ..}``,
-    or a single value used by both profiles.
+    Each keyword is either ``per_profile(cpu=..., gpu=...)`` (the value for the chosen profile is
+    taken) or any other value, used as is by both profiles (tuples and mappings included)::
+
+        cfg = profile_config(PROFILE, n=per_profile(cpu=2_000, gpu=1_000_000), lrs=(1e-3, 1e-2))
 
     Under the ``cpu`` profile PyTorch, BLAS and OpenMP are limited to one thread per process: on
     the 2-core CI machine two notebook workers with two threads each ran ~10x slower than with
@@ -114,28 +141,19 @@ def profile_config(profile: str, **sizes: Any) -> ProfileConfig:
     Args:
         profile: ``"cpu"`` (laptop/CI: a chapter within 3 minutes on 2 cores) or ``"gpu"``
             (one H200-class GPU, paper scale).
-        **sizes: per-profile sizes, see above.
+        **sizes: sizes by name, see above.
 
     Returns:
         A frozen :class:`ProfileConfig`.
 
     Raises:
-        ValueError: ``profile`` is not ``"cpu"`` or ``"gpu"``, or a mapping lacks the profile.
-        TypeError: a pair does not have exactly two entries.
+        ValueError: ``profile`` is not ``"cpu"`` or ``"gpu"``.
     """
     _check_profile(profile)
-    chosen: dict[str, Any] = {}
-    for name, value in sizes.items():
-        if isinstance(value, Mapping):
-            if profile not in value:
-                raise ValueError(f"size {name!r} has no value for profile {profile!r}: {dict(value)!r}")
-            chosen[name] = value[profile]
-        elif isinstance(value, tuple):
-            if len(value) != 2:
-                raise TypeError(f"size {name!r} must be a (cpu, gpu) pair, got {len(value)} entries")
-            chosen[name] = value[PROFILES.index(profile)]
-        else:
-            chosen[name] = value
+    chosen: dict[str, Any] = {
+        name: value.for_profile(profile) if isinstance(value, PerProfile) else value
+        for name, value in sizes.items()
+    }
     if profile == "cpu":
         _limit_threads()
     elif not gpu_available():
@@ -254,6 +272,19 @@ def device_name() -> str:
     return f"CPU ({cpu}, {os.cpu_count()} cores)"
 
 
+def backend_label() -> str:
+    """Which path the kernels' dispatchers take in this process, in words, for a chapter to print:
+    ``"CUDA kernels on NVIDIA H200"`` or ``"CPU references (no usable GPU)"``.
+
+    Notebooks and lib call this instead of :func:`gpu_available`: only ``icml25.common`` and
+    ``icml25.kernels`` decide the device.
+    """
+    if gpu_available():  # pragma: no cover - needs a GPU
+        return f"CUDA kernels on {device_name()}"
+    forced = os.environ.get(FORCE_CPU_ENV, "0") not in ("", "0")
+    return "CPU references (" + (f"{FORCE_CPU_ENV}=1" if forced else "no usable GPU") + ")"
+
+
 # --------------------------------------------------------------------------------------------
 # Plotting
 # --------------------------------------------------------------------------------------------
@@ -331,6 +362,38 @@ def static_or_interactive(plot: Callable[..., Any], controls: Mapping[str, Any],
         w.observe(redraw, names="value")
     display(widgets.VBox([widgets.HTML("<b>Move a control to redraw the figure above here.</b>"),
                           *controls.values(), out]))
+
+
+def show_source(*objs: Any) -> None:
+    """Show the source of each function or class, syntax-highlighted, the way every chapter does.
+
+    The functions a chapter shows are the pure math of the method (book/authoring.md): the
+    validation lives in their public wrappers, which the chapter names but does not print.
+
+    Args:
+        *objs: functions, methods or classes defined in Python source.
+
+    Raises:
+        TypeError: an object has no Python source (a builtin, a C extension).
+    """
+    import inspect
+    import textwrap
+
+    for obj in objs:
+        try:
+            src = textwrap.dedent(inspect.getsource(obj))
+        except (TypeError, OSError) as err:
+            raise TypeError(f"show_source: {obj!r} has no Python source to show") from err
+        try:
+            from IPython import get_ipython
+            from IPython.display import Code, display
+        except ImportError:  # pragma: no cover - IPython is a dependency of ipywidgets
+            print(src)
+            continue
+        if get_ipython() is None:
+            print(src)
+        else:
+            display(Code(src, language="python"))
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,26 +11,39 @@ from icml25 import common
 
 
 def test_profile_config_picks_profile_value():
-    cfg = common.profile_config("cpu", n=(10, 1000), d={"cpu": 4, "gpu": 64}, kappa=2.0)
-    assert (cfg.n, cfg.d, cfg.kappa, cfg.profile) == (10, 4, 2.0, "cpu")
+    cfg = common.profile_config("cpu", n=common.per_profile(cpu=10, gpu=1000), kappa=2.0)
+    assert (cfg.n, cfg.kappa, cfg.profile) == (10, 2.0, "cpu")
     with pytest.warns(RuntimeWarning, match="no GPU"):
-        gpu = common.profile_config("gpu", n=(10, 1000), d={"cpu": 4, "gpu": 64})
+        gpu = common.profile_config("gpu", n=common.per_profile(cpu=10, gpu=1000), d=64)
     assert (gpu.n, gpu["d"]) == (1000, 64)
     assert gpu.as_dict() == {"profile": "gpu", "n": 1000, "d": 64}
 
 
+def test_profile_config_uses_tuples_and_mappings_as_they_are():
+    # the old pair form split any 2-tuple into (cpu, gpu); now only per_profile does
+    grid = (0.1, 0.3)
+    table = {"cpu": 1, "gpu": 2}
+    cfg = common.profile_config("cpu", lams=grid, three=(1, 2, 3), table=table)
+    assert cfg.lams == (0.1, 0.3) and cfg.three == (1, 2, 3) and cfg.table == table
+    nested = common.profile_config("cpu", alphas=common.per_profile(cpu=(0.1,), gpu=(0.1, 0.2)))
+    assert nested.alphas == (0.1,)
+
+
 def test_profile_config_rejects_unknown_profile_listing_both():
     with pytest.raises(ValueError, match="'cpu'.*'gpu'"):
-        common.profile_config("tpu", n=(1, 2))
+        common.profile_config("tpu", n=common.per_profile(cpu=1, gpu=2))
 
 
 def test_profile_config_rejects_bad_sizes():
-    with pytest.raises(TypeError, match="n"):
-        common.profile_config("cpu", n=(1, 2, 3))
-    with pytest.raises(ValueError, match="n"):
-        common.profile_config("gpu", n={"cpu": 1})
+    with pytest.raises(TypeError):
+        common.per_profile(cpu=1)  # both values are required
     with pytest.raises(AttributeError, match="nope"):
-        common.profile_config("cpu", n=(1, 2)).nope
+        common.profile_config("cpu", n=1).nope
+
+
+def test_backend_label_names_the_cpu_path(monkeypatch):
+    monkeypatch.setenv("ICML25_FORCE_CPU", "1")
+    assert common.backend_label() == "CPU references (ICML25_FORCE_CPU=1)"
 
 
 def test_profile_config_cpu_limits_torch_threads():
