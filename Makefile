@@ -91,7 +91,7 @@ test-seeds: $(STAMP)
 # Executing chapters and building the book
 # ---------------------------------------------------------------------------------------------
 -include _build/deps.mk
-_build/deps.mk: $(NOTEBOOKS) .ci/deps.py $(wildcard lib/*.py kernels/*.py)
+_build/deps.mk: $(NOTEBOOKS) .ci/deps.py $(wildcard lib/*.py lib/*/*.py kernels/*.py)
 	@mkdir -p $(@D)
 	@$(PYTHON) .ci/deps.py $@
 

@@ -18,6 +18,7 @@ without a GPU) and caching the loaded ``cupy.RawModule``.
 from __future__ import annotations
 
 import functools
+from typing import Any
 from pathlib import Path
 
 KERNEL_DIR = Path(__file__).resolve().parent
@@ -78,7 +79,7 @@ def compile_ptx(name: str, arch: str = "compute_90", options: tuple[str, ...] = 
 
 
 @functools.lru_cache(maxsize=None)
-def load_module(name: str, options: tuple[str, ...] = DEFAULT_NVRTC_OPTIONS):
+def load_module(name: str, options: tuple[str, ...] = DEFAULT_NVRTC_OPTIONS) -> Any:
     """The compiled ``cupy.RawModule`` of ``kernels/<name>.cu`` (needs a GPU; cached)."""
     import cupy
 

@@ -35,6 +35,11 @@ Command line::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
 import argparse
 import ast
 import builtins
@@ -898,7 +903,7 @@ def grade(
     csv: str | Path | None = None,
     *,
     jobs: int = 1,
-):
+) -> "pd.DataFrame":
     """Grade a folder (or a list) of submissions offline and tabulate the scores.
 
     Each ``*.ipynb`` (or ``*.zip``) under ``submissions`` is one student's submission; the student

@@ -25,9 +25,12 @@ import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = [
     "PROFILES",
@@ -96,6 +99,7 @@ class ProfileConfig:
         return self.sizes[name]
 
     def as_dict(self) -> dict[str, Any]:
+        """``{"profile": ..., **sizes}``, for printing and for the metrics record."""
         return {"profile": self.profile, **dict(self.sizes)}
 
 
@@ -240,7 +244,7 @@ def gpu_available() -> bool:
         return False
 
 
-def get_array_module(prefer_gpu: bool = True):
+def get_array_module(prefer_gpu: bool = True) -> Any:
     """``cupy`` when a GPU is usable (see :func:`gpu_available`) and wanted, else ``numpy``."""
     if prefer_gpu and gpu_available():  # pragma: no cover - needs a GPU
         import cupy
@@ -527,7 +531,9 @@ def load_metrics(chapter: str, profile: str, folder: str | os.PathLike | None = 
     return json.loads(path.read_text())
 
 
-def results_table(chapter: str, rows: list[tuple[str, str, Any]], *, gpu_folder: str | os.PathLike | None = None):
+def results_table(
+    chapter: str, rows: list[tuple[str, str, Any]], *, gpu_folder: str | os.PathLike | None = None
+) -> "pd.DataFrame":
     """The chapter's results table: paper's number | this (cpu) run | recorded GPU run.
 
     Args:
