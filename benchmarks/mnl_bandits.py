@@ -20,21 +20,21 @@ from pathlib import Path
 
 import numpy as np
 
-from icml25 import mnl_bandits as mb
+from icml25 import mnl_bandits as mnl
 from icml25.common import device_name, gpu_available
 
 
-def _feedback(env: mb.MNLBanditEnv, rng: np.random.Generator):
+def _feedback(env: mnl.MNLBanditEnv, rng: np.random.Generator):
     X, r = env.contexts()
     S = np.sort(rng.choice(env.N, env.K, replace=False))
     y, _ = env.step(S)
     return X, S, y
 
 
-def prefill(alg, env: mb.MNLBanditEnv, t: int, rng: np.random.Generator) -> None:
+def prefill(alg, env: mnl.MNLBanditEnv, t: int, rng: np.random.Generator) -> None:
     """Bring ``alg`` to round t with t - 1 rounds of random-assortment feedback."""
     env.reset()
-    if isinstance(alg, (mb.OFUMNLPlus, mb.OFUMNLPlusPlus)):
+    if isinstance(alg, (mnl.OFUMNLPlus, mnl.OFUMNLPlusPlus)):
         for _ in range(t - 1):
             X, S, y = _feedback(env, rng)
             alg.est.update(X[S], y)
@@ -46,7 +46,7 @@ def prefill(alg, env: mb.MNLBanditEnv, t: int, rng: np.random.Generator) -> None
         if hasattr(alg, "V"):
             alg.V += X[S].T @ X[S]
     alg.t = t
-    if isinstance(alg, mb.OFUM2NL):
+    if isinstance(alg, mnl.OFUM2NL):
         alg.newton_steps = 20
         alg._refit()
         alg.newton_steps = 3
@@ -55,11 +55,11 @@ def prefill(alg, env: mb.MNLBanditEnv, t: int, rng: np.random.Generator) -> None
 
         alg.V_inv = np.linalg.inv(alg.V)
         X, m, y = alg.hist.arrays()
-        alg.w = minimize(mb._batch_nll, alg.w, args=(X, m, y, alg.v0, alg.lam), jac=True,
+        alg.w = minimize(mnl._batch_nll, alg.w, args=(X, m, y, alg.v0, alg.lam), jac=True,
                          method="L-BFGS-B").x
 
 
-def time_rounds(alg, env: mb.MNLBanditEnv, reps: int) -> float:
+def time_rounds(alg, env: mnl.MNLBanditEnv, reps: int) -> float:
     """Median CPU seconds (``time.process_time``) of select + update over ``reps`` rounds."""
     times = []
     for i in range(reps + 3):  # 3 warm-up rounds, not recorded
@@ -82,15 +82,15 @@ def main() -> None:
     args = parser.parse_args()
     ts = (100, 1000) if args.quick else (100, 1000, 10000)
     reps = 10 if args.quick else 30
-    N, d, K = 100, 5, 5
+    N, d, K = mnl.DEFAULTS.N, mnl.DEFAULTS.d, mnl.DEFAULTS.K
     rng = np.random.default_rng(0)
     results: dict[str, dict[str, float]] = {}
-    with mb._single_thread_blas():
-        for name in mb.ALGORITHMS:
+    with mnl._single_thread_blas():
+        for name in mnl.ALGORITHMS:
             results[name] = {}
             for t in ts:
-                env = mb.MNLBanditEnv(N, d, K, 1.0, "uniform", rng=1)
-                alg = mb.make_algorithm(name, N, K, d, rng=np.random.default_rng(2))
+                env = mnl.MNLBanditEnv(N, d, K, 1.0, "uniform", rng=1)
+                alg = mnl.make_algorithm(name, N, K, d, rng=np.random.default_rng(2))
                 prefill(alg, env, t, rng)
                 results[name][str(t)] = 1e3 * time_rounds(alg, env, reps)
                 print(f"{name:10s} t={t:6d}: {results[name][str(t)]:.3f} ms/round", flush=True)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from icml25 import mnl_bandits as mb
+from icml25 import mnl_bandits as mnl
 
 
 def _softmax_with_outside(X, w, v0):
@@ -21,14 +21,14 @@ def test_mnl_probs_sum_to_one_and_match_softmax():
     rng = np.random.default_rng(0)
     for k in (1, 3, 7):
         X, w, v0 = rng.normal(size=(k, 4)), rng.normal(size=4), float(rng.uniform(0.1, 10))
-        p = mb.mnl_probs(X, w, v0)
+        p = mnl.mnl_probs(X, w, v0)
         assert p.shape == (k + 1,)
         assert p.sum() == pytest.approx(1.0, abs=1e-12)
         np.testing.assert_allclose(p, _softmax_with_outside(X, w, v0), rtol=1e-12)
 
 
 def test_mnl_probs_stable_for_large_utilities():
-    p = mb.mnl_probs(np.array([[800.0], [799.0]]), np.array([1.0]))
+    p = mnl.mnl_probs(np.array([[800.0], [799.0]]), np.array([1.0]))
     assert np.all(np.isfinite(p)) and p[-1] < 1e-300 + 1e-12
 
 
@@ -37,12 +37,12 @@ def test_mnl_gradient_and_hessian_match_finite_differences():
     X, w = rng.normal(size=(5, 3)), rng.normal(size=3) * 0.5
     y = np.zeros(6)
     y[2] = 1.0
-    loss, g, H = mb.mnl_loss_grad_hess(X, y, w, v0=2.0)
+    loss, g, H = mnl.mnl_loss_grad_hess(X, y, w, v0=2.0)
     h = 1e-6
-    g_fd = np.array([(mb.mnl_loss_grad_hess(X, y, w + h * e, 2.0)[0]
-                      - mb.mnl_loss_grad_hess(X, y, w - h * e, 2.0)[0]) / (2 * h) for e in np.eye(3)])
-    H_fd = np.array([(mb.mnl_loss_grad_hess(X, y, w + h * e, 2.0)[1]
-                      - mb.mnl_loss_grad_hess(X, y, w - h * e, 2.0)[1]) / (2 * h) for e in np.eye(3)])
+    g_fd = np.array([(mnl.mnl_loss_grad_hess(X, y, w + h * e, 2.0)[0]
+                      - mnl.mnl_loss_grad_hess(X, y, w - h * e, 2.0)[0]) / (2 * h) for e in np.eye(3)])
+    H_fd = np.array([(mnl.mnl_loss_grad_hess(X, y, w + h * e, 2.0)[1]
+                      - mnl.mnl_loss_grad_hess(X, y, w - h * e, 2.0)[1]) / (2 * h) for e in np.eye(3)])
     np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(H, H_fd, rtol=1e-6, atol=1e-8)
     assert np.linalg.eigvalsh(H).min() > -1e-12  # PSD
@@ -51,9 +51,9 @@ def test_mnl_gradient_and_hessian_match_finite_differences():
 
 def test_revenue_and_variance_by_hand():
     v, r = np.array([1.0, 2.0, 3.0]), np.array([0.9, 0.5, 0.2])
-    assert mb.expected_revenue(v, r, np.array([0, 1]), 1.0) == pytest.approx(0.475)
-    assert mb.reward_variance(v, r, np.array([0, 1]), 1.0) == pytest.approx((0.81 + 0.5) / 4 - 0.475**2)
-    assert mb.expected_revenue(v, r, np.array([], dtype=int)) == 0.0
+    assert mnl.expected_revenue(v, r, np.array([0, 1]), 1.0) == pytest.approx(0.475)
+    assert mnl.reward_variance(v, r, np.array([0, 1]), 1.0) == pytest.approx((0.81 + 0.5) / 4 - 0.475**2)
+    assert mnl.expected_revenue(v, r, np.array([], dtype=int)) == 0.0
 
 
 @pytest.mark.parametrize("N", range(1, 9))
@@ -64,12 +64,12 @@ def test_optimal_assortment_matches_brute_force_on_small_instances(N):
         r = rng.random(N)
         v0 = float(rng.uniform(0.1, 5.0))
         for K in range(1, N + 1):
-            best = max((mb.expected_revenue(v, r, np.array(S), v0)
+            best = max((mnl.expected_revenue(v, r, np.array(S), v0)
                         for k in range(1, K + 1) for S in itertools.combinations(range(N), k)), default=0.0)
-            S, rev = mb.optimal_assortment(v, r, K, v0)
+            S, rev = mnl.optimal_assortment(v, r, K, v0)
             assert len(S) <= K
             assert rev == pytest.approx(best, rel=1e-12, abs=1e-14)
-            assert mb.expected_revenue(v, r, S, v0) == pytest.approx(rev, rel=1e-12)
+            assert mnl.expected_revenue(v, r, S, v0) == pytest.approx(rev, rel=1e-12)
 
 
 def test_optimal_assortment_matches_linprog():
@@ -77,15 +77,15 @@ def test_optimal_assortment_matches_linprog():
     for _ in range(40):
         N, K = 50, int(rng.integers(1, 12))
         v, r = np.exp(rng.normal(size=N)), rng.random(N)
-        S_b, rev_b = mb.optimal_assortment(v, r, K, 1.0, method="bisection")
-        S_l, rev_l = mb.optimal_assortment(v, r, K, 1.0, method="lp")
+        S_b, rev_b = mnl.optimal_assortment(v, r, K, 1.0, method="bisection")
+        S_l, rev_l = mnl.optimal_assortment(v, r, K, 1.0, method="lp")
         assert rev_b == pytest.approx(rev_l, abs=1e-8)
-        assert mb.expected_revenue(v, r, S_l, 1.0) == pytest.approx(rev_l, abs=1e-7)
+        assert mnl.expected_revenue(v, r, S_l, 1.0) == pytest.approx(rev_l, abs=1e-7)
 
 
 def test_uniform_rewards_give_top_k():
     v = np.array([0.5, 3.0, 1.0, 2.0])
-    S, rev = mb.optimal_assortment(v, np.ones(4), 2, 1.0)
+    S, rev = mnl.optimal_assortment(v, np.ones(4), 2, 1.0)
     assert S.tolist() == [1, 3] and rev == pytest.approx(5.0 / 6.0)
 
 
@@ -95,7 +95,7 @@ def test_projection_matches_scipy():
         A = rng.normal(size=(4, 4))
         M = A @ A.T + 0.1 * np.eye(4)
         w = rng.normal(size=4) * 3
-        u = mb.project_to_ball(w, M, 1.0)
+        u = mnl.project_to_ball(w, M, 1.0)
         ref = minimize(lambda z: (z - w) @ M @ (z - w), np.zeros(4), method="SLSQP",
                        constraints=[{"type": "ineq", "fun": lambda z: 1.0 - z @ z}], options={"ftol": 1e-14})
         assert np.linalg.norm(u) <= 1.0 + 1e-9
@@ -108,50 +108,50 @@ def test_omd_step_decreases_online_loss_on_fixed_sample():
         X = np.clip(rng.normal(size=(5, 5)), -0.45, 0.45)
         y = np.zeros(6)
         y[rng.integers(6)] = 1.0
-        est = mb.OMDEstimator(5, eta=2.0, lam=4.0, B=1.0)
+        est = mnl.OMDEstimator(5, eta=2.0, lam=4.0, B=1.0)
         est.w = rng.uniform(-0.2, 0.2, 5)
-        before = mb.mnl_loss_grad_hess(X, y, est.w)[0]
+        before = mnl.mnl_loss_grad_hess(X, y, est.w)[0]
         est.update(X, y)
-        assert mb.mnl_loss_grad_hess(X, y, est.w)[0] < before
+        assert mnl.mnl_loss_grad_hess(X, y, est.w)[0] < before
         assert np.linalg.norm(est.w) <= 1.0 + 1e-9
         np.testing.assert_allclose(est.H_inv @ est.H, np.eye(5), atol=1e-10)
 
 
 def test_radii_orders():
     # OFU-MNL++ radius has no K and grows like sqrt(log t); OFU-MNL+ grows with K.
-    assert mb.ofu_mnl_plus_beta(100, 15, 5) > mb.ofu_mnl_plus_beta(100, 5, 5) > 10 * mb.ofu_mnl_pp_beta(100, 5)
-    b1, b2 = mb.ofu_mnl_pp_beta(10**3, 5), mb.ofu_mnl_pp_beta(10**6, 5)
+    assert mnl.ofu_mnl_plus_beta(100, 15, 5) > mnl.ofu_mnl_plus_beta(100, 5, 5) > 10 * mnl.ofu_mnl_pp_beta(100, 5)
+    b1, b2 = mnl.ofu_mnl_pp_beta(10**3, 5), mnl.ofu_mnl_pp_beta(10**6, 5)
     assert b1 < b2 < 2 * b1
 
 
-@pytest.mark.parametrize("name", mb.ALGORITHMS)
+@pytest.mark.parametrize("name", mnl.ALGORITHMS)
 @pytest.mark.parametrize("reward", ["uniform", "nonuniform"])
 def test_algorithms_run_and_return_valid_assortments(name, reward):
-    env = mb.MNLBanditEnv(20, 3, 4, 1.0, reward, rng=0)
-    alg = mb.make_algorithm(name, 20, 4, 3, rng=np.random.default_rng(0))
-    res = mb.run_bandit(alg, env, 30)
+    env = mnl.MNLBanditEnv(20, 3, 4, 1.0, reward, rng=0)
+    alg = mnl.make_algorithm(name, 20, 4, 3, rng=np.random.default_rng(0))
+    res = mnl.run_bandit(alg, env, 30)
     assert res["regret"].shape == (30,) and np.all(np.diff(res["regret"]) >= -1e-12)
     assert np.all(res["sigma2"] >= 0) and np.all(res["time"] > 0)
 
 
 def test_ofu_mnl_pp_learns_quickly_on_easy_instance():
-    env = mb.MNLBanditEnv(30, 3, 3, 1.0, "uniform", rng=5)
-    res_pp = mb.run_bandit(mb.OFUMNLPlusPlus(30, 3, 3), env, 300)
+    env = mnl.MNLBanditEnv(30, 3, 3, 1.0, "uniform", rng=5)
+    res_pp = mnl.run_bandit(mnl.OFUMNLPlusPlus(30, 3, 3), env, 300)
     inst = np.diff(res_pp["regret"], prepend=0.0)
     assert inst[-100:].mean() < inst[:100].mean()
 
 
 def test_m2nl_exact_optimism_is_at_least_the_mle_and_feasible():
-    env = mb.MNLBanditEnv(8, 2, 2, 1.0, "uniform", rng=1)
-    alg = mb.OFUM2NL(8, 2, 2, optimism="exact")
-    mb.run_bandit(alg, env, 15)
+    env = mnl.MNLBanditEnv(8, 2, 2, 1.0, "uniform", rng=1)
+    alg = mnl.OFUM2NL(8, 2, 2, optimism="exact")
+    mnl.run_bandit(alg, env, 15)
     X, _ = env.contexts()
     alpha = alg._exact_alpha(X, 2.0)
     assert np.all(alpha >= X @ alg.w - 1e-9)
 
 
 def test_env_reset_replays_contexts():
-    env = mb.MNLBanditEnv(10, 3, 2, rng=7)
+    env = mnl.MNLBanditEnv(10, 3, 2, rng=7)
     X1, _ = env.contexts()
     env.reset()
     X2, _ = env.contexts()
@@ -160,7 +160,7 @@ def test_env_reset_replays_contexts():
 
 
 def test_batched_runner_matches_shapes_on_cpu():
-    res = mb.run_ofu_mnl_pp_batched(2, 12, 3, 3, 20, seed=0, xp=np)
+    res = mnl.run_ofu_mnl_pp_batched(2, 12, 3, 3, 20, rng=np.random.default_rng(0))
     assert res["regret"].shape == (2, 20) and res["time"].shape == (20,)
     assert np.all(np.diff(res["regret"], axis=1) >= -1e-12)
 
@@ -171,30 +171,30 @@ def test_batched_runner_matches_shapes_on_cpu():
 def test_bad_inputs_raise():
     v, r = np.ones(4), np.ones(4)
     with pytest.raises(ValueError, match="K"):
-        mb.optimal_assortment(v, r, 0)
+        mnl.optimal_assortment(v, r, 0)
     with pytest.raises(ValueError, match="K"):
-        mb.optimal_assortment(v, r, 5)
+        mnl.optimal_assortment(v, r, 5)
     with pytest.raises(TypeError, match="K"):
-        mb.optimal_assortment(v, r, 2.5)
+        mnl.optimal_assortment(v, r, 2.5)
     with pytest.raises(ValueError, match="v0"):
-        mb.optimal_assortment(v, r, 2, v0=-1.0)
+        mnl.optimal_assortment(v, r, 2, v0=-1.0)
     with pytest.raises(ValueError, match="finite"):
-        mb.optimal_assortment(np.array([1.0, np.nan, 1, 1]), r, 2)
+        mnl.optimal_assortment(np.array([1.0, np.nan, 1, 1]), r, 2)
     with pytest.raises(ValueError, match="positive"):
-        mb.optimal_assortment(np.array([1.0, 0.0, 1, 1]), r, 2)
+        mnl.optimal_assortment(np.array([1.0, 0.0, 1, 1]), r, 2)
     with pytest.raises(ValueError, match="method"):
-        mb.optimal_assortment(v, r, 2, method="greedy")
+        mnl.optimal_assortment(v, r, 2, method="greedy")
     with pytest.raises(ValueError, match="X_S"):
-        mb.mnl_probs(np.ones((3, 2)), np.ones(3))
+        mnl.mnl_probs(np.ones((3, 2)), np.ones(3))
     with pytest.raises(ValueError, match="y"):
-        mb.mnl_loss_grad_hess(np.ones((3, 2)), np.ones(3), np.ones(2))
+        mnl.mnl_loss_grad_hess(np.ones((3, 2)), np.ones(3), np.ones(2))
     with pytest.raises(ValueError, match="K"):
-        mb.MNLBanditEnv(5, 2, 6)
+        mnl.MNLBanditEnv(5, 2, 6)
     with pytest.raises(ValueError, match="v0"):
-        mb.MNLBanditEnv(5, 2, 2, v0=0.0)
+        mnl.MNLBanditEnv(5, 2, 2, v0=0.0)
     with pytest.raises(ValueError, match="reward"):
-        mb.MNLBanditEnv(5, 2, 2, reward="random")
-    alg = mb.OFUMNLPlusPlus(5, 2, 2)
+        mnl.MNLBanditEnv(5, 2, 2, reward="random")
+    alg = mnl.OFUMNLPlusPlus(5, 2, 2)
     with pytest.raises(ValueError, match="contexts"):
         alg.select(np.ones((4, 2)))
     with pytest.raises(ValueError, match="finite"):
@@ -205,11 +205,11 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="K=2"):
         alg.update(np.array([0, 1, 2]), np.zeros(4))
     with pytest.raises(ValueError, match="K"):
-        mb.OFUMNLPlus(3, 4, 2)
+        mnl.OFUMNLPlus(3, 4, 2)
     with pytest.raises(ValueError, match="optimism"):
-        mb.OFUM2NL(5, 2, 2, optimism="sampled")
+        mnl.OFUM2NL(5, 2, 2, optimism="sampled")
     with pytest.raises(ValueError, match="unknown algorithm"):
-        mb.make_algorithm("LinUCB", 5, 2, 2)
+        mnl.make_algorithm("LinUCB", 5, 2, 2)
 
 
 # ------------------------------------------------------------------------- argument checks (one per case)
@@ -218,109 +218,277 @@ def test_bad_inputs_raise():
 @pytest.mark.parametrize("bad", ["abc", np.random.RandomState(0), 1.5, True])
 def test_MNLBanditEnv_rejects_non_generator_rng(bad):
     with pytest.raises(TypeError, match="rng"):
-        mb.MNLBanditEnv(5, 3, 2, rng=bad)
+        mnl.MNLBanditEnv(5, 3, 2, rng=bad)
 
 
 def test_MNLBanditEnv_rejects_negative_seed():
     with pytest.raises(ValueError, match="rng"):
-        mb.MNLBanditEnv(5, 3, 2, rng=-1)
+        mnl.MNLBanditEnv(5, 3, 2, rng=-1)
 
 
 def test_MNLBanditEnv_accepts_generator_int_and_none():
-    a = mb.MNLBanditEnv(5, 3, 2, rng=np.random.default_rng(3)).contexts()[0]
-    b = mb.MNLBanditEnv(5, 3, 2, rng=np.int64(3)).contexts()[0]
+    a = mnl.MNLBanditEnv(5, 3, 2, rng=np.random.default_rng(3)).contexts()[0]
+    b = mnl.MNLBanditEnv(5, 3, 2, rng=np.int64(3)).contexts()[0]
     assert a.shape == b.shape == (5, 3)
-    assert mb.MNLBanditEnv(5, 3, 2, rng=None).contexts()[0].shape == (5, 3)
+    assert mnl.MNLBanditEnv(5, 3, 2, rng=None).contexts()[0].shape == (5, 3)
 
 
 def test_compare_algorithms_rejects_non_generator_rng():
     with pytest.raises(TypeError, match="rng"):
-        mb.compare_algorithms(["OFU-MNL++"], N=5, d=2, K=2, T=3, rng=0)
+        mnl.compare_algorithms(["OFU-MNL++"], N=5, d=2, K=2, T=3, rng=0)
 
 
 def test_compare_algorithms_rejects_string_names():
     with pytest.raises(TypeError, match="names"):
-        mb.compare_algorithms("OFU-MNL++", N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
+        mnl.compare_algorithms("OFU-MNL++", N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
 
 
 def test_compare_algorithms_rejects_unknown_or_empty_names():
     with pytest.raises(ValueError, match="names"):
-        mb.compare_algorithms(["OFU-MNL++", "LinUCB"], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
+        mnl.compare_algorithms(["OFU-MNL++", "LinUCB"], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="names"):
-        mb.compare_algorithms([], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
+        mnl.compare_algorithms([], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("n_seeds", [0, -2])
-def test_compare_algorithms_rejects_non_positive_n_seeds(n_seeds):
-    with pytest.raises(ValueError, match="n_seeds"):
-        mb.compare_algorithms(["OFU-MNL++"], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0), n_seeds=n_seeds)
+@pytest.mark.parametrize("n_reps", [0, -2])
+def test_compare_algorithms_rejects_non_positive_n_reps(n_reps):
+    with pytest.raises(ValueError, match="n_reps"):
+        mnl.compare_algorithms(["OFU-MNL++"], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0), n_reps=n_reps)
 
 
 @pytest.mark.parametrize("B", [-1.0, 0.0, np.nan])
 def test_project_to_ball_rejects_non_positive_radius(B):
     with pytest.raises(ValueError, match="B"):
-        mb.project_to_ball(np.ones(3) * 5, np.eye(3), B)
+        mnl.project_to_ball(np.ones(3) * 5, np.eye(3), B)
 
 
 @pytest.mark.parametrize("t", [-5, 0])
 def test_ofu_mnl_pp_beta_rejects_non_positive_round(t):
     with pytest.raises(ValueError, match="t must be"):
-        mb.ofu_mnl_pp_beta(t, 3)
+        mnl.ofu_mnl_pp_beta(t, 3)
 
 
 @pytest.mark.parametrize("delta", [2.0, 1.0, 0.0, -0.1])
 def test_ofu_mnl_pp_beta_rejects_delta_outside_unit_interval(delta):
     with pytest.raises(ValueError, match="delta"):
-        mb.ofu_mnl_pp_beta(10, 3, delta=delta)
+        mnl.ofu_mnl_pp_beta(10, 3, delta=delta)
 
 
 def test_ofu_mnl_plus_beta_rejects_non_positive_round_and_sizes():
     with pytest.raises(ValueError, match="t must be"):
-        mb.ofu_mnl_plus_beta(0, 5, 3)
+        mnl.ofu_mnl_plus_beta(0, 5, 3)
     with pytest.raises(ValueError, match="K must be"):
-        mb.ofu_mnl_plus_beta(10, 0, 3)
+        mnl.ofu_mnl_plus_beta(10, 0, 3)
     with pytest.raises(ValueError, match="B"):
-        mb.ofu_mnl_plus_beta(10, 5, 3, B=-1.0)
+        mnl.ofu_mnl_plus_beta(10, 5, 3, B=-1.0)
 
 
 def test_m2nl_beta_rejects_bad_round_and_delta():
     with pytest.raises(ValueError, match="t must be"):
-        mb.m2nl_beta(-1, 3)
+        mnl.m2nl_beta(-1, 3)
     with pytest.raises(ValueError, match="delta"):
-        mb.m2nl_beta(10, 3, delta=1.5)
+        mnl.m2nl_beta(10, 3, delta=1.5)
 
 
 def test_algorithms_reject_delta_outside_unit_interval():
     with pytest.raises(ValueError, match="delta"):
-        mb.OFUMNLPlusPlus(5, 2, 2, delta=2.0)
+        mnl.OFUMNLPlusPlus(5, 2, 2, delta=2.0)
     with pytest.raises(ValueError, match="delta"):
-        mb.OFUM2NL(5, 2, 2, delta=1.0)
+        mnl.OFUM2NL(5, 2, 2, delta=1.0)
 
 
 def test_TSMNL_rejects_non_generator_rng():
     with pytest.raises(TypeError, match="rng"):
-        mb.TSMNL(5, 2, 2, rng=0)
+        mnl.TSMNL(5, 2, 2, rng=0)
     with pytest.raises(TypeError, match="rng"):
-        mb.make_algorithm("TS-MNL", 5, 2, 2, rng=np.random.RandomState(0))
+        mnl.make_algorithm("TS-MNL", 5, 2, 2, rng=np.random.RandomState(0))
 
 
 def test_make_algorithm_rejects_non_string_name():
     with pytest.raises(TypeError, match="name"):
-        mb.make_algorithm(["OFU-MNL++"], 5, 2, 2)
+        mnl.make_algorithm(["OFU-MNL++"], 5, 2, 2)
 
 
 def test_run_bandit_rejects_bad_algorithm_and_env():
-    env = mb.MNLBanditEnv(5, 2, 2, rng=0)
+    env = mnl.MNLBanditEnv(5, 2, 2, rng=0)
     with pytest.raises(TypeError, match="algorithm"):
-        mb.run_bandit("OFU-MNL++", env, 3)
+        mnl.run_bandit("OFU-MNL++", env, 3)
     with pytest.raises(TypeError, match="env"):
-        mb.run_bandit(mb.OFUMNLPlusPlus(5, 2, 2), None, 3)
+        mnl.run_bandit(mnl.OFUMNLPlusPlus(5, 2, 2), None, 3)
 
 
-def test_run_ofu_mnl_pp_batched_rejects_bad_seed_and_scales():
-    with pytest.raises(ValueError, match="seed"):
-        mb.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, seed=-1, xp=np)
-    with pytest.raises(TypeError, match="seed"):
-        mb.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, seed=0.5, xp=np)
+def test_run_ofu_mnl_pp_batched_rejects_bad_rng_and_scales():
+    rng = np.random.default_rng(0)
+    with pytest.raises(TypeError, match="rng"):  # a seed is refused: the book passes a Generator
+        mnl.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, rng=-1)
+    with pytest.raises(TypeError, match="rng"):
+        mnl.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, rng=0.5)
     with pytest.raises(ValueError, match="beta_scale"):
-        mb.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, beta_scale=-1.0, xp=np)
+        mnl.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, rng=rng, beta_scale=-1.0)
+    with pytest.raises(ValueError, match="n_reps"):
+        mnl.run_ofu_mnl_pp_batched(0, 6, 2, 2, 3, rng=rng)
+
+
+def test_run_ofu_mnl_pp_batched_is_reproducible_from_its_generator():
+    a = mnl.run_ofu_mnl_pp_batched(2, 8, 3, 2, 6, rng=np.random.default_rng(4))
+    b = mnl.run_ofu_mnl_pp_batched(2, 8, 3, 2, 6, rng=np.random.default_rng(4))
+    np.testing.assert_array_equal(a["regret"], b["regret"])
+
+
+# ------------------------------------------------------------------------- defaults
+
+
+def test_defaults_are_the_one_frozen_settings_object():
+    assert isinstance(mnl.DEFAULTS, mnl.MNLDefaults)
+    assert (mnl.DEFAULTS.N, mnl.DEFAULTS.d, mnl.DEFAULTS.K, mnl.DEFAULTS.v0, mnl.DEFAULTS.B) == (100, 5, 5, 1.0, 1.0)
+    with pytest.raises(Exception):
+        mnl.DEFAULTS.N = 3  # frozen
+
+
+# ------------------------------------------------------------------------- bug fixes (issue 13)
+
+
+def _trained_estimator(rng):
+    est = mnl.OMDEstimator(3, eta=2.0, lam=4.0, B=1.0)
+    for _ in range(5):
+        X = rng.normal(size=(4, 3)) * 0.3
+        y = np.eye(5)[rng.integers(5)]
+        est.update(X, y)
+    return est
+
+
+def _state(est):
+    return est.w.copy(), est.H.copy(), est.H_inv.copy()
+
+
+def _assert_state(est, state):
+    for a, b in zip(_state(est), state):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_OMDEstimator_refuses_non_finite_context_and_keeps_its_state(bad):
+    # before the fix one NaN context made w, H and H^{-1} NaN for good
+    rng = np.random.default_rng(0)
+    est = _trained_estimator(rng)
+    state = _state(est)
+    X = rng.normal(size=(4, 3)) * 0.3
+    X[1, 2] = bad
+    with pytest.raises(ValueError, match="X_S"):
+        est.update(X, np.eye(5)[0])
+    _assert_state(est, state)
+    est.update(rng.normal(size=(4, 3)) * 0.3, np.eye(5)[2])  # still learns afterwards
+    assert np.all(np.isfinite(est.w)) and np.all(np.isfinite(est.H_inv))
+
+
+def test_OMDEstimator_refuses_non_finite_or_misshapen_feedback_and_keeps_its_state():
+    rng = np.random.default_rng(1)
+    est = _trained_estimator(rng)
+    state = _state(est)
+    X = rng.normal(size=(4, 3)) * 0.3
+    with pytest.raises(ValueError, match="y"):
+        est.update(X, np.array([np.nan, 0, 0, 0, 1.0]))
+    with pytest.raises(ValueError, match="y"):
+        est.update(X, np.eye(4)[0])
+    with pytest.raises(ValueError, match="X_S"):
+        est.update(rng.normal(size=(4, 2)), np.eye(5)[0])
+    _assert_state(est, state)
+
+
+def test_bandit_refuses_non_finite_feedback_and_keeps_its_state():
+    alg = mnl.OFUMNLPlusPlus(6, 2, 3)
+    S = alg.select(np.random.default_rng(2).normal(size=(6, 3)) * 0.3)
+    state, t = _state(alg.est), alg.t
+    with pytest.raises(ValueError, match="y"):
+        alg.update(S, np.full(S.size + 1, np.nan))
+    _assert_state(alg.est, state)
+    assert alg.t == t
+
+
+def test_OMD_step_refuses_a_non_finite_solve_and_keeps_its_state(monkeypatch):
+    # every linear-system result is checked before it is used; before the fix a NaN Newton step
+    # slipped through the projection (NaN norms are never "outside the ball") into w
+    rng = np.random.default_rng(3)
+    est = _trained_estimator(rng)
+    state = _state(est)
+    monkeypatch.setattr(np.linalg, "solve", lambda a, b: np.full(np.shape(b), np.nan))
+    with pytest.raises(np.linalg.LinAlgError, match="Newton step"):
+        est.update(rng.normal(size=(4, 3)) * 0.3, np.eye(5)[0])
+    _assert_state(est, state)
+
+
+def test_OMD_step_refuses_a_non_finite_inverse_and_keeps_its_state(monkeypatch):
+    rng = np.random.default_rng(4)
+    est = _trained_estimator(rng)
+    state = _state(est)
+    monkeypatch.setattr(np.linalg, "inv", lambda a: np.full(np.shape(a), np.nan))
+    with pytest.raises(np.linalg.LinAlgError, match="inverse Hessian"):
+        est.update(rng.normal(size=(4, 3)) * 0.3, np.eye(5)[0])
+    _assert_state(est, state)
+
+
+def test_OFUM2NL_refit_refuses_a_non_finite_inverse_and_keeps_its_estimate(monkeypatch):
+    env = mnl.MNLBanditEnv(8, 2, 2, rng=1)
+    alg = mnl.OFUM2NL(8, 2, 2)
+    mnl.run_bandit(alg, env, 5)
+    w, H_inv = alg.w.copy(), alg.H_inv.copy()
+    X, r = env.contexts()
+    S = alg.select(X, r)
+    y, _ = env.step(S)
+    monkeypatch.setattr(np.linalg, "inv", lambda a: np.full(np.shape(a), np.nan))
+    with pytest.raises(np.linalg.LinAlgError, match="inverse Hessian"):
+        alg.update(S, y)
+    np.testing.assert_array_equal(alg.w, w)
+    np.testing.assert_array_equal(alg.H_inv, H_inv)
+
+
+def test_UCBMNL_refuses_a_non_finite_gram_inverse(monkeypatch):
+    alg = mnl.UCBMNL(6, 2, 3)
+    S = alg.select(np.random.default_rng(5).normal(size=(6, 3)) * 0.3)
+    V = alg.V.copy()
+    monkeypatch.setattr(np.linalg, "inv", lambda a: np.full(np.shape(a), np.nan))
+    with pytest.raises(np.linalg.LinAlgError, match="Gram"):
+        alg.update(S, np.eye(S.size + 1)[0])
+    np.testing.assert_array_equal(alg.V, V)
+
+
+def test_project_to_ball_refuses_non_finite_or_misshapen_input():
+    # before the fix a NaN point came back unchanged (its norm is never > B)
+    with pytest.raises(ValueError, match="w"):
+        mnl.project_to_ball(np.array([np.nan, 5.0, 0.0]), np.eye(3), 1.0)
+    with pytest.raises(ValueError, match="M"):
+        mnl.project_to_ball(np.ones(3) * 5, np.eye(2), 1.0)
+
+
+def test_project_to_ball_result_is_feasible_and_checked():
+    rng = np.random.default_rng(6)
+    A = rng.normal(size=(10, 4, 4))
+    M = A @ A.transpose(0, 2, 1) + 0.1 * np.eye(4)
+    u = mnl.project_to_ball(rng.normal(size=(10, 4)) * 5, M, 1.0)
+    assert np.all(np.linalg.norm(u, axis=-1) <= 1.0 + 1e-8)
+    with pytest.raises(np.linalg.LinAlgError, match="left the ball"):
+        mnl.method._in_ball(np.array([[2.0, 0.0]]), 1.0)
+
+
+def test_lp_answer_is_checked_for_feasibility():
+    from types import SimpleNamespace
+
+    A_ub, A_eq = np.array([[1.0, -1.0]]), np.ones((1, 2))
+    ok = SimpleNamespace(status=0, message="", x=np.array([0.5, 0.5]), fun=-0.5)
+    mnl.model._check_lp_solution(ok, A_ub, A_eq)
+    for x in (np.array([0.9, 0.3]), np.array([np.nan, 0.5]), np.array([-0.2, 1.2])):
+        with pytest.raises(RuntimeError, match="linprog"):
+            mnl.model._check_lp_solution(SimpleNamespace(status=0, message="", x=x, fun=-0.5), A_ub, A_eq)
+
+
+def test_library_oracle_is_the_kernel_dispatcher(monkeypatch):
+    # one CPU path: optimal_assortment(method="bisection") and the bandits call the kernel's dispatcher
+    from icml25.kernels import mnl_bandits
+
+    calls = []
+    real = mnl_bandits.assortment_bisection
+    monkeypatch.setattr(mnl_bandits, "assortment_bisection", lambda *a: calls.append(a) or real(*a))
+    S, rev = mnl.optimal_assortment(np.array([1.0, 2, 3]), np.array([0.9, 0.5, 0.2]), 2)
+    assert calls and S.tolist() == [0, 1] and rev == pytest.approx(0.475)
+    mnl.OFUMNLPlusPlus(5, 2, 2).select(np.zeros((5, 2)))
+    assert len(calls) == 2
