@@ -23,10 +23,14 @@ Quantization: ``w~ = w / s`` (0 when ``s == 0``), ``code = #{k : t_k < w~}`` (a 
 on a threshold goes to the lower bin) = ``searchsorted(t, w~, side="left")``.
 Dequantization: ``W_hat[c, j] = lut[c, code[c, j]] * absmax[c, j // g]`` in float32, then cast.
 
+The public functions validate their arguments once (with :mod:`icml25.checks`) into a frozen
+:class:`PackedLayout` (bits, offsets, ``n``, ``g``) or :class:`PackedWeight` (a layout plus its
+code bytes, levels and scales); the private functions that hold the math trust those values.
+
 For each kernel ``f`` in ``lowbit.cu``: ``f_reference`` (NumPy, vectorised per precision class:
 all rows with the same ``b`` at once), ``f_gpu`` (CuPy launcher) and ``f`` (dispatcher).
-The dispatchers return the kind of array they were given: NumPy in -> NumPy out, CuPy in ->
-CuPy out, torch in -> torch out (same device). They run the CUDA kernel when the input lives on
+The dispatchers return the kind of array they were given: NumPy in -> NumPy out, torch in ->
+torch out (same device), CuPy in -> CuPy out. They run the CUDA kernel when the input lives on
 the device (CuPy, CUDA torch), or for NumPy input when :func:`icml25.common.gpu_available` says
 so (copied to the device and back); CPU torch tensors always take the CPU path (the NumPy
 reference, whose table look-up measured faster than the same gathers written in torch).
@@ -34,15 +38,21 @@ reference, whose table look-up measured faster than the same gathers written in 
 
 from __future__ import annotations
 
-import numbers
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from icml25.checks import check_array, check_int
 from icml25.common import gpu_available, to_numpy
 
 __all__ = [
     "ALLOWED_BITS",
     "LUT_WIDTH",
+    "PackedLayout",
+    "PackedWeight",
     "row_nbytes",
     "make_row_offsets",
     "pack_codes",
@@ -68,49 +78,169 @@ MAX_SHARED_BYTES = 227 * 1024  # opt-in shared memory per block on sm_90 (H100/H
 
 
 # ---------------------------------------------------------------------------------------------
-# validation helpers (public boundary)
+# the validated layout (public boundary -> trusted values)
 # ---------------------------------------------------------------------------------------------
-def _is_torch(a) -> bool:
+@dataclass(frozen=True)
+class PackedLayout:
+    """Where every row of a packed ``(m, n)`` weight lives; validated once, then trusted.
+
+    Attributes:
+        row_bits: (m,) int64, each in :data:`ALLOWED_BITS`.
+        row_offsets: (m+1,) int64, ``[0, cumsum(ceil(n b_c / 8))]`` (:func:`make_row_offsets`).
+        n: codes per row, >= 1.
+        group: ``g``, the absmax block size, dividing ``n`` (``None`` for a layout of codes
+            only, as :func:`unpack_codes` uses).
+    """
+
+    row_bits: np.ndarray
+    row_offsets: np.ndarray
+    n: int
+    group: int | None = None
+
+    @property
+    def m(self) -> int:
+        """Number of rows (output channels)."""
+        return int(self.row_bits.size)
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the code buffer, ``row_offsets[-1]`` bytes."""
+        return int(self.row_offsets[-1])
+
+    def classes(self) -> Iterator[tuple[int, np.ndarray]]:
+        """``(b, rows)`` for each precision present, ``rows`` the (k,) int64 indices with ``b_c = b``."""
+        return _classes(self.row_bits)
+
+
+@dataclass(frozen=True)
+class PackedWeight:
+    """A packed weight: a :class:`PackedLayout` and its buffers, validated once, then trusted.
+
+    Attributes:
+        layout: the rows' precisions and offsets, ``n`` and ``g``.
+        packed: (layout.nbytes,) uint8 codes (NumPy, or CuPy on the GPU path).
+        lut: (m, 16) float32 finite levels.
+        absmax: (m, n // g) float32 finite group scales.
+    """
+
+    layout: PackedLayout
+    packed: Any
+    lut: Any
+    absmax: Any
+
+
+def _is_torch(a: Any) -> bool:
     return type(a).__module__.startswith("torch")
 
 
-def _is_cupy(a) -> bool:
+def _is_cupy(a: Any) -> bool:
     return type(a).__module__.startswith("cupy")
 
 
-def _check_int(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+def _real_numpy(a: Any) -> Any:
+    """torch floating tensors (bfloat16 included, which NumPy lacks) as float32 NumPy; anything
+    else unchanged (the shared validators convert it)."""
+    if _is_torch(a) and a.is_floating_point():
+        return a.detach().float().cpu().numpy()
+    return a
 
 
-def _check_row_bits(row_bits, m: int | None = None) -> np.ndarray:
-    rb = np.asarray(to_numpy(row_bits))
-    if rb.ndim != 1:
-        raise ValueError(f"row_bits must be a 1-D array of per-row precisions, got shape {rb.shape}")
-    if m is not None and rb.shape[0] != m:
-        raise ValueError(f"row_bits must have shape ({m},), got {rb.shape}")
-    if rb.size and not (np.issubdtype(rb.dtype, np.integer) or np.issubdtype(rb.dtype, np.floating)):
-        raise ValueError(f"row_bits must be integers in {ALLOWED_BITS}, got dtype {rb.dtype}")
+def _check_row_bits(row_bits: ArrayLike, m: int | None = None) -> np.ndarray:
+    """(m,) int64 precisions, each in :data:`ALLOWED_BITS` (the format's own rule)."""
+    rb = check_array(row_bits, "row_bits", kind="number", shape=None if m is None else (m,), ndim=1,
+                     finite=False)
     if rb.size and not np.isin(rb, ALLOWED_BITS).all():
         bad = np.unique(rb[~np.isin(rb, ALLOWED_BITS)])
         raise ValueError(f"row_bits must lie in {ALLOWED_BITS}, got {bad[:5].tolist()}")
     return rb.astype(np.int64)
 
 
-def _check_group(group, n: int) -> int:
-    g = _check_int(group, "group")
+def _check_group(group: Any, n: int) -> int:
+    """``g`` as an int >= 1 dividing the row length ``n`` (the format's own rule)."""
+    g = check_int(group, "group", low=1)
     if n % g:
         raise ValueError(f"group={g} must divide the row length n={n}")
     return g
 
 
-def _check_finite(a: np.ndarray, name: str) -> None:
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains NaN or inf")
+def _check_layout(row_offsets: ArrayLike | None, row_bits: ArrayLike, n: Any, group: Any = None,
+                  m: int | None = None) -> PackedLayout:
+    """A :class:`PackedLayout` from user arrays; ``row_offsets=None`` derives them from the bits.
+
+    Offsets and bits are (m+1,) and (m,) integers, small, and always checked on host copies.
+    """
+    n = check_int(n, "n", low=1)
+    rb = _check_row_bits(row_bits, m)
+    g = None if group is None else _check_group(group, n)
+    expected = _row_offsets(rb, n)
+    if row_offsets is not None:
+        offsets = check_array(row_offsets, "row_offsets", kind="int", shape=(rb.size + 1,))
+        if not np.array_equal(offsets, expected):
+            raise ValueError("row_offsets must start at 0 and step by ceil(n * row_bits / 8) per row "
+                             f"(n={n}); first mismatch at row {int(np.argmax(offsets != expected))}")
+    return PackedLayout(rb, expected, n, g)
 
 
-def row_nbytes(row_bits, n: int) -> np.ndarray:
+def _check_packed_bytes(packed: ArrayLike, layout: PackedLayout) -> np.ndarray:
+    """The (layout.nbytes,) uint8 code buffer on the host."""
+    packed = np.asarray(to_numpy(packed))
+    if packed.ndim != 1 or packed.dtype != np.uint8:
+        raise ValueError(f"packed must be a 1-D uint8 array, got dtype {packed.dtype} shape {packed.shape}")
+    if packed.size != layout.nbytes:
+        raise ValueError(f"packed must hold row_offsets[-1] = {layout.nbytes} bytes, got {packed.size}")
+    return packed
+
+
+def _check_packed_weight(packed: ArrayLike, row_offsets: ArrayLike, row_bits: ArrayLike, lut: ArrayLike,
+                         absmax: ArrayLike, n: Any, group: Any) -> PackedWeight:
+    """A :class:`PackedWeight` on the host: layout, code bytes, finite (m, 16) levels and scales."""
+    layout = _check_layout(row_offsets, row_bits, n, group)
+    m = layout.m
+    return PackedWeight(layout, _check_packed_bytes(packed, layout),
+                        check_array(lut, "lut", shape=(m, LUT_WIDTH), dtype=np.float32),
+                        check_array(absmax, "absmax", shape=(m, layout.n // layout.group), dtype=np.float32))
+
+
+def _check_weight(W: ArrayLike, name: str = "W") -> np.ndarray:
+    """A non-empty, finite (m, n) weight as float32 (torch tensors of any float dtype accepted)."""
+    return check_array(_real_numpy(W), name, ndim=2, min_size=1, dtype=np.float32)
+
+
+def _check_thresholds(thresholds: ArrayLike, rb: np.ndarray) -> np.ndarray:
+    """(m, 15) float32 thresholds, each row's first ``2^b - 1`` entries non-NaN and non-decreasing."""
+    t = check_array(thresholds, "thresholds", shape=(rb.size, THRESHOLD_WIDTH), dtype=np.float32, finite=False)
+    for b, rows in _classes(rb):
+        active = t[rows, : (1 << b) - 1]
+        if np.isnan(active).any():
+            raise ValueError(f"thresholds contain NaN in the first 2^b - 1 entries (b={b})")
+        if b > 1 and (active[:, 1:] < active[:, :-1]).any():  # a comparison, so +-inf entries are fine
+            raise ValueError(f"thresholds must be non-decreasing within each row (b={b})")
+    return t
+
+
+def _check_out_dtype(out_dtype: Any) -> np.dtype:
+    """float32 or float16 as a NumPy dtype, from a NumPy or torch dtype."""
+    try:
+        dt = np.dtype(out_dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt not in (np.dtype(np.float32), np.dtype(np.float16)):
+        # torch dtypes
+        name = str(out_dtype).replace("torch.", "")
+        if name in ("float32", "float16", "half", "float"):
+            return np.dtype(np.float16 if name in ("float16", "half") else np.float32)
+        raise ValueError(f"out_dtype must be float32 or float16, got {out_dtype!r}")
+    return dt
+
+
+def _row_offsets(rb: np.ndarray, n: int) -> np.ndarray:
+    """``[0, cumsum(ceil(n b_c / 8))]`` (m+1,) int64 for trusted bits."""
+    offsets = np.zeros(rb.size + 1, dtype=np.int64)
+    np.cumsum((n * rb + 7) // 8, out=offsets[1:])
+    return offsets
+
+
+def row_nbytes(row_bits: ArrayLike, n: int) -> np.ndarray:
     """Bytes per packed row, ``ceil(n b_c / 8)``.
 
     Args:
@@ -121,43 +251,27 @@ def row_nbytes(row_bits, n: int) -> np.ndarray:
         (m,) int64.
 
     Raises:
-        ValueError: bits outside {1, 2, 4} or n < 1.
+        TypeError: ``n`` not an integer, ``row_bits`` not numeric.
+        ValueError: bits outside {1, 2, 4}, ``row_bits`` not 1-D, or n < 1.
     """
-    n = _check_int(n, "n")
+    n = check_int(n, "n", low=1)
     rb = _check_row_bits(row_bits)
     return (n * rb + 7) // 8
 
 
-def make_row_offsets(row_bits, n: int) -> np.ndarray:
+def make_row_offsets(row_bits: ArrayLike, n: int) -> np.ndarray:
     """Byte offsets of the rows in ``packed``: (m+1,) int64, ``[0, cumsum(ceil(n b_c / 8))]``.
 
+    Args:
+        row_bits: (m,) int in {1, 2, 4}.
+        n: row length (codes per row), >= 1.
+
     Raises:
+        TypeError: ``n`` not an integer, ``row_bits`` not numeric.
         ValueError: bits outside {1, 2, 4} or n < 1.
     """
-    nb = row_nbytes(row_bits, n)
-    offsets = np.zeros(nb.size + 1, dtype=np.int64)
-    np.cumsum(nb, out=offsets[1:])
-    return offsets
-
-
-def _check_packed(packed, row_offsets, row_bits, n) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    n = _check_int(n, "n")
-    packed = np.asarray(to_numpy(packed))
-    if packed.ndim != 1 or packed.dtype != np.uint8:
-        raise ValueError(f"packed must be a 1-D uint8 array, got dtype {packed.dtype} shape {packed.shape}")
-    rb = _check_row_bits(row_bits)
-    offsets = np.asarray(to_numpy(row_offsets))
-    if offsets.shape != (rb.size + 1,) or not np.issubdtype(offsets.dtype, np.integer):
-        raise ValueError(f"row_offsets must be an integer array of shape ({rb.size + 1},), got "
-                         f"dtype {offsets.dtype} shape {offsets.shape}")
-    offsets = offsets.astype(np.int64)
-    expected = make_row_offsets(rb, n)
-    if not np.array_equal(offsets, expected):
-        raise ValueError("row_offsets must start at 0 and step by ceil(n * row_bits / 8) per row "
-                         f"(n={n}); first mismatch at row {int(np.argmax(offsets != expected))}")
-    if packed.size != expected[-1]:
-        raise ValueError(f"packed must hold row_offsets[-1] = {int(expected[-1])} bytes, got {packed.size}")
-    return packed, offsets, rb, n
+    n = check_int(n, "n", low=1)
+    return _row_offsets(_check_row_bits(row_bits), n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,7 +325,7 @@ def _gather_rows(packed: np.ndarray, offsets: np.ndarray, rows: np.ndarray, nbyt
     return words.view(np.uint8).reshape(rows.size, nbytes)
 
 
-def _classes(rb: np.ndarray):
+def _classes(rb: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     """(b, rows with that b) for each precision present."""
     for b in ALLOWED_BITS:
         rows = np.flatnonzero(rb == b)
@@ -219,7 +333,16 @@ def _classes(rb: np.ndarray):
             yield b, rows
 
 
-def pack_codes(codes, row_bits) -> tuple[np.ndarray, np.ndarray]:
+def _pack(codes: np.ndarray, layout: PackedLayout) -> np.ndarray:
+    """The code buffer of trusted (m, n) uint8 codes, rows of one precision packed together."""
+    packed = np.empty(layout.nbytes, dtype=np.uint8)
+    for b, rows in layout.classes():
+        nbytes = (layout.n * b + 7) // 8
+        packed[layout.row_offsets[rows][:, None] + np.arange(nbytes)] = _pack_rows(codes[rows], b)
+    return packed
+
+
+def pack_codes(codes: ArrayLike, row_bits: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Pack per-row ``b_c``-bit codes into one byte buffer (the format in the module docstring).
 
     Rows with the same precision are packed together (vectorised); codes go LSB-first.
@@ -232,78 +355,61 @@ def pack_codes(codes, row_bits) -> tuple[np.ndarray, np.ndarray]:
         ``(packed, row_offsets)``: (sum_c ceil(n b_c / 8),) uint8 and (m+1,) int64.
 
     Raises:
-        ValueError: codes not a 2-D integer array, row_bits of the wrong shape or outside
-            {1, 2, 4}, or a code out of range for its row's precision.
+        TypeError: codes not an integer array.
+        ValueError: codes not 2-D with n >= 1, row_bits of the wrong shape or outside {1, 2, 4},
+            or a code out of range for its row's precision.
     """
-    codes = np.asarray(to_numpy(codes))
-    if codes.ndim != 2 or codes.shape[1] == 0:
+    codes = check_array(codes, "codes", kind="int", ndim=2)
+    if codes.shape[1] == 0:
         raise ValueError(f"codes must be a 2-D array (m, n) with n >= 1, got shape {codes.shape}")
-    if not np.issubdtype(codes.dtype, np.integer):
-        raise ValueError(f"codes must have an integer dtype, got {codes.dtype}")
     m, n = codes.shape
-    rb = _check_row_bits(row_bits, m)
+    layout = _check_layout(None, row_bits, n, m=m)
+    rb = layout.row_bits
     if codes.size:
         bad = (codes < 0) | (codes >= (1 << rb)[:, None])
         if bad.any():
             r, j = np.argwhere(bad)[0]
             raise ValueError(f"codes out of range: codes[{r}, {j}] = {int(codes[r, j])} needs "
                              f"0 <= code < 2^{int(rb[r])}")
-    codes = codes.astype(np.uint8, copy=False)
-    offsets = make_row_offsets(rb, n)
-    packed = np.empty(int(offsets[-1]), dtype=np.uint8)
-    for b, rows in _classes(rb):
+    return _pack(codes.astype(np.uint8), layout), layout.row_offsets
+
+
+def _unpack(packed: np.ndarray, layout: PackedLayout) -> np.ndarray:
+    """(m, n) uint8 codes of a trusted code buffer."""
+    n = layout.n
+    out = np.empty((layout.m, n), dtype=np.uint8)
+    for b, rows in layout.classes():
         nbytes = (n * b + 7) // 8
-        packed[offsets[rows][:, None] + np.arange(nbytes)] = _pack_rows(codes[rows], b)
-    return packed, offsets
+        out[rows] = _unpack_rows(_gather_rows(packed, layout.row_offsets, rows, nbytes), b, n)
+    return out
 
 
-def unpack_codes(packed, row_offsets, row_bits, n: int) -> np.ndarray:
+def unpack_codes(packed: ArrayLike, row_offsets: ArrayLike, row_bits: ArrayLike, n: int) -> np.ndarray:
     """Inverse of :func:`pack_codes`: the (m, n) uint8 codes.
 
     Args:
         packed: (row_offsets[-1],) uint8.
         row_offsets: (m+1,) int, as returned by :func:`pack_codes`.
         row_bits: (m,) int in {1, 2, 4}.
-        n: codes per row.
+        n: codes per row, >= 1.
 
     Returns:
         (m, n) uint8.
 
     Raises:
+        TypeError: ``n`` not an integer, offsets or bits not integer/numeric arrays.
         ValueError: packed not 1-D uint8, bits outside {1, 2, 4}, or offsets inconsistent with
             ``n`` and ``row_bits`` / the size of ``packed``.
     """
-    packed, offsets, rb, n = _check_packed(packed, row_offsets, row_bits, n)
-    out = np.empty((rb.size, n), dtype=np.uint8)
-    for b, rows in _classes(rb):
-        nbytes = (n * b + 7) // 8
-        out[rows] = _unpack_rows(_gather_rows(packed, offsets, rows, nbytes), b, n)
-    return out
+    layout = _check_layout(row_offsets, row_bits, n)
+    return _unpack(_check_packed_bytes(packed, layout), layout)
 
 
 # ---------------------------------------------------------------------------------------------
 # quantize
 # ---------------------------------------------------------------------------------------------
-def _real_numpy(a) -> np.ndarray:
-    """NumPy view of ``a``; torch floating tensors (bfloat16 included, which NumPy lacks) go
-    through float32."""
-    if _is_torch(a) and a.is_floating_point():
-        a = a.detach().float()
-    return np.asarray(to_numpy(a))
-
-
-def _check_weight(W) -> np.ndarray:
-    W = _real_numpy(W)
-    if W.ndim != 2 or 0 in W.shape:
-        raise ValueError(f"W must be a non-empty 2-D array (m, n), got shape {W.shape}")
-    if not (np.issubdtype(W.dtype, np.floating) or np.issubdtype(W.dtype, np.integer)):
-        raise ValueError(f"W must be a real array, got dtype {W.dtype}")
-    W = W.astype(np.float32, copy=False)
-    _check_finite(W, "W")
-    return W
-
-
 def _blockwise_absmax(W32: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """``s = max_{j in group} |w_j|`` and ``w~ = w / s`` (0 where ``s = 0``), float32."""
     m, n = W32.shape
     blocks = W32.reshape(m, n // g, g)
     absmax = np.abs(blocks).max(axis=2)
@@ -312,39 +418,25 @@ def _blockwise_absmax(W32: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
     return W_norm, absmax
 
 
-def blockwise_absmax(W, group: int = 64) -> tuple[np.ndarray, np.ndarray]:
+def blockwise_absmax(W: ArrayLike, group: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """Normalise each group of ``group`` consecutive weights of a row by its absmax.
 
     ``s = max_{j in group} |w_j|`` and ``w~ = w / s`` in float32 (``w~ = 0`` where ``s = 0``),
     so ``w~`` lies in [-1, 1] (the block-wise scaling of QLoRA that LowRA keeps, Sec. 3).
 
     Args:
-        W: (m, n) real array (cast to float32 first).
+        W: (m, n) real array or tensor (cast to float32 first).
         group: g, dividing n.
 
     Returns:
         ``(W_norm, absmax)``: (m, n) float32 and (m, n // g) float32.
 
     Raises:
+        TypeError: W not real, group not an integer.
         ValueError: W not 2-D/non-empty, NaN or inf in W, or g not dividing n.
     """
     W32 = _check_weight(W)
-    g = _check_group(group, W32.shape[1])
-    return _blockwise_absmax(W32, g)
-
-
-def _check_thresholds(thresholds, rb: np.ndarray) -> np.ndarray:
-    t = np.asarray(to_numpy(thresholds))
-    if t.shape != (rb.size, THRESHOLD_WIDTH):
-        raise ValueError(f"thresholds must have shape ({rb.size}, {THRESHOLD_WIDTH}), got {t.shape}")
-    t = t.astype(np.float32, copy=False)
-    for b, rows in _classes(rb):
-        active = t[rows, : (1 << b) - 1]
-        if np.isnan(active).any():
-            raise ValueError(f"thresholds contain NaN in the first 2^b - 1 entries (b={b})")
-        if b > 1 and (active[:, 1:] < active[:, :-1]).any():  # a comparison, so +-inf entries are fine
-            raise ValueError(f"thresholds must be non-decreasing within each row (b={b})")
-    return t
+    return _blockwise_absmax(W32, _check_group(group, W32.shape[1]))
 
 
 def _codes_from_normalised(W_norm: np.ndarray, t: np.ndarray, rb: np.ndarray) -> np.ndarray:
@@ -360,15 +452,16 @@ def _codes_from_normalised(W_norm: np.ndarray, t: np.ndarray, rb: np.ndarray) ->
     return codes
 
 
-def quantize_mixed_reference(W, row_bits, thresholds, group: int = 64):
-    """Quantize ``W`` to per-row precisions and pack it (NumPy; the readable definition).
+def quantize_mixed_reference(W: ArrayLike, row_bits: ArrayLike, thresholds: ArrayLike,
+                             group: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Quantize ``W`` into the packed format with per-row precisions and thresholds (NumPy).
 
     Per group: ``w~ = w / absmax`` (:func:`blockwise_absmax`); per row ``c``:
     ``code = #{k < 2^b_c - 1 : t_{c,k} < w~}`` (the LowRA quantizer with the row's learned
     thresholds, Sec. 4.1); then :func:`pack_codes`.
 
     Args:
-        W: (m, n) real array.
+        W: (m, n) real array or tensor.
         row_bits: (m,) int in {1, 2, 4}.
         thresholds: (m, 15) float, row c's first 2^b_c - 1 entries non-decreasing (rest ignored).
         group: g, dividing n.
@@ -378,54 +471,27 @@ def quantize_mixed_reference(W, row_bits, thresholds, group: int = 64):
         float32 (m, n // g).
 
     Raises:
+        TypeError: W, row_bits or thresholds not real arrays, group not an integer.
         ValueError: bad shapes, NaN/inf in W, bits outside {1, 2, 4}, g not dividing n, NaN or
             decreasing thresholds.
     """
     W32 = _check_weight(W)
     m, n = W32.shape
-    g = _check_group(group, n)
-    rb = _check_row_bits(row_bits, m)
-    t = _check_thresholds(thresholds, rb)
-    W_norm, absmax = _blockwise_absmax(W32, g)
-    codes = _codes_from_normalised(W_norm, t, rb)
-    packed, offsets = pack_codes(codes, rb)
-    return packed, offsets, absmax
+    layout = _check_layout(None, row_bits, n, group, m=m)
+    t = _check_thresholds(thresholds, layout.row_bits)
+    return _quantize(W32, t, layout)
+
+
+def _quantize(W32: np.ndarray, t: np.ndarray, layout: PackedLayout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Normalise, bin with the rows' thresholds, pack (trusted inputs)."""
+    W_norm, absmax = _blockwise_absmax(W32, layout.group)
+    codes = _codes_from_normalised(W_norm, t, layout.row_bits)
+    return _pack(codes, layout), layout.row_offsets, absmax
 
 
 # ---------------------------------------------------------------------------------------------
 # dequantize
 # ---------------------------------------------------------------------------------------------
-def _check_out_dtype(out_dtype) -> np.dtype:
-    try:
-        dt = np.dtype(out_dtype)
-    except TypeError:
-        dt = None
-    if dt is None or dt not in (np.dtype(np.float32), np.dtype(np.float16)):
-        # torch dtypes
-        name = str(out_dtype).replace("torch.", "")
-        if name in ("float32", "float16", "half", "float"):
-            return np.dtype(np.float16 if name in ("float16", "half") else np.float32)
-        raise ValueError(f"out_dtype must be float32 or float16, got {out_dtype!r}")
-    return dt
-
-
-def _check_dequant(packed, row_offsets, row_bits, lut, absmax, n, group):
-    packed, offsets, rb, n = _check_packed(packed, row_offsets, row_bits, n)
-    g = _check_group(group, n)
-    m = rb.size
-    lut = np.asarray(to_numpy(lut))
-    if lut.shape != (m, LUT_WIDTH):
-        raise ValueError(f"lut must have shape ({m}, {LUT_WIDTH}), got {lut.shape}")
-    lut = lut.astype(np.float32, copy=False)
-    _check_finite(lut, "lut")
-    absmax = np.asarray(to_numpy(absmax))
-    if absmax.shape != (m, n // g):
-        raise ValueError(f"absmax must have shape ({m}, {n // g}), got {absmax.shape}")
-    absmax = absmax.astype(np.float32, copy=False)
-    _check_finite(absmax, "absmax")
-    return packed, offsets, rb, lut, absmax, n, g
-
-
 def _level_tables(lut_rows: np.ndarray, b: int, bits_per_index: int) -> np.ndarray:
     """(k, 16) levels -> (k * 2^bits_per_index,) table whose entry r * 2^bits + v holds the
     ``bits_per_index / b`` float32 levels of the codes packed in the value v (LSB-first),
@@ -437,24 +503,26 @@ def _level_tables(lut_rows: np.ndarray, b: int, bits_per_index: int) -> np.ndarr
     return table.view(f"V{4 * per}").reshape(-1)
 
 
-def _dequant_rows(packed, offsets, rows, b, lut, absmax, n, g, dest=None) -> np.ndarray:
-    """float32 (k, n) of the rows ``rows`` (all of precision b), by table look-up.
+def _dequant_rows(pw: PackedWeight, rows: np.ndarray, b: int, dest: np.ndarray | None = None) -> np.ndarray:
+    """``W_hat[c, j] = lut[c, code[c, j]] * absmax[c, j // g]``, float32 (k, n), for the rows
+    ``rows`` (all of precision b), by table look-up.
 
     Each packed byte (or each 4-bit half of it) indexes a per-row table of the levels of the
     codes it holds, so nothing is unpacked code by code. The 256-entry byte tables pay off for
     long rows (their build costs 256 * 8 / b floats a row); short rows use 16-entry nibble tables.
     ``dest``: optional C-contiguous float32 (k, n) array to write into (saves one copy).
     """
+    n, g = pw.layout.n, pw.layout.group
     per = 8 // b
     nbytes = (n * b + 7) // 8
     k = rows.size
-    data = _gather_rows(packed, offsets, rows, nbytes)  # (k, nbytes) uint8
+    data = _gather_rows(pw.packed, pw.layout.row_offsets, rows, nbytes)  # (k, nbytes) uint8
     if n >= 4 * 256 * per:  # byte tables
-        table = _level_tables(lut[rows], b, 8)
+        table = _level_tables(pw.lut[rows], b, 8)
         idx = data.astype(np.intp)
         idx += (np.arange(k, dtype=np.intp) << 8)[:, None]
     else:  # nibble tables: low nibble first (LSB-first order)
-        table = _level_tables(lut[rows], b, 4)
+        table = _level_tables(pw.lut[rows], b, 4)
         idx = np.empty((k, nbytes, 2), dtype=np.intp)
         base = (np.arange(k, dtype=np.intp) << 4)[:, None]
         np.bitwise_and(data, np.uint8(15), out=idx[:, :, 0], casting="unsafe")
@@ -471,12 +539,13 @@ def _dequant_rows(packed, offsets, rows, b, lut, absmax, n, g, dest=None) -> np.
             dest[...] = vals
             vals = dest
     blocks = vals.reshape(k, n // g, g)
-    blocks *= absmax[rows][:, :, None]  # one float32 product per element, as in the kernel
+    blocks *= pw.absmax[rows][:, :, None]  # one float32 product per element, as in the kernel
     return vals
 
 
-def dequantize_mixed_reference(packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64,
-                               out_dtype=np.float32, out: np.ndarray | None = None) -> np.ndarray:
+def dequantize_mixed_reference(packed: ArrayLike, row_offsets: ArrayLike, row_bits: ArrayLike, lut: ArrayLike,
+                               absmax: ArrayLike, n: int, group: int = 64, out_dtype: Any = np.float32,
+                               out: np.ndarray | None = None) -> np.ndarray:
     """Dense ``W_hat (m, n)`` from the packed format (NumPy; vectorised per precision class).
 
     ``W_hat[c, j] = lut[c, code[c, j]] * absmax[c, j // g]`` computed in float32 (one rounding),
@@ -500,16 +569,18 @@ def dequantize_mixed_reference(packed, row_offsets, row_bits, lut, absmax, n: in
         (m, n) array of ``out_dtype`` (``out`` itself when given).
 
     Raises:
+        TypeError: ``n``/``group`` not integers, lut/absmax/offsets not numeric arrays.
         ValueError: inconsistent shapes/offsets, bits outside {1, 2, 4}, g not dividing n,
             non-finite lut/absmax, an out_dtype other than float32/float16, or an ``out`` of the
             wrong shape/dtype/layout.
     """
     dt = _check_out_dtype(out_dtype)
-    packed, offsets, rb, lut, absmax, n, g = _check_dequant(packed, row_offsets, row_bits, lut, absmax, n, group)
-    if out is not None and (not isinstance(out, np.ndarray) or out.shape != (rb.size, n) or out.dtype != dt
+    pw = _check_packed_weight(packed, row_offsets, row_bits, lut, absmax, n, group)
+    m, n = pw.layout.m, pw.layout.n
+    if out is not None and (not isinstance(out, np.ndarray) or out.shape != (m, n) or out.dtype != dt
                             or not out.flags.c_contiguous):
-        raise ValueError(f"out must be a C-contiguous NumPy array of shape ({rb.size}, {n}) and dtype {dt}")
-    return _dequantize_numpy(packed, offsets, rb, lut, absmax, n, g, dt, out)
+        raise ValueError(f"out must be a C-contiguous NumPy array of shape ({m}, {n}) and dtype {dt}")
+    return _dequantize_numpy(pw, dt, out)
 
 
 def _to_float16(src: np.ndarray, out: np.ndarray | None) -> np.ndarray:
@@ -526,44 +597,39 @@ def _to_float16(src: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def _dequantize_numpy(packed, offsets, rb, lut, absmax, n, g, dt, out=None) -> np.ndarray:
-    m = rb.size
-    classes = list(_classes(rb))
+def _dequantize_numpy(pw: PackedWeight, dt: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
+    """The dense (m, n) weight of a trusted packed weight, one precision class at a time."""
+    m, n = pw.layout.m, pw.layout.n
     f32 = out if (out is not None and dt == np.float32) else np.empty((m, n), dtype=np.float32)
-    for b, rows in classes:
+    for b, rows in pw.layout.classes():
         if rows.size == m or (rows[-1] - rows[0] + 1 == rows.size):  # a contiguous run of rows
-            _dequant_rows(packed, offsets, rows, b, lut, absmax, n, g, dest=f32[rows[0]:rows[-1] + 1])
+            _dequant_rows(pw, rows, b, dest=f32[rows[0]:rows[-1] + 1])
         else:
-            f32[rows] = _dequant_rows(packed, offsets, rows, b, lut, absmax, n, g)
+            f32[rows] = _dequant_rows(pw, rows, b)
     return f32 if dt == np.float32 else _to_float16(f32, out)
 
 
 # ---------------------------------------------------------------------------------------------
 # fused dequant-matmul (reference)
 # ---------------------------------------------------------------------------------------------
-def dequant_matmul_reference(x, packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64) -> np.ndarray:
+def dequant_matmul_reference(x: ArrayLike, packed: ArrayLike, row_offsets: ArrayLike, row_bits: ArrayLike,
+                             lut: ArrayLike, absmax: ArrayLike, n: int, group: int = 64) -> np.ndarray:
     """``y = x @ W_hat^T`` with ``W_hat`` from :func:`dequantize_mixed_reference` (float32).
 
     Args:
-        x: (B, n) float activations.
+        x: (B, n) real activations (array or tensor).
         packed, row_offsets, row_bits, lut, absmax, n, group: the packed weight (m, n).
 
     Returns:
         (B, m) float32.
 
     Raises:
-        ValueError: x not (B, n), not real or not finite, or any error of
-            :func:`dequantize_mixed_reference`.
+        TypeError: x not real, or any TypeError of :func:`dequantize_mixed_reference`.
+        ValueError: x not (B, n) or not finite, or any error of :func:`dequantize_mixed_reference`.
     """
-    x = _real_numpy(x)
-    if x.ndim != 2 or x.shape[1] != n:
-        raise ValueError(f"x must have shape (B, n={n}), got {x.shape}")
-    if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
-        raise ValueError(f"x must be a real array, got dtype {x.dtype}")
-    x = x.astype(np.float32, copy=False)
-    _check_finite(x, "x")
-    W_hat = dequantize_mixed_reference(packed, row_offsets, row_bits, lut, absmax, n, group)
-    return x @ W_hat.T
+    pw = _check_packed_weight(packed, row_offsets, row_bits, lut, absmax, n, group)
+    x = check_array(_real_numpy(x), "x", shape=(None, pw.layout.n), dtype=np.float32)
+    return x @ _dequantize_numpy(pw, np.dtype(np.float32)).T
 
 
 # ---------------------------------------------------------------------------------------------
@@ -576,13 +642,24 @@ def _row_grid(n: int, m: int) -> tuple[int, int]:
     return (max((chunks + THREADS - 1) // THREADS, 1), min(m, 65535))
 
 
-def quantize_mixed_gpu(W, row_bits, thresholds, group: int = 64):
+def quantize_mixed_gpu(W: Any, row_bits: ArrayLike, thresholds: ArrayLike,
+                       group: int = 64) -> tuple[Any, Any, Any]:  # pragma: no cover - needs a GPU
     """CuPy launcher of ``quantize_mixed``: same arguments, results and errors as
     :func:`quantize_mixed_reference`, bit for bit, as CuPy arrays.
 
     Two kernels: ``group_absmax`` (one warp per group of a row) and ``quantize_pack`` (one thread
     per 8 consecutive weights of a row: normalises them, counts the thresholds below each, and
     writes the b bytes their codes fill). Validation runs on a host copy, like the reference.
+
+    Args:
+        W: (m, n) real NumPy/CuPy array.
+        row_bits, thresholds, group: as :func:`quantize_mixed_reference`.
+
+    Returns:
+        ``(packed, row_offsets, absmax)`` CuPy arrays: uint8, int64 (m+1,), float32 (m, n // g).
+
+    Raises:
+        TypeError, ValueError: as :func:`quantize_mixed_reference`.
     """
     import cupy as cp
 
@@ -590,30 +667,30 @@ def quantize_mixed_gpu(W, row_bits, thresholds, group: int = 64):
 
     W32 = _check_weight(W)
     m, n = W32.shape
-    g = _check_group(group, n)
-    rb = _check_row_bits(row_bits, m)
-    t = _check_thresholds(thresholds, rb)
-    offsets = make_row_offsets(rb, n)
+    layout = _check_layout(None, row_bits, n, group, m=m)
+    t = _check_thresholds(thresholds, layout.row_bits)
+    g = layout.group
     mod = load_module("lowbit")
     d_W = cp.ascontiguousarray(cp.asarray(W32))
-    d_bits = cp.asarray(rb.astype(np.int32))
-    d_off = cp.asarray(offsets)
+    d_bits = cp.asarray(layout.row_bits.astype(np.int32))
+    d_off = cp.asarray(layout.row_offsets)
     d_t = cp.ascontiguousarray(cp.asarray(t))
     absmax = cp.empty((m, n // g), dtype=cp.float32)
-    packed = cp.empty(int(offsets[-1]), dtype=cp.uint8)
+    packed = cp.empty(layout.nbytes, dtype=cp.uint8)
     n_groups = m * (n // g)
     warps_per_block = THREADS // 32
     mod.get_function("group_absmax")(
         (min((n_groups + warps_per_block - 1) // warps_per_block, 1 << 20),), (THREADS,),
         (d_W, absmax, np.int64(m), np.int32(n), np.int32(g)))
-    if offsets[-1]:
+    if layout.nbytes:
         mod.get_function("quantize_pack")(
             _row_grid(n, m), (THREADS,),
             (d_W, absmax, d_t, d_bits, d_off, packed, np.int64(m), np.int32(n), np.int32(g)))
     return packed, d_off, absmax
 
 
-def dequantize_mixed_gpu(packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64, out_dtype=np.float32):
+def dequantize_mixed_gpu(packed: Any, row_offsets: ArrayLike, row_bits: ArrayLike, lut: Any, absmax: Any, n: int,
+                         group: int = 64, out_dtype: Any = np.float32) -> Any:  # pragma: no cover - needs a GPU
     """CuPy launcher of ``dequantize_mixed``: same arguments, result and errors as
     :func:`dequantize_mixed_reference` (within 1 ulp; by construction bit for bit), as a CuPy
     (m, n) array of ``out_dtype``.
@@ -621,50 +698,58 @@ def dequantize_mixed_gpu(packed, row_offsets, row_bits, lut, absmax, n: int, gro
     One thread per 8 consecutive outputs of a row (it reads the b bytes holding their codes),
     the row's levels staged in shared memory. Validation of offsets and bits runs on host
     copies, the finiteness checks on the device.
+
+    Args:
+        packed, lut, absmax: NumPy or CuPy arrays of the packed weight.
+        row_offsets, row_bits, n, group, out_dtype: as :func:`dequantize_mixed_reference`.
+
+    Returns:
+        (m, n) CuPy array of ``out_dtype``.
+
+    Raises:
+        TypeError, ValueError: as :func:`dequantize_mixed_reference`.
     """
     import cupy as cp
 
     dt = _check_out_dtype(out_dtype)
-    n, rb, g, d_offsets, d_packed, d_lut, d_abs = _device_layout(packed, row_offsets, row_bits, lut, absmax, n,
-                                                                 group)
-    out = cp.empty((rb.size, n), dtype=dt)
-    launch_dequantize_mixed(d_packed, d_offsets, cp.asarray(rb.astype(np.int32)), d_lut, d_abs, out, g)
+    pw = _device_packed_weight(packed, row_offsets, row_bits, lut, absmax, n, group)
+    out = cp.empty((pw.layout.m, pw.layout.n), dtype=dt)
+    launch_dequantize_mixed(pw.packed, cp.asarray(pw.layout.row_offsets),
+                            cp.asarray(pw.layout.row_bits.astype(np.int32)), pw.lut, pw.absmax, out,
+                            pw.layout.group)
     return out
 
 
-def _device_layout(packed, row_offsets, row_bits, lut, absmax, n, group):  # pragma: no cover - needs a GPU
-    """Validate a packed layout (offsets and bits on host copies, finiteness on the device) and
-    return ``(n, row_bits, group, d_offsets, d_packed, d_lut, d_absmax)`` with CuPy arrays."""
+def _device_packed_weight(packed: Any, row_offsets: ArrayLike, row_bits: ArrayLike, lut: Any, absmax: Any,
+                          n: Any, group: Any) -> PackedWeight:  # pragma: no cover - needs a GPU
+    """A :class:`PackedWeight` whose buffers are C-contiguous CuPy arrays: the layout (offsets and
+    bits) checked on host copies, the buffers' shapes and finiteness on the device."""
     import cupy as cp
 
-    n = _check_int(n, "n")
-    rb = _check_row_bits(row_bits)
-    m = rb.size
-    g = _check_group(group, n)
-    offsets = np.asarray(to_numpy(row_offsets))
-    expected = make_row_offsets(rb, n)
-    if offsets.shape != expected.shape or not np.array_equal(offsets, expected):
-        raise ValueError("row_offsets must start at 0 and step by ceil(n * row_bits / 8) per row")
+    layout = _check_layout(row_offsets, row_bits, n, group)
+    m = layout.m
     d_packed = cp.asarray(packed)
-    if d_packed.ndim != 1 or d_packed.dtype != cp.uint8 or d_packed.size != expected[-1]:
-        raise ValueError(f"packed must be 1-D uint8 with {int(expected[-1])} bytes")
+    if d_packed.ndim != 1 or d_packed.dtype != cp.uint8 or d_packed.size != layout.nbytes:
+        raise ValueError(f"packed must be 1-D uint8 with {layout.nbytes} bytes")
     d_lut = cp.ascontiguousarray(cp.asarray(lut, dtype=cp.float32))
     d_abs = cp.ascontiguousarray(cp.asarray(absmax, dtype=cp.float32))
     if d_lut.shape != (m, LUT_WIDTH):
         raise ValueError(f"lut must have shape ({m}, {LUT_WIDTH}), got {d_lut.shape}")
-    if d_abs.shape != (m, n // g):
-        raise ValueError(f"absmax must have shape ({m}, {n // g}), got {d_abs.shape}")
+    if d_abs.shape != (m, layout.n // layout.group):
+        raise ValueError(f"absmax must have shape ({m}, {layout.n // layout.group}), got {d_abs.shape}")
     if not bool(cp.isfinite(d_lut).all()) or not bool(cp.isfinite(d_abs).all()):
         raise ValueError("lut or absmax contains NaN or inf")
-    return n, rb, g, cp.asarray(offsets.astype(np.int64)), d_packed, d_lut, d_abs
+    return PackedWeight(layout, d_packed, d_lut, d_abs)
 
 
-def launch_dequantize_mixed(d_packed, d_offsets, d_bits, d_lut, d_absmax, out, group: int) -> None:
+def launch_dequantize_mixed(d_packed: Any, d_offsets: Any, d_bits: Any, d_lut: Any, d_absmax: Any, out: Any,
+                            group: int) -> None:  # pragma: no cover - needs a GPU
     """Launch the dequantize kernel on device arrays as they are, without any check or copy.
 
     For timing and for callers that validated once: ``d_packed`` uint8, ``d_offsets`` (m+1,)
     int64, ``d_bits`` (m,) int32, ``d_lut`` (m, 16) float32, ``d_absmax`` (m, n // g) float32,
-    ``out`` (m, n) float32 or float16, all C-contiguous CuPy arrays.
+    ``out`` (m, n) float32 or float16, all C-contiguous CuPy arrays; ``group`` is g. Nothing is
+    validated: wrong inputs give wrong results or an illegal memory access.
     """
     from icml25.kernels import load_module
 
@@ -675,24 +760,31 @@ def launch_dequantize_mixed(d_packed, d_offsets, d_bits, d_lut, d_absmax, out, g
         (d_packed, d_offsets, d_bits, d_lut, d_absmax, out, np.int64(m), np.int32(n), np.int32(group)))
 
 
-def dequant_matmul_gpu(x, packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64):
+def dequant_matmul_gpu(x: Any, packed: Any, row_offsets: ArrayLike, row_bits: ArrayLike, lut: Any, absmax: Any,
+                       n: int, group: int = 64) -> Any:  # pragma: no cover - needs a GPU
     """CuPy launcher of the fused ``y = x @ W_hat^T``: (B, n) float32 x -> (B, m) float32 y,
     equal to :func:`dequant_matmul_reference` up to float32 summation order.
 
     One block per output channel c decodes row c once into shared memory, then reduces one dot
     product per batch row. Meant for small B (decode-bound); for large B dequantize then matmul.
 
+    Args:
+        x: (B, n) NumPy or CuPy activations.
+        packed, row_offsets, row_bits, lut, absmax, n, group: the packed weight (m, n).
+
+    Returns:
+        (B, m) float32 CuPy array.
+
     Raises:
-        ValueError: as :func:`dequantize_mixed_reference`, x not (B, n), or n too long for the
-            block's shared memory (over 227 KiB / 4 floats).
+        TypeError, ValueError: as :func:`dequantize_mixed_gpu`; ValueError for x not (B, n), or
+            n too long for the block's shared memory (over 227 KiB / 4 floats).
     """
     import cupy as cp
 
     from icml25.kernels import load_module
 
-    n, rb, g, d_offsets, d_packed, d_lut, d_abs = _device_layout(packed, row_offsets, row_bits, lut, absmax, n,
-                                                                 group)
-    m = rb.size
+    pw = _device_packed_weight(packed, row_offsets, row_bits, lut, absmax, n, group)
+    m, n = pw.layout.m, pw.layout.n
     d_x = cp.ascontiguousarray(cp.asarray(x, dtype=cp.float32))
     if d_x.ndim != 2 or d_x.shape[1] != n:
         raise ValueError(f"x must have shape (B, n={n}), got {d_x.shape}")
@@ -706,8 +798,8 @@ def dequant_matmul_gpu(x, packed, row_offsets, row_bits, lut, absmax, n: int, gr
     if shared > 48 * 1024:  # opt in to the large shared-memory carve-out (up to 227 KiB on H100/H200)
         kernel.max_dynamic_shared_size_bytes = shared
     kernel((min(m, 1 << 20),), (THREADS,),
-           (d_x, d_packed, d_offsets, cp.asarray(rb.astype(np.int32)), d_lut, d_abs, y,
-            np.int32(B), np.int64(m), np.int32(n), np.int32(g)),
+           (d_x, pw.packed, cp.asarray(pw.layout.row_offsets), cp.asarray(pw.layout.row_bits.astype(np.int32)),
+            pw.lut, pw.absmax, y, np.int32(B), np.int64(m), np.int32(n), np.int32(pw.layout.group)),
            shared_mem=shared)
     return y
 
@@ -715,25 +807,25 @@ def dequant_matmul_gpu(x, packed, row_offsets, row_bits, lut, absmax, n: int, gr
 # ---------------------------------------------------------------------------------------------
 # dispatchers
 # ---------------------------------------------------------------------------------------------
-def _on_device(*arrays) -> bool:
+def _on_device(*arrays: Any) -> bool:
     for a in arrays:
         if _is_cupy(a) or (_is_torch(a) and a.is_cuda):
             return True
     return False
 
 
-def _torch_to_cupy(a):
+def _torch_to_cupy(a: Any) -> Any:
     """torch CUDA tensors -> CuPy (zero-copy), torch CPU tensors -> NumPy, anything else as is."""
     if not _is_torch(a):
         return a
-    if a.is_cuda:
+    if a.is_cuda:  # pragma: no cover - needs a GPU
         import cupy as cp
 
         return cp.from_dlpack(a.detach().contiguous())
     return a.detach().numpy()
 
 
-def _as_kind_of(result, like):
+def _as_kind_of(result: Any, like: Any) -> Any:
     """Return ``result`` (a NumPy or CuPy array) as the array kind of ``like``: CuPy stays CuPy,
     torch gets a zero-copy torch tensor (``from_dlpack`` on the GPU, ``from_numpy`` on the CPU),
     anything else NumPy."""
@@ -746,11 +838,19 @@ def _as_kind_of(result, like):
     return result.get()  # pragma: no cover - needs a GPU
 
 
-def quantize_mixed(W, row_bits, thresholds, group: int = 64):
+def quantize_mixed(W: Any, row_bits: ArrayLike, thresholds: ArrayLike, group: int = 64) -> tuple[Any, Any, Any]:
     """Dispatcher of :func:`quantize_mixed_reference` / :func:`quantize_mixed_gpu`.
 
-    Returns ``(packed, row_offsets, absmax)`` of the same kind as ``W`` (NumPy, CuPy or torch);
-    raises the reference's ValueErrors.
+    Args:
+        W: (m, n) real NumPy array or torch tensor (or CuPy array).
+        row_bits, thresholds, group: as :func:`quantize_mixed_reference`.
+
+    Returns:
+        ``(packed, row_offsets, absmax)`` of the same kind as ``W`` (NumPy in -> NumPy out,
+        torch in -> torch on ``W``'s device).
+
+    Raises:
+        TypeError, ValueError: as :func:`quantize_mixed_reference`.
     """
     if _on_device(W) or (gpu_available() and not _is_torch(W)):  # pragma: no cover - needs a GPU
         parts = quantize_mixed_gpu(_torch_to_cupy(W), row_bits, thresholds, group)
@@ -759,14 +859,26 @@ def quantize_mixed(W, row_bits, thresholds, group: int = 64):
     return tuple(_as_kind_of(a, W) for a in parts)
 
 
-def dequantize_mixed(packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64, out_dtype=np.float32):
+def dequantize_mixed(packed: Any, row_offsets: Any, row_bits: Any, lut: Any, absmax: Any, n: int,
+                     group: int = 64, out_dtype: Any = np.float32) -> Any:
     """Dispatcher of :func:`dequantize_mixed_reference` / :func:`dequantize_mixed_gpu`.
 
-    Returns the same kind as ``packed``: a torch tensor (of dtype float32/float16, on
-    ``packed``'s device) when ``packed`` is a torch tensor, a CuPy array for CuPy, else NumPy.
-    ``out_dtype`` may be a NumPy or torch dtype. The CPU path is the NumPy reference for torch
-    inputs too (its table look-up measured faster than the same gathers in torch, see
-    ``benchmarks/lowra.py``); the tensor shares memory with the NumPy result.
+    The CPU path is the NumPy reference for torch inputs too (its table look-up measured faster
+    than the same gathers in torch, see ``benchmarks/lowra.py``); the tensor shares memory with
+    the NumPy result.
+
+    Args:
+        packed, row_offsets, row_bits, lut, absmax: the packed weight's arrays (NumPy arrays or
+            torch tensors).
+        n, group: row length and absmax block size.
+        out_dtype: float32 or float16, a NumPy or torch dtype.
+
+    Returns:
+        (m, n) weight of the same kind as ``packed``: a torch tensor (float32/float16, on
+        ``packed``'s device) when ``packed`` is a torch tensor, else NumPy.
+
+    Raises:
+        TypeError, ValueError: as :func:`dequantize_mixed_reference`.
     """
     if _on_device(packed) or (gpu_available() and not _is_torch(packed)):  # pragma: no cover - needs a GPU
         args = [_torch_to_cupy(a) for a in (packed, row_offsets, row_bits, lut, absmax)]
@@ -776,9 +888,20 @@ def dequantize_mixed(packed, row_offsets, row_bits, lut, absmax, n: int, group: 
     return _as_kind_of(out, packed)
 
 
-def dequant_matmul(x, packed, row_offsets, row_bits, lut, absmax, n: int, group: int = 64):
-    """Dispatcher of :func:`dequant_matmul_reference` / :func:`dequant_matmul_gpu` (float32 out,
-    same kind as ``x``; raises their ValueErrors)."""
+def dequant_matmul(x: Any, packed: Any, row_offsets: Any, row_bits: Any, lut: Any, absmax: Any, n: int,
+                   group: int = 64) -> Any:
+    """Dispatcher of :func:`dequant_matmul_reference` / :func:`dequant_matmul_gpu`.
+
+    Args:
+        x: (B, n) activations (NumPy array or torch tensor).
+        packed, row_offsets, row_bits, lut, absmax, n, group: the packed weight (m, n).
+
+    Returns:
+        (B, m) float32 of the same kind as ``x``.
+
+    Raises:
+        TypeError, ValueError: as :func:`dequant_matmul_reference`.
+    """
     if _on_device(x, packed) or (gpu_available() and not _is_torch(x)):  # pragma: no cover - needs a GPU
         args = [_torch_to_cupy(a) for a in (x, packed, row_offsets, row_bits, lut, absmax)]
         y = dequant_matmul_gpu(*args, n=n, group=group)

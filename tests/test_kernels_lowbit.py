@@ -335,7 +335,7 @@ def test_group_must_divide_the_row():
         lb.quantize_mixed_reference(W, row_bits, thresholds, group=0)
     with pytest.raises(ValueError, match="group"):
         lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128, group=100)
-    with pytest.raises(ValueError, match="group"):
+    with pytest.raises(TypeError, match="group"):  # a bool is not a count (icml25.checks)
         lb.blockwise_absmax(W, group=True)
 
 
@@ -380,7 +380,7 @@ def test_shape_mismatches_are_rejected():
         lb.unpack_codes(packed.astype(np.int16), offsets, row_bits, 128)
     with pytest.raises(ValueError, match="codes"):
         lb.pack_codes(np.zeros(8, np.uint8), [1])
-    with pytest.raises(ValueError, match="codes"):
+    with pytest.raises(TypeError, match="codes"):  # the wrong kind of array (icml25.checks)
         lb.pack_codes(np.zeros((1, 8), np.float32), [1])
     with pytest.raises(ValueError, match="out_dtype"):
         lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128, out_dtype=np.float64)
@@ -721,7 +721,7 @@ def test_dequant_matmul_rejects_complex_x():
     thr[:, :3] = [-0.5, 0.0, 0.5]
     packed, off, absmax = lb.quantize_mixed_reference(rng.standard_normal((2, 64)), rb, thr, 64)
     lut = np.zeros((2, 16), np.float32)
-    with pytest.raises(ValueError, match="x must be a real"):
+    with pytest.raises(TypeError, match="x must be an array of real"):
         lb.dequant_matmul_reference(np.zeros((3, 64), complex), packed, off, rb, lut, absmax, 64, 64)
 
 
@@ -737,3 +737,29 @@ def test_infinite_thresholds_count_as_non_decreasing_without_warnings():
     thr[0, :3] = [np.inf, -np.inf, 0.0]
     with pytest.raises(ValueError, match="non-decreasing"):
         lb.quantize_mixed_reference(np.ones((1, 64)), rb, thr, 64)
+
+
+def test_packed_layout_is_validated_once_into_a_frozen_value():
+    import dataclasses
+
+    W, row_bits, lut, thresholds, packed, offsets, absmax = _valid()
+    pw = lb._check_packed_weight(packed, offsets, row_bits, lut, absmax, 128, 64)
+    assert isinstance(pw, lb.PackedWeight) and isinstance(pw.layout, lb.PackedLayout)
+    assert (pw.layout.m, pw.layout.n, pw.layout.group, pw.layout.nbytes) == (4, 128, 64, packed.size)
+    assert pw.layout.row_bits.dtype == np.int64 and pw.lut.dtype == np.float32
+    assert [b for b, _ in pw.layout.classes()] == sorted(set(int(b) for b in row_bits))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pw.layout.n = 64
+    # the private math trusts the value and gives the public result
+    np.testing.assert_array_equal(lb._dequantize_numpy(pw, np.dtype(np.float32)),
+                                  lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128))
+    np.testing.assert_array_equal(lb._unpack(pw.packed, pw.layout), lb.unpack_codes(packed, offsets, row_bits, 128))
+
+
+def test_counts_of_the_wrong_kind_raise_type_errors():
+    with pytest.raises(TypeError, match="n"):
+        lb.row_nbytes([1, 2], 2.5)
+    with pytest.raises(TypeError, match="n"):
+        lb.make_row_offsets([1, 2], "8")
+    with pytest.raises(TypeError, match="row_offsets"):
+        lb.unpack_codes(np.zeros(3, np.uint8), np.array([0.0, 1.0, 3.0]), [1, 2], 8)

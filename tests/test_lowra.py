@@ -70,7 +70,7 @@ def test_lloyd_empty_bin_keeps_level():
 
 
 def test_lloyd_bad_inputs():
-    with pytest.raises(ValueError, match="w must be non-negative"):
+    with pytest.raises(ValueError, match="w must be >= 0"):
         L.lloyd_max_weighted(np.zeros(3), -np.ones(3), [-1, 1])
     with pytest.raises(ValueError, match="finite"):
         L.lloyd_max_weighted(np.array([np.nan, 0, 1]), np.ones(3), [-1, 1])
@@ -393,8 +393,10 @@ def test_assign_precision_columns_follow_the_given_bits_order():
 
 def test_assign_precision_more_bad_inputs():
     E, nc = np.ones((3, 3)), np.array([64, 64, 64])
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(TypeError, match="seed"):  # the wrong kind: TypeError (icml25.checks)
         L.assign_precision(E, nc, 1.5, seed="a")
+    with pytest.raises(ValueError, match="seed"):
+        L.assign_precision(E, nc, 1.5, seed=-1)
     with pytest.raises(ValueError, match="time_limit"):
         L.assign_precision(E, nc, 1.5, time_limit=-1)
     with pytest.raises(ValueError, match="time_limit"):
@@ -421,16 +423,18 @@ def test_codebooks_accept_bfloat16_and_reject_complex_and_fractional_iters():
     a = L.learn_channel_codebooks(W.bfloat16())
     b = L.learn_channel_codebooks(W.bfloat16().float())
     assert np.array_equal(a.errors, b.errors)
-    with pytest.raises(TypeError, match="W must be a real"):
+    with pytest.raises(TypeError, match="W must be an array of real"):
         L.learn_channel_codebooks(W.numpy().astype(np.complex64))
-    with pytest.raises(ValueError, match="iters"):
+    with pytest.raises(TypeError, match="iters"):  # the wrong kind: TypeError (icml25.checks)
         L.learn_channel_codebooks(W, iters=2.5)
     with pytest.raises(ValueError, match="tol"):
         L.learn_channel_codebooks(W, tol=float("nan"))
     with pytest.raises(ValueError, match="tol"):
         L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], tol=float("nan"))
-    with pytest.raises(ValueError, match="iters"):
+    with pytest.raises(TypeError, match="iters"):
         L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], iters=1.5)
+    with pytest.raises(ValueError, match="iters"):
+        L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], iters=-1)
 
 
 def test_mixed_precision_weight_rejects_values_beyond_fp16():
@@ -495,7 +499,7 @@ def test_apply_lowra_bad_inputs():
         L.apply_lowra(mlp(), 2, rank=4, alpha=float("nan"))
     with pytest.raises(ValueError, match="loftq_iters"):
         L.apply_lowra(mlp(), 2, rank=4, loftq_iters=-1)
-    with pytest.raises(ValueError, match="rank must be a positive integer"):
+    with pytest.raises(ValueError, match="rank must be an integer >= 1"):
         L.apply_lowra(mlp(), 2, rank=0)
     with pytest.raises(TypeError, match="model"):
         L.apply_lowra(None, 2, rank=4)
@@ -534,15 +538,103 @@ def test_apply_lowra_single_name_and_bfloat16_model():
 def test_distill_finetune_and_sse_vs_budget_bad_inputs():
     model = nn.Sequential(nn.Linear(4, 4))
     batch = {"input_ids": torch.zeros(3, 2, dtype=torch.long), "attention_mask": torch.ones(3, 2, dtype=torch.long)}
-    for kw, match in (({"steps": 2.5}, "steps"), ({"steps": 2, "batch_size": 0}, "batch_size"),
-                      ({"steps": 2, "lr": -1.0}, "lr"), ({"steps": 2, "lr": float("nan")}, "lr")):
+    with pytest.raises(TypeError, match="n_steps"):  # the wrong kind: TypeError (icml25.checks)
+        L.distill_finetune(model, batch, torch.zeros(3, 4), n_steps=2.5)
+    for kw, match in (({"n_steps": 0}, "n_steps"), ({"n_steps": 2, "batch_size": 0}, "batch_size"),
+                      ({"n_steps": 2, "lr": -1.0}, "lr"), ({"n_steps": 2, "lr": float("nan")}, "lr")):
         with pytest.raises(ValueError, match=match):
             L.distill_finetune(model, batch, torch.zeros(3, 4), **kw)
     with pytest.raises(ValueError, match="teacher"):
-        L.distill_finetune(model, batch, torch.zeros(5, 4), steps=1)
+        L.distill_finetune(model, batch, torch.zeros(5, 4), n_steps=1)
     rng = np.random.default_rng(29)
     W = _student_t(rng, 4, 128)
     with pytest.raises(ValueError, match="same"):
         L.sse_vs_budget([L.learn_channel_codebooks(W)], [L.nf_channel_codebooks(W, bits=(1, 2))], [1.5])
     with pytest.raises(ValueError, match="same"):
         L.sse_vs_budget([], [], [1.5])
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 13: refused inputs, checked solver results, LoftQ's best iterate
+# ---------------------------------------------------------------------------------------------
+def test_assignment_bits_refuses_bits_outside_the_allowed_set_and_negative_counts():
+    assert L.assignment_bits([1, 2, 4], [10, 10, 10]) == 70
+    with pytest.raises(ValueError, match="row_bits"):
+        L.assignment_bits([1, 3, 4], [10, 10, 10])
+    with pytest.raises(ValueError, match="row_bits"):
+        L.assignment_bits([8], [10])
+    with pytest.raises(ValueError, match="n_params"):
+        L.assignment_bits([1, 2, 4], [10, -5, 10])
+    with pytest.raises(ValueError, match="n_params"):
+        L.assignment_bits([1, 2, 4], [10, 10])
+    with pytest.raises(TypeError, match="n_params"):
+        L.assignment_bits([1, 2, 4], [10.5, 10, 10])
+
+
+class _FakeMilpResult:
+    def __init__(self, x, status=0, message="fake"):
+        self.x, self.status, self.message = x, status, message
+        self.success = status == 0
+
+
+def _patch_milp(monkeypatch, make_x, status=0):
+    import scipy.optimize
+
+    def fake_milp(c, *args, **kwargs):
+        return _FakeMilpResult(make_x(np.asarray(c).size), status)
+
+    monkeypatch.setattr(scipy.optimize, "milp", fake_milp)
+
+
+@pytest.mark.parametrize("case", ["infeasible", "no_precision", "two_precisions", "fractional", "over_budget"])
+def test_assigners_refuse_an_infeasible_or_failed_solver_result(monkeypatch, case):
+    rng = np.random.default_rng(30)
+    E, nc = _tiny_instance(rng, 6)  # 6 channels x 3 precisions, budget 1.5 bits
+    make = {
+        "infeasible": lambda k: None,
+        "no_precision": lambda k: np.zeros(k),                        # a channel with no precision
+        "two_precisions": lambda k: np.tile([1.0, 1.0, 0.0], k // 3),  # a channel with two
+        "fractional": lambda k: np.tile([0.5, 0.5, 0.0], k // 3),
+        "over_budget": lambda k: np.tile([0.0, 0.0, 1.0], k // 3),     # every channel at 4 bits
+    }[case]
+    _patch_milp(monkeypatch, make, status=2 if case == "infeasible" else 0)
+    match = {"infeasible": "no usable solution", "no_precision": "equality row", "two_precisions": "equality row",
+             "fractional": "non-integral", "over_budget": "bit budget"}[case]
+    with pytest.raises(RuntimeError, match=match):
+        L.assign_precision_exact(E, nc, 1.5)
+    with pytest.raises(RuntimeError, match=match):
+        L.assign_precision(E, nc, 1.5, n_clusters=6)
+
+
+def test_assigners_accept_a_time_limited_incumbent(monkeypatch):
+    rng = np.random.default_rng(31)
+    E, nc = _tiny_instance(rng, 6)
+    _patch_milp(monkeypatch, lambda k: np.tile([1.0, 0.0, 0.0], k // 3), status=1)  # every channel at 1 bit
+    assert (L.assign_precision_exact(E, nc, 1.5) == 1).all()
+
+
+def test_loftq_returns_its_best_iterate_when_the_objective_rises():
+    # Gaussian 64x64, rank 8, NF2: the LoftQ objective falls for 2 iterations, then rises
+    W = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+
+    def quant(X):
+        return L.nf_quantize_tensor(X, 2)
+
+    def J(Q, A, B):
+        return float(((W - Q.dequantize() - A @ B.T).astype(np.float64) ** 2).sum())
+
+    # every iterate of the plain loop (what the old loftq_init returned the last of)
+    AB, iterates = np.zeros_like(W), []
+    for _ in range(6):
+        Q = quant(W - AB)
+        U, S, V = np.linalg.svd(W - Q.dequantize(), full_matrices=False)
+        A, B = U[:, :8] * np.sqrt(S[:8]), V[:8].T * np.sqrt(S[:8])
+        AB = A @ B.T
+        iterates.append(J(Q, A, B))
+    assert int(np.argmin(iterates)) < 5 and iterates[-1] > 1.05 * min(iterates)
+    got = J(*L.loftq_init(W, quant, rank=8, iters=6))
+    assert got == pytest.approx(min(iterates), rel=1e-4)
+    assert got < iterates[-1]
+    # best-so-far: more iterations are never worse
+    Js = [J(*L.loftq_init(W, quant, rank=8, iters=T)) for T in range(1, 7)]
+    assert all(b <= a for a, b in zip(Js, Js[1:]))
