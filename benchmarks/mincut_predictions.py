@@ -4,14 +4,14 @@ For n in {100, 300, 600} (k = n / 6 matchings, t = k / 10 removed at vertex 0, a
 n = 600, k = 100, t = 10) it measures
 
 - seconds per contraction trial (batched; GPU kernel when a GPU is usable, else NumPy/SciPy),
-- trials until a minimum cut (mean over runs, censored at ``cap``) for Karger and for boosted
+- trials until a minimum cut (mean over ``n_reps`` repetitions, censored at ``cap``) for Karger and for boosted
   Karger with perfect (eta = 0) and noisy (eta = 0.5) predictions, B = n,
 - the wall time of one ``networkx.stoer_wagner`` call,
 
 and the ratios "expected time to a min cut" = trials x seconds/trial against Stoer–Wagner.
 Writes ``benchmarks/results/mincut_predictions.json``.
 
-Usage: ``python benchmarks/mincut_predictions.py [--sizes 100 300 600] [--runs 5] [--cap 20000]``
+Usage: ``python benchmarks/mincut_predictions.py [--sizes 100 300 600] [--n-reps 5] [--cap 20000]``
 """
 
 from __future__ import annotations
@@ -24,35 +24,37 @@ from pathlib import Path
 import numpy as np
 
 import icml25.mincut_predictions as mc
-from icml25.common import device_name, gpu_available
+from icml25.common import backend_label, device_name
 
 
-def seconds_per_trial(edges, w, n, rng, p=None, batch=64, repeats=3):
+def seconds_per_trial(graph, rng, p=None, n_trials=64, n_reps=3):
+    """Best of ``n_reps`` timings of one batch of ``n_trials`` (boosted) Karger trials, per trial."""
     best = np.inf
-    for _ in range(repeats):
+    for _ in range(n_reps):
         t0 = time.perf_counter()
-        mc.contraction_batch(edges, w, n, batch, rng, p=p, boost_factor=float(n))
-        best = min(best, (time.perf_counter() - t0) / batch)
+        mc.contraction_batch(graph, n_trials=n_trials, rng=rng, p=p, boost_factor=float(graph.n))
+        best = min(best, (time.perf_counter() - t0) / n_trials)
     return best
 
 
-def bench_size(n, runs, cap, rng):
+def bench_size(n, n_reps, cap, rng):
     k = max(6, n // 6)
     t = max(1, k // 10)
-    edges, w = mc.matching_graph(n, k, t, rng)
+    edges, weights = mc.matching_graph(n, k, t, rng)
+    graph = mc.WeightedGraph(edges, weights, n)
     t0 = time.perf_counter()
-    opt, side = mc.stoer_wagner(edges, w, n)
+    opt, side = mc.stoer_wagner(graph)
     sw_seconds = time.perf_counter() - t0
-    row = dict(n=n, m=int(len(w)), k=k, t=t, min_cut=opt, stoer_wagner_seconds=sw_seconds)
-    row["karger_seconds_per_trial"] = seconds_per_trial(edges, w, n, rng)
-    res = mc.trials_until_min_cut(edges, w, n, "karger", runs=runs, cap=cap, opt_value=opt, rng=rng)
+    row = dict(n=n, m=graph.m, k=k, t=t, min_cut=opt, stoer_wagner_seconds=sw_seconds)
+    row["karger_seconds_per_trial"] = seconds_per_trial(graph, rng)
+    res = mc.trials_until_min_cut(graph, method="karger", n_reps=n_reps, cap=cap, opt_value=opt, rng=rng)
     row.update(karger_mean_trials=res.mean, karger_censored=res.censored_fraction)
     for eta in (0.0, 0.5):
-        p, eta_r, rho_r = mc.inject_errors(edges, w, side, eta, 0.0, rng)
+        p, eta_r, rho_r = mc.inject_errors(graph, side=side, eta=eta, rho=0.0, rng=rng)
         tag = f"boosted_eta{eta:g}"
-        row[f"{tag}_seconds_per_trial"] = seconds_per_trial(edges, w, n, rng, p=p)
-        res = mc.trials_until_min_cut(edges, w, n, "boosted_karger", p=p, boost_factor=float(n), runs=runs, cap=cap,
-                                      opt_value=opt, rng=rng)
+        row[f"{tag}_seconds_per_trial"] = seconds_per_trial(graph, rng, p=p)
+        res = mc.trials_until_min_cut(graph, method="boosted_karger", p=p, boost_factor=float(n), n_reps=n_reps,
+                                      cap=cap, opt_value=opt, rng=rng)
         row.update({f"{tag}_mean_trials": res.mean, f"{tag}_censored": res.censored_fraction,
                     f"{tag}_realised_eta": eta_r})
     for tag in ("karger", "boosted_eta0", "boosted_eta0.5"):
@@ -65,7 +67,7 @@ def bench_size(n, runs, cap, rng):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 600])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--n-reps", type=int, default=5)
     parser.add_argument("--cap", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "mincut_predictions.json")
@@ -79,11 +81,11 @@ def main(argv=None):
     rng = np.random.default_rng(args.seed)
     rows = []
     for n in args.sizes:
-        row = bench_size(n, args.runs, args.cap, rng)
+        row = bench_size(n, args.n_reps, args.cap, rng)
         rows.append(row)
         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    record = dict(benchmark="mincut_predictions", device=device_name(), gpu=gpu_available(), runs=args.runs,
+    record = dict(benchmark="mincut_predictions", device=device_name(), backend=backend_label(), n_reps=args.n_reps,
                   cap=args.cap, seed=args.seed, utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=rows)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -16,11 +16,15 @@ Kernels (``contraction.cu``), each with a NumPy/SciPy reference, a CuPy launcher
 - :func:`cut_values`: ``(R,)`` float64 weight of edges whose ends carry different labels.
 - :func:`contraction_trials`: the three chained, with optional later phases (boosted Karger's
   switch to plain weights at the threshold).
+
+Every dispatcher takes and returns NumPy arrays: on a GPU it copies its inputs to the device and
+its result back, so a caller never sees a CuPy array. :func:`max_batch` says how many trials one
+call should draw at once on the path this process takes (the caller needs no device check).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -29,6 +33,9 @@ from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 from icml25.common import gpu_available
 
 __all__ = [
+    "MAX_BATCH_CPU",
+    "MAX_BATCH_GPU",
+    "max_batch",
     "exp_clock_keys",
     "exp_clock_keys_reference",
     "exp_clock_keys_gpu",
@@ -48,6 +55,17 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _BLOCK = 256
+
+#: most trials one call draws at once on the CPU reference (the (R, m) keys stay small)
+MAX_BATCH_CPU: int = 64
+#: most trials one call draws at once on the GPU (one kernel launch)
+MAX_BATCH_GPU: int = 4096
+
+
+def max_batch() -> int:
+    """The most trials a caller should draw in one dispatcher call on the path this process takes:
+    :data:`MAX_BATCH_GPU` when the CUDA kernels run, :data:`MAX_BATCH_CPU` on the CPU reference."""
+    return MAX_BATCH_GPU if gpu_available() else MAX_BATCH_CPU
 
 
 # --------------------------------------------------------------------------------------------
@@ -91,8 +109,8 @@ def exp_clock_keys_reference(wc: np.ndarray, n_trials: int, seed: int, trial_off
     return (-np.log(u) / np.asarray(wc, dtype=np.float64)[None, :]).astype(np.float32)
 
 
-def exp_clock_keys_gpu(wc, n_trials: int, seed: int, trial_offset: int = 0):  # pragma: no cover - GPU
-    """CuPy launcher of ``exp_clock_keys`` (CuPy (R, m) float32 out)."""
+def exp_clock_keys_gpu(wc: Any, n_trials: int, seed: int, trial_offset: int = 0) -> Any:  # pragma: no cover - GPU
+    """CuPy launcher of ``exp_clock_keys``: ``wc`` (m,) NumPy or CuPy in, CuPy (R, m) float32 out."""
     import cupy as cp
 
     from icml25.kernels import load_module
@@ -108,10 +126,18 @@ def exp_clock_keys_gpu(wc, n_trials: int, seed: int, trial_offset: int = 0):  # 
     return key
 
 
-def exp_clock_keys(wc, n_trials: int, seed: int, trial_offset: int = 0):
-    """Dispatcher: :func:`exp_clock_keys_gpu` when a GPU is usable, else the reference."""
+def exp_clock_keys(wc: np.ndarray, n_trials: int, seed: int, trial_offset: int = 0) -> np.ndarray:
+    """Exponential clocks (contract of :func:`exp_clock_keys_reference`): CUDA when a GPU is usable.
+
+    Args:
+        wc: (m,) float64 positive contraction weights (NumPy).
+        n_trials, seed, trial_offset: as the reference.
+
+    Returns:
+        (R, m) float32 NumPy keys, the same bits on both paths up to ``log`` rounding.
+    """
     if gpu_available():  # pragma: no cover - GPU
-        return exp_clock_keys_gpu(wc, n_trials, seed, trial_offset)
+        return exp_clock_keys_gpu(np.asarray(wc, dtype=np.float64), n_trials, seed, trial_offset).get()
     return exp_clock_keys_reference(np.asarray(wc, dtype=np.float64), n_trials, seed, trial_offset)
 
 
@@ -190,7 +216,7 @@ def _kruskal_batched(u, v, keys, n, stop_at):
     return lab  # labels are the smallest vertex of each component by construction
 
 
-def contract_by_keys_gpu(edges, keys, n: int, stop_at: int = 2):  # pragma: no cover - GPU
+def contract_by_keys_gpu(edges: Any, keys: Any, n: int, stop_at: int = 2) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of ``contract_by_keys``: one thread block per trial (CuPy (R, n) int32 out)."""
     import cupy as cp
 
@@ -214,10 +240,18 @@ def contract_by_keys_gpu(edges, keys, n: int, stop_at: int = 2):  # pragma: no c
     return labels
 
 
-def contract_by_keys(edges, keys, n: int, stop_at: int = 2):
-    """Dispatcher: :func:`contract_by_keys_gpu` when a GPU is usable, else the reference."""
+def contract_by_keys(edges: np.ndarray, keys: np.ndarray, n: int, stop_at: int = 2) -> np.ndarray:
+    """Contraction by keys (contract of :func:`contract_by_keys_reference`): CUDA when a GPU is usable.
+
+    Args:
+        edges: (m, 2) integer endpoints; keys: (R, m) or (m,) float32 keys; n: vertices;
+        stop_at: super-vertices to stop at.
+
+    Returns:
+        (R, n) int32 NumPy labels, identical on both paths.
+    """
     if gpu_available():  # pragma: no cover - GPU
-        return contract_by_keys_gpu(edges, keys, n, stop_at)
+        return contract_by_keys_gpu(np.asarray(edges), np.asarray(keys), n, stop_at).get()
     return contract_by_keys_reference(np.asarray(edges), np.asarray(keys), n, stop_at)
 
 
@@ -226,14 +260,14 @@ def contract_by_keys(edges, keys, n: int, stop_at: int = 2):
 # --------------------------------------------------------------------------------------------
 
 
-def cut_values_reference(edges: np.ndarray, w: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """``cut[r] = sum_e w[e] [labels[r, u_e] != labels[r, v_e]]`` (NumPy reference), (R,) float64."""
+def cut_values_reference(edges: np.ndarray, weights: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``cut[r] = sum_e weights[e] [labels[r, u_e] != labels[r, v_e]]`` (NumPy reference), (R,) float64."""
     labels = np.atleast_2d(labels)
     crossing = labels[:, edges[:, 0]] != labels[:, edges[:, 1]]
-    return crossing.astype(np.float64) @ np.asarray(w, dtype=np.float64)
+    return crossing.astype(np.float64) @ np.asarray(weights, dtype=np.float64)
 
 
-def cut_values_gpu(edges, w, labels):  # pragma: no cover - GPU
+def cut_values_gpu(edges: Any, weights: Any, labels: Any) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of ``cut_values`` (CuPy (R,) float64 out)."""
     import cupy as cp
 
@@ -251,16 +285,23 @@ def cut_values_gpu(edges, w, labels):  # pragma: no cover - GPU
     total = R * m
     grid = min(max(1, (total + _BLOCK - 1) // _BLOCK), 65535 * 4)
     fn = load_module("contraction").get_function("cut_values")
-    fn((grid,), (_BLOCK,), (eu, ev, cp.asarray(w, dtype=cp.float64), labels, np.int64(R), np.int64(n),
+    fn((grid,), (_BLOCK,), (eu, ev, cp.asarray(weights, dtype=cp.float64), labels, np.int64(R), np.int64(n),
                             np.int64(m), cut))
     return cut
 
 
-def cut_values(edges, w, labels):
-    """Dispatcher: :func:`cut_values_gpu` when a GPU is usable, else the reference."""
+def cut_values(edges: np.ndarray, weights: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Cut values (contract of :func:`cut_values_reference`): CUDA when a GPU is usable.
+
+    Args:
+        edges: (m, 2) integer endpoints; weights: (m,) float64; labels: (R, n) or (n,) int labels.
+
+    Returns:
+        (R,) float64 NumPy cut values.
+    """
     if gpu_available():  # pragma: no cover - GPU
-        return cut_values_gpu(edges, w, labels)
-    return cut_values_reference(np.asarray(edges), np.asarray(w), np.asarray(labels))
+        return cut_values_gpu(np.asarray(edges), np.asarray(weights), np.asarray(labels)).get()
+    return cut_values_reference(np.asarray(edges), np.asarray(weights), np.asarray(labels))
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,7 +313,7 @@ def _phase_seed(seed: int, phase: int) -> int:
     return int(_splitmix64(np.array([(seed + 0x632BE59BD9B4E019 * phase) % 2**64], dtype=np.uint64))[0])
 
 
-def _trials(xp, keys_fn, contract_fn, cut_fn, edges, cut_w, n, n_trials, seed, phases, trial_offset):
+def _trials(xp, keys_fn, contract_fn, cut_fn, edges, weights, n, n_trials, seed, phases, trial_offset):
     labels = None
     for i, (wc, stop_at) in enumerate(phases):
         keys = keys_fn(wc, n_trials, _phase_seed(seed, i), trial_offset)
@@ -282,36 +323,46 @@ def _trials(xp, keys_fn, contract_fn, cut_fn, edges, cut_w, n, n_trials, seed, p
             inside = labels[:, edges[:, 0]] == labels[:, edges[:, 1]]
             keys = xp.where(inside, xp.float32(0.0), keys)
         labels = contract_fn(edges, keys, n, stop_at)
-    return cut_fn(edges, cut_w, labels), labels
+    return cut_fn(edges, weights, labels), labels
 
 
-def contraction_trials_reference(edges: np.ndarray, cut_w: np.ndarray, n: int, n_trials: int, seed: int,
-                                 phases: Sequence[tuple[np.ndarray, int]], trial_offset: int = 0):
+def contraction_trials_reference(edges: np.ndarray, weights: np.ndarray, n: int, n_trials: int, seed: int,
+                                 phases: Sequence[tuple[np.ndarray, int]],
+                                 trial_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``n_trials`` independent contraction trials, phase by phase (CPU reference).
 
     Phase ``i`` contracts with weights ``phases[i][0]`` until ``phases[i][1]`` super-vertices
     remain, starting from the super-vertices of phase ``i - 1`` (fresh clocks per phase).
 
+    Args:
+        edges: (m, 2) integer endpoints; weights: (m,) float64 weights the cuts are valued with;
+        n: vertices; n_trials: R; seed: 64-bit seed; phases: ``[(wc (m,) float64, stop_at), ...]``;
+        trial_offset: index of the first trial (so batches continue one stream).
+
     Returns:
-        ``(cut, labels)``: (R,) float64 cut values under ``cut_w``, (R, n) int32 labels.
+        ``(cut, labels)``: (R,) float64 cut values under ``weights``, (R, n) int32 labels.
     """
     edges = np.asarray(edges)
     return _trials(np, exp_clock_keys_reference, contract_by_keys_reference, cut_values_reference,
-                   edges, cut_w, n, n_trials, seed, phases, trial_offset)
+                   edges, weights, n, n_trials, seed, phases, trial_offset)
 
 
-def contraction_trials_gpu(edges, cut_w, n: int, n_trials: int, seed: int, phases, trial_offset: int = 0):  # pragma: no cover
+def contraction_trials_gpu(edges: Any, weights: Any, n: int, n_trials: int, seed: int,
+                           phases: Sequence[tuple[Any, int]], trial_offset: int = 0) -> tuple[Any, Any]:  # pragma: no cover
     """CuPy launcher of :func:`contraction_trials` (CuPy arrays out)."""
     import cupy as cp
 
     edges = cp.asarray(edges)
-    return _trials(cp, exp_clock_keys_gpu, contract_by_keys_gpu, cut_values_gpu, edges, cut_w, n, n_trials,
+    return _trials(cp, exp_clock_keys_gpu, contract_by_keys_gpu, cut_values_gpu, edges, weights, n, n_trials,
                    seed, phases, trial_offset)
 
 
-def contraction_trials(edges, cut_w, n: int, n_trials: int, seed: int, phases, trial_offset: int = 0):
-    """Dispatcher: GPU when usable, else the reference; always returns NumPy ``(cut, labels)``."""
+def contraction_trials(edges: np.ndarray, weights: np.ndarray, n: int, n_trials: int, seed: int,
+                       phases: Sequence[tuple[np.ndarray, int]],
+                       trial_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Whole contraction trials (contract of :func:`contraction_trials_reference`): CUDA when a
+    GPU is usable. NumPy in, NumPy ``(cut (R,) float64, labels (R, n) int32)`` out."""
     if gpu_available():  # pragma: no cover - GPU
-        cut, labels = contraction_trials_gpu(edges, cut_w, n, n_trials, seed, phases, trial_offset)
+        cut, labels = contraction_trials_gpu(edges, weights, n, n_trials, seed, phases, trial_offset)
         return cut.get(), labels.get()
-    return contraction_trials_reference(edges, cut_w, n, n_trials, seed, phases, trial_offset)
+    return contraction_trials_reference(edges, weights, n, n_trials, seed, phases, trial_offset)

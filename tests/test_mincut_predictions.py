@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import icml25.mincut_predictions as mc
+from icml25.checks import TooLargeError
 
 
 def _random_connected(n, density, rng):
@@ -52,7 +53,7 @@ def test_recursive_methods_match_stoer_wagner_on_larger_graph(method):
     rng = np.random.default_rng(7)
     edges, w = _random_connected(24, 0.3, rng)
     opt, _ = mc.stoer_wagner(edges, w, 24)
-    value, side = mc.min_cut(edges, w, 24, method=method, trials=8, rng=rng)
+    value, side = mc.min_cut(edges, w, 24, method=method, n_trials=8, rng=rng)
     assert value == pytest.approx(opt, rel=1e-9)
     # every returned cut is a real cut, never below the optimum
     for _ in range(5):
@@ -191,7 +192,7 @@ def test_learn_predictions_ogd_recovers_consistent_cut():
 def test_predict_by_sampling_marks_only_sampled_edges():
     rng = np.random.default_rng(9)
     edges, w = _random_connected(30, 0.3, rng)
-    p = mc.predict_by_sampling(edges, w, 30, rng, frac=0.5, k_trials=20)
+    p = mc.predict_by_sampling(edges, w, 30, rng, frac=0.5, n_trials=20)
     assert p.shape == (len(w),) and set(np.unique(p)) <= {0.0, 1.0} and 0 < p.sum() <= len(w) // 2
 
 
@@ -233,17 +234,17 @@ def test_tsp_lp_instances_end_with_two_connected_support():
 def test_trials_until_min_cut_counts_and_censors():
     rng = np.random.default_rng(2)
     edges, w = mc.matching_graph(30, 6, 2, rng)
-    res = mc.trials_until_min_cut(edges, w, 30, "karger", runs=5, rng=rng)
-    assert res.trials.shape == (5,) and np.all(res.trials >= 1) and not res.censored.any()
+    res = mc.trials_until_min_cut(edges, w, 30, "karger", n_reps=5, rng=rng)
+    assert res.n_trials.shape == (5,) and np.all(res.n_trials >= 1) and not res.censored.any()
     # an impossible optimum is never reached: every run censored at the cap
-    res = mc.trials_until_min_cut(edges, w, 30, "karger", runs=3, cap=7, opt_value=-1.0, rng=rng)
-    assert np.all(res.trials == 7) and res.censored.all() and res.censored_fraction == 1.0
+    res = mc.trials_until_min_cut(edges, w, 30, "karger", n_reps=3, cap=7, opt_value=-1.0, rng=rng)
+    assert np.all(res.n_trials == 7) and res.censored.all() and res.censored_fraction == 1.0
 
 
 def test_disconnected_graph_returns_zero_and_component():
     edges = np.array([[0, 1], [1, 2], [3, 4]])
     w = np.ones(3)
-    value, side = mc.min_cut(edges, w, 5, trials=3)
+    value, side = mc.min_cut(edges, w, 5, n_trials=3)
     assert value == 0.0 and side.tolist() == [True, True, True, False, False]
     assert mc.stoer_wagner(edges, w, 5)[0] == 0.0
 
@@ -274,23 +275,23 @@ GOOD_W = np.ones(3)
 @pytest.mark.parametrize(
     "edges, weights, n, exc, match",
     [
-        (GOOD_E, GOOD_W, 1, ValueError, "n must be >= 2"),
+        (GOOD_E, GOOD_W, 1, ValueError, "n must be an integer >= 2"),
         (GOOD_E, GOOD_W, 2.5, TypeError, "n must be an integer"),
         (GOOD_E, GOOD_W, 2, ValueError, "outside"),
         (np.array([[0, 1], [1, 1], [2, 0]]), GOOD_W, 3, ValueError, "self loop"),
         (np.array([[0, 1], [1, 0], [2, 0]]), GOOD_W, 3, ValueError, "repeated pair"),
         (np.array([[0, -1], [1, 2], [2, 0]]), GOOD_W, 3, ValueError, "outside"),
-        (GOOD_E[:, :1], GOOD_W, 3, ValueError, r"shape \(m, 2\)"),
-        (GOOD_E, np.array([1.0, -1.0, 1.0]), 3, ValueError, "finite and > 0"),
-        (GOOD_E, np.array([1.0, np.nan, 1.0]), 3, ValueError, "finite and > 0"),
-        (GOOD_E, np.array([1.0, np.inf, 1.0]), 3, ValueError, "finite and > 0"),
+        (GOOD_E[:, :1], GOOD_W, 3, ValueError, r"edges must have shape \(\?, 2\)"),
+        (GOOD_E, np.array([1.0, -1.0, 1.0]), 3, ValueError, "weights must be > 0"),
+        (GOOD_E, np.array([1.0, np.nan, 1.0]), 3, ValueError, "weights must be finite"),
+        (GOOD_E, np.array([1.0, np.inf, 1.0]), 3, ValueError, "weights must be finite"),
         (GOOD_E, np.ones(2), 3, ValueError, "weights must have shape"),
         (np.zeros((0, 2), dtype=int), np.zeros(0), 3, ValueError, "empty"),
     ],
 )
 def test_bad_graph_rejected(edges, weights, n, exc, match):
     with pytest.raises(exc, match=match):
-        mc.min_cut(edges, weights, n, trials=1)
+        mc.min_cut(edges, weights, n, n_trials=1)
     with pytest.raises(exc, match=match):
         mc.stoer_wagner(edges, weights, n)
 
@@ -299,7 +300,7 @@ def test_bad_graph_rejected(edges, weights, n, exc, match):
                                np.ones(2), None])
 def test_bad_predictions_rejected(p):
     with pytest.raises(ValueError, match="p"):
-        mc.min_cut(GOOD_E, GOOD_W, 3, method="boosted_karger", p=p, trials=1)
+        mc.min_cut(GOOD_E, GOOD_W, 3, method="boosted_karger", p=p, n_trials=1)
     if p is not None:
         with pytest.raises(ValueError):
             mc.boosted_weights(GOOD_W, p, 2.0)
@@ -315,13 +316,13 @@ def test_bad_parameters_rejected():
     with pytest.raises(TypeError, match="rng"):
         mc.karger_trial(GOOD_E, GOOD_W, 3, 0)
     with pytest.raises(ValueError, match="method"):
-        mc.min_cut(GOOD_E, GOOD_W, 3, method="dinic", trials=1)
-    with pytest.raises(ValueError, match="trials"):
-        mc.min_cut(GOOD_E, GOOD_W, 3, trials=0)
+        mc.min_cut(GOOD_E, GOOD_W, 3, method="dinic", n_trials=1)
+    with pytest.raises(ValueError, match="n_trials"):
+        mc.min_cut(GOOD_E, GOOD_W, 3, n_trials=0)
     with pytest.raises(ValueError, match="success_prob"):
         mc.min_cut(GOOD_E, GOOD_W, 3, success_prob=1.0)
-    with pytest.raises(ValueError, match="runs"):
-        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, runs=0)
+    with pytest.raises(ValueError, match="n_reps"):
+        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=0)
     with pytest.raises(ValueError, match="eta"):
         mc.inject_errors(GOOD_E, GOOD_W, np.array([True, False, False]), 1.5, 0.0, rng)
     with pytest.raises(ValueError, match="rho"):
@@ -361,3 +362,157 @@ def test_jitter_instances_weak_vertices_round_robin():
     fam = mc.jitter_instances(edges, w, 40, 6, 0.05, rng, weak_vertices=[5, 25], weak_factor=0.6)
     lone = [int(np.flatnonzero(s if s.sum() == 1 else ~s)[0]) for _, s, _ in fam]
     assert lone == [5, 25, 5, 25, 5, 25]  # weakened vertex (degree 6 vs 10 +- 5%) is the min cut
+
+
+# ------------------------------------------------------------------ the graph value object
+
+
+def test_weighted_graph_is_validated_once_and_read_only():
+    g = mc.WeightedGraph(GOOD_E.tolist(), [1, 2, 3], 3)
+    assert g.edges.dtype == np.int64 and g.weights.dtype == np.float64 and g.n == 3 and g.m == 3
+    with pytest.raises(ValueError):
+        g.weights[0] = -1.0  # read-only: a graph that exists stays valid
+    with pytest.raises(ValueError, match="self loop"):
+        mc.WeightedGraph(np.array([[0, 0]]), [1.0], 2)
+    assert mc.validate_graph(g) is g
+    with pytest.raises(TypeError, match="not both"):
+        mc.validate_graph(g, GOOD_W, 3)
+    with pytest.raises(TypeError, match="required"):
+        mc.validate_graph(GOOD_E)
+
+
+def test_public_functions_accept_the_graph_or_the_arrays_alike():
+    rng = np.random.default_rng(5)
+    edges, w = mc.matching_graph(30, 6, 2, rng)
+    g = mc.WeightedGraph(edges, w, 30)
+    opt, side = mc.stoer_wagner(edges, w, 30)
+    assert mc.stoer_wagner(g) == (opt, pytest.approx(side))
+    p = np.linspace(0, 1, len(w))
+    assert mc.prediction_errors(g, p=p, side=side) == mc.prediction_errors(edges, w, p, side)
+    assert mc.cut_value(g, side=side) == mc.cut_value(edges, w, side) == opt
+    a = mc.min_cut(g, method="boosted_karger", p=p, n_trials=20, rng=np.random.default_rng(1))
+    b = mc.min_cut(edges, w, 30, method="boosted_karger", p=p, n_trials=20, rng=np.random.default_rng(1))
+    assert a[0] == b[0] and np.array_equal(a[1], b[1])
+    r1 = mc.trials_until_min_cut(g, n_reps=3, opt_value=opt, rng=np.random.default_rng(2))
+    r2 = mc.trials_until_min_cut(edges, w, 30, n_reps=3, opt_value=opt, rng=np.random.default_rng(2))
+    np.testing.assert_array_equal(r1.n_trials, r2.n_trials)
+    c1, _ = mc.contraction_batch(g, n_trials=8, rng=np.random.default_rng(3))
+    c2, _ = mc.contraction_batch(edges, w, 30, 8, np.random.default_rng(3))
+    np.testing.assert_array_equal(c1, c2)
+
+
+# ------------------------------------------------------------------ fixed bugs (issue 13)
+
+
+def test_cut_value_with_a_side_of_the_wrong_length_names_side():
+    # used to raise a bare IndexError from the fancy indexing
+    with pytest.raises(ValueError, match="side"):
+        mc.cut_value(GOOD_E, GOOD_W, np.array([True, False]))
+    g = mc.WeightedGraph(GOOD_E, GOOD_W, 3)
+    for bad in (np.array([True, False]), np.array([True, False, False, True])):
+        with pytest.raises(ValueError, match="side"):
+            mc.cut_value(g, side=bad)
+    with pytest.raises(ValueError, match="side"):
+        mc.prediction_errors(GOOD_E, GOOD_W, np.full(3, 0.5), np.array([True, False]))
+    with pytest.raises(TypeError, match="side"):
+        mc.cut_value(GOOD_E, GOOD_W, np.array([1, 0, 0]))
+    assert mc.cut_value(GOOD_E, GOOD_W, np.array([True, False, False])) == 2.0
+
+
+def test_min_cut_refuses_a_trial_count_that_cannot_finish():
+    # used to start 10**12 trials; now refused before any work, quoting the estimate
+    for method in ("karger", "karger_stein"):
+        with pytest.raises(TooLargeError, match="n_trials=1000000000000"):
+            mc.min_cut(GOOD_E, GOOD_W, 3, method=method, n_trials=10**12)
+    rng = np.random.default_rng(0)
+    edges, w = mc.matching_graph(40, 8, 2, rng)
+    with pytest.raises(TooLargeError, match="elementary operations"):
+        mc.min_cut(edges, w, 40, method="boosted_karger", p=np.full(len(w), 0.5), n_trials=10**11, rng=rng)
+
+
+def test_trials_until_min_cut_refuses_an_unbounded_cap():
+    with pytest.raises(TooLargeError, match="cap"):
+        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=10, cap=10**13)
+    with pytest.raises(TooLargeError, match="n_reps"):
+        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, method="fpz", n_reps=10**10, cap=10**4)
+
+
+def test_one_batch_of_too_many_trials_is_refused_for_memory():
+    rng = np.random.default_rng(0)
+    with pytest.raises(TooLargeError, match="GiB"):
+        mc.contraction_batch(GOOD_E, GOOD_W, 3, 10**12, rng)
+    with pytest.raises(TooLargeError, match="n_trials"):
+        mc.predict_by_sampling(GOOD_E, GOOD_W, 3, rng, n_trials=10**12)
+    with pytest.raises(TooLargeError, match="matching_graph"):
+        mc.matching_graph(10**6, 10**9, 1, rng)
+    with pytest.raises(TooLargeError, match="cycles_graph"):
+        mc.cycles_graph(10**6, 10**9, 10, 0.5, rng)
+
+
+def test_tsp_lp_solution_is_checked_before_use(monkeypatch):
+    import scipy.optimize
+
+    class Infeasible:  # "solved", but x = 0 breaks every degree constraint x(delta(v)) = 2
+        status, message = 0, "Optimization terminated successfully."
+
+        def __init__(self, m):
+            self.x = np.zeros(m)
+
+    rng = np.random.default_rng(1)
+    edges, cost = mc.cycles_graph(16, 3, 8, 0.5, rng)
+    monkeypatch.setattr(scipy.optimize, "linprog", lambda c, **kw: Infeasible(len(c)))
+    with pytest.raises(ValueError, match="infeasible"):
+        mc.tsp_lp_instances(edges, cost, 16)
+
+
+def test_stoer_wagner_answer_is_checked_before_use(monkeypatch):
+    real = nx.stoer_wagner
+    monkeypatch.setattr(nx, "stoer_wagner", lambda graph: (real(graph)[0] - 1.0, real(graph)[1]))
+    with pytest.raises(RuntimeError, match="stoer_wagner"):
+        mc.stoer_wagner(GOOD_E, GOOD_W, 3)
+
+
+def test_boosted_weights_is_the_formula_behind_its_checks():
+    rng = np.random.default_rng(2)
+    w, p = rng.uniform(0.5, 2.0, 7), rng.random(7)
+    np.testing.assert_array_equal(mc.boosted_weights(w, p, 4.0), mc._boost(w, p, 4.0))
+    with pytest.raises(ValueError, match="weights"):
+        mc.boosted_weights(np.ones((2, 2)), np.ones(4), 2.0)
+    with pytest.raises(ValueError, match="weights must be > 0"):
+        mc.boosted_weights(np.array([1.0, 0.0]), np.ones(2), 2.0)
+    with pytest.raises(TypeError, match="boost_factor"):
+        mc.boosted_weights(w, p, "2")
+    with pytest.raises(ValueError, match="boost_factor"):
+        mc.boosted_weights(w, p, np.nan)
+
+
+def test_rng_must_be_a_generator_everywhere():
+    rng_bad = 0
+    p = np.full(3, 0.5)
+    side = np.array([True, False, False])
+    for call in (lambda: mc.contraction_batch(GOOD_E, GOOD_W, 3, 2, rng_bad),
+                 lambda: mc.boosted_karger_trial(GOOD_E, GOOD_W, 3, p, 2.0, 2, rng_bad),
+                 lambda: mc.karger_stein(GOOD_E, GOOD_W, 3, rng_bad),
+                 lambda: mc.fpz(GOOD_E, GOOD_W, 3, rng_bad),
+                 lambda: mc.boosted_fpz(GOOD_E, GOOD_W, 3, p, 2.0, 2, rng_bad),
+                 lambda: mc.min_cut(GOOD_E, GOOD_W, 3, n_trials=1, rng=rng_bad),
+                 lambda: mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, rng=rng_bad),
+                 lambda: mc.inject_errors(GOOD_E, GOOD_W, side, 0.1, 0.0, rng_bad),
+                 lambda: mc.predict_by_sampling(GOOD_E, GOOD_W, 3, rng_bad),
+                 lambda: mc.matching_graph(8, 2, 1, rng_bad),
+                 lambda: mc.cycles_graph(10, 2, 5, 0.0, rng_bad)):
+        with pytest.raises(TypeError, match="rng"):
+            call()
+
+
+def test_counts_are_integers():
+    with pytest.raises(TypeError, match="n_trials"):
+        mc.min_cut(GOOD_E, GOOD_W, 3, n_trials=2.0)
+    with pytest.raises(TypeError, match="n_reps"):
+        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=1.5)
+    with pytest.raises(ValueError, match="cap"):
+        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, cap=0)
+    with pytest.raises(TypeError, match="threshold"):
+        mc.boosted_success_bound(10, 0.5, 0.0, 2.0, 2.5)
+    with pytest.raises(ValueError, match="eta"):
+        mc.boosted_success_bound(10, 1.5, 0.0, 2.0, 2)
