@@ -1,21 +1,28 @@
 """Maximum-inner-product search kernels of chapter 02 (vMF exploration), with their CPU references.
 
-Three operations over an action table ``actions``/``X`` of shape ``(n, d)`` and a batch of
-queries ``queries``/``V`` of shape ``(B, d)``, all float32 row-major:
+Operations over an action table ``actions``/``X`` of shape ``(n, d)`` and a batch of queries
+``queries``/``V`` of shape ``(B, d)``, row-major:
 
 - :func:`mips_argmax`: ``argmax_i <q_b, x_i>`` per query (vMF-exp step 3: play the nearest
   neighbour of the sampled direction), ties to the lowest index, plus the maximal score.
 - :func:`gumbel_max_sample`: one draw per query from the Boltzmann policy
   ``P(i | v_b) ∝ exp(kappa <v_b, x_i>)`` by the Gumbel-max trick,
   ``argmax_i kappa <v_b, x_i> + G_{b,i}`` with ``G = -log(-log U)`` (the B-exp baseline).
+- :func:`boltzmann_sample`: the same policy drawn from a NumPy ``rng``: exact inverse-CDF sampling
+  on the CPU, :func:`gumbel_max_sample` seeded from ``rng`` on the GPU (same distribution, not the
+  same draws).
 - :func:`first_beater`: the smallest ``j`` with ``<q_b, x_j> > threshold_b`` (``n`` when none):
   the prefix-survival counter of the Monte Carlo probability curve (note, step 8: with
   ``threshold_b = <q_b, A>``, action ``A`` wins against the prefix ``X[:m]`` iff
   ``first_beater_b >= m``).
 
 Each comes in three forms (see :mod:`icml25.kernels`): ``f_reference`` (NumPy, chunked over the
-actions so memory stays bounded for ``n = 10^6``; the readable definition), ``f_gpu`` (the CuPy
-launcher of the CUDA kernels in ``mips.cu``) and ``f`` (the dispatcher).
+actions so memory stays bounded for ``n = 10^6``; the readable definition and the CPU path),
+``f_gpu`` (the CuPy launcher of the CUDA kernels in ``mips.cu``) and ``f`` (the dispatcher). The
+dispatchers take NumPy arrays and return NumPy arrays: they run the CUDA kernel when
+:func:`icml25.common.gpu_available`, with the transfers done here, and the reference otherwise.
+A caller that queries one large table many times wraps it once in an :class:`ActionTable`
+(validated once; on a GPU its device copy is made on first use and kept).
 
 Random numbers. The Gumbel noise comes from the counter-based generator Philox-4x32-10
 (Salmon et al., SC'11, "Parallel random numbers: as easy as 1, 2, 3"), implemented identically in
@@ -31,29 +38,28 @@ two perturbed scores are within float32 rounding of each other (the dot products
 different order by BLAS and by the kernel), which for continuous data happens with probability of
 order 1e-6 per draw. Draws with distinct ``offset`` (or ``seed``) are independent; use a fresh
 ``offset`` per call to get fresh samples from one seed.
-
-Dispatchers return the kind of array they are given: NumPy in → NumPy out (computed on the GPU
-when one is usable, with the transfers done here: pass CuPy arrays to keep a large action table
-on the device across calls), CuPy in (any array argument) → CuPy out.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from icml25.checks import check_array, check_int, check_real, check_rng
 from icml25.common import gpu_available
 
 __all__ = [
+    "ActionTable",
     "mips_argmax",
     "mips_argmax_reference",
     "mips_argmax_gpu",
     "gumbel_max_sample",
     "gumbel_max_sample_reference",
     "gumbel_max_sample_gpu",
+    "boltzmann_sample",
+    "boltzmann_sample_reference",
     "first_beater",
     "first_beater_reference",
     "first_beater_gpu",
@@ -65,6 +71,8 @@ __all__ = [
 _CHUNK_ELEMENTS = 1 << 22
 # The Gumbel reference also evaluates Philox on each block; smaller blocks stay in cache.
 _GUMBEL_CHUNK_ELEMENTS = 1 << 13
+# first_beater_reference scans blocks of doubling width starting here.
+_FIRST_BEATER_MIN_WIDTH = 32
 
 # Launch geometry; must match the #defines in mips.cu.
 _TILE_N = 256  # actions per tile == threads per block
@@ -77,77 +85,100 @@ _PHILOX_M1 = np.uint64(0xCD9E8D57)
 _PHILOX_W0 = 0x9E3779B9
 _PHILOX_W1 = 0xBB67AE85
 _MASK32 = 0xFFFFFFFF
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_MAX_ACTIONS = _MASK32 - 1  # n <= 2^32 - 2: the packed keys of mips.cu hold a 32-bit index
 
 
 # --------------------------------------------------------------------------------------------
-# Validation (public boundary)
+# Validation (public boundary), from icml25.checks
 # --------------------------------------------------------------------------------------------
 
 
-def _is_cupy(a: Any) -> bool:
-    return type(a).__module__.split(".")[0] == "cupy"
+def _float_rows(a: Any, name: str) -> np.ndarray:
+    """``a`` as a C-contiguous 2-D float array within float32 range (the kernels' precision).
+
+    float64 stays float64 (the references then compute in float64 where they say so); any
+    other real dtype becomes float32.
+    """
+    arr = check_array(a, name, ndim=2, low=-_FLOAT32_MAX, high=_FLOAT32_MAX)
+    if arr.dtype != np.float64:
+        arr = arr.astype(np.float32, copy=False)
+    return np.ascontiguousarray(arr)
 
 
-def _as_matrix(name: str, a: Any, xp) -> Any:
-    """``a`` as a C-contiguous float32 2-D array of module ``xp``, after checks."""
-    if not hasattr(a, "ndim"):
-        a = xp.asarray(a)
-    if a.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (rows, d); got shape {tuple(a.shape)}")
-    if a.dtype.kind not in "fiu":
-        raise TypeError(f"{name} must be a real numeric array castable to float32; got dtype {a.dtype}")
-    with np.errstate(over="ignore"):  # overflow to inf is reported just below
-        a = xp.ascontiguousarray(xp.asarray(a, dtype=xp.float32))
-    if a.size and not bool(xp.isfinite(a).all()):
-        raise ValueError(f"{name} must be finite (after casting to float32)")
-    return a
+class ActionTable:
+    """An ``(n, d)`` action table validated once, for many kernel calls on the same actions.
+
+    ``values`` is the validated host array: C-contiguous, finite, within float32 range, float64
+    if given float64 and float32 otherwise; it is made read-only (do not modify the array it
+    views). On a GPU the dispatchers copy it to the device (float32) on first use and keep that
+    copy, so a table of ``10^7`` actions crosses the bus once, not once per call. Every
+    dispatcher accepts an ``ActionTable`` wherever it accepts ``actions``/``X``.
+
+    Args:
+        actions: (n, d) real array, finite, ``1 <= n <= 2^32 - 2``, ``d >= 1``.
+        name: the argument's name in error messages.
+
+    Raises:
+        TypeError: not an array of real numbers.
+        ValueError: not 2-D, empty, non-finite or outside float32 range.
+    """
+
+    __slots__ = ("values", "_device")
+
+    def __init__(self, actions: ArrayLike, name: str = "actions") -> None:
+        if isinstance(actions, ActionTable):
+            actions = actions.values
+        x = _float_rows(actions, name)
+        n, d = x.shape
+        check_int(n, f"the number of rows n of {name}", low=1, high=_MAX_ACTIONS)
+        check_int(d, f"the dimension d of {name}", low=1)
+        x = x.view()
+        x.flags.writeable = False
+        self.values = x
+        self._device = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n, d)``."""
+        return self.values.shape
+
+    def __repr__(self) -> str:
+        n, d = self.shape
+        return f"ActionTable(n={n}, d={d}, dtype={self.values.dtype})"
+
+    def _on_device(self) -> Any:  # pragma: no cover - needs a GPU
+        """The float32 CuPy copy of ``values`` (made once)."""
+        if self._device is None:
+            import cupy
+
+            self._device = cupy.ascontiguousarray(cupy.asarray(self.values, dtype=cupy.float32))
+        return self._device
 
 
-def _check_pair(qname: str, queries: Any, aname: str, actions: Any, xp) -> tuple[Any, Any]:
-    q = _as_matrix(qname, queries, xp)
-    x = _as_matrix(aname, actions, xp)
+def _check_queries_actions(qname: str, queries: Any, aname: str, actions: Any) -> tuple[np.ndarray, ActionTable]:
+    """(queries (B, d) float rows, the actions as an :class:`ActionTable`), with a common ``d``."""
+    q = _float_rows(queries, qname)
+    x = actions if isinstance(actions, ActionTable) else ActionTable(actions, aname)
     if q.shape[1] != x.shape[1]:
         raise ValueError(f"{qname} and {aname} must have the same d; got {q.shape[1]} and {x.shape[1]}")
-    if q.shape[1] < 1:
-        raise ValueError(f"{qname} and {aname} must have d >= 1")
-    if x.shape[0] < 1:
-        raise ValueError(f"{aname} must hold at least one action (n >= 1)")
-    if x.shape[0] >= _MASK32:
-        raise ValueError(f"{aname} has n = {x.shape[0]} rows; at most 2^32 - 2 are supported")
     return q, x
 
 
-def _check_threshold(threshold: Any, B: int, xp) -> Any:
-    t = threshold if hasattr(threshold, "ndim") else xp.asarray(threshold)
-    if t.ndim != 1 or t.shape[0] != B:
-        raise ValueError(f"threshold must have shape ({B},) (one per query); got {tuple(t.shape)}")
-    if t.dtype.kind not in "fiu":
-        raise TypeError(f"threshold must be real numeric; got dtype {t.dtype}")
-    with np.errstate(over="ignore"):
-        t = xp.ascontiguousarray(xp.asarray(t, dtype=xp.float32))
-    if t.size and not bool(xp.isfinite(t).all()):
-        raise ValueError("threshold must be finite (after casting to float32)")
-    return t
+def _check_threshold(threshold: Any, B: int, dtype: Any) -> np.ndarray:
+    return np.ascontiguousarray(
+        check_array(threshold, "threshold", shape=(B,), low=-_FLOAT32_MAX, high=_FLOAT32_MAX).astype(dtype, copy=False)
+    )
 
 
-def _check_kappa(kappa: Any) -> float:
-    if isinstance(kappa, bool) or not isinstance(kappa, numbers.Real):
-        raise TypeError(f"kappa must be a real number; got {type(kappa).__name__}")
-    kappa = float(kappa)
-    if not math.isfinite(kappa) or kappa < 0:
-        raise ValueError(f"kappa must be finite and >= 0; got {kappa}")
-    if abs(kappa) > float(np.finfo(np.float32).max):
-        raise ValueError(f"kappa = {kappa} overflows float32")
-    return kappa
-
-
-def _check_counter_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
-    value = int(value)
-    if not 0 <= value < 2**64:
-        raise ValueError(f"{name} must lie in [0, 2^64); got {value}")
-    return value
+def _gumbel_scalars(kappa: Any, seed: Any, offset: Any) -> tuple[np.float32, int, int]:
+    """(kappa as float32 >= 0, seed, offset as Philox words in [0, 2^64))."""
+    k = check_real(kappa, "kappa", low=0.0, high=_FLOAT32_MAX)
+    return (
+        np.float32(k),
+        check_int(seed, "seed", low=0, high=2**64 - 1),
+        check_int(offset, "offset", low=0, high=2**64 - 1),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -211,8 +242,9 @@ def gumbel_noise_reference(seed: int, offset: int, b: np.ndarray, i: np.ndarray)
     return -np.log(-np.log(u))
 
 
+
 # --------------------------------------------------------------------------------------------
-# References (NumPy)
+# References (NumPy): the CPU path of every dispatcher
 # --------------------------------------------------------------------------------------------
 
 
@@ -220,7 +252,7 @@ def _chunk_size(B: int, budget: int) -> int:
     return max(1, budget // max(B, 1))
 
 
-def mips_argmax_reference(queries: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def mips_argmax_reference(queries: ArrayLike, actions: ArrayLike | ActionTable) -> tuple[np.ndarray, np.ndarray]:
     """Maximum inner product per query, ties to the lowest index (NumPy reference).
 
     ``index_b = min argmax_i <q_b, x_i>``, ``score_b = <q_b, x_{index_b}>`` computed in float32,
@@ -228,16 +260,22 @@ def mips_argmax_reference(queries: np.ndarray, actions: np.ndarray) -> tuple[np.
 
     Args:
         queries: (B, d) real array (cast to float32), finite.
-        actions: (n, d) real array (cast to float32), finite, n >= 1.
+        actions: (n, d) real array (cast to float32), finite, n >= 1, or an :class:`ActionTable`.
 
     Returns:
         index: (B,) int64 in [0, n); score: (B,) float32.
 
     Raises:
-        ValueError: not 2-D, d differs, n == 0 or n >= 2^32 - 1, non-finite entries.
+        ValueError: not 2-D, d differs, n == 0 or n >= 2^32 - 1, non-finite entries or entries
+            outside float32 range.
         TypeError: non-numeric dtype.
     """
-    q, x = _check_pair("queries", queries, "actions", actions, np)
+    q, x = _check_queries_actions("queries", queries, "actions", actions)
+    return _mips_argmax(q.astype(np.float32, copy=False), x.values.astype(np.float32, copy=False))
+
+
+def _mips_argmax(q: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """index_b = min argmax_i <q_b, x_i>, chunked over the actions (vMF-exp step 3)."""
     B, n = q.shape[0], x.shape[0]
     best_idx = np.zeros(B, dtype=np.int64)
     best = np.full(B, -np.inf, dtype=np.float32)
@@ -255,7 +293,7 @@ def mips_argmax_reference(queries: np.ndarray, actions: np.ndarray) -> tuple[np.
 
 
 def gumbel_max_sample_reference(
-    V: np.ndarray, X: np.ndarray, kappa: float, seed: int, offset: int = 0
+    V: ArrayLike, X: ArrayLike | ActionTable, kappa: float, seed: int, offset: int = 0
 ) -> np.ndarray:
     """One Boltzmann draw per query by Gumbel-max, with the kernel's Philox noise (NumPy reference).
 
@@ -268,7 +306,7 @@ def gumbel_max_sample_reference(
 
     Args:
         V: (B, d) real array (cast to float32), finite; states/queries.
-        X: (n, d) real array (cast to float32), finite, n >= 1; actions.
+        X: (n, d) real array (cast to float32), finite, n >= 1, or an :class:`ActionTable`.
         kappa: finite >= 0 inverse temperature (0 gives the uniform distribution).
         seed: int in [0, 2^64), the Philox key.
         offset: int in [0, 2^64), the high counter words; vary it to get fresh draws.
@@ -281,10 +319,13 @@ def gumbel_max_sample_reference(
             seed/offset outside [0, 2^64).
         TypeError: non-numeric arrays, non-real kappa, non-int seed/offset.
     """
-    q, x = _check_pair("V", V, "X", X, np)
-    kappa32 = np.float32(_check_kappa(kappa))
-    seed = _check_counter_int("seed", seed)
-    offset = _check_counter_int("offset", offset)
+    q, x = _check_queries_actions("V", V, "X", X)
+    kappa32, seed, offset = _gumbel_scalars(kappa, seed, offset)
+    return _gumbel_max(q.astype(np.float32, copy=False), x.values.astype(np.float32, copy=False), kappa32, seed, offset)
+
+
+def _gumbel_max(q: np.ndarray, x: np.ndarray, kappa32: np.float32, seed: int, offset: int) -> np.ndarray:
+    """a_b = argmax_i kappa <v_b, x_i> + G_{b,i}, G Philox-Gumbel noise (Gumbel-max trick)."""
     B, n = q.shape[0], x.shape[0]
     best_idx = np.zeros(B, dtype=np.int64)
     best = np.full(B, -np.inf, dtype=np.float32)
@@ -303,17 +344,68 @@ def gumbel_max_sample_reference(
     return best_idx
 
 
-def first_beater_reference(queries: np.ndarray, actions: np.ndarray, threshold: np.ndarray) -> np.ndarray:
-    """Smallest ``j`` with ``<q_b, x_j> > threshold_b`` (float32), else ``n`` (NumPy reference).
+def boltzmann_sample_reference(
+    V: ArrayLike, X: ArrayLike | ActionTable, kappa: float, rng: np.random.Generator
+) -> np.ndarray:
+    """One exact Boltzmann draw per query, ``P(i | v_b) ∝ exp(kappa <v_b, x_i>)``, from ``rng``.
+
+    Inverse-CDF sampling of the stable softmax (the B-exp policy of the paper, Sec. 3), in
+    blocks of queries so memory stays O(chunk). The scores are computed in X's precision
+    (float32 X: single-precision BLAS, as a production system would; float64 X: float64), the
+    CDF is accumulated in float64. ``V`` and the rows of ``X`` are used as given.
+
+    Args:
+        V: (B, d) real array, finite.
+        X: (n, d) real array, finite, n >= 1, or an :class:`ActionTable`.
+        kappa: finite inverse temperature >= 0.
+        rng: numpy Generator; one ``rng.random`` draw per query.
+
+    Returns:
+        (B,) int64 action indices in [0, n).
+
+    Raises:
+        ValueError: shapes as in :func:`mips_argmax_reference`, negative or non-finite kappa.
+        TypeError: non-numeric arrays, non-real kappa, rng not a numpy Generator.
+    """
+    q, x = _check_queries_actions("V", V, "X", X)
+    kappa = check_real(kappa, "kappa", low=0.0, high=_FLOAT32_MAX)
+    return _inverse_cdf_sample(q, x.values, kappa, check_rng(rng))
+
+
+def _inverse_cdf_sample(V: np.ndarray, X: np.ndarray, kappa: float, rng: np.random.Generator) -> np.ndarray:
+    """a_b = min{i : sum_{j<=i} e^{kappa (<v_b, x_j> - max_j <v_b, x_j>)} >= u_b Z_b}, u_b ~ U(0, 1)."""
+    B, n = V.shape[0], X.shape[0]
+    dt = np.float32 if X.dtype == np.float32 else np.float64
+    out = np.empty(B, dtype=np.int64)
+    rows = max(1, _CHUNK_ELEMENTS // max(n, 1))
+    Xt = X.astype(dt, copy=False).T
+    Vq = V.astype(dt)
+    for s in range(0, B, rows):
+        logits = Vq[s : s + rows] @ Xt
+        logits -= logits.max(axis=1, keepdims=True)
+        logits *= dt(kappa)
+        np.exp(logits, out=logits)
+        cdf = np.cumsum(logits, axis=1, dtype=np.float64)
+        u = rng.random(cdf.shape[0]) * cdf[:, -1]
+        for r in range(cdf.shape[0]):  # first index with cdf >= u
+            out[s + r] = min(int(np.searchsorted(cdf[r], u[r], side="left")), n - 1)
+    return out
+
+
+def first_beater_reference(
+    queries: ArrayLike, actions: ArrayLike | ActionTable, threshold: ArrayLike
+) -> np.ndarray:
+    """Smallest ``j`` with ``<q_b, x_j> > threshold_b``, else ``n`` (NumPy reference).
 
     The prefix-survival counter of the Monte Carlo curve (note, step 8): with
     ``threshold_b = <v_b, A>`` the fixed action ``A`` beats every prefix ``X_1..X_m`` with
-    ``m <= first_beater_b`` (0-based: the prefix ``X[:m]``). Stops early once every query has a hit.
+    ``m <= first_beater_b`` (0-based: the prefix ``X[:m]``). Computed in float64 when queries and
+    actions are both float64, in float32 otherwise (the GPU kernel is float32 only).
 
     Args:
-        queries: (B, d) real array (cast to float32), finite.
-        actions: (n, d) real array (cast to float32), finite, n >= 1.
-        threshold: (B,) real array (cast to float32), finite.
+        queries: (B, d) real array, finite.
+        actions: (n, d) real array, finite, n >= 1, or an :class:`ActionTable`.
+        threshold: (B,) real array, finite.
 
     Returns:
         (B,) int64 in [0, n].
@@ -322,19 +414,31 @@ def first_beater_reference(queries: np.ndarray, actions: np.ndarray, threshold: 
         ValueError: shapes/finiteness as in :func:`mips_argmax_reference`; threshold not (B,).
         TypeError: non-numeric dtype.
     """
-    q, x = _check_pair("queries", queries, "actions", actions, np)
-    thr = _check_threshold(threshold, q.shape[0], np)
-    B, n = q.shape[0], x.shape[0]
-    out = np.full(B, n, dtype=np.int64)
-    todo = np.arange(B)
-    chunk = _chunk_size(B, _CHUNK_ELEMENTS)
-    for start in range(0, n, chunk):
-        if todo.size == 0:
-            break
-        beats = (q[todo] @ x[start : start + chunk].T) > thr[todo, None]  # (|todo|, c)
-        hit = beats.any(axis=1)
-        out[todo[hit]] = start + beats[hit].argmax(axis=1)  # argmax of bool = first True
-        todo = todo[~hit]
+    q, x = _check_queries_actions("queries", queries, "actions", actions)
+    dt = np.float64 if q.dtype == x.values.dtype == np.float64 else np.float32
+    thr = _check_threshold(threshold, q.shape[0], dt)
+    return _first_beater(q.astype(dt, copy=False), x.values.astype(dt, copy=False), thr)
+
+
+def _first_beater(Q: np.ndarray, X: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """j_s = min{j : <Q_s, X_j> > thr_s} (len(X) if none): the prefix-survival counter.
+
+    Scans X in blocks of doubling width and keeps only the queries no action has beaten yet.
+    Under vMF-exp a query survives j actions with probability ~ c / j, so the total work is
+    O(S c log n) inner products instead of the S n of a full scan; exact all the same.
+    """
+    S, n = Q.shape[0], X.shape[0]
+    out = np.full(S, n, dtype=np.int64)
+    alive = np.arange(S)
+    start, width = 0, _FIRST_BEATER_MIN_WIDTH
+    while alive.size and start < n:
+        width = min(width, max(_FIRST_BEATER_MIN_WIDTH, _CHUNK_ELEMENTS // alive.size))
+        stop = min(n, start + width)
+        hit = (Q[alive] @ X[start:stop].T) > thr[alive, None]
+        beaten = hit.any(axis=1)
+        out[alive[beaten]] = start + np.argmax(hit[beaten], axis=1)  # argmax of bool = first True
+        alive = alive[~beaten]
+        start, width = stop, 2 * width
     return out
 
 
@@ -343,13 +447,13 @@ def first_beater_reference(queries: np.ndarray, actions: np.ndarray, threshold: 
 # --------------------------------------------------------------------------------------------
 
 
-def _module():
+def _module() -> Any:  # pragma: no cover - needs a GPU
     from icml25.kernels import load_module
 
     return load_module("mips")
 
 
-def _sm_count() -> int:
+def _sm_count() -> int:  # pragma: no cover - needs a GPU
     import cupy
 
     device = cupy.cuda.Device()
@@ -361,7 +465,7 @@ def _sm_count() -> int:
 _SM_COUNT: dict[int, int] = {}
 
 
-def _grid(B: int, n: int) -> tuple[int, int]:
+def _grid(B: int, n: int) -> tuple[int, int]:  # pragma: no cover - needs a GPU
     """Grid (x, y): y covers the queries in groups of ``_TQ``; x splits the action tiles.
 
     A block of 256 threads owns 8 queries and walks the action tiles ``x, x + gridDim.x, ...``.
@@ -383,7 +487,13 @@ def _query_slices(B: int):
         yield b0, min(B, b0 + step)
 
 
-def _launch_keys(kernel_name: str, q, x, extra=lambda b0: ()):
+def _device_pair(q: np.ndarray, x: ActionTable) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
+    import cupy
+
+    return cupy.ascontiguousarray(cupy.asarray(q, dtype=cupy.float32)), x._on_device()
+
+
+def _launch_keys(kernel_name: str, q: Any, x: Any, extra=lambda b0: ()) -> tuple[Any, Any]:  # pragma: no cover
     """Run an argmax-type kernel of ``mips.cu`` and decode its packed (score, index) keys.
 
     ``extra(b0)`` gives the kernel arguments after ``d`` for the query slice starting at ``b0``.
@@ -406,114 +516,145 @@ def _launch_keys(kernel_name: str, q, x, extra=lambda b0: ()):
     return index, score
 
 
-def mips_argmax_gpu(queries, actions):
-    """:func:`mips_argmax_reference` on the GPU (kernel ``mips_argmax_keys`` of ``mips.cu``).
-
-    CuPy arrays in and out (NumPy inputs are copied to the device). Same contract, arguments,
-    returns and errors as the reference; indices agree exactly and scores to float32 rounding
-    (the kernel sums ``<q, x>`` sequentially over d with FMAs, BLAS in another order).
-    """
-    import cupy
-
-    q, x = _check_pair("queries", queries, "actions", actions, cupy)
-    return _launch_keys("mips_argmax_keys", q, x)
+def _mips_argmax_device(q: np.ndarray, x: ActionTable) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
+    return _launch_keys("mips_argmax_keys", *_device_pair(q, x))
 
 
-def gumbel_max_sample_gpu(V, X, kappa: float, seed: int, offset: int = 0):
-    """:func:`gumbel_max_sample_reference` on the GPU (kernel ``gumbel_max_keys`` of ``mips.cu``).
-
-    CuPy arrays in and out. Same arguments, returns and errors as the reference, and the same
-    Philox noise, so both return the same draws except at float32 near-ties.
-    """
-    import cupy
-
-    q, x = _check_pair("V", V, "X", X, cupy)
-    kappa32 = np.float32(_check_kappa(kappa))
-    seed = _check_counter_int("seed", seed)
-    offset = _check_counter_int("offset", offset)
+def _gumbel_max_device(q: np.ndarray, x: ActionTable, kappa32: np.float32, seed: int, offset: int) -> Any:  # pragma: no cover
+    qd, xd = _device_pair(q, x)
     index, _ = _launch_keys(
-        "gumbel_max_keys", q, x, lambda b0: (kappa32, np.uint64(seed), np.uint64(offset), np.int64(b0))
+        "gumbel_max_keys", qd, xd, lambda b0: (kappa32, np.uint64(seed), np.uint64(offset), np.int64(b0))
     )
     return index
 
 
-def first_beater_gpu(queries, actions, threshold):
-    """:func:`first_beater_reference` on the GPU (kernel ``first_beater`` of ``mips.cu``).
-
-    CuPy arrays in and out. Same arguments, returns and errors as the reference. Blocks walk
-    the action tiles in increasing order and stop once every query of the block already has a
-    hit before their next tile, so the cost is about proportional to the answer.
-    """
+def _first_beater_device(q: np.ndarray, x: ActionTable, thr: np.ndarray) -> Any:  # pragma: no cover - needs a GPU
     import cupy
 
-    q, x = _check_pair("queries", queries, "actions", actions, cupy)
-    thr = _check_threshold(threshold, q.shape[0], cupy)
-    B, d = q.shape
-    n = x.shape[0]
+    qd, xd = _device_pair(q, x)
+    thr_d = cupy.ascontiguousarray(cupy.asarray(thr, dtype=cupy.float32))
+    B, d = qd.shape
+    n = xd.shape[0]
     out = cupy.full(B, n, dtype=cupy.int64)
     kernel = _module().get_function("first_beater")
     for b0, b1 in _query_slices(B):
         grid = _grid(b1 - b0, n)
-        kernel(grid, (_TILE_N,), (q[b0:b1], x, thr[b0:b1], np.int64(b1 - b0), np.int64(n), np.int32(d), out[b0:b1]))
+        kernel(grid, (_TILE_N,), (qd[b0:b1], xd, thr_d[b0:b1], np.int64(b1 - b0), np.int64(n), np.int32(d), out[b0:b1]))
     return out
 
 
+def mips_argmax_gpu(queries: ArrayLike, actions: ArrayLike | ActionTable) -> tuple[Any, Any]:  # pragma: no cover
+    """:func:`mips_argmax_reference` on the GPU (kernel ``mips_argmax_keys`` of ``mips.cu``).
+
+    Returns CuPy arrays (for the kernel tests; :func:`mips_argmax` returns NumPy). Inputs are
+    validated on the host and copied to the device. Same contract, arguments and errors as the
+    reference; indices agree exactly and scores to float32 rounding (the kernel sums ``<q, x>``
+    sequentially over d with FMAs, BLAS in another order).
+    """
+    q, x = _check_queries_actions("queries", queries, "actions", actions)
+    return _mips_argmax_device(q, x)
+
+
+def gumbel_max_sample_gpu(
+    V: ArrayLike, X: ArrayLike | ActionTable, kappa: float, seed: int, offset: int = 0
+) -> Any:  # pragma: no cover - needs a GPU
+    """:func:`gumbel_max_sample_reference` on the GPU (kernel ``gumbel_max_keys`` of ``mips.cu``).
+
+    Returns a CuPy array. Same arguments, returns and errors as the reference, and the same
+    Philox noise, so both return the same draws except at float32 near-ties.
+    """
+    q, x = _check_queries_actions("V", V, "X", X)
+    return _gumbel_max_device(q, x, *_gumbel_scalars(kappa, seed, offset))
+
+
+def first_beater_gpu(
+    queries: ArrayLike, actions: ArrayLike | ActionTable, threshold: ArrayLike
+) -> Any:  # pragma: no cover - needs a GPU
+    """:func:`first_beater_reference` on the GPU (kernel ``first_beater`` of ``mips.cu``), in float32.
+
+    Returns a CuPy array. Same arguments and errors as the reference. Blocks walk the action
+    tiles in increasing order and stop once every query of the block already has a hit before
+    their next tile, so the cost is about proportional to the answer.
+    """
+    q, x = _check_queries_actions("queries", queries, "actions", actions)
+    return _first_beater_device(q, x, _check_threshold(threshold, q.shape[0], np.float32))
+
+
 # --------------------------------------------------------------------------------------------
-# Dispatchers
+# Dispatchers: NumPy in, NumPy out; the CUDA kernel when a GPU is usable, else the reference
 # --------------------------------------------------------------------------------------------
 
 
-def _on_gpu(*arrays: Any) -> tuple[bool, bool]:
-    """(use the GPU, return CuPy arrays)."""
-    want_cupy = any(_is_cupy(a) for a in arrays)
-    return gpu_available(), want_cupy
-
-
-def _to_numpy_like(a: Any) -> Any:
-    if _is_cupy(a):
-        return a.get()
-    return a
-
-
-def mips_argmax(queries, actions):
+def mips_argmax(queries: ArrayLike, actions: ArrayLike | ActionTable) -> tuple[np.ndarray, np.ndarray]:
     """Maximum inner product per query, ties to the lowest index; GPU when available.
 
-    See :func:`mips_argmax_reference` for the contract (shapes, dtypes, errors). Runs
-    :func:`mips_argmax_gpu` when :func:`icml25.common.gpu_available`, else the reference.
-    Returns ``(index (B,) int64, score (B,) float32)`` as CuPy arrays if any input is a CuPy array,
-    else as NumPy arrays.
+    See :func:`mips_argmax_reference` for the contract (shapes, dtypes, errors). Runs the CUDA
+    kernel when :func:`icml25.common.gpu_available`, else the reference.
+
+    Returns:
+        ``(index (B,) int64, score (B,) float32)``, NumPy arrays.
     """
-    use_gpu, want_cupy = _on_gpu(queries, actions)
-    if use_gpu:  # pragma: no cover - needs a GPU
-        index, score = mips_argmax_gpu(queries, actions)
-        return (index, score) if want_cupy else (index.get(), score.get())
-    return mips_argmax_reference(_to_numpy_like(queries), _to_numpy_like(actions))
+    q, x = _check_queries_actions("queries", queries, "actions", actions)
+    if gpu_available():  # pragma: no cover - needs a GPU
+        index, score = _mips_argmax_device(q, x)
+        return index.get(), score.get()
+    return _mips_argmax(q.astype(np.float32, copy=False), x.values.astype(np.float32, copy=False))
 
 
-def gumbel_max_sample(V, X, kappa: float, seed: int, offset: int = 0):
+def gumbel_max_sample(
+    V: ArrayLike, X: ArrayLike | ActionTable, kappa: float, seed: int, offset: int = 0
+) -> np.ndarray:
     """One Boltzmann draw ``P(i | v_b) ∝ exp(kappa <v_b, x_i>)`` per query; GPU when available.
 
     See :func:`gumbel_max_sample_reference` for the contract. GPU and CPU use the same Philox
     stream, so a given ``(seed, offset)`` gives the same draws on both up to float32 near-ties.
-    Returns (B,) int64, a CuPy array if ``V`` or ``X`` is one, else NumPy.
+
+    Returns:
+        (B,) int64 NumPy array.
     """
-    use_gpu, want_cupy = _on_gpu(V, X)
-    if use_gpu:  # pragma: no cover - needs a GPU
-        index = gumbel_max_sample_gpu(V, X, kappa, seed, offset)
-        return index if want_cupy else index.get()
-    return gumbel_max_sample_reference(_to_numpy_like(V), _to_numpy_like(X), kappa, seed, offset)
+    q, x = _check_queries_actions("V", V, "X", X)
+    kappa32, seed, offset = _gumbel_scalars(kappa, seed, offset)
+    if gpu_available():  # pragma: no cover - needs a GPU
+        return _gumbel_max_device(q, x, kappa32, seed, offset).get()
+    return _gumbel_max(q.astype(np.float32, copy=False), x.values.astype(np.float32, copy=False), kappa32, seed, offset)
 
 
-def first_beater(queries, actions, threshold):
+def boltzmann_sample(V: ArrayLike, X: ArrayLike | ActionTable, kappa: float, rng: np.random.Generator) -> np.ndarray:
+    """One Boltzmann draw ``P(i | v_b) ∝ exp(kappa <v_b, x_i>)`` per query from ``rng``; GPU when available.
+
+    CPU: :func:`boltzmann_sample_reference` (exact inverse CDF, one ``rng.random`` per query).
+    GPU: the fused Gumbel-max kernel (:func:`gumbel_max_sample`, float32) keyed by one
+    ``rng.integers`` draw. Both sample the same distribution; they do not give the same draws
+    (use :func:`gumbel_max_sample` for draws that agree across devices).
+
+    Returns:
+        (B,) int64 NumPy array of action indices in [0, n).
+
+    Raises:
+        As :func:`boltzmann_sample_reference`.
+    """
+    q, x = _check_queries_actions("V", V, "X", X)
+    kappa = check_real(kappa, "kappa", low=0.0, high=_FLOAT32_MAX)
+    rng = check_rng(rng)
+    if gpu_available():  # pragma: no cover - needs a GPU
+        seed = int(rng.integers(0, 2**63 - 1))
+        return _gumbel_max_device(q, x, np.float32(kappa), seed, 0).get().astype(np.int64)
+    return _inverse_cdf_sample(q, x.values, kappa, rng)
+
+
+def first_beater(queries: ArrayLike, actions: ArrayLike | ActionTable, threshold: ArrayLike) -> np.ndarray:
     """Smallest ``j`` with ``<q_b, x_j> > threshold_b``, else ``n``; GPU when available.
 
-    See :func:`first_beater_reference` for the contract. Returns (B,) int64, a CuPy array if any
-    input is one, else NumPy.
+    See :func:`first_beater_reference` for the contract. The GPU kernel computes in float32; the
+    reference in float64 when queries and actions are float64 (results then differ only where
+    a score is within float32 rounding of its threshold).
+
+    Returns:
+        (B,) int64 NumPy array in [0, n].
     """
-    use_gpu, want_cupy = _on_gpu(queries, actions, threshold)
-    if use_gpu:  # pragma: no cover - needs a GPU
-        out = first_beater_gpu(queries, actions, threshold)
-        return out if want_cupy else out.get()
-    return first_beater_reference(
-        _to_numpy_like(queries), _to_numpy_like(actions), _to_numpy_like(threshold)
-    )
+    q, x = _check_queries_actions("queries", queries, "actions", actions)
+    if gpu_available():  # pragma: no cover - needs a GPU
+        return _first_beater_device(q, x, _check_threshold(threshold, q.shape[0], np.float32)).get()
+    dt = np.float64 if q.dtype == x.values.dtype == np.float64 else np.float32
+    thr = _check_threshold(threshold, q.shape[0], dt)
+    return _first_beater(q.astype(dt, copy=False), x.values.astype(dt, copy=False), thr)

@@ -247,6 +247,92 @@ def test_dispatchers_return_numpy_for_numpy_inputs():
     assert isinstance(g, np.ndarray) and g.dtype == np.int64 and g.shape == (10,)
 
 
+def test_first_beater_reference_float64_matches_bruteforce(small_chunks):
+    """float64 queries and actions: the doubling-block scan computes in float64, exactly."""
+    rng = np.random.default_rng(20)
+    Q, X = _unit_rows(rng, 300, 3).astype(np.float64), rng.standard_normal((5000, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    thr = Q @ X[7] + 0.3
+    beats = (Q @ X.T) > thr[:, None]
+    expected = np.where(beats.any(axis=1), np.argmax(beats, axis=1), X.shape[0])
+    np.testing.assert_array_equal(first_beater_reference(Q, X, thr), expected)
+    np.testing.assert_array_equal(first_beater(Q, X, thr), expected)
+
+
+def test_first_beater_float64_and_float32_differ_only_at_near_ties():
+    rng = np.random.default_rng(21)
+    Q, X = _unit_rows(rng, 200, 8), _unit_rows(rng, 3000, 8)
+    thr = (Q @ X[17]).astype(np.float32) + np.float32(0.2)
+    got64 = first_beater_reference(Q.astype(np.float64), X.astype(np.float64), thr.astype(np.float64))
+    assert np.mean(got64 == first_beater_reference(Q, X, thr)) > 0.99
+
+
+def test_boltzmann_sample_reference_matches_softmax():
+    rng = np.random.default_rng(22)
+    n, d, N = 12, 4, 40_000
+    X = _unit_rows(rng, n, d)
+    v = _unit_rows(rng, 1, d)
+    draws = mips.boltzmann_sample_reference(np.repeat(v, N, axis=0), X, 3.0, np.random.default_rng(1))
+    p = _softmax(3.0 * (X.astype(np.float64) @ v[0].astype(np.float64)))
+    assert stats.chisquare(np.bincount(draws, minlength=n), N * p).pvalue > P_MIN
+    again = mips.boltzmann_sample(np.repeat(v, N, axis=0), X, 3.0, np.random.default_rng(1))
+    np.testing.assert_array_equal(draws, again)  # the dispatcher's CPU path is the reference
+    with pytest.raises(TypeError, match="rng"):
+        mips.boltzmann_sample(v, X, 1.0, 0)
+
+
+def test_action_table_is_validated_once_and_accepted_everywhere():
+    rng = np.random.default_rng(23)
+    Q, X = _int_data(rng, (9, 4)), _int_data(rng, (200, 4))
+    table = mips.ActionTable(X)
+    assert table.shape == (200, 4) and table.values.dtype == np.float32 and not table.values.flags.writeable
+    assert mips.ActionTable(X.astype(np.float64)).values.dtype == np.float64
+    assert mips.ActionTable(table).values is not None  # an ActionTable wraps again without copying rules
+    np.testing.assert_array_equal(mips_argmax(Q, table)[0], mips_argmax_reference(Q, X)[0])
+    thr = np.zeros(9)
+    np.testing.assert_array_equal(first_beater(Q, table, thr), first_beater_reference(Q, X, thr))
+    np.testing.assert_array_equal(gumbel_max_sample(Q, table, 1.0, 3), gumbel_max_sample_reference(Q, X, 1.0, 3))
+    with pytest.raises(ValueError, match="actions"):
+        mips.ActionTable(np.ones((0, 4)))
+    with pytest.raises(ValueError, match="same d"):
+        mips_argmax(Q[:, :3], table)
+
+
+class _FakeDevice:
+    def __init__(self, a):
+        self.a = a
+
+    def get(self):
+        return self.a
+
+
+def test_dispatchers_gpu_branch_returns_numpy(monkeypatch):
+    """The dispatchers' GPU branch (launchers replaced by the references): NumPy comes back."""
+    monkeypatch.setattr(mips, "gpu_available", lambda: True)
+    calls = []
+
+    def fake(name, fn):
+        def run(*args):
+            calls.append(name)
+            out = fn(*args)
+            return tuple(_FakeDevice(a) for a in out) if isinstance(out, tuple) else _FakeDevice(out)
+        return run
+
+    f32 = lambda a: a.astype(np.float32)  # noqa: E731
+    monkeypatch.setattr(mips, "_mips_argmax_device", fake("argmax", lambda q, x: mips._mips_argmax(f32(q), f32(x.values))))
+    monkeypatch.setattr(mips, "_gumbel_max_device", fake("gumbel", lambda q, x, k, s, o: mips._gumbel_max(f32(q), f32(x.values), k, s, o)))
+    monkeypatch.setattr(mips, "_first_beater_device", fake("beater", lambda q, x, t: mips._first_beater(f32(q), f32(x.values), t)))
+    rng = np.random.default_rng(24)
+    Q, X = _int_data(rng, (10, 4)), _int_data(rng, (300, 4))
+    index, score = mips_argmax(Q, X)
+    assert isinstance(index, np.ndarray) and isinstance(score, np.ndarray)
+    assert isinstance(first_beater(Q, X, score - 1), np.ndarray)
+    assert isinstance(gumbel_max_sample(Q, X, 1.0, 0), np.ndarray)
+    draws = mips.boltzmann_sample(Q, X, 1.0, np.random.default_rng(0))
+    assert isinstance(draws, np.ndarray) and draws.dtype == np.int64
+    assert calls == ["argmax", "beater", "gumbel", "gumbel"]
+
+
 # --------------------------------------------------------------------------------------------
 # Bad inputs
 # --------------------------------------------------------------------------------------------
@@ -506,14 +592,17 @@ def test_gpu_kernels_split_huge_batches_like_the_reference():
 
 
 @pytest.mark.gpu
-def test_dispatchers_return_cupy_for_cupy_inputs():
+def test_dispatchers_return_numpy_on_the_gpu():
+    """A caller never sees CuPy: NumPy (or CuPy, copied to the host for validation) in, NumPy out."""
     import cupy as cp
 
     rng = np.random.default_rng(16)
     Q, X = _int_data(rng, (10, 4)), _int_data(rng, (300, 4))
     index, score = mips_argmax(cp.asarray(Q), X)
-    assert isinstance(index, cp.ndarray) and isinstance(score, cp.ndarray)
-    assert isinstance(first_beater(cp.asarray(Q), cp.asarray(X), cp.zeros(10)), cp.ndarray)
-    assert isinstance(gumbel_max_sample(cp.asarray(Q), cp.asarray(X), 1.0, 0), cp.ndarray)
+    assert isinstance(index, np.ndarray) and isinstance(score, np.ndarray)
+    np.testing.assert_array_equal(index, mips_argmax_reference(Q, X)[0])
+    assert isinstance(first_beater(Q, mips.ActionTable(X), np.zeros(10)), np.ndarray)
+    assert isinstance(gumbel_max_sample(Q, X, 1.0, 0), np.ndarray)
+    assert isinstance(mips.boltzmann_sample(Q, X, 1.0, np.random.default_rng(0)), np.ndarray)
     with pytest.raises(ValueError, match="queries"):
-        mips_argmax(cp.full((2, 4), cp.nan, dtype=cp.float32), cp.asarray(X))
+        mips_argmax(cp.full((2, 4), cp.nan, dtype=cp.float32), X)

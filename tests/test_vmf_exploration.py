@@ -15,6 +15,8 @@ import pytest
 from scipy import integrate, special, stats
 
 from icml25 import vmf_exploration as vm
+from icml25.checks import TooLargeError
+from icml25.kernels import mips
 
 LEVEL = 1e-3
 
@@ -335,27 +337,6 @@ def test_p1_correction_sign_and_alpha_zero() -> None:
     np.testing.assert_allclose(rel[1:] / rel[:-1], (n[1:] / n[:-1]) ** (-2 / 3), rtol=1e-6)
 
 
-def test_first_beater_cpu_matches_bruteforce() -> None:
-    rng = _rng(20)
-    Q = vm.uniform_sphere(300, 3, rng)
-    X = vm.uniform_sphere(5000, 3, rng)
-    thr = Q @ vm.uniform_sphere(1, 3, rng)[0] + 0.3
-    beats = (Q @ X.T) > thr[:, None]
-    ref = np.where(beats.any(axis=1), np.argmax(beats, axis=1), X.shape[0])
-    np.testing.assert_array_equal(vm._first_beater_cpu(Q, X, thr), ref)
-
-
-def test_first_beater_cpu_matches_kernel_reference() -> None:
-    rng = _rng(21)
-    Q = vm.uniform_sphere(200, 8, rng, dtype=np.float32)
-    X = vm.uniform_sphere(3000, 8, rng, dtype=np.float32)
-    thr = (Q @ X[17]).astype(np.float32) + np.float32(0.2)
-    got = vm._first_beater_cpu(Q.astype(np.float64), X.astype(np.float64), thr.astype(np.float64))
-    ref = np.asarray(vm.mips.first_beater(Q, X, thr))
-    # float32 vs float64 scores may disagree on near-ties only
-    assert np.mean(got == ref) > 0.99
-
-
 def test_mc_prob_curve_agrees_with_p0_at_d4() -> None:
     d, kappa, alpha, n_max = 4, 1.0, 0.5, 2000
     n = np.array([500, 1000, 2000])
@@ -465,37 +446,74 @@ def test_bad_inputs_raise_naming_the_argument(name: str, call, exc: type) -> Non
         call()
 
 
-def test_mc_prob_curve_device_code_path_logic(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The GPU branch of mc_prob_curve, run with NumPy standing in for CuPy (array logic only;
-    the kernels themselves are tested in tests/test_kernels_mips.py)."""
-    import sys
+class _FakeDevice:
+    """Stands in for a CuPy array: the dispatchers call ``.get()`` on what the launchers return."""
 
-    monkeypatch.setitem(sys.modules, "cupy", np)
-    monkeypatch.setattr(vm, "gpu_available", lambda: True)
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def get(self) -> np.ndarray:
+        return self.a
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dispatchers of kernels/mips take their GPU branch; the launchers run the references."""
+    m = mips
+    monkeypatch.setattr(m, "gpu_available", lambda: True)
+    monkeypatch.setattr(m, "_mips_argmax_device", lambda q, x: tuple(
+        _FakeDevice(a) for a in m._mips_argmax(q.astype(np.float32), x.values.astype(np.float32))))
+    monkeypatch.setattr(m, "_gumbel_max_device", lambda q, x, k, s, o: _FakeDevice(
+        m._gumbel_max(q.astype(np.float32), x.values.astype(np.float32), k, s, o)))
+    monkeypatch.setattr(m, "_first_beater_device", lambda q, x, t: _FakeDevice(
+        m._first_beater(q.astype(np.float32), x.values.astype(np.float32), t.astype(np.float32))))
+
+
+def test_lib_gets_numpy_from_the_gpu_branch_of_the_dispatchers(fake_gpu: None) -> None:
+    """With the dispatchers on their GPU branch, lib still sees NumPy only and keeps its results'
+    distribution (the device decision lives in kernels/mips.py, not in lib)."""
     d, kappa, alpha, n_max = 4, 1.0, 0.5, 1000
     curve, err = vm.mc_prob_curve(d, kappa, alpha, n_max, 100_000, _rng(25), "both",
                                   samples_per_trial=500, return_stderr=True)
-    assert curve.shape == (2, n_max) and np.all(curve[:, 0] == 1.0)
+    assert isinstance(curve, np.ndarray) and curve.shape == (2, n_max) and np.all(curve[:, 0] == 1.0)
     theory = vm.p0(alpha, d, kappa, n_max)
     assert abs(curve[0, -1] - theory) < 4 * err[0, -1]
     assert abs(curve[1, -1] / theory - 1) < 0.03
-    b = vm.mc_prob_curve(d, kappa, alpha, n_max, 100, _rng(26), "boltzmann", samples_per_trial=1, trial_batch=7)
-    assert abs(b[-1] / theory - 1) < 0.03
-
-
-def test_boltzmann_sample_and_explorer_device_code_path_logic(monkeypatch: pytest.MonkeyPatch) -> None:
-    """GPU branches of boltzmann_sample / VMFExplorer with NumPy standing in for CuPy."""
-    import sys
-
-    monkeypatch.setitem(sys.modules, "cupy", np)
-    monkeypatch.setattr(vm, "gpu_available", lambda: True)
     rng = _rng(27)
     X = vm.uniform_sphere(12, 4, rng)
     V = vm.uniform_sphere(1, 4, rng)[0]
     p = vm.action_probs_boltzmann(V, X, 3.0)
-    obs = np.bincount(vm.boltzmann_sample(np.broadcast_to(V, (20_000, 4)), X, 3.0, rng), minlength=12)
-    assert stats.chisquare(obs, p * obs.sum()).pvalue > LEVEL
+    draws = vm.boltzmann_sample(np.broadcast_to(V, (20_000, 4)), X, 3.0, rng)
+    assert isinstance(draws, np.ndarray) and draws.dtype == np.int64
+    assert stats.chisquare(np.bincount(draws, minlength=12), p * len(draws)).pvalue > LEVEL
     ex = vm.VMFExplorer(X, 2.0)
-    assert ex.X_device is not None
     Q = rng.standard_normal((50, 4))
     np.testing.assert_array_equal(ex.act(Q, _rng(5)), np.argmax(vm.sample_vmf(Q, 2.0, 50, _rng(5)) @ X.T, axis=1))
+
+
+# --------------------------------------------------------------------------------------------
+# Sizes that cannot fit are refused before any work (issue 13)
+# --------------------------------------------------------------------------------------------
+
+
+def test_action_probs_vmf_mc_refuses_unbounded_work() -> None:
+    """n_samples = 10^12 used to start a loop of 10^12 vMF draws; now refused with the estimate."""
+    with pytest.raises(TooLargeError, match=r"action_probs_vmf_mc\(n_samples=1000000000000\).*operations"):
+        vm.action_probs_vmf_mc(_V, _X, 1.0, 10**12, _R)
+    # a size that fits still runs
+    assert vm.action_probs_vmf_mc(_V, _X, 1.0, 10, _rng(1)).sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "call, what",
+    [
+        (lambda: vm.mc_prob_curve(32, 1.0, 0.5, 10**12, 10, _R), r"mc_prob_curve\(n_max=1000000000000.*GiB"),
+        (lambda: vm.mc_prob_curve(4, 1.0, 0.5, 100, 10**15, _R), r"mc_prob_curve\(.*n_samples=10{15}.*operations"),
+        (lambda: vm.uniform_sphere(10**12, 32, _R), r"uniform_sphere\(n=1000000000000.*GiB"),
+        (lambda: vm.sample_vmf(_V, 1.0, 10**12, _R), r"sample_vmf\(size=1000000000000\).*GiB"),
+        (lambda: vm.random_explore(10, 10**13, _R), r"random_explore\(size=10{13}\).*GiB"),
+    ],
+)
+def test_other_sizes_that_cannot_fit_are_refused(call, what: str) -> None:
+    with pytest.raises(TooLargeError, match=what):
+        call()
