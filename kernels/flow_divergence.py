@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from icml25.checks import check_bool, check_choice, check_int, check_tensor
 from icml25.common import gpu_available
 
 __all__ = [
@@ -96,32 +97,26 @@ Params = Sequence[tuple[Any, Any]]
 
 
 # --------------------------------------------------------------------------------------------
-# Validation and conversion (public boundary)
+# Validation (public boundary), built from icml25.checks; the network layout and the kernel's
+# size limits are this chapter's own rules
 # --------------------------------------------------------------------------------------------
-
-
-def _as_torch(a: Any, name: str) -> torch.Tensor:
-    if isinstance(a, torch.Tensor):
-        return a
-    if type(a).__module__.startswith("cupy"):
-        return torch.from_numpy(a.get())
-    try:
-        return torch.as_tensor(np.asarray(a))
-    except Exception as err:  # pragma: no cover - exotic inputs
-        raise TypeError(f"{name} must be a torch tensor or an array, got {type(a).__name__}") from err
 
 
 def _float_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def _check_act(act: str) -> None:
-    if act not in SUPPORTED_ACTIVATIONS:
-        raise ValueError(f"act must be one of {SUPPORTED_ACTIVATIONS} (SiLU), got {act!r}")
+def _check_points(x: Any, name: str) -> torch.Tensor:
+    """(B, d) finite real points, d >= 1, as a torch tensor on their device (NumPy/CuPy converted)."""
+    x = check_tensor(x, name, ndim=2, floating=False)
+    if x.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (B, d) with d >= 1, got {tuple(x.shape)}")
+    return x
 
 
 def _check_params(params: Params, d: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Shapes of the layer list for input dimension d: [(W (out,in), b (out,)), ...]."""
+    """The MLP's layer list for input dimension d: [(W (out, in), b (out,)), ...], first in = d + 1
+    (the input is [x, t]), each in = the previous out, last out = d."""
     if isinstance(params, (str, bytes)) or not isinstance(params, Sequence) or len(params) == 0:
         raise ValueError("params must be a non-empty list of (W (out, in), b (out,)) pairs")
     out: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -129,7 +124,8 @@ def _check_params(params: Params, d: int) -> list[tuple[torch.Tensor, torch.Tens
     for l, pair in enumerate(params):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValueError(f"params[{l}] must be a pair (W, b)")
-        W, b = _as_torch(pair[0], f"params[{l}][0]"), _as_torch(pair[1], f"params[{l}][1]")
+        W = check_tensor(pair[0], f"params[{l}][0]", floating=False)
+        b = check_tensor(pair[1], f"params[{l}][1]", floating=False)
         if W.ndim != 2:
             raise ValueError(f"params[{l}]: W must be 2-D (out, in), got shape {tuple(W.shape)}")
         if W.shape[1] != n_in:
@@ -144,23 +140,11 @@ def _check_params(params: Params, d: int) -> list[tuple[torch.Tensor, torch.Tens
     return out
 
 
-def _check_x(x: Any, name: str) -> torch.Tensor:
-    x = _as_torch(x, name)
-    if x.ndim != 2 or x.shape[1] < 1:
-        raise ValueError(f"{name} must have shape (B, d) with d >= 1, got {tuple(x.shape)}")
-    if x.is_complex() or not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64)):
-        raise TypeError(f"{name} must hold real numbers, got {x.dtype}")
-    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
-        raise ValueError(f"{name} must be finite (it contains NaN or inf)")
-    return x
-
-
-def _check_t(t: Any, B: int) -> torch.Tensor:
+def _check_times(t: Any, B: int) -> torch.Tensor:
+    """(B,) times in [0, 1], a scalar broadcast to (B,)."""
     if t is None:
         raise TypeError("t must be a (B,) tensor/array of times or a scalar, got None")
-    t = _as_torch(t, "t")
-    if t.is_complex() or not (t.is_floating_point() or t.dtype in (torch.int32, torch.int64)):
-        raise TypeError(f"t must hold real numbers, got {t.dtype}")
+    t = check_tensor(t, "t", finite=False, floating=False)
     if t.ndim == 0:
         t = t.expand(B)
     if t.shape != (B,):
@@ -168,14 +152,6 @@ def _check_t(t: Any, B: int) -> torch.Tensor:
     if B > 0 and not bool((torch.isfinite(t) & (t >= 0) & (t <= 1)).all()):
         raise ValueError(f"t must be finite and lie in [0, 1], got min {float(t.min()):.4g}, max {float(t.max()):.4g}")
     return t
-
-
-def _check_steps(n_steps: Any) -> int:
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)):
-        raise TypeError(f"n_steps must be an int, got {type(n_steps).__name__}")
-    if n_steps < 1:
-        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
-    return int(n_steps)
 
 
 def _check_kernel_limits(params: list[tuple[torch.Tensor, torch.Tensor]], d: int) -> None:
@@ -207,17 +183,13 @@ def shared_memory_bytes(d: int, widths: Sequence[int], samples_per_block: int = 
     Raises:
         ValueError: ``d < 1``, empty or non-positive ``widths``, ``samples_per_block < 1``.
     """
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be an int >= 1, got {d!r}")
-    widths = list(widths)
-    if not widths or any(isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1 for w in widths):
-        raise ValueError(f"widths must be a non-empty sequence of positive ints, got {widths!r}")
-    if isinstance(samples_per_block, bool) or not isinstance(samples_per_block, (int, np.integer)) \
-            or samples_per_block < 1:
-        raise ValueError(f"samples_per_block must be an int >= 1, got {samples_per_block!r}")
+    d = check_int(d, "d", low=1)
+    widths = [check_int(w, f"widths[{i}]", low=1) for i, w in enumerate(widths)]
+    if not widths:
+        raise ValueError("widths must be a non-empty sequence of positive ints, got []")
+    S = check_int(samples_per_block, "samples_per_block", low=1)
     ncols = TILE * ((d + 1 + TILE - 1) // TILE)
     ld = max(max(widths), d + 1)
-    S = int(samples_per_block)
     return 4 * (2 * S * ncols * ld + S * (d + 2))
 
 
@@ -249,14 +221,14 @@ def _forward_tangent(params: list[tuple[torch.Tensor, torch.Tensor]], x: torch.T
 
 
 def _prepare(params: Params, x: Any, t: Any | None = None):
-    x = _check_x(x, "x" if t is not None else "x1")
+    x = _check_points(x, "x" if t is not None else "x1")
     B, d = x.shape
     layers = _check_params(params, d)
     dtype = _float_dtype(x)
     x = x.to(dtype)
     layers = [(W.to(device=x.device, dtype=dtype), b.to(device=x.device, dtype=dtype)) for W, b in layers]
     if t is not None:
-        t = _check_t(t, B).to(device=x.device, dtype=dtype)
+        t = _check_times(t, B).to(device=x.device, dtype=dtype)
     return layers, x, t
 
 
@@ -285,7 +257,7 @@ def mlp_velocity_divergence_reference(params: Params, x: Any, t: Any, act: str =
             unsupported ``act``.
         TypeError: x or t is not real-valued (or t is None).
     """
-    _check_act(act)
+    check_choice(act, "act", SUPPORTED_ACTIVATIONS)
     if t is None:
         raise TypeError("t must be a (B,) tensor/array of times or a scalar, got None")
     layers, x, t = _prepare(params, x, t)
@@ -293,7 +265,8 @@ def mlp_velocity_divergence_reference(params: Params, x: Any, t: Any, act: str =
 
 
 def euler_log_likelihood_reference(params: Params, x1: Any, n_steps: int, act: str = "swish",
-                                   return_all: bool = False):
+                                   return_all: bool = False
+                                   ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """log p_1(x1) of the flow by the reverse-time Euler scheme with exact divergence (PyTorch).
 
     Along dx/dt = v(x, t), d/dt log p_t(x_t) = -div v(x_t, t), so log p_1(x_1) = log p_0(x_0) -
@@ -318,19 +291,27 @@ def euler_log_likelihood_reference(params: Params, x1: Any, n_steps: int, act: s
         ValueError: inconsistent shapes, NaN/inf in x1, ``n_steps < 1`` or unsupported ``act``.
         TypeError: ``n_steps`` not an int, or x1 not real-valued.
     """
-    _check_act(act)
-    n_steps = _check_steps(n_steps)
+    check_choice(act, "act", SUPPORTED_ACTIVATIONS)
+    n_steps = check_int(n_steps, "n_steps", low=1)
     layers, x, _ = _prepare(params, x1)
+    logp, x0, integral = _euler_log_likelihood(layers, x, n_steps)
+    return (logp, x0, integral) if check_bool(return_all, "return_all") else logp
+
+
+def _euler_log_likelihood(layers: list[tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor, n_steps: int
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``log p_1(x_1) = log N(x_0; 0, I_d) - I`` by reverse Euler with ``h = 1/n``, ``t_k = 1 - k h``:
+    ``I <- I + h div v(x, t_k)``, ``x <- x - h v(x, t_k)``; returns ``(logp, x_0, I)``."""
     B, d = x.shape
     h = 1.0 / n_steps
     integral = torch.zeros(B, dtype=x.dtype, device=x.device)
     for k in range(n_steps):
         t = torch.full((B,), 1.0 - k / n_steps, dtype=x.dtype, device=x.device)
-        v, div = _forward_tangent(layers, x, t)
+        v, div = _forward_tangent(layers, x, t)  # velocity and exact divergence, one forward-mode pass
         integral = integral + h * div
         x = x - h * v
     logp = -0.5 * (x * x).sum(1) - 0.5 * d * _LOG_2PI - integral
-    return (logp, x, integral) if return_all else logp
+    return logp, x, integral
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,7 +319,7 @@ def euler_log_likelihood_reference(params: Params, x1: Any, n_steps: int, act: s
 # --------------------------------------------------------------------------------------------
 
 
-def pack_params(params: Params):
+def pack_params(params: Params) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pack the layers into the kernels' float32 layout (NumPy; the launcher copies it to the GPU).
 
     Layer l occupies ``buf[offsets[l] : offsets[l] + in*out + out]``: ``W_l^T`` row-major
@@ -354,14 +335,17 @@ def pack_params(params: Params):
     """
     if isinstance(params, (str, bytes)) or not isinstance(params, Sequence) or len(params) == 0:
         raise ValueError("params must be a non-empty list of (W (out, in), b (out,)) pairs")
-    if not isinstance(params[0], (tuple, list)) or len(params[0]) != 2 or _as_torch(params[0][0], "W").ndim != 2:
+    first = params[0]
+    W0 = check_tensor(first[0], "params[0][0]", floating=False) if isinstance(first, (tuple, list)) \
+        and len(first) == 2 else None
+    if W0 is None or W0.ndim != 2:
         raise ValueError("params[0] must be a pair (W (out, in), b (out,))")
-    params = _check_params(params, int(_as_torch(params[0][0], "W").shape[1]) - 1)
+    layers = _check_params(params, int(W0.shape[1]) - 1)
     chunks, offsets, widths = [], [], []
     pos = 0
-    for W, b in params:
-        W = np.asarray(_as_torch(W, "W").detach().cpu().numpy(), dtype=np.float32)
-        b = np.asarray(_as_torch(b, "b").detach().cpu().numpy(), dtype=np.float32)
+    for W, b in layers:
+        W = np.asarray(W.detach().cpu().numpy(), dtype=np.float32)
+        b = np.asarray(b.detach().cpu().numpy(), dtype=np.float32)
         if not widths:
             widths.append(W.shape[1])
         widths.append(W.shape[0])
@@ -388,10 +372,7 @@ def _launch_config(d: int, widths: np.ndarray, B: int, samples_per_block: int | 
         while S > 1 and (shared_memory_bytes(d, widths.tolist(), S) > 64 * 1024 or -(-B // S) < 4 * n_sm):
             S //= 2
     else:
-        if isinstance(samples_per_block, bool) or not isinstance(samples_per_block, (int, np.integer)) \
-                or samples_per_block < 1:
-            raise ValueError(f"samples_per_block must be an int >= 1, got {samples_per_block!r}")
-        S = int(samples_per_block)
+            S = check_int(samples_per_block, "samples_per_block", low=1)
     smem = shared_memory_bytes(d, widths.tolist(), S)
     limit = rt.deviceGetAttribute(rt.cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)
     if smem > limit:
@@ -426,13 +407,13 @@ def _gpu_setup(params: Params, x: Any, act: str, name: str, samples_per_block: i
                ):  # pragma: no cover - needs a GPU
     import cupy as cp
 
-    _check_act(act)
+    check_choice(act, "act", SUPPORTED_ACTIVATIONS)
     if type(x).__module__.startswith("cupy"):  # check the shape without a copy to the host
         if x.ndim != 2 or x.shape[1] < 1:
             raise ValueError(f"{name} must have shape (B, d) with d >= 1, got {tuple(x.shape)}")
         B, d = x.shape
     else:
-        B, d = _check_x(x, name).shape
+        B, d = _check_points(x, name).shape
     layers = _check_params(params, d)
     _check_kernel_limits(layers, d)
     buf, offsets, widths = pack_params(layers)
@@ -442,7 +423,8 @@ def _gpu_setup(params: Params, x: Any, act: str, name: str, samples_per_block: i
 
 
 def mlp_velocity_divergence_gpu(params: Params, x: Any, t: Any, act: str = "swish",
-                                samples_per_block: int | None = None):  # pragma: no cover - needs a GPU
+                                samples_per_block: int | None = None
+                                ) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
     """CuPy launcher of ``mlp_velocity_divergence_kernel`` (float32; one block per S samples).
 
     Same arguments as :func:`mlp_velocity_divergence_reference` (torch CPU/CUDA, NumPy or CuPy);
@@ -459,7 +441,7 @@ def mlp_velocity_divergence_gpu(params: Params, x: Any, t: Any, act: str = "swis
 
     xc, B, d, L, (buf, offsets, widths), (ncols, ld, S, smem, threads, grid) = _gpu_setup(
         params, x, act, "x", samples_per_block)
-    tc = _to_cupy_f32(_check_t(t, B))
+    tc = _to_cupy_f32(_check_times(t, B))
     v = cp.empty((B, d), dtype=cp.float32)
     div = cp.empty((B,), dtype=cp.float32)
     if B == 0:
@@ -472,7 +454,7 @@ def mlp_velocity_divergence_gpu(params: Params, x: Any, t: Any, act: str = "swis
 
 def euler_log_likelihood_gpu(params: Params, x1: Any, n_steps: int, act: str = "swish",
                              return_all: bool = False, samples_per_block: int | None = None
-                             ):  # pragma: no cover - needs a GPU
+                             ) -> Any:  # pragma: no cover - needs a GPU
     """CuPy launcher of ``euler_log_likelihood_kernel``: all ``n_steps`` in one launch, float32.
 
     Same arguments and scheme as :func:`euler_log_likelihood_reference`; ``samples_per_block``
@@ -486,7 +468,7 @@ def euler_log_likelihood_gpu(params: Params, x1: Any, n_steps: int, act: str = "
     """
     import cupy as cp
 
-    n_steps = _check_steps(n_steps)
+    n_steps = check_int(n_steps, "n_steps", low=1)
     xc, B, d, L, (buf, offsets, widths), (ncols, ld, S, smem, threads, grid) = _gpu_setup(
         params, x1, act, "x1", samples_per_block)
     x0 = cp.empty((B, d), dtype=cp.float32)
@@ -523,8 +505,8 @@ def mlp_velocity_divergence(params: Params, x: Any, t: Any, act: str = "swish"
     Raises:
         ValueError: as the reference, ``d > 32`` or a hidden width > 512.
     """
-    _check_act(act)
-    xt = _check_x(x, "x")
+    check_choice(act, "act", SUPPORTED_ACTIVATIONS)
+    xt = _check_points(x, "x")
     layers = _check_params(params, xt.shape[1])
     _check_kernel_limits(layers, xt.shape[1])
     if gpu_available():  # pragma: no cover - needs a GPU
@@ -533,7 +515,8 @@ def mlp_velocity_divergence(params: Params, x: Any, t: Any, act: str = "swish"
     return mlp_velocity_divergence_reference(layers, xt, t, act)
 
 
-def euler_log_likelihood(params: Params, x1: Any, n_steps: int, act: str = "swish", return_all: bool = False):
+def euler_log_likelihood(params: Params, x1: Any, n_steps: int, act: str = "swish", return_all: bool = False
+                         ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Dispatcher: the CUDA kernel when a GPU is usable, else :func:`euler_log_likelihood_reference`.
 
     Same arguments; returns torch tensors on x1's device (``logp (B,)``, or ``(logp, x0, I)``).
@@ -543,9 +526,9 @@ def euler_log_likelihood(params: Params, x1: Any, n_steps: int, act: str = "swis
         ValueError: as the reference, ``d > 32`` or a hidden width > 512.
         TypeError: ``n_steps`` not an int.
     """
-    _check_act(act)
-    n_steps = _check_steps(n_steps)
-    xt = _check_x(x1, "x1")
+    check_choice(act, "act", SUPPORTED_ACTIVATIONS)
+    n_steps = check_int(n_steps, "n_steps", low=1)
+    xt = _check_points(x1, "x1")
     layers = _check_params(params, xt.shape[1])
     _check_kernel_limits(layers, xt.shape[1])
     if gpu_available():  # pragma: no cover - needs a GPU

@@ -279,7 +279,7 @@ def _params(d=2, hidden=8, depth=2):
 def test_mlp_velocity_divergence_rejects_bad_shapes(fn):
     p = _params()
     x, t = torch.zeros(4, 2), torch.zeros(4)
-    with pytest.raises(ValueError, match="x must have shape"):
+    with pytest.raises(ValueError, match="x must be 2-D"):
         fn(p, torch.zeros(4), t)
     with pytest.raises(ValueError, match="t must have shape"):
         fn(p, x, torch.zeros(3))
@@ -309,7 +309,7 @@ def test_euler_log_likelihood_rejects_bad_inputs(fn):
         fn(p, x1, 2.5)
     with pytest.raises(TypeError, match="n_steps"):
         fn(p, x1, True)
-    with pytest.raises(ValueError, match="x1 must have shape"):
+    with pytest.raises(ValueError, match="x1 must be 2-D"):
         fn(p, torch.zeros(2), 3)
     with pytest.raises(ValueError, match=r"params\[-1\]"):
         fn(p[:2] + [(torch.zeros(3, 8), torch.zeros(3))], x1, 3)
