@@ -138,16 +138,14 @@ __device__ __forceinline__ void block_max_publish(const u64 best[TQ], u64 (*red)
 }
 
 // ---------------------------------------------------------------------------------------------
-// mips_argmax_keys: fused maximum-inner-product argmax (vMF-exp step 3).
-//   in   Q (B, d), X (n, d) float32 row-major; B, n, d.
-//   out  keys (B,) u64, zero-initialised by the caller; on exit keys[b] = packed
-//        (max_i <q_b, x_i>, smallest such i). Decode with mips_decode_keys.
-//   Thread t of block (x, y) keeps, for each of the block's TQ queries, the best key over the
-//   actions a0 + t of the tiles it visits; the block reduces them and publishes with atomicMax.
+// argmax_keys: the tile loop of the argmax-type kernels.
+//   Thread t of block (x, y) keeps, for each of the block's TQ queries, the best key
+//   score(b, i, <q_b, x_i>) over the actions i = a0 + t of the tiles it visits; the block reduces
+//   them and publishes with atomicMax (block_max_publish). A key of 0 changes nothing.
 // ---------------------------------------------------------------------------------------------
-extern "C" __global__ void __launch_bounds__(TILE_N)
-    mips_argmax_keys(const float* __restrict__ Q, const float* __restrict__ X, long long B, long long n, int d,
-                     u64* __restrict__ keys) {
+template <class Score>
+__device__ __forceinline__ void argmax_keys(const float* __restrict__ Q, const float* __restrict__ X, long long B,
+                                            long long n, int d, Score score, u64* __restrict__ keys) {
     __shared__ float Qs[TQ][TILE_K];
     __shared__ float Xs[TILE_N][TILE_K + 1];
     __shared__ u64 red[TQ][NWARPS];
@@ -163,10 +161,23 @@ extern "C" __global__ void __launch_bounds__(TILE_N)
         const long long i = a0 + threadIdx.x;
         if (i < n) {
 #pragma unroll
-            for (int q = 0; q < TQ; ++q) best[q] = max_u64(best[q], pack_key(acc[q], (u32)i));
+            for (int q = 0; q < TQ; ++q) best[q] = max_u64(best[q], score(q0 + q, i, acc[q]));
         }
     }
     block_max_publish(best, red, q0, B, keys);
+}
+
+// ---------------------------------------------------------------------------------------------
+// mips_argmax_keys: fused maximum-inner-product argmax (vMF-exp step 3).
+//   in   Q (B, d), X (n, d) float32 row-major; B, n, d.
+//   out  keys (B,) u64, zero-initialised by the caller; on exit keys[b] = packed
+//        (max_i <q_b, x_i>, smallest such i). Decode with mips_decode_keys.
+//   The tile loop and reduction of argmax_keys, with the inner product itself as the score.
+// ---------------------------------------------------------------------------------------------
+extern "C" __global__ void __launch_bounds__(TILE_N)
+    mips_argmax_keys(const float* __restrict__ Q, const float* __restrict__ X, long long B, long long n, int d,
+                     u64* __restrict__ keys) {
+    argmax_keys(Q, X, B, n, d, [](long long, long long i, float dot) { return pack_key(dot, (u32)i); }, keys);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -176,36 +187,18 @@ extern "C" __global__ void __launch_bounds__(TILE_N)
 //   out  keys (B,) u64, zero-initialised; keys[b] = packed (max_i s_{b,i}, smallest such i) with
 //        s_{b,i} = fl(fl(kappa * <v_b, x_i>) + G_{b_base + b, i})   (no FMA contraction, so that the
 //        NumPy reference rounds identically), G from gumbel_noise. Decode with mips_decode_keys.
-//   Same tiling and reduction as mips_argmax_keys; each thread draws the noise of its own (b, i).
+//   The tile loop and reduction of argmax_keys; each thread draws the noise of its own (b, i), and
+//   only for queries b < B.
 // ---------------------------------------------------------------------------------------------
 extern "C" __global__ void __launch_bounds__(TILE_N)
     gumbel_max_keys(const float* __restrict__ Q, const float* __restrict__ X, long long B, long long n, int d,
                     float kappa, u64 seed, u64 offset, long long b_base, u64* __restrict__ keys) {
-    __shared__ float Qs[TQ][TILE_K];
-    __shared__ float Xs[TILE_N][TILE_K + 1];
-    __shared__ u64 red[TQ][NWARPS];
-    const long long q0 = (long long)blockIdx.y * TQ;
-    const long long num_tiles = (n + TILE_N - 1) / TILE_N;
-    u64 best[TQ];
-#pragma unroll
-    for (int q = 0; q < TQ; ++q) best[q] = 0ull;
-    float acc[TQ];
-    for (long long tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-        const long long a0 = tile * TILE_N;
-        tile_dots(Q, X, B, n, d, q0, a0, Qs, Xs, acc);
-        const long long i = a0 + threadIdx.x;
-        if (i < n) {
-#pragma unroll
-            for (int q = 0; q < TQ; ++q) {
-                if (q0 + q < B) {
-                    const float g = gumbel_noise(seed, offset, (u32)(b_base + q0 + q), (u32)i);
-                    const float s = __fadd_rn(__fmul_rn(kappa, acc[q]), g);
-                    best[q] = max_u64(best[q], pack_key(s, (u32)i));
-                }
-            }
-        }
-    }
-    block_max_publish(best, red, q0, B, keys);
+    auto score = [=](long long b, long long i, float dot) -> u64 {
+        if (b >= B) return 0ull;
+        const float g = gumbel_noise(seed, offset, (u32)(b_base + b), (u32)i);
+        return pack_key(__fadd_rn(__fmul_rn(kappa, dot), g), (u32)i);
+    };
+    argmax_keys(Q, X, B, n, d, score, keys);
 }
 
 // ---------------------------------------------------------------------------------------------
