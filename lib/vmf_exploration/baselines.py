@@ -39,10 +39,13 @@ def action_probs_boltzmann(V: np.ndarray, X: np.ndarray, kappa: float) -> np.nda
 
     Raises:
         ValueError: kappa negative/non-finite, V zero/non-finite, dimensions differ, X not (n, d).
+        TooLargeError: the (B, n) probabilities cannot fit in memory.
     """
     kappa = check_real(kappa, "kappa", low=0.0)
     Xc = _check_actions(X).values
     Vu, single = _check_state(V, "V", Xc.shape[1])
+    check_budget(f"action_probs_boltzmann of {Vu.shape[0]} states over n={Xc.shape[0]}",
+                 n_bytes=16.0 * Vu.shape[0] * Xc.shape[0])
     p = _softmax_probs(Vu, Xc, kappa)
     return p[0] if single else p
 
@@ -152,6 +155,7 @@ def truncated_boltzmann_sample(
     Raises:
         ValueError: bad kappa, V, X, dimensions, m outside [1, n], or an index over another
             action set.
+        TooLargeError: the exact scan's (B, n) scores cannot fit in memory.
         TypeError: rng not a Generator; m not an integer; index not a VMFExplorer.
     """
     kappa = check_real(kappa, "kappa", low=0.0)
@@ -166,6 +170,8 @@ def truncated_boltzmann_sample(
             raise ValueError(f"index was built on {index.n} x {index.d} actions, X is {Xc.shape}")
         idx, sc = index.search(Vu, m)
     else:
+        check_budget(f"truncated_boltzmann_sample of {Vu.shape[0]} states over n={Xc.shape[0]}",
+                     n_bytes=24.0 * Vu.shape[0] * Xc.shape[0])
         idx, sc = _top_m(Vu, Xc, m)
     logits = kappa * (sc - sc[:, :1])
     g = rng.gumbel(size=logits.shape)

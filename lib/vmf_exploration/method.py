@@ -444,9 +444,13 @@ class VMFExplorer:
         """
         check_rng(rng)
         Vu, single = self._queries(V)
-        Vt = _sample_vmf_rows(Vu, self.kappa, rng)
-        out = self._nearest(Vt)
+        out = self._act(Vu, rng)
         return out[0] if single else out
+
+    def _act(self, Vu: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """a_b = argmax_i <V~_b, X_i> with V~_b ~ vMF(V_b, kappa), one draw per unit row V_b (vMF-exp)."""
+        Vt = _sample_vmf_rows(Vu, self.kappa, rng)
+        return self._nearest(Vt)
 
     def search(self, V: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k actions by inner product: (indices (B, k) int64, scores (B, k) float64), best first.
@@ -456,9 +460,11 @@ class VMFExplorer:
 
         Raises:
             ValueError: k outside [1, n]; bad V.
+            TooLargeError: the exact scan's (B, n) scores cannot fit in memory.
         """
         Vu, _ = self._queries(V)
         k = check_int(k, "k", low=1, high=self.n)
+        check_budget(f"VMFExplorer.search of {Vu.shape[0]} states over n={self.n}", n_bytes=24.0 * Vu.shape[0] * self.n)
         if self._faiss_index is None:
             return _top_m(Vu, self.X, k)
         sc, idx = self._faiss_index.search(np.ascontiguousarray(Vu, dtype=np.float32), k)
@@ -479,9 +485,14 @@ class VMFExplorer:
 
         Returns:
             float in [0, 1].
+
+        Raises:
+            ValueError: k outside [1, n]; bad queries.
+            TooLargeError: the exact scan's (Q, n) scores cannot fit in memory.
         """
         Q, _ = self._queries(queries, "queries")
         k = check_int(k, "k", low=1, high=self.n)
+        check_budget(f"VMFExplorer.recall of {Q.shape[0]} queries over n={self.n}", n_bytes=24.0 * Q.shape[0] * self.n)
         approx, _ = self.search(Q, k)
         exact, _ = _top_m(Q, self.X, k)
         hits = [len(np.intersect1d(a, e)) for a, e in zip(approx, exact)]
