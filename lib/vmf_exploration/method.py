@@ -417,6 +417,7 @@ class VMFExplorer:
         return _check_state(V, name, self.d)
 
     def _nearest(self, Q: np.ndarray) -> np.ndarray:
+        """a_b = argmax_i <Q_b, X_i>: exact (the mips kernel) or approximate (the HNSW graph)."""
         if self._faiss_index is None:
             return _argmax_ip(Q, self.table)
         _, idx = self._faiss_index.search(np.ascontiguousarray(Q, dtype=np.float32), 1)
