@@ -505,14 +505,13 @@ def test_rng_must_be_a_generator_everywhere():
             call()
 
 
-def test_counts_are_integers():
-    with pytest.raises(TypeError, match="n_trials"):
-        mc.min_cut(GOOD_E, GOOD_W, 3, n_trials=2.0)
-    with pytest.raises(TypeError, match="n_reps"):
-        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=1.5)
-    with pytest.raises(ValueError, match="cap"):
-        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, cap=0)
-    with pytest.raises(TypeError, match="threshold"):
-        mc.boosted_success_bound(10, 0.5, 0.0, 2.0, 2.5)
-    with pytest.raises(ValueError, match="eta"):
-        mc.boosted_success_bound(10, 1.5, 0.0, 2.0, 2)
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: mc.min_cut(GOOD_E, GOOD_W, 3, n_trials=2.0), TypeError, "n_trials"),
+    (lambda: mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=1.5), TypeError, "n_reps"),
+    (lambda: mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, cap=0), ValueError, "cap"),
+    (lambda: mc.boosted_success_bound(10, 0.5, 0.0, 2.0, 2.5), TypeError, "threshold"),
+    (lambda: mc.boosted_success_bound(10, 1.5, 0.0, 2.0, 2), ValueError, "eta"),
+])
+def test_counts_and_errors_are_checked(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_budget, check_choice, check_int, check_real, check_rng
+from icml25.checks import check_budget, check_int, check_real, check_rng
 from icml25.kernels import contraction
 
 from .baselines import stoer_wagner
-from .defaults import DEFAULTS, METHODS
-from .graph import GraphLike, WeightedGraph, _check_predictions, validate_graph
-from .method import _batch, _check_boost, _operations, _phases, _recursive_trial
+from .defaults import DEFAULTS
+from .graph import GraphLike, WeightedGraph, validate_graph
+from .method import _batch, _check_method, _operations, _phases, _recursive_trial
 
 __all__ = ["TrialsResult", "trials_until_min_cut"]
 
@@ -71,17 +71,10 @@ def trials_until_min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: 
         TooLargeError: ``n_reps * cap`` trials could take hours; nothing is run.
     """
     g = validate_graph(edges, weights, n)
-    method = check_choice(method, "method", METHODS)
+    method, p, boost_factor, threshold = _check_method(method, g, p, boost_factor, threshold)
     rng = np.random.default_rng(0) if rng is None else check_rng(rng)
     n_reps = check_int(n_reps, "n_reps", low=1)
     cap = g.n * g.n if cap is None else check_int(cap, "cap", low=1)
-    boosted = method.startswith("boosted")
-    boost_factor = float(g.n) if boost_factor is None else boost_factor
-    if boosted:
-        p = _check_predictions(p, g.m)
-        boost_factor, threshold = _check_boost(boost_factor, threshold, g.n)
-    else:
-        p = None
     check_budget(f"trials_until_min_cut(method={method!r}, n_reps={n_reps}, cap={cap})",
                  n_operations=_operations(method, g, float(n_reps) * cap))
     if opt_value is None:

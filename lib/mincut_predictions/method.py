@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import (check_budget, check_choice, check_int, check_probability, check_real, check_rng)
+from icml25.checks import check_budget, check_choice, check_int, check_probability, check_real, check_rng
 from icml25.kernels import contraction
 
 from .baselines import _contract_once, _finish, _fpz_rec, fpz, karger_stein, karger_success_bound
@@ -75,10 +75,18 @@ def _phases(weights: np.ndarray, p: np.ndarray | None, boost_factor: float,
     return [(wb / wb.max(), threshold), (weights / weights.max(), 2)]
 
 
-def _check_boost(boost_factor: float, threshold: int, n: int) -> tuple[float, int]:
-    """``B >= 1`` and the threshold ``t >= 2`` super-vertices, capped at ``n``."""
+def _check_method(method: str, g: WeightedGraph, p: ArrayLike | None, boost_factor: float | None,
+                  threshold: int) -> tuple[str, np.ndarray | None, float, int]:
+    """One of :data:`METHODS`; for a boosted one also its predictions, ``B >= 1`` (default ``n``,
+    as the official synthetic experiments) and ``t >= 2`` (capped at ``n``). A plain method gets
+    ``p = None``."""
+    method = check_choice(method, "method", METHODS)
+    boost_factor = float(g.n) if boost_factor is None else boost_factor
+    if not method.startswith("boosted"):
+        return method, None, boost_factor, threshold
+    p = _check_predictions(p, g.m)
     boost_factor = check_real(boost_factor, "boost_factor", low=1.0)
-    return boost_factor, min(check_int(threshold, "threshold", low=2), n)
+    return method, p, boost_factor, min(check_int(threshold, "threshold", low=2), g.n)
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,7 +133,8 @@ def contraction_batch(edges: GraphLike, weights: ArrayLike | None = None, n: int
     rng = check_rng(rng)
     if p is not None:
         p = _check_predictions(p, g.m)
-        boost_factor, threshold = _check_boost(boost_factor, threshold, g.n)
+        boost_factor = check_real(boost_factor, "boost_factor", low=1.0)
+        threshold = min(check_int(threshold, "threshold", low=2), g.n)
     n_trials = check_int(n_trials, "n_trials", low=1)
     check_budget(f"contraction_batch(n_trials={n_trials})", n_bytes=_batch_bytes(g, n_trials),
                  n_operations=n_trials * _trial_operations(g))
@@ -203,7 +212,8 @@ def boosted_fpz(edges: GraphLike, weights: ArrayLike | None = None, n: int | Non
     g = validate_graph(edges, weights, n)
     rng = check_rng(rng)
     p = _check_predictions(p, g.m)
-    boost_factor, threshold = _check_boost(boost_factor, threshold, g.n)
+    boost_factor = check_real(boost_factor, "boost_factor", low=1.0)
+    threshold = min(check_int(threshold, "threshold", low=2), g.n)
     return _boosted_fpz(g, p, boost_factor, threshold, rng)
 
 
@@ -245,7 +255,8 @@ def boosted_success_bound(n: int, eta: float, rho: float, boost_factor: float, t
     n = check_int(n, "n", low=2)
     eta = check_probability(eta, "eta")
     rho = check_real(rho, "rho", low=0.0)
-    boost_factor, threshold = _check_boost(boost_factor, threshold, n)
+    boost_factor = check_real(boost_factor, "boost_factor", low=1.0)
+    threshold = min(check_int(threshold, "threshold", low=2), n)
     return _boosted_success_bound(n, eta, rho, boost_factor, threshold)
 
 
@@ -327,15 +338,8 @@ def min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = 
         TooLargeError: the repetitions would take hours (e.g. ``n_trials=10**12``); nothing is run.
     """
     g = validate_graph(edges, weights, n)
-    method = check_choice(method, "method", METHODS)
+    method, p, boost_factor, threshold = _check_method(method, g, p, boost_factor, threshold)
     rng = np.random.default_rng(0) if rng is None else check_rng(rng)
-    boosted = method.startswith("boosted")
-    boost_factor = float(g.n) if boost_factor is None else boost_factor
-    if boosted:
-        p = _check_predictions(p, g.m)
-        boost_factor, threshold = _check_boost(boost_factor, threshold, g.n)
-    else:
-        p = None
     n_trials = _n_trials_for(method, g.n, n_trials, success_prob, eta, rho, boost_factor, threshold)
     check_budget(f"min_cut(method={method!r}, n_trials={n_trials})", n_operations=_operations(method, g, n_trials))
     connected_value, connected_side = _components_cut(g)

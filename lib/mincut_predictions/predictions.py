@@ -19,6 +19,7 @@ from icml25.checks import check_budget, check_int, check_positive, check_probabi
 from icml25.kernels import contraction
 
 from .graph import GraphLike, _check_predictions, _check_side, _graph_and_side, validate_graph
+from .method import _batch_bytes, _trial_operations
 
 __all__ = ["prediction_errors", "inject_errors", "predict_by_sampling", "learn_predictions_ogd"]
 
@@ -137,8 +138,8 @@ def predict_by_sampling(edges: GraphLike, weights: ArrayLike | None = None, n: i
     rng = check_rng(rng)
     frac = check_real(frac, "frac", low=0.0, high=1.0, low_open=True)
     n_trials = check_int(n_trials, "n_trials", low=1)
-    check_budget(f"predict_by_sampling(n_trials={n_trials})", n_bytes=n_trials * (40.0 * g.m + 16.0 * g.n),
-                 n_operations=n_trials * g.m * (1.0 + math.log2(g.m + 1)))
+    check_budget(f"predict_by_sampling(n_trials={n_trials})", n_bytes=_batch_bytes(g, n_trials),
+                 n_operations=n_trials * _trial_operations(g))  # the sample is a subgraph: at most these
     m = g.m
     sample = np.sort(rng.choice(m, size=max(1, int(frac * m)), replace=False))
     sub_e, sub_w = g.edges[sample], g.weights[sample]
