@@ -10,8 +10,8 @@
    (d VJPs per step). With a GPU, also the fused CUDA kernel at paper scale.
 
 The variants are timed side by side in one run, interleaved (round-robin, order rotated each
-repeat), on one torch thread; each number is the median CPU time (``time.process_time``) of
-the repeats, which is robust to other processes sharing the machine.
+repetition), on one torch thread; each number is the median CPU time (``time.process_time``) of
+the ``n_reps`` repetitions, which is robust to other processes sharing the machine.
 
     .venv/bin/python benchmarks/flow_divergence.py [--quick]
 
@@ -30,44 +30,44 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icml25 import flow_divergence as fd
+from icml25 import flow_divergence as fdm
 from icml25.common import device_name, gpu_available
-from icml25.kernels import flow_divergence as kfd
+from icml25.kernels import flow_divergence
 
 TRAIN_VARIANTS = ("cfm", "fdm_exact", "fdm_hutchinson")
 
 
-def _train_step_fn(model: torch.nn.Module, variant: str, batch: int, d: int, gen: torch.Generator):
+def _train_step_fn(model: torch.nn.Module, variant: str, batch: int, d: int, rng: torch.Generator):
     """A closure running one training step of ``variant`` on a fresh batch (Adam, lr 1e-4)."""
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    centers = 2.0 * torch.randn(8, d, generator=gen)
+    centers = 2.0 * torch.randn(8, d, generator=rng)
 
     def step() -> None:
-        x1 = centers[torch.randint(0, 8, (batch,), generator=gen)] + 0.3 * torch.randn(batch, d, generator=gen)
-        x0 = torch.randn(batch, d, generator=gen)
-        t = 0.999 * torch.rand(batch, generator=gen)
+        x1 = centers[torch.randint(0, 8, (batch,), generator=rng)] + 0.3 * torch.randn(batch, d, generator=rng)
+        x0 = torch.randn(batch, d, generator=rng)
+        t = 0.999 * torch.rand(batch, generator=rng)
         opt.zero_grad(set_to_none=True)
         if variant == "cfm":
-            ps = fd.affine_path(x0, x1, t)
-            loss = fd.cfm_loss(model(ps.xt, t), ps.ut)
+            ps = fdm.affine_path(x0, x1, t)
+            loss = fdm.cfm_loss(model(ps.xt, t), ps.ut)
         else:
             estimator = "exact" if variant == "fdm_exact" else "hutchinson"
-            loss = fd.fdm_loss(model, x0, x1, t, lam_cfm=1.0, lam_div=0.1, estimator=estimator,
-                               variant="sigma_l2", generator=gen)
+            loss = fdm.fdm_loss(model, x0, x1, t, lam_cfm=1.0, lam_div=0.1, estimator=estimator,
+                                variant="sigma_l2", rng=rng)
         loss.backward()
         opt.step()
 
     return step
 
 
-def _interleaved(fns: dict, repeats: int, warmup: int = 2) -> dict[str, float]:
+def _interleaved(fns: dict, n_reps: int, warmup: int = 2) -> dict[str, float]:
     """Median CPU milliseconds of each callable, timed round-robin with a rotating order."""
     names = list(fns)
     for _ in range(warmup):
         for name in names:
             fns[name]()
     times: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(repeats):
+    for r in range(n_reps):
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
             t0 = time.process_time()
@@ -76,14 +76,14 @@ def _interleaved(fns: dict, repeats: int, warmup: int = 2) -> dict[str, float]:
     return {name: float(np.median(v)) for name, v in times.items()}
 
 
-def bench_training(dims, batch: int, repeats: int) -> dict:
+def bench_training(dims, batch: int, n_reps: int) -> dict:
     out = {}
     for d in dims:
         torch.manual_seed(d)
-        base = fd.VelocityMLP(d, hidden=128, depth=3)
+        base = fdm.VelocityMLP(d, hidden=128, depth=3)
         fns = {v: _train_step_fn(copy.deepcopy(base), v, batch, d, torch.Generator().manual_seed(100 + i))
                for i, v in enumerate(TRAIN_VARIANTS)}
-        ms = _interleaved(fns, repeats)
+        ms = _interleaved(fns, n_reps)
         out[str(d)] = {"ms": ms, "fdm_over_cfm": {"exact": ms["fdm_exact"] / ms["cfm"],
                                                   "hutchinson": ms["fdm_hutchinson"] / ms["cfm"]}}
         print(f"train d={d:2d}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in ms.items())
@@ -110,11 +110,11 @@ def _jacrev_loop(model: torch.nn.Module, x1: torch.Tensor, n_steps: int) -> torc
     return -0.5 * (x * x).sum(1) - 0.5 * d * np.log(2 * np.pi) - integral
 
 
-def bench_likelihood(dims, n_points: int, n_steps: int, repeats: int) -> dict:
+def bench_likelihood(dims, n_points: int, n_steps: int, n_reps: int) -> dict:
     out = {}
     for d in dims:
         torch.manual_seed(10 + d)
-        model = fd.VelocityMLP(d, hidden=128, depth=3)
+        model = fdm.VelocityMLP(d, hidden=128, depth=3)
         x1 = 2.0 * torch.randn(n_points, d)
         params = model.linear_params()
         results = {}
@@ -126,12 +126,12 @@ def bench_likelihood(dims, n_points: int, n_steps: int, repeats: int) -> dict:
 
         fns = {
             "forward_mode_reference": run("forward_mode_reference",
-                                          lambda: kfd.euler_log_likelihood_reference(params, x1, n_steps)),
+                                          lambda: flow_divergence.euler_log_likelihood_reference(params, x1, n_steps)),
             "jacrev_loop": run("jacrev_loop", lambda: _jacrev_loop(model, x1, n_steps)),
             "lib_vjp_loop": run("lib_vjp_loop",
-                                lambda: fd.log_likelihood(model, x1, n_steps, exact=True, use_kernel=False)),
+                                lambda: fdm.log_likelihood(model, x1, n_steps, exact=True, use_kernel=False)),
         }
-        ms = _interleaved(fns, repeats, warmup=1)
+        ms = _interleaved(fns, n_reps, warmup=1)
         ref = results["forward_mode_reference"]
         agree = {k: float((v - ref).abs().max()) for k, v in results.items() if k != "forward_mode_reference"}
         out[str(d)] = {"ms": ms, "speedup_vs_jacrev": ms["jacrev_loop"] / ms["forward_mode_reference"],
@@ -149,15 +149,15 @@ def bench_gpu_kernel(n_steps: int = 100) -> dict:  # pragma: no cover - needs a 
     out = {}
     for d, hidden, B in ((2, 512, 1_000_000), (2, 128, 100_000), (8, 128, 100_000), (32, 128, 10_000)):
         torch.manual_seed(d)
-        model = fd.VelocityMLP(d, hidden=hidden, depth=3 if hidden == 128 else 4)
+        model = fdm.VelocityMLP(d, hidden=hidden, depth=3 if hidden == 128 else 4)
         params = model.linear_params()
         x1 = cp.asarray(np.random.default_rng(d).standard_normal((B, d)), dtype=cp.float32)
-        kfd.euler_log_likelihood_gpu(params, x1[:64], n_steps)  # compile + warm up
+        flow_divergence.euler_log_likelihood_gpu(params, x1[:64], n_steps)  # compile + warm up
         times = []
         for _ in range(3):
             start, stop = cp.cuda.Event(), cp.cuda.Event()
             start.record()
-            kfd.euler_log_likelihood_gpu(params, x1, n_steps)
+            flow_divergence.euler_log_likelihood_gpu(params, x1, n_steps)
             stop.record()
             stop.synchronize()
             times.append(cp.cuda.get_elapsed_time(start, stop))
@@ -168,14 +168,14 @@ def bench_gpu_kernel(n_steps: int = 100) -> dict:  # pragma: no cover - needs a 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer repeats, d in {2, 8} for training")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions, d in {2, 8} for training")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "flow_divergence.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)
     train_dims = (2, 8) if args.quick else (2, 8, 32)
     t_start = time.perf_counter()
-    training = bench_training(train_dims, batch=256, repeats=5 if args.quick else 25)
-    likelihood = bench_likelihood((2, 8), n_points=1000, n_steps=20, repeats=3 if args.quick else 7)
+    training = bench_training(train_dims, batch=256, n_reps=5 if args.quick else 25)
+    likelihood = bench_likelihood((2, 8), n_points=1000, n_steps=20, n_reps=3 if args.quick else 7)
     record = {
         "benchmark": "flow_divergence",
         "what": ("median CPU milliseconds (process_time, one torch thread, variants interleaved): "
@@ -186,7 +186,7 @@ def main() -> None:
                  "vs the chapter's VJP loop"),
         "training_step": training,
         "likelihood_eval": likelihood,
-        "settings": {"hidden": 128, "depth": 3, "batch": 256, "train_repeats": 5 if args.quick else 25,
+        "settings": {"hidden": 128, "depth": 3, "batch": 256, "train_n_reps": 5 if args.quick else 25,
                      "loglik_points": 1000, "loglik_steps": 20, "torch_threads": torch.get_num_threads()},
         "device": device_name(),
         "gpu_available": gpu_available(),

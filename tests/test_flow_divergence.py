@@ -511,3 +511,92 @@ def test_gmm_metrics_and_grid_bad_inputs():
         F.hist_kl(np.zeros((5, 2)), np.zeros((5, 2)), bins=0)
     with pytest.raises(ValueError, match="traj"):
         F.TrajectoryData.from_trajectories(np.zeros((5, 3)))
+
+
+# ------------------------------------------------------------------ issue 13: silent results and the book's names
+
+
+def test_hist_metrics_refuse_samples_holding_nan_or_inf():
+    # NaN/inf samples (a diverged sampler) used to fall outside every bin and give a finite score
+    a = np.random.default_rng(26).normal(size=(2000, 2))
+    for bad in (np.nan, np.inf, -np.inf):
+        b = a.copy()
+        b[3, 1] = bad
+        with pytest.raises(ValueError, match="b must be finite"):
+            F.hist_tv(a, b, bins=10)
+        with pytest.raises(ValueError, match="a must be finite"):
+            F.hist_tv(b, a, bins=10)
+        with pytest.raises(ValueError, match="a must be finite"):
+            F.hist_kl(b, a, bins=10)
+        with pytest.raises(ValueError, match="b must be finite"):
+            F.hist_kl(a, torch.tensor(b), bins=10)   # torch samples too
+    with pytest.raises(ValueError, match=r"b must have shape \(\?, 2\)"):
+        F.hist_tv(a, np.zeros((5, 3)))
+    with pytest.raises(ValueError, match="range"):
+        F.hist_tv(a, a, range=((5, -5), (-5, 5)))
+    assert F.hist_tv(torch.tensor(a), a, bins=10) == 0.0
+
+
+def test_divergence_matching_loss_refuses_non_positive_sigma():
+    B, d = 6, 2
+    g = torch.Generator().manual_seed(27)
+    v, ut, s = (torch.randn(B, d, generator=g) for _ in range(3))
+    div_v, div_u = torch.randn(B, generator=g), torch.full((B,), -d / 0.5)
+    for bad in (0.0, -0.5):
+        sig = torch.full((B,), 0.5)
+        sig[2] = bad
+        for norm, weight in (("l1", None), ("l2", "sigma"), ("l1", "inv_rate")):
+            with pytest.raises(ValueError, match="sigma_t must be > 0"):
+                F.divergence_matching_loss(v, div_v, ut, s, div_u, sig, norm, weight)
+    with pytest.raises(ValueError, match="sigma_t must have shape"):
+        F.divergence_matching_loss(v, div_v, ut, s, div_u, torch.full((B - 1,), 0.5))
+    assert torch.isfinite(F.divergence_matching_loss(v, div_v, ut, s, div_u, torch.full((B,), 1e-6)))
+
+
+def test_ode_solutions_are_checked_before_use():
+    # dx/dt = 50 x^2 blows up at t = 1/(50 x0): the Euler states overflow to inf/NaN (forwards for
+    # the sampler; the likelihood integrates backwards, where -50 x^2 blows up)
+    blow_up = lambda x, t: 50 * x**2  # noqa: E731
+    x0 = torch.full((3, 2), 2.0, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="sample_ode: the ODE solution is not finite"):
+        F.sample_ode(blow_up, x0, 100)
+    with pytest.raises(RuntimeError, match="log_likelihood: the ODE solution is not finite"):
+        F.log_likelihood(lambda x, t: -blow_up(x, t), x0, 100)
+    lin = LinearField(-np.eye(2))
+    assert torch.isfinite(F.sample_ode(lin, x0, 10)).all() and torch.isfinite(F.log_likelihood(lin, x0, 10)).all()
+
+
+def test_random_generators_are_named_rng_and_are_generators():
+    m = F.VelocityMLP(2, 8, 1)
+    x, t = torch.randn(4, 2), torch.rand(4) * 0.9
+    with pytest.raises(TypeError, match="generator"):      # the old keyword is gone
+        F.divergence_hutchinson(m, x, t, generator=torch.Generator())
+    with pytest.raises(TypeError, match="rng must be a torch.Generator"):
+        F.divergence_hutchinson(m, x, t, rng=np.random.default_rng(0))
+    with pytest.raises(TypeError, match="rng must be a torch.Generator"):
+        F.train_flow(m, F.checkerboard, 1, 4, rng=4)        # an int seed was accepted before
+    with pytest.raises(TypeError, match="rng must be a torch.Generator"):
+        F.checkerboard(4, 0)
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+        F.lorenz_trajectories(2, T=3, rng=0)                # an int seed was accepted before
+    with pytest.raises(TypeError, match="rng"):
+        F.fitzhugh_nagumo_trajectories(2, T=3)              # rng is required
+    # the same generator gives the same run
+    gm = F.GaussianMixture2D.ring(4, 2.0, 0.5)
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(3)
+        runs.append(F.train_flow(F.VelocityMLP(2, 8, 1), gm.sample, 3, 16, rng=torch.Generator().manual_seed(5)))
+    assert np.array_equal(runs[0]["loss"], runs[1]["loss"])
+    with pytest.raises(ValueError, match="n_reps"):
+        F.time_train_step(m, x, n_reps=0)
+
+
+def test_defaults_hold_the_official_settings():
+    D = F.DEFAULTS
+    assert (D.model.hidden, D.model.depth, D.model.act) == (512, 4, "swish")
+    assert (D.training.batch, D.training.lr, D.training.lam_div) == (512, 1e-3, 0.1)
+    assert (D.evaluation.hist_bins, D.evaluation.ode_steps) == (200, 100)
+    assert (D.lorenz.T, D.lorenz.dt, D.lorenz.n_drop) == (60, 0.1, 30)
+    with pytest.raises(AttributeError):
+        D.model.hidden = 3  # frozen

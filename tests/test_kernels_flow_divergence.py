@@ -629,3 +629,25 @@ def test_bad_times_points_and_helper_arguments_raise():
     v, div = mlp_velocity_divergence_reference(params, x, torch.tensor([0.0, 1.0, 0.5, 0.2, 1.0]))
     assert v.shape == (5, 2) and div.shape == (5,)
     assert mlp_velocity_divergence_reference(params, x, 0.5)[1].shape == (5,)
+
+
+def test_arguments_are_checked_with_the_shared_validators():
+    """Issue 13: the kernel's checks come from icml25.checks (TypeError for the wrong kind,
+    ValueError for a wrong value, the argument named)."""
+    params = _params()
+    x, t = torch.zeros(4, 2), torch.zeros(4)
+    bad = [(W.clone(), b.clone()) for W, b in params]
+    bad[1][0][0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"params\[1\]\[0\] must be finite"):  # was a silent NaN result
+        mlp_velocity_divergence_reference(bad, x, t)
+    with pytest.raises(ValueError, match=r"params\[1\]\[0\] must be finite"):
+        euler_log_likelihood(bad, x, 2)
+    with pytest.raises(TypeError, match="d must be an integer"):
+        shared_memory_bytes(2.0, [3, 8, 2])
+    with pytest.raises(TypeError, match=r"widths\[1\] must be an integer"):
+        shared_memory_bytes(2, [3, 8.5, 2])
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        mlp_velocity_divergence(params, "not an array", t)
+    # NumPy inputs are converted (the dispatchers return torch tensors)
+    v, div = mlp_velocity_divergence(params, x.numpy(), t.numpy())
+    assert isinstance(v, torch.Tensor) and div.shape == (4,)

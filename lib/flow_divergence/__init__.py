@@ -27,39 +27,6 @@ from .method import (ESTIMATORS, FDM_VARIANTS, PROBE_DISTS, SCHEDULES, PathSampl
 # the pure math the chapter shows with show_source (book/authoring.md)
 from .method import _affine_path, _dm_loss, _fdm_loss, _residual  # noqa: F401
 
-__all__ = [
-    "DEFAULTS",
-    "FlowDivergenceDefaults",
-    "ModelDefaults",
-    "TrainingDefaults",
-    "EvaluationDefaults",
-    "LorenzDefaults",
-    "FitzHughNagumoDefaults",
-    "SCHEDULES",
-    "FDM_VARIANTS",
-    "ESTIMATORS",
-    "PROBE_DISTS",
-    "PathSample",
-    "affine_path",
-    "VelocityMLP",
-    "divergence_exact",
-    "divergence_hutchinson",
-    "cfm_loss",
-    "divergence_residual",
-    "divergence_matching_loss",
-    "fdm_loss",
-    "train_flow",
-    "sample_ode",
-    "log_likelihood",
-    "GaussianMixture2D",
-    "tv_bound_integrand",
-    "model_density_grid",
-    "grid_tv",
-    "hist_tv",
-    "hist_kl",
-    "checkerboard",
-    "lorenz_trajectories",
-    "fitzhugh_nagumo_trajectories",
-    "TrajectoryData",
-    "time_train_step",
-]
+from . import data, defaults, experiments, method  # noqa: E402
+
+__all__ = [*defaults.__all__, *method.__all__, *data.__all__, *experiments.__all__]

@@ -254,7 +254,8 @@ def model_density_grid(model: VFn, lim: float = 4.0, n: int = 100, t1: float = 1
     xs = np.linspace(-lim, lim, n)
     X, Y = np.meshgrid(xs, xs)
     pts = torch.tensor(np.stack([X.ravel(), Y.ravel()], 1), dtype=torch.float32, device=_model_device(model))
-    logs = [log_likelihood(model, pts[i:i + chunk], n_steps, exact=True, t1=t1).cpu() for i in range(0, len(pts), chunk)]
+    logs = [log_likelihood(model, pts[i:i + chunk], n_steps, exact=True, t1=t1).cpu()
+            for i in range(0, len(pts), chunk)]
     return xs, xs, torch.exp(torch.cat(logs)).double().numpy().reshape(n, n)
 
 
