@@ -1,6 +1,6 @@
 """Batched (sub)gradient descent for the sparse-recovery experiments of chapter 16.
 
-One call runs ``steps`` updates of B independent configurations (alpha_b, beta1_b, beta2_b, seed,
+One call runs ``n_steps`` updates of B independent configurations (alpha_b, beta1_b, beta2_b, seed,
 tau, ...) of the penalised least-squares problem of Tikeng Notsawo et al. (ICML 2025, Sec. 3)
 
     min_a  1/2 ||X a - y||^2 + beta2/2 ||a||^2 + beta1 ||a||_1
@@ -13,6 +13,8 @@ GPU between records.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +45,7 @@ def grok_steps_reference(
     beta1: np.ndarray,
     beta2: np.ndarray,
     a_star: np.ndarray,
-    steps: int,
+    n_steps: int,
     eval_every: int,
     method: str = "sub",
     P: np.ndarray | None = None,
@@ -54,7 +56,10 @@ def grok_steps_reference(
     Per step, for every configuration b: ``R = X a - y``, ``G = X^T R``, then
     ``a <- a - alpha (G + beta2 a + beta1 sign(a))`` (``"sub"``, ``"proj"``) or
     ``a <- soft(a - alpha (G + beta2 a), alpha beta1)`` (``"ista"``); ``"proj"`` then projects
-    onto ``{a : X a = y}`` with ``a <- a - P (X a - y)``, ``P = X^T (X X^T)^{-1}``.
+    onto ``{a : X a = y}`` with ``a <- a - P (X a - y)``, ``P = X^T (X X^T)^{-1}``. A penalty that
+    is zero for every configuration is skipped (adding ``0 * a`` changes no value). One problem
+    (B = 1, X as (N, n) or (1, N, n)) runs on plain vectors and Python scalars, as the official
+    loop does.
 
     Args:
         X: (N, n) shared or (B, N, n) per-configuration float64 measurements.
@@ -62,48 +67,76 @@ def grok_steps_reference(
         a: (B, n) float64 initial iterate (not modified).
         alpha, beta1, beta2: (B,) float64 step sizes and penalty weights.
         a_star: (B, n) float64 ground truth for the recovery error.
-        steps: number of updates; eval_every: record period (steps).
+        n_steps: number of updates; eval_every: record period (steps).
         method: ``"sub"``, ``"ista"`` or ``"proj"``.
         P: (n, N) or (B, n, N) projector factor, needed for ``"proj"``.
         l0_threshold: |a_i| above it counts in the l0 norm.
 
     Returns:
-        ``(a_final (B, n), records (T, B, 5))`` with ``T = steps // eval_every + 1`` and the
+        ``(a_final (B, n), records (T, B, 5))`` with ``T = n_steps // eval_every + 1`` and the
         fields of :data:`RECORD_FIELDS`; record t is the state after ``t * eval_every`` steps.
     """
+    B = a.shape[0]
+    if X.ndim == 3 and X.shape[0] == 1 == B:
+        X, P = X[0], (None if P is None else P[0])  # a stack of one problem is one shared X
     shared = X.ndim == 2
     a = np.array(a, dtype=np.float64, copy=True)
-    al, b1, b2 = (np.asarray(v, dtype=np.float64)[:, None] for v in (alpha, beta1, beta2))
+    if shared and B == 1:  # one problem: vectors (n,), (N,) and scalars, no broadcasting
+        a, y, a_star = a[0], y[0], a_star[0]
+        al, b1, b2 = (float(np.asarray(v, dtype=np.float64).reshape(-1)[0]) for v in (alpha, beta1, beta2))
+    else:
+        al, b1, b2 = (np.asarray(v, dtype=np.float64)[:, None] for v in (alpha, beta1, beta2))
+    use_l1, use_l2 = bool(np.any(np.asarray(beta1) != 0)), bool(np.any(np.asarray(beta2) != 0))
     code = METHODS[method]
 
-    def resid(v: np.ndarray) -> np.ndarray:
-        return (v @ X.T if shared else np.matmul(X, v[:, :, None])[:, :, 0]) - y
+    def resid(v: np.ndarray) -> np.ndarray:  # X a - y
+        return (v @ X.T if shared else np.matmul(X, v[..., None])[..., 0]) - y
 
-    T = steps // eval_every + 1
-    rec = np.empty((T, a.shape[0], 5))
+    def record(v: np.ndarray, R: np.ndarray) -> np.ndarray:
+        return _record(np.atleast_2d(v), np.atleast_2d(R), np.atleast_2d(y), np.atleast_2d(a_star), l0_threshold)
+
+    T = n_steps // eval_every + 1
+    rec = np.empty((T, B, 5))
     R = resid(a)
-    rec[0] = _record(a, R, y, a_star, l0_threshold)
-    for t in range(1, steps + 1):
-        G = R @ X if shared else np.matmul(R[:, None, :], X)[:, 0, :]
-        if code == 1:
-            v = a - al * (G + b2 * a)
+    rec[0] = record(a, R)
+    for t in range(1, n_steps + 1):
+        G = R @ X if shared else np.matmul(R[:, None, :], X)[:, 0, :]  # X^T (X a - y)
+        g = G + b2 * a if use_l2 else G  # gradient of the smooth part
+        if code == 1:  # ISTA: gradient step, then soft-threshold at alpha beta1
+            v = a - al * g
             a = np.sign(v) * np.maximum(np.abs(v) - al * b1, 0.0)
         else:
-            a = a - al * (G + b2 * a + b1 * np.sign(a))
+            a = a - al * (g + b1 * np.sign(a) if use_l1 else g)
         R = resid(a)
-        if code == 2:
+        if code == 2:  # back onto {a : X a = y}
             a = a - (R @ P.T if shared else np.matmul(P, R[:, :, None])[:, :, 0])
             R = resid(a)
         if t % eval_every == 0:
-            rec[t // eval_every] = _record(a, R, y, a_star, l0_threshold)
-    return a, rec
+            rec[t // eval_every] = record(a, R)
+    return np.atleast_2d(a), rec
 
 
-def grok_steps_gpu(X, y, a, alpha, beta1, beta2, a_star, steps, eval_every, method="sub", P=None,
-                   l0_threshold=1e-4):  # pragma: no cover - needs a GPU
-    """CuPy launcher of ``grokking.cu::grok_steps``; same contract as the reference.
+def grok_steps_gpu(
+    X: Any,
+    y: Any,
+    a: Any,
+    alpha: Any,
+    beta1: Any,
+    beta2: Any,
+    a_star: Any,
+    n_steps: int,
+    eval_every: int,
+    method: str = "sub",
+    P: Any = None,
+    l0_threshold: float = 1e-4,
+) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
+    """CuPy launcher of ``grokking.cu::grok_steps``; same contract as :func:`grok_steps_reference`.
 
-    Inputs may be NumPy or CuPy arrays; the results are CuPy arrays ``(a_final, records)``.
+    Inputs may be NumPy or CuPy arrays; the results stay on the device as CuPy arrays
+    ``(a_final, records)`` (callers outside ``kernels/`` use :func:`grok_steps`, which returns NumPy).
+
+    Raises:
+        ValueError: ``n + N`` too large for the kernel's shared memory (about 6000).
     """
     import cupy as cp
 
@@ -121,28 +154,41 @@ def grok_steps_gpu(X, y, a, alpha, beta1, beta2, a_star, steps, eval_every, meth
         P = cp.ascontiguousarray(cp.asarray(P, dtype=cp.float64))
     else:
         P = cp.zeros(1, dtype=cp.float64)
-    T = steps // eval_every + 1
+    T = n_steps // eval_every + 1
     rec = cp.empty((T, B, 5), dtype=cp.float64)
     shared_bytes = (n + N + _THREADS) * 8
     if shared_bytes > 48 * 1024:
         raise ValueError(f"n + N = {n + N} too large for the fused kernel's shared memory (max ~6000)")
     kernel = load_module("grokking").get_function("grok_steps")
     kernel((B,), (_THREADS,), (X, y, s, P, a_io, al, b1, b2, rec, np.int32(B), np.int32(N), np.int32(n),
-                              np.int32(steps), np.int32(eval_every), np.int32(METHODS[method]),
+                              np.int32(n_steps), np.int32(eval_every), np.int32(METHODS[method]),
                               np.int32(x_batched), np.float64(l0_threshold)),
            shared_mem=shared_bytes)
     return a_io, rec
 
 
-def grok_steps(X, y, a, alpha, beta1, beta2, a_star, steps, eval_every, method="sub", P=None,
-               l0_threshold=1e-4) -> tuple[np.ndarray, np.ndarray]:
+def grok_steps(
+    X: np.ndarray,
+    y: np.ndarray,
+    a: np.ndarray,
+    alpha: np.ndarray,
+    beta1: np.ndarray,
+    beta2: np.ndarray,
+    a_star: np.ndarray,
+    n_steps: int,
+    eval_every: int,
+    method: str = "sub",
+    P: np.ndarray | None = None,
+    l0_threshold: float = 1e-4,
+) -> tuple[np.ndarray, np.ndarray]:
     """Dispatcher: the CUDA kernel when :func:`icml25.common.gpu_available`, else the reference.
 
-    Same arguments and NumPy results as :func:`grok_steps_reference`.
+    Same arguments as :func:`grok_steps_reference`; takes and returns NumPy arrays
+    ``(a_final (B, n), records (T, B, 5))`` on either path.
     """
     if gpu_available():  # pragma: no cover - needs a GPU
-        a_out, rec = grok_steps_gpu(X, y, a, alpha, beta1, beta2, a_star, steps, eval_every, method, P,
+        a_out, rec = grok_steps_gpu(X, y, a, alpha, beta1, beta2, a_star, n_steps, eval_every, method, P,
                                     l0_threshold)
         return a_out.get(), rec.get()
-    return grok_steps_reference(X, y, a, alpha, beta1, beta2, a_star, steps, eval_every, method, P,
+    return grok_steps_reference(X, y, a, alpha, beta1, beta2, a_star, n_steps, eval_every, method, P,
                                 l0_threshold)
