@@ -428,6 +428,8 @@ BAD_INPUTS = [
     ("d", lambda: vm.mc_prob_curve(1, 1.0, 0.5, 10, 10, _R), ValueError),
     ("kappa", lambda: vm.mc_prob_curve(3, -1.0, 0.5, 10, 10, _R), ValueError),
     ("alpha", lambda: vm.mc_prob_curve(3, 1.0, -1.5, 10, 10, _R), ValueError),
+    ("alpha", lambda: vm.mc_prob_curve(3, 1.0, np.array([0.1, 0.2]), 10, 10, _R), ValueError),
+    ("return_stderr", lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 10, _R, return_stderr=1), TypeError),
     ("n_max", lambda: vm.mc_prob_curve(3, 1.0, 0.5, 0, 10, _R), ValueError),
     ("n_samples", lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 0, _R), ValueError),
     ("sampler", lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 10, _R, sampler="gumbel"), ValueError),

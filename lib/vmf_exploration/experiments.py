@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from icml25.checks import check_bool, check_budget, check_choice, check_int, check_real, check_rng
+from icml25.checks import check_array, check_bool, check_budget, check_choice, check_int, check_real, check_rng
 from icml25.kernels import mips
 
 from ._validate import _check_dim
@@ -88,7 +88,7 @@ def mc_prob_curve(
     """
     d = _check_dim(d)
     kappa = check_real(kappa, "kappa", low=0.0)
-    alpha = check_real(alpha, "alpha (a cosine similarity)", low=-1.0, high=1.0)
+    alpha = float(check_array(alpha, "alpha (a cosine similarity)", shape=(), low=-1.0, high=1.0))
     n_max = check_int(n_max, "n_max", low=1)
     n_samples = check_int(n_samples, "n_samples", low=1)
     samples_per_trial = check_int(samples_per_trial, "samples_per_trial", low=1)
