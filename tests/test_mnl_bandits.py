@@ -492,3 +492,10 @@ def test_library_oracle_is_the_kernel_dispatcher(monkeypatch):
     assert calls and S.tolist() == [0, 1] and rev == pytest.approx(0.475)
     mnl.OFUMNLPlusPlus(5, 2, 2).select(np.zeros((5, 2)))
     assert len(calls) == 2
+
+
+def test_assortment_check_keeps_its_value_errors():
+    v, r = np.ones(4), np.ones(4)
+    for bad in (np.array([0.0, 1.0]), np.array([[0, 1]]), np.array([0, 4]), np.array([-1]), np.array([1, 1])):
+        with pytest.raises(ValueError, match="S"):
+            mnl.expected_revenue(v, r, bad)

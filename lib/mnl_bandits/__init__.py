@@ -50,33 +50,11 @@ from .method import (
 )
 from .model import expected_revenue, mnl_loss_grad_hess, mnl_probs, optimal_assortment, reward_variance
 
-__all__ = [
-    "mnl_probs",
-    "mnl_loss_grad_hess",
-    "expected_revenue",
-    "reward_variance",
-    "optimal_assortment",
-    "project_to_ball",
-    "OMDEstimator",
-    "OFUMNLPlus",
-    "OFUMNLPlusPlus",
-    "OFUM2NL",
-    "UCBMNL",
-    "TSMNL",
-    "MNLBanditEnv",
-    "run_bandit",
-    "make_algorithm",
-    "compare_algorithms",
-    "ofu_mnl_plus_constants",
-    "ofu_mnl_plus_beta",
-    "ofu_mnl_pp_constants",
-    "ofu_mnl_pp_beta",
-    "m2nl_beta",
-    "run_ofu_mnl_pp_batched",
-    "ALGORITHMS",
-    "MNLDefaults",
-    "DEFAULTS",
-]
+from . import baselines, data, defaults, experiments, method, model
+
+#: the public API: every submodule's, in reading order
+__all__ = [*model.__all__, *method.__all__, *baselines.__all__, *data.__all__, *experiments.__all__,
+           *defaults.__all__]
 
 # private names the chapter shows (show_source) and the benchmark uses, re-exported on purpose
 _PRIVATE_API = ("_OMDBandit", "_omd_step", "_project", "_pp_constants", "_pp_beta", "_batch_nll",
