@@ -222,6 +222,7 @@ def check_array(
     finite: bool = True,
     low: float | None = None,
     high: float | None = None,
+    low_open: bool = False,
     min_size: int = 0,
 ) -> np.ndarray:
     """``a`` as a NumPy array of the given kind, shape and range.
@@ -237,6 +238,7 @@ def check_array(
         dtype: the dtype of the returned array (a copy only when it differs).
         finite: refuse NaN and ±inf (float kinds).
         low, high: inclusive bounds every element must satisfy.
+        low_open: make ``low`` exclusive (strictly positive attractions, weights, scales).
         min_size: the fewest elements allowed.
 
     Returns:
@@ -278,8 +280,9 @@ def check_array(
     if finite and np.issubdtype(arr.dtype, np.floating) and arr.size and not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite (it holds NaN or inf)")
     if arr.size and kind != "bool":
-        if low is not None and arr.min() < low:
-            raise ValueError(f"{name} must be >= {low} everywhere, got a minimum of {arr.min()!r}")
+        if low is not None and (arr.min() < low or (low_open and arr.min() == low)):
+            op = ">" if low_open else ">="
+            raise ValueError(f"{name} must be {op} {low} everywhere, got a minimum of {arr.min()!r}")
         if high is not None and arr.max() > high:
             raise ValueError(f"{name} must be <= {high} everywhere, got a maximum of {arr.max()!r}")
     return arr

@@ -81,6 +81,8 @@ def test_check_array_kinds_shapes_and_ranges():
     assert np.isnan(check_array([np.nan], "x", finite=False)[0])
     with pytest.raises(ValueError, match="weights must be >= 0 everywhere"):
         check_array([1.0, -1.0], "weights", low=0)
+    with pytest.raises(ValueError, match="v must be > 0 everywhere"):
+        check_array([1.0, 0.0], "v", low=0, low_open=True)
     with pytest.raises(ValueError, match="at least 1 element"):
         check_array([], "x", min_size=1)
     with pytest.raises(ValueError, match="kind must be one of"):
