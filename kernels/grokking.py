@@ -116,20 +116,9 @@ def grok_steps_reference(
     return np.atleast_2d(a), rec
 
 
-def grok_steps_gpu(
-    X: Any,
-    y: Any,
-    a: Any,
-    alpha: Any,
-    beta1: Any,
-    beta2: Any,
-    a_star: Any,
-    n_steps: int,
-    eval_every: int,
-    method: str = "sub",
-    P: Any = None,
-    l0_threshold: float = 1e-4,
-) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
+def grok_steps_gpu(X: Any, y: Any, a: Any, alpha: Any, beta1: Any, beta2: Any, a_star: Any, n_steps: int,
+                   eval_every: int, method: str = "sub", P: Any = None,
+                   l0_threshold: float = 1e-4) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
     """CuPy launcher of ``grokking.cu::grok_steps``; same contract as :func:`grok_steps_reference`.
 
     Inputs may be NumPy or CuPy arrays; the results stay on the device as CuPy arrays
@@ -167,20 +156,9 @@ def grok_steps_gpu(
     return a_io, rec
 
 
-def grok_steps(
-    X: np.ndarray,
-    y: np.ndarray,
-    a: np.ndarray,
-    alpha: np.ndarray,
-    beta1: np.ndarray,
-    beta2: np.ndarray,
-    a_star: np.ndarray,
-    n_steps: int,
-    eval_every: int,
-    method: str = "sub",
-    P: np.ndarray | None = None,
-    l0_threshold: float = 1e-4,
-) -> tuple[np.ndarray, np.ndarray]:
+def grok_steps(X: np.ndarray, y: np.ndarray, a: np.ndarray, alpha: np.ndarray, beta1: np.ndarray, beta2: np.ndarray,
+               a_star: np.ndarray, n_steps: int, eval_every: int, method: str = "sub", P: np.ndarray | None = None,
+               l0_threshold: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
     """Dispatcher: the CUDA kernel when :func:`icml25.common.gpu_available`, else the reference.
 
     Same arguments as :func:`grok_steps_reference`; takes and returns NumPy arrays

@@ -24,73 +24,17 @@ docstring says otherwise; the one deliberate change is the deep Hadamard initial
 from __future__ import annotations
 
 from .baselines import basis_pursuit, lasso_solution, min_norm_solution, ridge_solution
-from .data import (
-    completion_mask,
-    local_coherence,
-    low_rank_matrix,
-    measurements,
-    modular_dataset,
-    sparse_problems,
-    sparse_signal,
-)
+from .data import (completion_mask, local_coherence, low_rank_matrix, measurements, modular_dataset, sparse_problems,
+                   sparse_signal)
 from .defaults import DEFAULTS, CompletionDefaults, GrokkingDefaults, MLPDefaults, SparseDefaults
-from .method import (
-    _matrix_subgradient,
-    _subgradient_descent,
-    deep_hadamard_gd,
-    matrix_subgradient,
-    stability_bound,
-    subgradient_descent,
-)
-from .metrics import (
-    History,
-    grokking_times,
-    l0_norm,
-    l1_norm,
-    l2_norm,
-    loglog_slope,
-    nuclear_norm,
-    predicted_t2,
-    rel_recovery_error,
-    rel_train_error,
-)
+from .method import deep_hadamard_gd, matrix_subgradient, stability_bound, subgradient_descent
+from .metrics import (History, grokking_times, l0_norm, l1_norm, l2_norm, loglog_slope, nuclear_norm, predicted_t2,
+                      rel_recovery_error, rel_train_error)
 from .networks import EncoderDecoderMLP, regularisation, train_grokking
 
-__all__ = [
-    "DEFAULTS",
-    "GrokkingDefaults",
-    "SparseDefaults",
-    "CompletionDefaults",
-    "MLPDefaults",
-    "History",
-    "sparse_signal",
-    "measurements",
-    "sparse_problems",
-    "low_rank_matrix",
-    "local_coherence",
-    "completion_mask",
-    "modular_dataset",
-    "min_norm_solution",
-    "ridge_solution",
-    "lasso_solution",
-    "basis_pursuit",
-    "stability_bound",
-    "subgradient_descent",
-    "deep_hadamard_gd",
-    "matrix_subgradient",
-    "rel_train_error",
-    "rel_recovery_error",
-    "l0_norm",
-    "l1_norm",
-    "l2_norm",
-    "nuclear_norm",
-    "grokking_times",
-    "predicted_t2",
-    "loglog_slope",
-    "EncoderDecoderMLP",
-    "regularisation",
-    "train_grokking",
-]
+# the pure math the chapter shows with show_source (book/authoring.md)
+from .method import _matrix_subgradient, _subgradient_descent  # noqa: F401
 
-# the private functions the chapter shows (common.show_source): the pure math of the public ones
-_SHOWN = (_subgradient_descent, _matrix_subgradient)
+from . import baselines, data, defaults, method, metrics, networks  # noqa: E402
+
+__all__ = [*defaults.__all__, *data.__all__, *method.__all__, *metrics.__all__, *baselines.__all__, *networks.__all__]

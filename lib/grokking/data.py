@@ -157,7 +157,7 @@ def local_coherence(A: np.ndarray, tol: float = 1e-10) -> tuple[np.ndarray, np.n
 
 
 def _local_coherence(A: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``mu_i = n1/r ||U_i||^2``, ``nu_j = n2/r ||V_j||^2``, ``P_ij = mu_i + nu_j`` (U, V: the top-r singular vectors)."""
+    """``mu_i = n1/r ||U_i||^2``, ``nu_j = n2/r ||V_j||^2``, ``P_ij = mu_i + nu_j`` (U, V: top-r singular vectors)."""
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
     r = int(np.sum(s > tol * s.max()))
     if r == 0:

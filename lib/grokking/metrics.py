@@ -215,7 +215,8 @@ def predicted_t2(a_ls: np.ndarray, a_star: np.ndarray, alpha: Any, beta: Any) ->
     try:
         return _predicted_t2(a_ls, a_star, *params)
     except ValueError:
-        raise ValueError(f"alpha {params[0].shape} and beta {params[1].shape} must be scalars or the same (B,)") from None
+        raise ValueError(f"alpha {params[0].shape} and beta {params[1].shape} must be scalars or the same (B,)"
+                         ) from None
 
 
 def _predicted_t2(a_ls: np.ndarray, a_star: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
