@@ -372,6 +372,9 @@ def test_weighted_graph_is_validated_once_and_read_only():
     assert g.edges.dtype == np.int64 and g.weights.dtype == np.float64 and g.n == 3 and g.m == 3
     with pytest.raises(ValueError):
         g.weights[0] = -1.0  # read-only: a graph that exists stays valid
+    w = np.ones(3)
+    mc.WeightedGraph(GOOD_E, w, 3)
+    w[0] = 2.0  # the caller's arrays are copied, never frozen
     with pytest.raises(ValueError, match="self loop"):
         mc.WeightedGraph(np.array([[0, 0]]), [1.0], 2)
     assert mc.validate_graph(g) is g
@@ -447,6 +450,8 @@ def test_one_batch_of_too_many_trials_is_refused_for_memory():
         mc.matching_graph(10**6, 10**9, 1, rng)
     with pytest.raises(TooLargeError, match="cycles_graph"):
         mc.cycles_graph(10**6, 10**9, 10, 0.5, rng)
+    with pytest.raises(TooLargeError, match="epochs"):
+        mc.learn_predictions_ogd(GOOD_E, 3, [(GOOD_W, np.array([True, False, False]))], epochs=10**13)
 
 
 def test_tsp_lp_solution_is_checked_before_use(monkeypatch):

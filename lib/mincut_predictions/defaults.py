@@ -12,17 +12,20 @@ METHODS = ("karger", "boosted_karger", "karger_stein", "fpz", "boosted_fpz")
 
 @dataclass(frozen=True)
 class MatchingDefaults:
-    """The matching-graph family of the paper's first experiment set (Sec. 5).
+    """The matching-graph family of the paper's first experiment set (Sec. 5):
+    :func:`~icml25.mincut_predictions.matching_graph` with these sizes."""
 
-    Attributes:
-        n: vertices (two halves of ``n / 2``).
-        k: random perfect matchings between the halves.
-        t: unit weights removed at vertex 0, so ``{0}`` is the minimum cut with value ``k - t``.
-    """
-
+    #: vertices (two halves of ``n / 2``)
     n: int = 600
+    #: random perfect matchings between the halves
     k: int = 100
+    #: unit weights removed at vertex 0, so ``{0}`` is the minimum cut, of value ``k - t``
     t: int = 10
+
+    @property
+    def min_cut(self) -> int:
+        """The planted minimum cut ``k - t``: the weighted degree of vertex 0."""
+        return self.k - self.t
 
 
 @dataclass(frozen=True)

@@ -175,7 +175,7 @@ def boosted_karger_trial(edges: GraphLike, weights: ArrayLike | None = None, n: 
 
     Args:
         edges, weights, n: the graph; p: (m,) predictions in [0, 1] (required); boost_factor:
-        ``B >= 1`` (required); threshold: ``t >= 2`` super-vertices at which contraction
+        ``B >= 1`` (default ``n``, as the official synthetic experiments); threshold: ``t >= 2`` super-vertices at which contraction
         switches to the plain weights (``t = 2``: boosted all the way, as in the official
         experiments); rng: ``numpy.random.Generator`` (required).
 
@@ -186,7 +186,7 @@ def boosted_karger_trial(edges: GraphLike, weights: ArrayLike | None = None, n: 
         ValueError / TypeError: bad graph, ``p`` outside [0, 1], ``B < 1``, ``t < 2``, bad rng.
     """
     g = validate_graph(edges, weights, n)
-    p = _check_predictions(p, g.m)
+    _, p, boost_factor, threshold = _check_method("boosted_karger", g, p, boost_factor, threshold)
     cut, side = contraction_batch(g, n_trials=1, rng=rng, p=p, boost_factor=boost_factor, threshold=threshold)
     return float(cut[0]), side[0]
 
@@ -210,11 +210,8 @@ def boosted_fpz(edges: GraphLike, weights: ArrayLike | None = None, n: int | Non
         ValueError / TypeError: as :func:`boosted_karger_trial`.
     """
     g = validate_graph(edges, weights, n)
-    rng = check_rng(rng)
-    p = _check_predictions(p, g.m)
-    boost_factor = check_real(boost_factor, "boost_factor", low=1.0)
-    threshold = min(check_int(threshold, "threshold", low=2), g.n)
-    return _boosted_fpz(g, p, boost_factor, threshold, rng)
+    _, p, boost_factor, threshold = _check_method("boosted_fpz", g, p, boost_factor, threshold)
+    return _boosted_fpz(g, p, boost_factor, threshold, check_rng(rng))
 
 
 def _boosted_fpz(g: WeightedGraph, p: np.ndarray, boost_factor: float, threshold: int,

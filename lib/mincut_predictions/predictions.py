@@ -173,6 +173,7 @@ def learn_predictions_ogd(edges: ArrayLike, n: int, instances: Sequence[tuple[np
 
     Raises:
         ValueError: empty ``instances``, bad shapes, ``lr <= 0``, ``epochs < 1``, ``p0`` outside [0, 1].
+        TooLargeError: ``epochs x len(instances)`` steps over ``m`` edges would take hours.
     """
     if len(instances) == 0:
         raise ValueError("instances must not be empty")
@@ -180,6 +181,7 @@ def learn_predictions_ogd(edges: ArrayLike, n: int, instances: Sequence[tuple[np
     epochs = check_int(epochs, "epochs", low=1)
     p0 = check_probability(p0, "p0")
     rng = check_rng(rng, allow_none=True)
+    check_budget(f"learn_predictions_ogd(epochs={epochs})", n_operations=4.0 * epochs * len(instances) * len(edges))
     grads, consts = [], []
     for w, side in instances:
         g = validate_graph(edges, w, n)
