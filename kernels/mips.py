@@ -15,6 +15,9 @@ Operations over an action table ``actions``/``X`` of shape ``(n, d)`` and a batc
   the prefix-survival counter of the Monte Carlo probability curve (note, step 8: with
   ``threshold_b = <q_b, A>``, action ``A`` wins against the prefix ``X[:m]`` iff
   ``first_beater_b >= m``).
+- :func:`uniform_action_sets` and :func:`prefix_boltzmann`: the random action sets of that curve,
+  drawn on the device when there is one (an :class:`ActionSets`), and the exact Boltzmann
+  probability of the fixed action in every prefix (CuPy array code, no CUDA kernel).
 
 Each comes in three forms (see :mod:`icml25.kernels`): ``f_reference`` (NumPy, chunked over the
 actions so memory stays bounded for ``n = 10^6``; the readable definition and the CPU path),
@@ -47,7 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_array, check_int, check_real, check_rng
+from icml25.checks import check_array, check_budget, check_int, check_real, check_rng
 from icml25.common import gpu_available
 
 __all__ = [
@@ -63,6 +66,10 @@ __all__ = [
     "first_beater",
     "first_beater_reference",
     "first_beater_gpu",
+    "ActionSets",
+    "uniform_action_sets",
+    "uniform_action_sets_reference",
+    "prefix_boltzmann",
     "philox4x32_10",
     "gumbel_noise_reference",
 ]
@@ -124,11 +131,12 @@ class ActionTable:
         ValueError: not 2-D, empty, non-finite or outside float32 range.
     """
 
-    __slots__ = ("values", "_device")
+    __slots__ = ("values", "_device", "_shape")
 
     def __init__(self, actions: ArrayLike, name: str = "actions") -> None:
         if isinstance(actions, ActionTable):
-            actions = actions.values
+            self.values, self._device, self._shape = actions.values, actions._device, actions._shape
+            return
         x = _float_rows(actions, name)
         n, d = x.shape
         check_int(n, f"the number of rows n of {name}", low=1, high=_MAX_ACTIONS)
@@ -137,15 +145,24 @@ class ActionTable:
         x.flags.writeable = False
         self.values = x
         self._device = None
+        self._shape = x.shape
+
+    @classmethod
+    def _device_only(cls, rows: Any) -> ActionTable:  # pragma: no cover - needs a GPU
+        """A table of trusted float32 CuPy rows drawn on the device (``values`` is None: no host copy)."""
+        table = cls.__new__(cls)
+        table.values, table._device, table._shape = None, rows, tuple(rows.shape)
+        return table
 
     @property
     def shape(self) -> tuple[int, int]:
         """``(n, d)``."""
-        return self.values.shape
+        return self._shape
 
     def __repr__(self) -> str:
         n, d = self.shape
-        return f"ActionTable(n={n}, d={d}, dtype={self.values.dtype})"
+        dtype = "float32, on the GPU only" if self.values is None else self.values.dtype
+        return f"ActionTable(n={n}, d={d}, dtype={dtype})"
 
     def _on_device(self) -> Any:  # pragma: no cover - needs a GPU
         """The float32 CuPy copy of ``values`` (made once)."""
@@ -440,6 +457,129 @@ def _first_beater(Q: np.ndarray, X: np.ndarray, thr: np.ndarray) -> np.ndarray:
         alive = alive[~beaten]
         start, width = stop, 2 * width
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Random action sets of the Monte Carlo curve, drawn where the kernels run
+# --------------------------------------------------------------------------------------------
+
+
+class ActionSets:
+    """``n_sets`` independent tables of ``n`` unit rows in R^d, held where the kernels run.
+
+    Made by :func:`uniform_action_sets`. :meth:`table` gives set ``t`` as an :class:`ActionTable`
+    (for :func:`first_beater`), :func:`prefix_boltzmann` reduces all of them. The array is private:
+    float64 NumPy on the CPU, float32 CuPy on a GPU (so ``10^6`` actions per set never cross the bus).
+    """
+
+    __slots__ = ("_x", "_on_gpu")
+
+    def __init__(self, x: Any, on_gpu: bool) -> None:
+        self._x = x
+        self._on_gpu = on_gpu
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(n_sets, n, d)``."""
+        return tuple(self._x.shape)
+
+    def table(self, t: int) -> ActionTable:
+        """Set ``t`` (``0 <= t < n_sets``) as an :class:`ActionTable`; ValueError if it has no rows."""
+        t = check_int(t, "t", low=0, high=self.shape[0] - 1)
+        if self._on_gpu:  # pragma: no cover - needs a GPU
+            check_int(self.shape[1], "the number of actions n of the set", low=1)
+            return ActionTable._device_only(self._x[t])
+        return ActionTable(self._x[t])
+
+
+def _check_sets_size(n_sets: Any, n: Any, d: Any, rng: Any) -> tuple[int, int, int]:
+    n_sets, n, d = check_int(n_sets, "n_sets", low=0), check_int(n, "n", low=0), check_int(d, "d", low=1)
+    check_rng(rng)
+    check_budget(f"uniform_action_sets(n_sets={n_sets}, n={n}, d={d})", n_bytes=16.0 * n_sets * n * d)
+    return n_sets, n, d
+
+
+def _unit_normalise(xp: Any, z: Any) -> Any:
+    """X = z / |z| row by row (axis 2): for z ~ N(0, I_d), X is uniform on S^{d-1}."""
+    z /= xp.linalg.norm(z, axis=2, keepdims=True)
+    return z
+
+
+def uniform_action_sets_reference(n_sets: int, n: int, d: int, rng: np.random.Generator) -> ActionSets:
+    """``n_sets`` sets of ``n`` actions uniform on S^{d-1}: normalised ``rng.standard_normal`` draws.
+
+    The draws are ``rng.standard_normal((n_sets, n, d))`` in float64, each row divided by its norm.
+
+    Raises:
+        ValueError: a negative size, d < 1. TypeError: rng not a numpy Generator.
+        TooLargeError: the sets cannot fit in memory.
+    """
+    return _uniform_sets_host(*_check_sets_size(n_sets, n, d, rng), rng)
+
+
+def _uniform_sets_host(n_sets: int, n: int, d: int, rng: np.random.Generator) -> ActionSets:
+    return ActionSets(_unit_normalise(np, rng.standard_normal((n_sets, n, d))), on_gpu=False)
+
+
+def uniform_action_sets(n_sets: int, n: int, d: int, rng: np.random.Generator) -> ActionSets:
+    """``n_sets`` sets of ``n`` actions uniform on S^{d-1}, drawn where the kernels run.
+
+    CPU: :func:`uniform_action_sets_reference` (float64, from ``rng``). GPU: the same law in
+    float32 on the device, from a CuPy generator keyed by one ``rng.integers`` draw (other
+    numbers than the CPU's).
+
+    Raises:
+        As :func:`uniform_action_sets_reference`.
+    """
+    n_sets, n, d = _check_sets_size(n_sets, n, d, rng)
+    if gpu_available():  # pragma: no cover - needs a GPU
+        import cupy
+
+        g = cupy.random.default_rng(int(rng.integers(0, 2**63 - 1)))
+        return ActionSets(_unit_normalise(cupy, g.standard_normal((n_sets, n, d), dtype=cupy.float32)), on_gpu=True)
+    return _uniform_sets_host(n_sets, n, d, rng)
+
+
+def prefix_boltzmann(sets: ActionSets, V: ArrayLike, kappa: float, alpha: float) -> np.ndarray:
+    """The exact B-exp probability of a fixed action A in every prefix of every set (prefix trick).
+
+    For set ``t`` with state ``V_t`` and ``<V_t, A> = alpha``: ``P[t, 0] = 1`` and
+    ``P[t, m] = 1 / (1 + sum_{j < m} exp(kappa (<X_{t,j}, V_t> - alpha)))``, the softmax weight
+    of A in ``{A, X_{t,1}, ..., X_{t,m}}`` (Sec. 5 of the paper; computed where the sets are).
+
+    Args:
+        sets: from :func:`uniform_action_sets`, shape ``(n_sets, n, d)``.
+        V: (n_sets, d) states, finite (used as given).
+        kappa: inverse temperature >= 0.
+        alpha: the cosine ``<V_t, A>``, in [-1, 1].
+
+    Returns:
+        (n_sets, n + 1) float64 NumPy array.
+
+    Raises:
+        TypeError: sets not an ActionSets. ValueError: V of the wrong shape, kappa or alpha out of range.
+    """
+    if not isinstance(sets, ActionSets):
+        raise TypeError(f"sets must be an ActionSets (from uniform_action_sets), got {type(sets).__name__}")
+    n_sets, _, d = sets.shape
+    V = check_array(V, "V", shape=(n_sets, d))
+    kappa = check_real(kappa, "kappa", low=0.0)
+    alpha = check_real(alpha, "alpha", low=-1.0, high=1.0)
+    if sets._on_gpu:  # pragma: no cover - needs a GPU
+        import cupy
+
+        return cupy.asnumpy(_prefix_boltzmann(cupy, sets._x, cupy.asarray(V, dtype=sets._x.dtype), kappa, alpha))
+    return _prefix_boltzmann(np, sets._x, np.asarray(V, dtype=sets._x.dtype), kappa, alpha)
+
+
+def _prefix_boltzmann(xp: Any, X: Any, V: Any, kappa: float, alpha: float) -> Any:
+    """P[t, m] = 1 / (1 + sum_{j < m} exp(kappa (<X_{t,j}, V_t> - alpha))), P[t, 0] = 1."""
+    dots = xp.einsum("tnd,td->tn", X, V).astype(xp.float64)
+    with np.errstate(over="ignore"):
+        w = xp.exp(kappa * (dots - alpha))
+    cur = xp.ones((X.shape[0], X.shape[1] + 1))
+    cur[:, 1:] = 1.0 / (1.0 + xp.cumsum(w, axis=1))
+    return cur
 
 
 # --------------------------------------------------------------------------------------------

@@ -298,6 +298,39 @@ def test_action_table_is_validated_once_and_accepted_everywhere():
         mips_argmax(Q[:, :3], table)
 
 
+def test_uniform_action_sets_and_prefix_boltzmann_reference():
+    """The sets are normalised rng.standard_normal draws; prefix_boltzmann is the softmax weight of A
+    (score alpha) among {A} and each prefix of the set, by direct computation."""
+    sets = mips.uniform_action_sets_reference(3, 50, 4, np.random.default_rng(30))
+    z = np.random.default_rng(30).standard_normal((3, 50, 4))
+    X = z / np.linalg.norm(z, axis=2, keepdims=True)
+    assert sets.shape == (3, 50, 4)
+    np.testing.assert_array_equal(sets.table(1).values, X[1])
+    np.testing.assert_array_equal(mips.uniform_action_sets(3, 50, 4, np.random.default_rng(30)).table(2).values, X[2])
+    V = _unit_rows(np.random.default_rng(31), 3, 4).astype(np.float64)
+    P = mips.prefix_boltzmann(sets, V, 2.0, 0.3)
+    assert P.shape == (3, 51)
+    for t in range(3):
+        for m in (0, 1, 17, 50):
+            logits = np.concatenate([[2.0 * 0.3], 2.0 * (X[t, :m] @ V[t])])
+            assert P[t, m] == pytest.approx(_softmax(logits)[0], rel=1e-12)
+    with pytest.raises(ValueError, match="t must be"):
+        sets.table(3)
+    with pytest.raises(ValueError, match="V must have shape"):
+        mips.prefix_boltzmann(sets, V[:2], 2.0, 0.3)
+    with pytest.raises(TypeError, match="sets"):
+        mips.prefix_boltzmann(X, V, 2.0, 0.3)
+    with pytest.raises(TypeError, match="rng"):
+        mips.uniform_action_sets(3, 50, 4, 0)
+
+
+def test_uniform_action_sets_refuses_sizes_that_cannot_fit():
+    from icml25.checks import TooLargeError
+
+    with pytest.raises(TooLargeError, match=r"uniform_action_sets\(n_sets=10, n=1000000000000"):
+        mips.uniform_action_sets(10, 10**12, 32, np.random.default_rng(0))
+
+
 class _FakeDevice:
     def __init__(self, a):
         self.a = a
@@ -606,3 +639,24 @@ def test_dispatchers_return_numpy_on_the_gpu():
     assert isinstance(mips.boltzmann_sample(Q, X, 1.0, np.random.default_rng(0)), np.ndarray)
     with pytest.raises(ValueError, match="queries"):
         mips_argmax(cp.full((2, 4), cp.nan, dtype=cp.float32), X)
+
+
+@pytest.mark.gpu
+def test_action_sets_on_the_gpu():
+    """Sets drawn on the device: unit rows, centred; prefix_boltzmann and first_beater read them there."""
+    import cupy as cp
+
+    sets = mips.uniform_action_sets(2, 3000, 5, np.random.default_rng(40))
+    assert isinstance(sets._x, cp.ndarray) and sets.shape == (2, 3000, 5)
+    X = cp.asnumpy(sets._x)
+    np.testing.assert_allclose(np.linalg.norm(X.astype(np.float64), axis=2), 1.0, atol=1e-5)
+    assert abs(X.mean()) < 0.02
+    V = _unit_rows(np.random.default_rng(41), 2, 5)
+    P = mips.prefix_boltzmann(sets, V, 2.0, 0.1)
+    assert isinstance(P, np.ndarray) and P.shape == (2, 3001)
+    np.testing.assert_allclose(P, mips._prefix_boltzmann(np, X, V.astype(np.float32), 2.0, 0.1), rtol=1e-5)
+    Q = _unit_rows(np.random.default_rng(42), 64, 5)
+    thr = (Q @ X[0, 11]).astype(np.float32)
+    got = mips.first_beater(Q, sets.table(0), thr)
+    assert isinstance(got, np.ndarray)
+    assert np.mean(got == first_beater_reference(Q, X[0], thr)) > 0.99

@@ -458,17 +458,26 @@ class _FakeDevice:
         return self.a
 
 
+def _host_or_device(x: "mips.ActionTable") -> np.ndarray:
+    return x.values if x.values is not None else x._on_device()
+
+
 @pytest.fixture
 def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The dispatchers of kernels/mips take their GPU branch; the launchers run the references."""
+    """The dispatchers of kernels/mips take their GPU branch; the launchers run the references, and
+    NumPy stands in for CuPy where kernels/mips.py uses CuPy's array API (the action sets)."""
+    import sys
+    import types
+
     m = mips
     monkeypatch.setattr(m, "gpu_available", lambda: True)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(**vars(np), asnumpy=np.asarray))
     monkeypatch.setattr(m, "_mips_argmax_device", lambda q, x: tuple(
         _FakeDevice(a) for a in m._mips_argmax(q.astype(np.float32), x.values.astype(np.float32))))
     monkeypatch.setattr(m, "_gumbel_max_device", lambda q, x, k, s, o: _FakeDevice(
         m._gumbel_max(q.astype(np.float32), x.values.astype(np.float32), k, s, o)))
     monkeypatch.setattr(m, "_first_beater_device", lambda q, x, t: _FakeDevice(
-        m._first_beater(q.astype(np.float32), x.values.astype(np.float32), t.astype(np.float32))))
+        m._first_beater(q.astype(np.float32), _host_or_device(x).astype(np.float32), t.astype(np.float32))))
 
 
 def test_lib_gets_numpy_from_the_gpu_branch_of_the_dispatchers(fake_gpu: None) -> None:
@@ -481,6 +490,8 @@ def test_lib_gets_numpy_from_the_gpu_branch_of_the_dispatchers(fake_gpu: None) -
     theory = vm.p0(alpha, d, kappa, n_max)
     assert abs(curve[0, -1] - theory) < 4 * err[0, -1]
     assert abs(curve[1, -1] / theory - 1) < 0.03
+    b = vm.mc_prob_curve(d, kappa, alpha, n_max, 100, _rng(26), "boltzmann", samples_per_trial=1, trial_batch=7)
+    assert abs(b[-1] / theory - 1) < 0.03
     rng = _rng(27)
     X = vm.uniform_sphere(12, 4, rng)
     V = vm.uniform_sphere(1, 4, rng)[0]

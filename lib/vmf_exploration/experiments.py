@@ -56,10 +56,11 @@ def mc_prob_curve(
     of no consequence at n ~ 10^6, visible at small n). Compare with ``p0(alpha, d, kappa, n)``
     for ``n = arange(1, n_max + 1)``.
 
-    Computation: action sets and vMF draws come from the NumPy ``rng`` in float64 (memory per
-    batch of trials bounded by ``VMFDefaults.chunk_elements``); j_s comes from the kernel
-    dispatcher :func:`icml25.kernels.mips.first_beater` (a pruned exact float64 scan on the CPU,
-    the float32 CUDA kernel on a GPU). Sizes whose action sets cannot fit in memory, or whose
+    Computation: vMF draws come from the NumPy ``rng``; the action sets, the Boltzmann prefix sums
+    and j_s come from the dispatchers of :mod:`icml25.kernels.mips` (``uniform_action_sets``,
+    ``prefix_boltzmann``, ``first_beater``): float64 from ``rng`` and a pruned exact scan on the
+    CPU (memory per batch of trials bounded by ``VMFDefaults.chunk_elements``), float32 on the
+    device on a GPU, so n_max = 10^6 at d = 32 is practical there. Sizes whose action sets cannot fit in memory, or whose
     draws exceed :data:`icml25.checks.MAX_OPERATIONS`, are refused before any work.
 
     Args:
@@ -132,22 +133,16 @@ def _prefix_curves(
         tb = min(rows_per_batch, n_trials - done)
         V = _uniform_sphere(tb, d, rng)
         A = sample_with_similarity(V, alpha, rng)
-        X = rng.standard_normal((tb, nX, d))
-        X /= np.linalg.norm(X, axis=2, keepdims=True)
+        X = mips.uniform_action_sets(tb, nX, d, rng)  # on the GPU when there is one
         if want_b:
-            # exact B-exp probability of A in each prefix {A, X_1..X_{n-1}}
-            dots = np.einsum("tnd,td->tn", X, np.asarray(V, dtype=X.dtype)).astype(np.float64)
-            with np.errstate(over="ignore"):
-                w = np.exp(kappa * (dots - alpha))
-            cur = np.ones((tb, n_max))
-            cur[:, 1:] = 1.0 / (1.0 + np.cumsum(w, axis=1))
+            cur = mips.prefix_boltzmann(X, V, kappa, alpha)  # exact B-exp probability of A in each prefix
             sums["boltzmann"] += cur.sum(axis=0)
             sqs["boltzmann"] += (cur * cur).sum(axis=0)
         if want_vmf:
             S = min(samples_per_trial, n_samples - done * samples_per_trial)
             Vt = _sample_vmf_rows(np.broadcast_to(V[0], (S, d)), kappa, rng)
             thr = Vt @ A[0]
-            j = mips.first_beater(Vt, X[0], thr) if nX else np.zeros(S, dtype=np.int64)
+            j = mips.first_beater(Vt, X.table(0), thr) if nX else np.zeros(S, dtype=np.int64)
             counts = np.bincount(j, minlength=n_max)[:n_max]
             cur = np.cumsum(counts[::-1])[::-1] / S  # cur[n-1] = #{s: j_s >= n-1} / S
             sums["vmf"] += cur
