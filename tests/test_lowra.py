@@ -47,7 +47,7 @@ def test_lloyd_sse_is_non_increasing():
     for _ in range(5):
         x = np.clip(rng.standard_t(3, 500) / 5, -1, 1)
         w = rng.uniform(0.1, 2.0, 500)
-        _, _, sse, hist = L.lloyd_max_weighted(x, w, L.nf_levels(2), iters=30, tol=0.0, return_history=True)
+        _, _, sse, hist = L.lloyd_max_weighted(x, w, L.nf_levels(2), n_steps=30, tol=0.0, return_history=True)
         # exact monotonicity up to floating-point round-off of the prefix sums
         assert np.all(np.diff(hist) <= 1e-12 * hist[0])
         assert sse == pytest.approx(hist[-1])
@@ -56,7 +56,7 @@ def test_lloyd_sse_is_non_increasing():
 def test_lloyd_sse_matches_direct_computation():
     rng = np.random.default_rng(1)
     x, w = rng.normal(size=300), rng.uniform(0, 1, 300)
-    levels, thr, sse = L.lloyd_max_weighted(x, w, np.array([-1.0, -0.2, 0.3, 1.0]), iters=7)
+    levels, thr, sse = L.lloyd_max_weighted(x, w, np.array([-1.0, -0.2, 0.3, 1.0]), n_steps=7)
     k = np.searchsorted(thr, x, side="left")
     assert sse == pytest.approx(float((w * (x - levels[k]) ** 2).sum()), rel=1e-10)
     assert np.allclose(thr, 0.5 * (levels[1:] + levels[:-1]))
@@ -64,7 +64,7 @@ def test_lloyd_sse_matches_direct_computation():
 
 def test_lloyd_empty_bin_keeps_level():
     x = np.array([-1.0, -0.9, 0.9, 1.0])
-    levels, _, _ = L.lloyd_max_weighted(x, np.ones(4), np.array([-1.0, 0.0, 0.05, 1.0]), iters=1)
+    levels, _, _ = L.lloyd_max_weighted(x, np.ones(4), np.array([-1.0, 0.0, 0.05, 1.0]), n_steps=1)
     assert levels[1] == 0.0 and levels[2] == 0.05  # the two middle bins are empty
     assert np.allclose(levels[[0, 3]], [-0.95, 0.95])
 
@@ -278,7 +278,7 @@ def test_loftq_init_reduces_error_vs_no_lora():
     Q0 = quant(W).dequantize()
     base = np.linalg.norm(W - Q0)
     for T in (1, 3):
-        Q, A, B = L.loftq_init(W, quant, rank=8, iters=T)
+        Q, A, B = L.loftq_init(W, quant, rank=8, n_steps=T)
         assert A.shape == (64, 8) and B.shape == (128, 8)
         assert np.linalg.norm(W - Q.dequantize() - A @ B.T) < base
 
@@ -287,8 +287,8 @@ def test_loftq_bad_inputs():
     W = np.ones((8, 16), np.float32)
     with pytest.raises(ValueError, match="rank"):
         L.loftq_init(W, lambda X: X, rank=9)
-    with pytest.raises(ValueError, match="iters"):
-        L.loftq_init(W, lambda X: X, rank=2, iters=0)
+    with pytest.raises(ValueError, match="n_steps"):
+        L.loftq_init(W, lambda X: X, rank=2, n_steps=0)
 
 
 def test_lowra_linear_forward_is_dense_dequant_plus_lora():
@@ -336,7 +336,7 @@ def test_apply_lowra_on_small_mlp_respects_budget_and_freezes_base():
     model = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 128))
     x = torch.randn(4, 128)
     ref = model(x)
-    model, report = L.apply_lowra(model, 1.75, rank=4, loftq_iters=2, n_clusters=8)
+    model, report = L.apply_lowra(model, 1.75, rank=4, loftq_n_steps=2, n_clusters=8)
     code_bits = sum(r["code_bits"] for r in report.values())
     n_params = sum(r["n_params"] for r in report.values())
     assert code_bits <= 1.75 * n_params
@@ -425,16 +425,16 @@ def test_codebooks_accept_bfloat16_and_reject_complex_and_fractional_iters():
     assert np.array_equal(a.errors, b.errors)
     with pytest.raises(TypeError, match="W must be an array of real"):
         L.learn_channel_codebooks(W.numpy().astype(np.complex64))
-    with pytest.raises(TypeError, match="iters"):  # the wrong kind: TypeError (icml25.checks)
-        L.learn_channel_codebooks(W, iters=2.5)
+    with pytest.raises(TypeError, match="n_steps"):  # the wrong kind: TypeError (icml25.checks)
+        L.learn_channel_codebooks(W, n_steps=2.5)
     with pytest.raises(ValueError, match="tol"):
         L.learn_channel_codebooks(W, tol=float("nan"))
     with pytest.raises(ValueError, match="tol"):
         L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], tol=float("nan"))
-    with pytest.raises(TypeError, match="iters"):
-        L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], iters=1.5)
-    with pytest.raises(ValueError, match="iters"):
-        L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], iters=-1)
+    with pytest.raises(TypeError, match="n_steps"):
+        L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], n_steps=1.5)
+    with pytest.raises(ValueError, match="n_steps"):
+        L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], n_steps=-1)
 
 
 def test_mixed_precision_weight_rejects_values_beyond_fp16():
@@ -450,11 +450,11 @@ def test_mixed_precision_weight_rejects_values_beyond_fp16():
 def test_loftq_rejects_bad_quantizer():
     W = _student_t(np.random.default_rng(25), 8, 64)
     with pytest.raises(TypeError, match="quantizer"):
-        L.loftq_init(W, None, rank=2, iters=1)
+        L.loftq_init(W, None, rank=2, n_steps=1)
     with pytest.raises(ValueError, match="quantizer"):
-        L.loftq_init(W, lambda X: X[:4], rank=2, iters=1)
+        L.loftq_init(W, lambda X: X[:4], rank=2, n_steps=1)
     with pytest.raises(ValueError, match="quantizer"):
-        L.loftq_init(W, lambda X: X * np.nan, rank=2, iters=1)
+        L.loftq_init(W, lambda X: X * np.nan, rank=2, n_steps=1)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
@@ -497,8 +497,8 @@ def test_apply_lowra_bad_inputs():
         L.apply_lowra(mlp(), 2, rank=4, alpha=0)
     with pytest.raises(ValueError, match="alpha"):
         L.apply_lowra(mlp(), 2, rank=4, alpha=float("nan"))
-    with pytest.raises(ValueError, match="loftq_iters"):
-        L.apply_lowra(mlp(), 2, rank=4, loftq_iters=-1)
+    with pytest.raises(ValueError, match="loftq_n_steps"):
+        L.apply_lowra(mlp(), 2, rank=4, loftq_n_steps=-1)
     with pytest.raises(ValueError, match="rank must be an integer >= 1"):
         L.apply_lowra(mlp(), 2, rank=0)
     with pytest.raises(TypeError, match="model"):
@@ -526,10 +526,10 @@ def test_apply_lowra_bad_inputs():
 def test_apply_lowra_single_name_and_bfloat16_model():
     torch.manual_seed(1)
     model = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 128))
-    _, report = L.apply_lowra(model, 2, rank=4, target_modules="2", n_clusters=4, loftq_iters=1)
+    _, report = L.apply_lowra(model, 2, rank=4, target_modules="2", n_clusters=4, loftq_n_steps=1)
     assert list(report) == ["2"] and isinstance(model[2], L.LowRALinear) and isinstance(model[0], nn.Linear)
     ref = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 128)).bfloat16()
-    qmodel, report = L.apply_lowra(ref, 1.5, rank=4, n_clusters=4, loftq_iters=1)
+    qmodel, report = L.apply_lowra(ref, 1.5, rank=4, n_clusters=4, loftq_n_steps=1)
     assert sum(r["code_bits"] for r in report.values()) <= 1.5 * sum(r["n_params"] for r in report.values())
     y = qmodel(torch.randn(3, 128, dtype=torch.bfloat16))
     assert y.dtype == torch.bfloat16 and torch.isfinite(y.float()).all()
@@ -632,9 +632,9 @@ def test_loftq_returns_its_best_iterate_when_the_objective_rises():
         AB = A @ B.T
         iterates.append(J(Q, A, B))
     assert int(np.argmin(iterates)) < 5 and iterates[-1] > 1.05 * min(iterates)
-    got = J(*L.loftq_init(W, quant, rank=8, iters=6))
+    got = J(*L.loftq_init(W, quant, rank=8, n_steps=6))
     assert got == pytest.approx(min(iterates), rel=1e-4)
     assert got < iterates[-1]
     # best-so-far: more iterations are never worse
-    Js = [J(*L.loftq_init(W, quant, rank=8, iters=T)) for T in range(1, 7)]
+    Js = [J(*L.loftq_init(W, quant, rank=8, n_steps=T)) for T in range(1, 7)]
     assert all(b <= a for a, b in zip(Js, Js[1:]))

@@ -46,8 +46,8 @@ def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:
     setattr(parent, child, new)
 
 
-def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank, target_modules: Iterable[str] | None = None,
-                alpha: float = DEFAULTS.alpha, method: str = "lowra", loftq_iters: int = DEFAULTS.loftq_iters,
+def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
+                target_modules: Iterable[str] | str | None = None, alpha: float = DEFAULTS.alpha, method: str = "lowra", loftq_n_steps: int = DEFAULTS.loftq_n_steps,
                 group: int = DEFAULTS.group, weight_power: int = DEFAULTS.weight_power,
                 n_clusters: int = DEFAULTS.n_clusters, assigner: str = "two_level", seed: int = 0,
                 codebooks: dict[str, ChannelCodebooks] | None = None,
@@ -66,7 +66,7 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
         method: ``"lowra"`` (learned codebooks + assigner), ``"mapping_only"`` (learned codebooks,
             uniform b = target_bits), ``"assigner_only"`` (NF codebooks + assigner) or ``"nf"``
             (QLoRA-style fixed NF codebook, uniform b).
-        loftq_iters: LoftQ T (0: no LoftQ, adapters start at B = 0).
+        loftq_n_steps: LoftQ T (0: no LoftQ, adapters start at B = 0).
         group, weight_power, n_clusters: see :func:`learn_channel_codebooks`, :func:`assign_precision`.
         assigner: ``"two_level"`` or ``"exact"``.
         seed: K-means seed and adapter init.
@@ -82,17 +82,17 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
 
     Raises:
         TypeError: model not an nn.Module, target_modules not strings, codebooks not
-            :class:`ChannelCodebooks`, rank/loftq_iters not integers, target_bits/alpha not numbers.
+            :class:`ChannelCodebooks`, rank/loftq_n_steps not integers, target_bits/alpha not numbers.
         ValueError: unknown method/assigner, no matching layers, target_bits not finite or < 1,
             uniform methods with target_bits not in {1, 2, 4}, rank < 1 or too large for a layer,
-            alpha not finite and > 0, loftq_iters < 0, codebooks of another shape/group or with
+            alpha not finite and > 0, loftq_n_steps < 0, codebooks of another shape/group or with
             differing candidate bits.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     method = check_choice(method, "method", ("lowra", "mapping_only", "assigner_only", "nf"))
     alpha = check_positive(alpha, "alpha")
-    loftq_iters = check_int(loftq_iters, "loftq_iters", low=0)
+    loftq_n_steps = check_int(loftq_n_steps, "loftq_n_steps", low=0)
     rank = check_int(rank, "rank", low=1)
     assigner = check_choice(assigner, "assigner", ("two_level", "exact"))
     layers = _target_linears(model, target_modules)
@@ -157,8 +157,8 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
             return MixedPrecisionWeight.quantize(X, rb, lut, thr, group)
 
         W = lin.weight.detach().float().cpu().numpy()
-        if loftq_iters > 0:
-            qw, A, B = loftq_init(W, quantizer, rank, loftq_iters)
+        if loftq_n_steps > 0:
+            qw, A, B = loftq_init(W, quantizer, rank, loftq_n_steps)
             # W ~ Q + A B^T = Q + (alpha / r) lora_B lora_A: split sqrt(r / alpha) on each side
             c = math.sqrt(rank / alpha)
             lora_B, lora_A = A * c, (B * c).T

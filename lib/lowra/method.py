@@ -57,9 +57,9 @@ def _check_bits_tuple(bits: Any) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def _check_lloyd_settings(iters: Any, tol: Any) -> tuple[int, float]:
+def _check_lloyd_settings(n_steps: Any, tol: Any) -> tuple[int, float]:
     """The Lloyd iteration cap (an integer >= 0) and relative tolerance (finite, >= 0)."""
-    return check_int(iters, "iters", low=0), check_real(tol, "tol", low=0.0)
+    return check_int(n_steps, "n_steps", low=0), check_real(tol, "tol", low=0.0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def _bin_sums(C: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 
 
 def _lloyd_rows(locate: Callable[[np.ndarray], np.ndarray], prefix: tuple[np.ndarray, np.ndarray, np.ndarray],
-                levels0: np.ndarray, iters: int, tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+                levels0: np.ndarray, n_steps: int, tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
     """Weighted Lloyd-Max on every row at once.
 
     ``locate(t)`` counts the elements <= t in each sorted row (R, N); ``prefix = (Cw, Cwx, Cwxx)`` prefix sums of ``w``, ``w x``,
@@ -161,14 +161,14 @@ def _lloyd_rows(locate: Callable[[np.ndarray], np.ndarray], prefix: tuple[np.nda
     full = np.full((R, 1), N, dtype=np.int64)
     history: list[np.ndarray] = []
     prev = np.full(R, np.inf)
-    for it in range(iters + 1):
+    for it in range(n_steps + 1):
         t = 0.5 * (levels[:, 1:] + levels[:, :-1])
         bounds = np.concatenate([zeros, locate(t), full], axis=1)
         Sw, Swx, Swxx = (_bin_sums(C, bounds) for C in (Cw, Cwx, Cwxx))
         # sum_{i in k} w_i (x_i - q_k)^2, expanded; clipped at 0 against round-off
         sse = np.maximum(Swxx - 2 * levels * Swx + levels**2 * Sw, 0.0).sum(axis=1)
         history.append(sse)
-        if it == iters:
+        if it == n_steps:
             break
         if it > 0 and ((prev - sse) <= tol * np.maximum(prev, 1e-300)).all():
             break
@@ -188,7 +188,7 @@ def _prefix(xs: np.ndarray, ws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return tuple(out)  # type: ignore[return-value]
 
 
-def lloyd_max_weighted(x: ArrayLike, w: ArrayLike, init_levels: ArrayLike, iters: int = DEFAULTS.lloyd_iters,
+def lloyd_max_weighted(x: ArrayLike, w: ArrayLike, init_levels: ArrayLike, n_steps: int = DEFAULTS.lloyd_n_steps,
                        tol: float = DEFAULTS.lloyd_tol, return_history: bool = False
                        ) -> tuple[np.ndarray, np.ndarray, float] | tuple[np.ndarray, np.ndarray, float, np.ndarray]:
     """Weighted Lloyd-Max quantizer of one sample (the LowRA mapping/threshold learner, Sec. 4.1).
@@ -197,14 +197,14 @@ def lloyd_max_weighted(x: ArrayLike, w: ArrayLike, init_levels: ArrayLike, iters
     the assignment ``k(i) = #{k : t_k < x_i}`` with ``t_k = (q_k + q_{k+1}) / 2`` (Max 1960) and the
     weighted-centroid ("mapping") update ``q_k = sum_{i in k} w_i x_i / sum_{i in k} w_i``
     (Lloyd 1982). Both steps never increase the weighted SSE, so the SSE sequence is
-    non-increasing. An empty bin keeps its previous level. Stops after ``iters`` updates or when
+    non-increasing. An empty bin keeps its previous level. Stops after ``n_steps`` updates or when
     the relative SSE decrease falls below ``tol`` *(reconstruction: the paper states no rule)*.
 
     Args:
         x: (N,) real values (LowRA: block-normalised weights in [-1, 1]).
         w: (N,) non-negative weights (LowRA: group absmax to the power ``weight_power``).
         init_levels: (L,) initial levels, L >= 2 (LowRA: NormalFloat levels).
-        iters: maximum number of updates, >= 0.
+        n_steps: maximum number of updates, >= 0.
         tol: relative-decrease stopping tolerance, >= 0.
         return_history: also return the SSE of every iteration.
 
@@ -213,21 +213,21 @@ def lloyd_max_weighted(x: ArrayLike, w: ArrayLike, init_levels: ArrayLike, iters
         ``return_history``); ``sse`` is the weighted SSE of the returned levels.
 
     Raises:
-        TypeError: x, w or init_levels not real arrays, iters not an integer, tol not a number.
+        TypeError: x, w or init_levels not real arrays, n_steps not an integer, tol not a number.
         ValueError: shapes differ, non-finite values, negative weights, fewer than 2 levels,
-            iters < 0, tol not finite and >= 0.
+            n_steps < 0, tol not finite and >= 0.
     """
     x = check_array(x, "x", dtype=np.float64, min_size=1).ravel()
     w = check_array(w, "w", dtype=np.float64, low=0.0).ravel()
     q0 = check_array(init_levels, "init_levels", dtype=np.float64, min_size=2).ravel()
     if x.shape != w.shape:
         raise ValueError(f"x and w must have the same shape, got {x.shape} and {w.shape}")
-    iters, tol = _check_lloyd_settings(iters, tol)
+    n_steps, tol = _check_lloyd_settings(n_steps, tol)
     order = np.argsort(x, kind="stable")
     xs, ws = x[order][None], w[order][None]
     xs1 = xs[0]
     levels, _, sse, hist = _lloyd_rows(lambda t: np.searchsorted(xs1, t[0], side="right")[None], _prefix(xs, ws),
-                                       np.sort(q0)[None], int(iters), float(tol))
+                                       np.sort(q0)[None], int(n_steps), float(tol))
     out = (levels[0], 0.5 * (levels[0, 1:] + levels[0, :-1]), float(sse[0]))
     if return_history:
         return (*out, np.array([h[0] for h in hist]))
@@ -292,7 +292,7 @@ class ChannelCodebooks:
 
 
 def _codebooks_core(W_norm: np.ndarray, absmax: np.ndarray, g: int, bits: tuple[int, ...], weight_power: int,
-                    iters: int, tol: float, init: str
+                    n_steps: int, tol: float, init: str
                     ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
     """Levels, thresholds and the real-space error table for rows of block-normalised weights."""
     m = W_norm.shape[0]
@@ -316,7 +316,7 @@ def _codebooks_core(W_norm: np.ndarray, absmax: np.ndarray, g: int, bits: tuple[
             q0[wabs == 0] = nf_levels(1)
         else:
             q0 = np.broadcast_to(nf_levels(b), (m, 2**b))
-        q, bounds, _, _ = _lloyd_rows(locate, pre_fit, q0, int(iters) if init == "learned" else 0, tol)
+        q, bounds, _, _ = _lloyd_rows(locate, pre_fit, q0, int(n_steps) if init == "learned" else 0, tol)
         Sw, Swx, Swxx = (_bin_sums(C, bounds) for C in pre_err)
         errors[:, j] = np.maximum(Swxx - 2 * q * Swx + q**2 * Sw, 0.0).sum(1)
         levels[b] = q
@@ -324,12 +324,12 @@ def _codebooks_core(W_norm: np.ndarray, absmax: np.ndarray, g: int, bits: tuple[
     return levels, thresholds, errors
 
 
-def _codebooks_many(weights: Sequence[Any], bits: Any, group: int, weight_power: int, iters: int, tol: float,
+def _codebooks_many(weights: Sequence[Any], bits: Any, group: int, weight_power: int, n_steps: int, tol: float,
                     init: str) -> list[ChannelCodebooks]:
     """Codebooks of several matrices; rows of all matrices with the same n are iterated together."""
     bits = _check_bits_tuple(bits)
     weight_power = check_choice(weight_power, "weight_power", (0, 1, 2))
-    iters, tol = _check_lloyd_settings(iters, tol)
+    n_steps, tol = _check_lloyd_settings(n_steps, tol)
     normed = []
     for i, W in enumerate(weights):
         W32 = lowbit._check_weight(W, "W" if len(weights) == 1 else f"weights[{i}]")
@@ -339,7 +339,7 @@ def _codebooks_many(weights: Sequence[Any], bits: Any, group: int, weight_power:
         idx = [i for i, (Wn, _) in enumerate(normed) if Wn.shape[1] == n]
         Wn = np.concatenate([normed[i][0] for i in idx])
         sc = np.concatenate([normed[i][1] for i in idx])
-        lv, th, err = _codebooks_core(Wn, sc, int(group), bits, weight_power, iters, tol, init)
+        lv, th, err = _codebooks_core(Wn, sc, int(group), bits, weight_power, n_steps, tol, init)
         start = 0
         for i in idx:
             m = normed[i][0].shape[0]
@@ -351,7 +351,7 @@ def _codebooks_many(weights: Sequence[Any], bits: Any, group: int, weight_power:
 
 
 def learn_channel_codebooks(W: Any, bits: Sequence[int] = DEFAULTS.bits, group: int = DEFAULTS.group,
-                            weight_power: int = DEFAULTS.weight_power, iters: int = DEFAULTS.lloyd_iters,
+                            weight_power: int = DEFAULTS.weight_power, n_steps: int = DEFAULTS.lloyd_n_steps,
                             tol: float = DEFAULTS.lloyd_tol) -> ChannelCodebooks | list[ChannelCodebooks]:
     """Learn a codebook and thresholds for every output channel and precision (Sec. 4.1).
 
@@ -373,18 +373,18 @@ def learn_channel_codebooks(W: Any, bits: Sequence[int] = DEFAULTS.bits, group: 
         bits: candidate precisions, a subset of (1, 2, 4).
         group: absmax block size g, dividing n.
         weight_power: 0 (unweighted), 1 (paper) or 2 (exact real-space MSE).
-        iters, tol: Lloyd iteration cap and relative-SSE tolerance.
+        n_steps, tol: Lloyd iteration cap and relative-SSE tolerance.
 
     Returns:
         :class:`ChannelCodebooks` with the e_c(b) error table (real-space SSE, float64), or a list.
 
     Raises:
-        TypeError: W not real, bits/group/iters not integers.
+        TypeError: W not real, bits/group/n_steps not integers.
         ValueError: bits outside {1, 2, 4}, group not dividing n, NaN/inf in W, bad weight_power.
     """
     if isinstance(W, (list, tuple)):
-        return _codebooks_many(W, bits, group, weight_power, iters, tol, "learned")
-    return _codebooks_many([W], bits, group, weight_power, iters, tol, "learned")[0]
+        return _codebooks_many(W, bits, group, weight_power, n_steps, tol, "learned")
+    return _codebooks_many([W], bits, group, weight_power, n_steps, tol, "learned")[0]
 
 
 

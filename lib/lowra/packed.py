@@ -158,7 +158,7 @@ def _top_svd(R: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def loftq_init(W: ArrayLike, quantizer: Callable[[np.ndarray], Any], rank: int,
-               iters: int = DEFAULTS.loftq_iters) -> tuple[Any, np.ndarray, np.ndarray]:
+               n_steps: int = DEFAULTS.loftq_n_steps) -> tuple[Any, np.ndarray, np.ndarray]:
     """LoftQ: alternate quantization and a rank-r SVD of the residual (Li et al., 2024).
 
     ``A_0 B_0^T = 0``; for t = 1..T: ``Q_t = quantizer(W - A_{t-1} B_{t-1}^T)`` and
@@ -172,23 +172,23 @@ def loftq_init(W: ArrayLike, quantizer: Callable[[np.ndarray], Any], rank: int,
         quantizer: maps an (m, n) float32 array to either a dense (m, n) approximation or an
             object with ``.dequantize()`` (e.g. a :class:`MixedPrecisionWeight`).
         rank: r, 1 <= r <= min(m, n).
-        iters: T >= 1.
+        n_steps: T >= 1.
 
     Returns:
         ``(Q, A, B)`` of the best iterate: the quantizer output (as returned), A (m, r) and
         B (n, r) float32 with ``W ~ dequant(Q) + A @ B.T``.
 
     Raises:
-        TypeError: W not real, rank/iters not integers, quantizer not callable.
-        ValueError: rank outside [1, min(m, n)], iters < 1, NaN/inf in W, a quantizer output of
+        TypeError: W not real, rank/n_steps not integers, quantizer not callable.
+        ValueError: rank outside [1, min(m, n)], n_steps < 1, NaN/inf in W, a quantizer output of
             the wrong shape or not finite.
     """
     W32 = lowbit._check_weight(W)
     rank = check_int(rank, "rank", low=1, high=min(W32.shape))
-    iters = check_int(iters, "iters", low=1)
+    n_steps = check_int(n_steps, "n_steps", low=1)
     if not callable(quantizer):
         raise TypeError(f"quantizer must be callable, got {type(quantizer).__name__}")
-    return _loftq(W32, quantizer, rank, iters)
+    return _loftq(W32, quantizer, rank, n_steps)
 
 
 def _dense_approximation(Q: Any, shape: tuple[int, int]) -> np.ndarray:
@@ -201,7 +201,7 @@ def _dense_approximation(Q: Any, shape: tuple[int, int]) -> np.ndarray:
 
 
 def _loftq(W: np.ndarray, quantizer: Callable[[np.ndarray], Any], rank: int,
-           iters: int) -> tuple[Any, np.ndarray, np.ndarray]:
+           n_steps: int) -> tuple[Any, np.ndarray, np.ndarray]:
     """LoftQ (Li et al., 2024, Alg. 1) returning its best iterate ``t* = argmin_t J_t``.
 
     ``A_0 B_0^T = 0``; ``Q_t = Quant(W - A_{t-1} B_{t-1}^T)``, ``A_t B_t^T = SVD_r(W - Q_t)``;
@@ -209,7 +209,7 @@ def _loftq(W: np.ndarray, quantizer: Callable[[np.ndarray], Any], rank: int,
     """
     AB = np.zeros_like(W)
     best_J, best = math.inf, None
-    for _ in range(iters):
+    for _ in range(n_steps):
         Q = quantizer(W - AB)
         Qd = _dense_approximation(Q, W.shape)
         U, S, V = _top_svd(W - Qd, rank)
