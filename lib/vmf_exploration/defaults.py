@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+__all__ = ["VMFDefaults", "Figure2aSetting", "DEFAULTS"]
+
 
 @dataclass(frozen=True)
 class Figure2aSetting:
