@@ -78,7 +78,7 @@ def grok_steps_reference(
     """
     B = a.shape[0]
     if X.ndim == 3 and X.shape[0] == 1 == B:
-        X, P = X[0], (None if P is None else P[0])  # a stack of one problem is one shared X
+        X, P = X[0], (P[0] if P is not None and np.ndim(P) == 3 else P)  # a stack of one problem: one shared X
     shared = X.ndim == 2
     a = np.array(a, dtype=np.float64, copy=True)
     if shared and B == 1:  # one problem: vectors (n,), (N,) and scalars, no broadcasting

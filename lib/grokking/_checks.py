@@ -57,13 +57,11 @@ def _check_single_problem(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
 def _check_per_config(value: Any, name: str, B: int, *, positive: bool) -> np.ndarray:
     """A hyperparameter given as a scalar or one value per configuration: (B,) float64, finite,
     ``> 0`` when ``positive`` else ``>= 0``."""
-    arr = check_array(value, name, dtype=np.float64, low=None if positive else 0.0)
+    arr = check_array(value, name, dtype=np.float64, low=0.0, low_open=positive)
     if arr.ndim == 0:
         arr = np.full(B, float(arr))
     if arr.shape != (B,):
         raise ValueError(f"{name} must be a scalar or have shape ({B},), got shape {arr.shape}")
-    if positive and np.any(arr <= 0):
-        raise ValueError(f"{name} must be > 0, got {arr}")
     return arr
 
 

@@ -206,9 +206,7 @@ def predicted_t2(a_ls: np.ndarray, a_star: np.ndarray, alpha: Any, beta: Any) ->
     gap_shape = np.broadcast_shapes(a_ls.shape, a_star.shape)[:-1]
     params = []
     for name, v in (("alpha", alpha), ("beta", beta)):
-        v = check_array(v, name, dtype=np.float64)
-        if np.any(v <= 0):
-            raise ValueError(f"{name} must be > 0, got {v}")
+        v = check_array(v, name, dtype=np.float64, low=0.0, low_open=True)
         if v.ndim > 1 or (v.ndim == 1 and len(gap_shape) == 1 and v.shape != gap_shape):
             raise ValueError(f"{name} must be a scalar or (B,) = {gap_shape}, got shape {v.shape}")
         params.append(v)
