@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-TIMING = re.compile(r"(time|seconds|wall|_s$|_s_|_ms$|_ms_|speed|per_s|throughput|elapsed)", re.IGNORECASE)
+TIMING = re.compile(r"(time|seconds|wall|cost_ratio|_s$|_s_|_ms$|_ms_|speed|per_s|throughput|elapsed)", re.IGNORECASE)
 
 
 def _leaves(value, prefix=""):
