@@ -57,11 +57,6 @@ def _check_bits_tuple(bits: Any) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def _check_lloyd_settings(n_steps: Any, tol: Any) -> tuple[int, float]:
-    """The Lloyd iteration cap (an integer >= 0) and relative tolerance (finite, >= 0)."""
-    return check_int(n_steps, "n_steps", low=0), check_real(tol, "tol", low=0.0)
-
-
 # ------------------------------------------------------------------------------------------------
 # NormalFloat codebooks (QLoRA) -- the fixed-codebook baseline and the learner's starting point
 # ------------------------------------------------------------------------------------------------
@@ -222,7 +217,7 @@ def lloyd_max_weighted(x: ArrayLike, w: ArrayLike, init_levels: ArrayLike, n_ste
     q0 = check_array(init_levels, "init_levels", dtype=np.float64, min_size=2).ravel()
     if x.shape != w.shape:
         raise ValueError(f"x and w must have the same shape, got {x.shape} and {w.shape}")
-    n_steps, tol = _check_lloyd_settings(n_steps, tol)
+    n_steps, tol = check_int(n_steps, "n_steps", low=0), check_real(tol, "tol", low=0.0)
     order = np.argsort(x, kind="stable")
     xs, ws = x[order][None], w[order][None]
     xs1 = xs[0]
@@ -329,7 +324,7 @@ def _codebooks_many(weights: Sequence[Any], bits: Any, group: int, weight_power:
     """Codebooks of several matrices; rows of all matrices with the same n are iterated together."""
     bits = _check_bits_tuple(bits)
     weight_power = check_choice(weight_power, "weight_power", (0, 1, 2))
-    n_steps, tol = _check_lloyd_settings(n_steps, tol)
+    n_steps, tol = check_int(n_steps, "n_steps", low=0), check_real(tol, "tol", low=0.0)
     normed = []
     for i, W in enumerate(weights):
         W32 = lowbit._check_weight(W, "W" if len(weights) == 1 else f"weights[{i}]")
@@ -410,11 +405,6 @@ def _check_assign_inputs(errors: Any, n_params: Any, target_bits: Any,
     # budget in bits; the 1e-9 absorbs decimal round-off like 1.15 * N
     budget = int(math.floor(target * int(nc.sum()) + 1e-9))
     return E, nc, target, bits, budget
-
-
-def _check_time_limit(time_limit: Any) -> float:
-    """A solver time limit in seconds, > 0 (``inf``: no limit)."""
-    return check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)
 
 
 def assignment_bits(row_bits: ArrayLike, n_params: ArrayLike) -> int:
@@ -529,7 +519,8 @@ def assign_precision_exact(errors: ArrayLike, n_params: ArrayLike, target_bits: 
         RuntimeError: the solver returned no solution or an infeasible one.
     """
     E, nc, _, bits, budget = _check_assign_inputs(errors, n_params, target_bits, bits)
-    return _assign_exact(E, nc, bits, budget, _check_time_limit(time_limit))
+    time_limit = check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)  # inf: no limit
+    return _assign_exact(E, nc, bits, budget, time_limit)
 
 
 def _assign_exact(E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budget: int, time_limit: float) -> np.ndarray:
@@ -638,7 +629,7 @@ def assign_precision(errors: ArrayLike, n_params: ArrayLike, target_bits: float,
     E, nc, _, bits, budget = _check_assign_inputs(errors, n_params, target_bits, bits)
     n_clusters = check_int(n_clusters, "n_clusters", low=1)
     seed = check_int(seed, "seed", low=0)
-    time_limit = _check_time_limit(time_limit)
+    time_limit = check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)  # inf: no limit
     out, info = _assign_two_level(E, nc, bits, budget, n_clusters, seed, time_limit)
     return (out, info) if return_info else out
 
