@@ -44,6 +44,7 @@ __all__ = [
     "to_numpy",
     "device_name",
     "backend_label",
+    "torch_device",
     "set_plot_style",
     "record_metrics",
     "load_metrics",
@@ -274,6 +275,27 @@ def device_name() -> str:
         return name.decode() if isinstance(name, bytes) else str(name)
     cpu = platform.processor() or platform.machine()
     return f"CPU ({cpu}, {os.cpu_count()} cores)"
+
+
+def torch_device(profile: str | None = None) -> str:
+    """The torch device a chapter's torch code runs on: ``"cuda"`` or ``"cpu"``.
+
+    ``"cuda"`` when torch sees a GPU, ``ICML25_FORCE_CPU`` is not set, and ``profile`` is not
+    ``"cpu"`` (a cpu-profile run stays on the CPU even on a GPU machine, so its numbers are the
+    ones the book shows). Lib and notebooks call this instead of ``torch.cuda.is_available()``.
+
+    Raises:
+        ValueError: ``profile`` is given and is not ``"cpu"`` or ``"gpu"``.
+    """
+    if profile is not None and _check_profile(profile) == "cpu":
+        return "cpu"
+    if os.environ.get(FORCE_CPU_ENV, "0") not in ("", "0"):
+        return "cpu"
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a base dependency
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def backend_label() -> str:

@@ -84,6 +84,12 @@ def _parse(label: str, src: str) -> ast.Module:
 # --------------------------------------------------------------------------------------------
 
 
+def _is_torch_cuda_probe(node: ast.AST) -> bool:
+    """``<x>.cuda.is_available`` (torch's own device question)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "is_available"
+            and isinstance(node.value, ast.Attribute) and node.value.attr == "cuda")
+
+
 def test_only_common_and_kernels_ask_for_the_device():
     bad = []
     for p in _py_files(LIB):
@@ -96,13 +102,17 @@ def test_only_common_and_kernels_ask_for_the_device():
                 bad.append(f"{p.relative_to(ROOT)}:{node.lineno} uses .{node.attr}")
             if isinstance(node, ast.alias) and node.name in DEVICE_CALLS:
                 bad.append(f"{p.relative_to(ROOT)} imports {node.name}")
+            if _is_torch_cuda_probe(node):
+                bad.append(f"{p.relative_to(ROOT)}:{node.lineno} asks torch.cuda.is_available() (use torch_device)")
     for label, src in _notebook_sources():
         for node in ast.walk(_parse(label, src)):
             name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
             if name in DEVICE_CALLS or (isinstance(node, ast.alias) and node.name in DEVICE_CALLS):
                 bad.append(f"{label}:{getattr(node, 'lineno', '?')} uses {name or node.name}")
-    assert not bad, "lib/ and notebooks must not decide the device (use icml25.common.backend_label " \
-        "to print it):\n" + "\n".join(bad)
+            if _is_torch_cuda_probe(node):
+                bad.append(f"{label}: asks torch.cuda.is_available() (use icml25.common.torch_device)")
+    assert not bad, "lib/ and notebooks must not decide the device (icml25.common.torch_device picks " \
+        "torch's, backend_label prints the kernels'):\n" + "\n".join(bad)
 
 
 def test_kernels_are_imported_one_way():

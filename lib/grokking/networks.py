@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from icml25.checks import check_array, check_int, check_real, check_torch_generator
+from icml25.common import torch_device
 
 if TYPE_CHECKING:  # pragma: no cover - for annotations only
     import torch
@@ -179,7 +180,8 @@ def train_grokking(
         lr: Adam step size > 0; epochs: full-batch steps; eval_every: logging period;
         l1, l2, nuclear: penalty weights; weight_decay: AdamW decoupled decay (the "classic"
             baseline; 0 = plain Adam, the paper's setting).
-        device: torch device; default ``"cuda"`` when torch sees a GPU, else ``"cpu"``.
+        device: torch device; default :func:`icml25.common.torch_device` (``"cuda"`` when torch
+            sees a GPU and ``ICML25_FORCE_CPU`` is unset, else ``"cpu"``).
 
     Returns:
         dict of (T,) arrays: ``epoch``, ``train_acc``, ``test_acc``, ``train_loss``, ``test_loss``,
@@ -208,7 +210,7 @@ def train_grokking(
     if device is not None and not isinstance(device, str):
         raise TypeError(f"device must be a str such as 'cpu' or 'cuda', or None, got {type(device).__name__}")
     if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = torch_device()
     return _train_grokking(model, arrs, lr, epochs, eval_every, l1, l2, nuclear, weight_decay, device)
 
 
