@@ -139,3 +139,15 @@ def test_relative_results_dir_is_relative_to_the_repo(monkeypatch):
 def test_results_table_rejects_malformed_rows(tmp_path):
     with pytest.raises(ValueError, match="row"):
         common.results_table("05", [("acc",)], gpu_folder=tmp_path)
+
+
+def test_torch_device_stays_on_the_cpu_for_the_cpu_profile(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.delenv("ICML25_FORCE_CPU", raising=False)
+    assert common.torch_device("cpu") == "cpu"
+    assert common.torch_device("gpu") == "cuda" and common.torch_device() == "cuda"
+    monkeypatch.setenv("ICML25_FORCE_CPU", "1")
+    assert common.torch_device("gpu") == "cpu"
+    with pytest.raises(ValueError, match="profile"):
+        common.torch_device("tpu")
