@@ -306,3 +306,18 @@ def test_chapter_packages_are_listed_in_pyproject():
     packages = {"icml25." + p.parent.relative_to(LIB).as_posix().replace("/", ".")
                 for p in LIB.rglob("__init__.py") if p.parent != LIB and "__pycache__" not in p.parts}
     assert packages <= listed, f"add to [tool.setuptools] packages: {sorted(packages - listed)}"
+
+
+@pytest.mark.parametrize("module", sorted(LIB_ALIASES))
+def test_each_chapter_keeps_its_paper_settings_in_one_frozen_defaults(module):
+    import dataclasses
+    import importlib
+
+    mod = importlib.import_module(f"icml25.{module}")
+    d = getattr(mod, "DEFAULTS", None)
+    assert d is not None, f"icml25.{module} has no DEFAULTS"
+    cls = type(d)
+    assert dataclasses.is_dataclass(d) and cls.__dataclass_params__.frozen, f"{cls.__name__} must be a frozen dataclass"
+    assert cls.__name__.endswith("Defaults"), f"{cls.__name__}: name it <Method>Defaults"
+    if (LIB / module).is_dir():
+        assert cls.__module__ == f"icml25.{module}.defaults", f"{cls.__name__} belongs in lib/{module}/defaults.py"
