@@ -2,8 +2,9 @@
 
 Every public function of every chapter checks its arguments once, at the public boundary, with
 these functions, and then hands trusted values to private functions that hold the pure math.
-Each validator takes ``(value, name, *, constraints...)``, returns the value converted to the
-type the caller works with, and raises
+Each validator takes the value, then the argument's name, then its constraints as keywords
+(``check_choice`` takes the choices third; ``check_budget`` describes a request instead of taking
+a value), returns the value converted to the type the caller works with, and raises
 
 - ``TypeError`` when the value has the wrong kind (a string for a count, a list of objects for an
   array, a bool where an integer is wanted), and
@@ -405,7 +406,7 @@ def check_budget(
 
     Args:
         what: the request in words, with the argument that sets its size
-            (``"min_cut(trials=10**12)"``).
+            (``"min_cut(n_trials=10**12)"``).
         n_bytes: estimated peak memory in bytes.
         n_operations: estimated elementary operations.
         max_bytes: the memory limit (default: :func:`available_memory_bytes`).
