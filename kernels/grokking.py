@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from icml25.checks import check_budget
 from icml25.common import gpu_available
 
-__all__ = ["METHODS", "RECORD_FIELDS", "grok_steps_reference", "grok_steps_gpu", "grok_steps"]
+__all__ = ["METHODS", "RECORD_FIELDS", "grok_steps_cost", "grok_steps_reference", "grok_steps_gpu", "grok_steps"]
 
 METHODS = {"sub": 0, "ista": 1, "proj": 2}
 RECORD_FIELDS = ("train_error", "recovery_error", "l0", "l1", "l2")
@@ -35,6 +36,38 @@ def _record(a: np.ndarray, R: np.ndarray, y: np.ndarray, a_star: np.ndarray, thr
     out[:, 3] = np.abs(a).sum(axis=1)
     out[:, 4] = np.linalg.norm(a, axis=1)
     return out
+
+
+def grok_steps_cost(B: int, N: int, n: int, n_steps: int, eval_every: int, method: str = "sub",
+                    ) -> tuple[float, float]:
+    """Estimated peak memory (bytes) and work (elementary operations) of one :func:`grok_steps` call.
+
+    Per step and configuration: ``X a`` and ``X^T R`` (``2 N n`` multiply-adds each, twice that
+    with the projection of ``"proj"``) and ``O(n)`` for the update; the records are
+    ``T = n_steps // eval_every + 1`` rows of ``B x 5`` float64, the working vectors a few
+    ``B (n + N)``. Callers pass these to :func:`icml25.checks.check_budget` before any work.
+
+    Args:
+        B: configurations; N: measurements; n: dimension; n_steps: updates; eval_every: record
+            period; method: ``"sub"``, ``"ista"`` or ``"proj"``.
+
+    Returns:
+        ``(n_bytes, n_operations)`` as floats (no overflow for any int sizes).
+    """
+    B, N, n, n_steps = float(B), float(N), float(n), float(n_steps)
+    per_step = (8.0 if method == "proj" else 4.0) * N * n + 8.0 * n
+    T = n_steps // max(int(eval_every), 1) + 1.0
+    n_bytes = 8.0 * (5.0 * T * B + 8.0 * B * (n + N))
+    n_operations = n_steps * B * per_step + T * B * (2.0 * N + 6.0 * n)
+    return n_bytes, n_operations
+
+
+def _check_steps_budget(fn: str, y: np.ndarray, a: np.ndarray, n_steps: int, eval_every: int, method: str) -> None:
+    """Refuse (TooLargeError) a run whose records or work cannot fit, before any work (see :func:`grok_steps_cost`)."""
+    B, n = np.shape(a)[-2:] if np.ndim(a) == 2 else (1, np.shape(a)[-1])
+    n_bytes, n_operations = grok_steps_cost(B, np.shape(y)[-1], n, n_steps, eval_every, method)
+    check_budget(f"{fn}(n_steps={n_steps}, eval_every={eval_every}) for {B} configurations",
+                 n_bytes=n_bytes, n_operations=n_operations)
 
 
 def grok_steps_reference(
@@ -75,7 +108,12 @@ def grok_steps_reference(
     Returns:
         ``(a_final (B, n), records (T, B, 5))`` with ``T = n_steps // eval_every + 1`` and the
         fields of :data:`RECORD_FIELDS`; record t is the state after ``t * eval_every`` steps.
+
+    Raises:
+        TooLargeError: the records or the work of ``n_steps`` steps cannot fit
+            (:func:`grok_steps_cost`), before any step.
     """
+    _check_steps_budget("grok_steps_reference", y, a, n_steps, eval_every, method)
     B = a.shape[0]
     if X.ndim == 3 and X.shape[0] == 1 == B:
         X, P = X[0], (P[0] if P is not None and np.ndim(P) == 3 else P)  # a stack of one problem: one shared X
@@ -126,8 +164,11 @@ def grok_steps_gpu(X: Any, y: Any, a: Any, alpha: Any, beta1: Any, beta2: Any, a
 
     Raises:
         ValueError: ``n + N`` too large for the kernel's shared memory (about 6000).
+        TooLargeError: the records or the work cannot fit (:func:`grok_steps_cost`).
     """
     import cupy as cp
+
+    _check_steps_budget("grok_steps_gpu", y, a, n_steps, eval_every, method)
 
     from icml25.kernels import load_module
 
@@ -163,7 +204,12 @@ def grok_steps(X: np.ndarray, y: np.ndarray, a: np.ndarray, alpha: np.ndarray, b
 
     Same arguments as :func:`grok_steps_reference`; takes and returns NumPy arrays
     ``(a_final (B, n), records (T, B, 5))`` on either path.
+
+    Raises:
+        TooLargeError: the records or the work of ``n_steps`` steps cannot fit
+            (:func:`grok_steps_cost`), before any step or device transfer.
     """
+    _check_steps_budget("grok_steps", y, a, n_steps, eval_every, method)
     if gpu_available():  # pragma: no cover - needs a GPU
         a_out, rec = grok_steps_gpu(X, y, a, alpha, beta1, beta2, a_star, n_steps, eval_every, method, P,
                                     l0_threshold)

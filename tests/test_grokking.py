@@ -525,3 +525,151 @@ def test_which_fits_are_monotone_and_so_end_at_their_best_iterate():
         assert np.all(np.diff(F) <= 1e-12 * F[:-1])
     sub = grok.subgradient_descent(X, y, a, alpha=0.1, beta1=1e-3, init=1e-6, n_steps=20_000, eval_every=1)
     assert np.any(np.diff(_objective(sub, y, 1e-3, 0.0)) > 0)
+
+
+# ------------------------------------------------------------------------------ newcomer findings (round 2)
+
+
+def _tiny_model_and_data():
+    data = grok.modular_dataset(7, "+", 0.5, np.random.default_rng(0))
+    return grok.EncoderDecoderMLP(7, 4, rng=torch.Generator().manual_seed(0)), data
+
+
+_X0, _y0, _a0 = _cs(0)
+_A0 = grok.low_rank_matrix(6, 6, 2, np.random.default_rng(0))
+_M0 = grok.completion_mask(_A0, 20, 0.0, np.random.default_rng(1))
+_TOO_LARGE = {
+    "measurements(N)": lambda: grok.measurements(10**12, 100, 0.0, np.random.default_rng(0)),
+    "measurements(n)": lambda: grok.measurements(10, 10**9, 0.0, np.random.default_rng(0)),
+    "sparse_signal(n)": lambda: grok.sparse_signal(10**13, 5, np.random.default_rng(0)),
+    "sparse_problems(B)": lambda: grok.sparse_problems(10**12, 100, 5, 30, 0.0, np.random.default_rng(0)),
+    "low_rank_matrix(n1, n2)": lambda: grok.low_rank_matrix(10**7, 10**7, 2, np.random.default_rng(0)),
+    "modular_dataset(p)": lambda: grok.modular_dataset(10**6, "+", 0.5, np.random.default_rng(0)),
+    "subgradient_descent(n_steps)": lambda: grok.subgradient_descent(_X0, _y0, _a0, n_steps=10**12),
+    "subgradient_descent(n_steps, eval_every)": lambda: grok.subgradient_descent(
+        _X0, _y0, _a0, n_steps=10**10, eval_every=10**10),
+    "deep_hadamard_gd(n_steps)": lambda: grok.deep_hadamard_gd(_X0, _y0, _a0, n_steps=10**12),
+    "deep_hadamard_gd(depth)": lambda: grok.deep_hadamard_gd(_X0, _y0, _a0, depth=10**12, n_steps=10, eval_every=10),
+    "matrix_subgradient(n_steps)": lambda: grok.matrix_subgradient(_M0, _A0, n_steps=10**12),
+    "EncoderDecoderMLP(p)": lambda: grok.EncoderDecoderMLP(10**9, 64),
+    "train_grokking(epochs)": lambda: grok.train_grokking(*_tiny_model_and_data(), epochs=10**12, device="cpu"),
+}
+
+
+@pytest.mark.parametrize("call", list(_TOO_LARGE), ids=list(_TOO_LARGE))
+def test_sizes_that_cannot_fit_are_refused_before_any_work(call):
+    """Newcomer: MemoryError (measurements, sparse_problems, modular_dataset, the steppers) or a hang
+    (train_grokking) for sizes that cannot fit; now TooLargeError quoting the estimate, at once."""
+    import time
+
+    from icml25.checks import TooLargeError
+
+    t0 = time.perf_counter()
+    with pytest.raises(TooLargeError, match=call.split("(")[0]):
+        _TOO_LARGE[call]()
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_the_papers_sizes_stay_within_the_budget():
+    """The gpu profile runs the paper's settings: none of them may be refused."""
+    from icml25.checks import check_budget
+    from icml25.kernels import grokking
+
+    p = grok.DEFAULTS
+    nbytes, nops = grokking.grok_steps_cost(36, p.sparse.N, p.sparse.n, 2_000_000, 1_000, "sub")  # Fig. 4 grid
+    check_budget("law", n_bytes=nbytes, n_operations=nops)
+    model = grok.EncoderDecoderMLP(p.mlp.p, p.mlp.d, rng=torch.Generator().manual_seed(0))
+    data = grok.modular_dataset(p.mlp.p, "+", p.mlp.train_fraction, np.random.default_rng(0))
+    from icml25.grokking.networks import _check_modular_data, _training_cost
+
+    arrs, _ = _check_modular_data(data, p.mlp.p)
+    check_budget("mlp", **_training_cost(model, arrs, p.mlp.epochs, 10, 1e-3))
+
+
+def test_solver_failures_name_the_solver_and_the_failed_test(monkeypatch):
+    """Newcomer: basis_pursuit's 'basis pursuit LP failed' and min_norm_solution's message named neither
+    the public function with the solver nor the failed test; each solver lists RuntimeError under Raises."""
+    import inspect
+
+    X = np.array([[1.0, 0.0], [1.0, 0.0]])
+    with pytest.raises(RuntimeError, match=r"basis_pursuit: scipy\.optimize\.linprog \(HiGHS\) failed \(failed test"):
+        grok.basis_pursuit(X, np.array([1.0, 2.0]))  # x_0 = 1 and x_0 = 2: infeasible
+    X, y, _ = _cs(0)
+    with monkeypatch.context() as m:
+        m.setattr(np.linalg, "pinv", lambda A: np.zeros(A.shape[::-1]))
+        with pytest.raises(RuntimeError, match=r"min_norm_solution: numpy\.linalg\.pinv.*failed test: \|\|X\^T"):
+            grok.min_norm_solution(X, y)
+    with monkeypatch.context() as m:
+        m.setattr(np.linalg, "pinv", lambda A: np.full(A.shape[::-1], np.nan))
+        with pytest.raises(RuntimeError, match=r"min_norm_solution: numpy\.linalg\.pinv returned .* non-finite"):
+            grok.min_norm_solution(X, y)
+
+    def no_svd(A):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    with monkeypatch.context() as m:
+        m.setattr(np.linalg, "pinv", no_svd)
+        with pytest.raises(RuntimeError, match=r"min_norm_solution: numpy\.linalg\.pinv failed"):
+            grok.min_norm_solution(X, y)
+    with monkeypatch.context() as m:
+        m.setattr(np.linalg, "solve", lambda K, b: np.zeros_like(b))
+        with pytest.raises(RuntimeError, match=r"ridge_solution: numpy\.linalg\.solve.*failed test"):
+            grok.ridge_solution(X, y, 1e-2)
+
+    def singular(K, b):
+        raise np.linalg.LinAlgError("Singular matrix")
+
+    with monkeypatch.context() as m:
+        m.setattr(np.linalg, "solve", singular)
+        with pytest.raises(RuntimeError, match=r"ridge_solution: numpy\.linalg\.solve failed"):
+            grok.ridge_solution(X, y, 1e-2)
+    for fn in (grok.min_norm_solution, grok.ridge_solution, grok.lasso_solution, grok.basis_pursuit):
+        raises = inspect.getdoc(fn).split("Raises:")[1]
+        assert "RuntimeError:" in raises, fn.__name__
+
+
+def test_public_hyperparameters_have_precise_type_hints():
+    """Newcomer: alpha, beta*, init and tau were typed Any; a float or an array of them is known."""
+    import typing
+
+    fns = (grok.subgradient_descent, grok.deep_hadamard_gd, grok.matrix_subgradient, grok.stability_bound,
+           grok.predicted_t2, grok.sparse_problems)
+    for fn in fns:
+        hints = typing.get_type_hints(fn)
+        for name in ("alpha", "beta", "beta1", "beta2", "beta_star", "init", "tau"):
+            if name in hints:
+                assert hints[name] is not typing.Any, (fn.__name__, name)
+                assert float in typing.get_args(hints[name]) or hints[name] is float, (fn.__name__, name)
+
+
+def _notebook_code_cells():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "16_grokking_regularization.ipynb")
+                    .read_text())
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def test_notebook_setup_cell_prints_the_backend_label_with_the_config():
+    """Newcomer: the first output printed only the config dict; the label first appeared at output 5."""
+    cells = _notebook_code_cells()
+    setup = next(c for c in cells if "profile_config" in c)
+    assert cells.index(setup) == 1  # right after the parameters cell: its print is the first output
+    prints = [line for line in setup.splitlines() if line.startswith("print(")]
+    assert any("cfg.as_dict()" in line and "backend_label()" in line for line in prints), prints
+
+
+def test_notebook_reads_the_papers_alpha_and_init_from_defaults():
+    """Newcomer: alpha=0.1 and init=1e-6 were retyped in several cells instead of read from DEFAULTS."""
+    import io
+    import re
+    import tokenize
+
+    def code_only(src: str) -> str:  # the cell without its strings and comments (labels may quote the paper)
+        toks = tokenize.generate_tokens(io.StringIO(src).readline)
+        return " ".join(t.string for t in toks if t.type not in (tokenize.STRING, tokenize.COMMENT))
+
+    retyped = [c.splitlines()[0] for c in _notebook_code_cells()
+               if re.search(r"\balpha = 0?\.1\b(?!\d)|\binit = 1e-6\b|\( 1e-6 ,", code_only(c))]
+    assert not retyped, retyped

@@ -134,3 +134,17 @@ def test_one_problem_reference_is_the_official_loop_bit_for_bit(beta2):
     np.testing.assert_array_equal(a_shared[0], want)
     np.testing.assert_array_equal(a_stack, a_shared)
     np.testing.assert_array_equal(rec_stack, rec_shared)
+
+
+@pytest.mark.parametrize("fn", [grok_steps, grok_steps_reference])
+def test_grok_steps_refuses_records_that_cannot_fit_before_any_step(fn):
+    """Newcomer: n_steps=10**12 raised MemoryError inside grok_steps_reference (np.empty of the records)."""
+    import time
+
+    from icml25.checks import TooLargeError
+
+    X, y, a0, alpha, beta1, beta2, a_star = _problem(2, True)
+    t0 = time.perf_counter()
+    with pytest.raises(TooLargeError, match=r"grok_steps.*n_steps=1000000000000"):
+        fn(X, y, a0, alpha, beta1, beta2, a_star, 10**12, 100)
+    assert time.perf_counter() - t0 < 1.0

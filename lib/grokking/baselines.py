@@ -2,7 +2,8 @@
 penalised least-squares problem (min-norm interpolant, ridge, Lasso, basis pursuit).
 
 Every solver's answer is checked before it is returned: a solution that does not satisfy its own
-optimality or feasibility conditions raises ``RuntimeError`` instead of being used.
+optimality or feasibility conditions raises ``RuntimeError`` instead of being used, with a message
+that names the public function, the solver it called and the test that failed (with the numbers).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ __all__ = ["min_norm_solution", "ridge_solution", "lasso_solution", "basis_pursu
 _SOLVER_RTOL = 1e-8
 
 
-def _check_solver_answer(a: np.ndarray, what: str) -> np.ndarray:
+def _check_solver_answer(a: np.ndarray, what: str, solver: str) -> np.ndarray:
+    """``a`` unchanged when every entry is finite, else RuntimeError naming ``what`` and its ``solver``."""
     if not np.all(np.isfinite(a)):
-        raise RuntimeError(f"{what}: the solver returned non-finite values")
+        raise RuntimeError(f"{what}: {solver} returned {int(np.sum(~np.isfinite(a)))} non-finite entries "
+                           f"(failed test: every entry of the answer finite)")
     return a
 
 
@@ -38,21 +41,30 @@ def min_norm_solution(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 
     Raises:
         ValueError: the shapes do not match or the inputs are not finite.
-        RuntimeError: the answer fails the normal equations ``X^T (X a - y) = 0`` (to 1e-8 relative).
+        RuntimeError: ``numpy.linalg.pinv`` fails (its SVD does not converge), returns non-finite
+            entries, or its answer fails the normal equations ``X^T (X a - y) = 0`` (to 1e-8
+            relative); the message names the solver and the failed test.
     """
     X = check_array(X, "X", ndim=(2, 3), dtype=np.float64)
     y = check_array(y, "y", dtype=np.float64)
     if not ((X.ndim == 2 and y.shape == (X.shape[0],))
             or (X.ndim == 3 and y.shape == (X.shape[0], X.shape[1]))):
         raise ValueError(f"X must be (N, n) with y (N,), or (B, N, n) with y (B, N); got {X.shape} and {y.shape}")
-    a = _check_solver_answer(_min_norm(X, y), "min_norm_solution")
+    try:
+        a = _check_solver_answer(_min_norm(X, y), "min_norm_solution", "numpy.linalg.pinv")
+    except np.linalg.LinAlgError as err:
+        raise RuntimeError(f"min_norm_solution: numpy.linalg.pinv failed ({err}) (failed test: the SVD "
+                           f"converges)") from None
     Xb, ab, yb = (X, a, y) if X.ndim == 3 else (X[None], a[None], y[None])
     r = np.einsum("bjn,bn->bj", Xb, ab) - yb
     normal = np.linalg.norm(np.einsum("bjn,bj->bn", Xb, r), axis=1)
     scale = np.linalg.norm(Xb, axis=(1, 2)) * (np.linalg.norm(Xb, axis=(1, 2)) * np.linalg.norm(ab, axis=1)
                                                + np.linalg.norm(yb, axis=1))
     if np.any(normal > _SOLVER_RTOL * scale + 1e-300):
-        raise RuntimeError("min_norm_solution: pinv's answer fails the normal equations X^T (X a - y) = 0")
+        worst = int(np.argmax(normal / (scale + 1e-300)))
+        raise RuntimeError(f"min_norm_solution: numpy.linalg.pinv's answer fails the normal equations "
+                           f"(failed test: ||X^T (X a - y)|| = {normal[worst]:.3g} <= {_SOLVER_RTOL:g} * "
+                           f"{scale[worst]:.3g}, problem {worst})")
     return a
 
 
@@ -75,15 +87,24 @@ def ridge_solution(X: np.ndarray, y: np.ndarray, beta2: float) -> np.ndarray:
 
     Raises:
         ValueError: beta2 not > 0, shapes mismatch, non-finite inputs. TypeError: non-numeric beta2.
-        RuntimeError: the linear solve's residual exceeds 1e-8 relative.
+        RuntimeError: ``numpy.linalg.solve`` fails (``X^T X + beta2 I`` numerically singular),
+            returns non-finite entries, or its residual ``||K a - X^T y||`` exceeds 1e-8 relative;
+            the message names the solver and the failed test.
     """
     X, y = _check_single_problem(X, y)
     beta2 = check_positive(beta2, "beta2")
     K = X.T @ X + beta2 * np.eye(X.shape[1])
     rhs = X.T @ y
-    a = _check_solver_answer(np.linalg.solve(K, rhs), "ridge_solution")
-    if np.linalg.norm(K @ a - rhs) > _SOLVER_RTOL * (np.linalg.norm(K) * np.linalg.norm(a) + np.linalg.norm(rhs)):
-        raise RuntimeError("ridge_solution: the solve's residual ||K a - X^T y|| is too large")
+    try:
+        a = _check_solver_answer(np.linalg.solve(K, rhs), "ridge_solution", "numpy.linalg.solve")
+    except np.linalg.LinAlgError as err:
+        raise RuntimeError(f"ridge_solution: numpy.linalg.solve failed on K = X^T X + beta2 I ({err}) "
+                           f"(failed test: K numerically non-singular; beta2 = {beta2:.3g})") from None
+    resid = float(np.linalg.norm(K @ a - rhs))
+    tol = _SOLVER_RTOL * (np.linalg.norm(K) * np.linalg.norm(a) + np.linalg.norm(rhs))
+    if resid > tol:
+        raise RuntimeError(f"ridge_solution: numpy.linalg.solve's answer fails the linear system "
+                           f"(failed test: ||K a - X^T y|| = {resid:.3g} <= {tol:.3g})")
     return a
 
 
@@ -101,8 +122,10 @@ def lasso_solution(X: np.ndarray, y: np.ndarray, beta1: float, tol: float = 1e-1
 
     Raises:
         ValueError: mismatched shapes, non-finite inputs, beta1 or tol not > 0.
-        RuntimeError: coordinate descent did not converge, or its answer violates the Lasso's
-        optimality conditions ``|X_j^T (y - X a)| <= beta1`` by more than 1 %.
+        RuntimeError: scikit-learn's ``Lasso`` (coordinate descent) did not converge, returned
+            non-finite entries, or its answer violates the Lasso's optimality conditions
+            ``|X_j^T (y - X a)| <= beta1`` by more than 1 %; the message names the solver and the
+            failed test.
     """
     import warnings
 
@@ -118,11 +141,14 @@ def lasso_solution(X: np.ndarray, y: np.ndarray, beta1: float, tol: float = 1e-1
         try:
             model.fit(X, y)
         except ConvergenceWarning as err:
-            raise RuntimeError(f"lasso_solution: coordinate descent did not converge: {err}") from None
-    a = _check_solver_answer(model.coef_.astype(np.float64), "lasso_solution")
+            raise RuntimeError(f"lasso_solution: sklearn.linear_model.Lasso did not converge (failed test: "
+                               f"duality gap below tol = {tol:g} within max_iter): {err}") from None
+    a = _check_solver_answer(model.coef_.astype(np.float64), "lasso_solution", "sklearn.linear_model.Lasso")
     corr = np.abs(X.T @ (y - X @ a))
     if np.max(corr) > 1.01 * beta1 + 1e-12:
-        raise RuntimeError(f"lasso_solution: max |X^T (y - X a)| = {np.max(corr):.3g} exceeds beta1 = {beta1:.3g}")
+        raise RuntimeError(f"lasso_solution: sklearn.linear_model.Lasso's answer violates the optimality "
+                           f"conditions (failed test: max |X^T (y - X a)| = {np.max(corr):.3g} <= 1.01 beta1 "
+                           f"= {1.01 * beta1:.3g})")
     return a
 
 
@@ -139,8 +165,9 @@ def basis_pursuit(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 
     Raises:
         ValueError: mismatched shapes or non-finite inputs.
-        RuntimeError: the LP fails (e.g. infeasible), or its answer violates ``X a = y`` by more
-        than 1e-6 relative.
+        RuntimeError: ``scipy.optimize.linprog`` (HiGHS) reports failure (e.g. ``X a = y`` is
+            infeasible), returns non-finite entries, or its answer violates ``X a = y`` by more than
+            1e-6 relative; the message names the solver and the failed test.
     """
     from scipy.optimize import linprog
 
@@ -148,8 +175,11 @@ def basis_pursuit(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     n = X.shape[1]
     res = linprog(np.ones(2 * n), A_eq=np.hstack([X, -X]), b_eq=y, bounds=(0, None), method="highs")
     if not res.success:
-        raise RuntimeError(f"basis pursuit LP failed: {res.message}")
-    a = _check_solver_answer(res.x[:n] - res.x[n:], "basis_pursuit")
-    if np.max(np.abs(X @ a - y)) > 1e-6 * (1.0 + np.max(np.abs(y))):
-        raise RuntimeError("basis_pursuit: the LP's answer violates X a = y")
+        raise RuntimeError(f"basis_pursuit: scipy.optimize.linprog (HiGHS) failed (failed test: the LP solved, "
+                           f"status {res.status}; an infeasible X a = y gives status 2): {res.message}")
+    a = _check_solver_answer(res.x[:n] - res.x[n:], "basis_pursuit", "scipy.optimize.linprog (HiGHS)")
+    viol, tol = float(np.max(np.abs(X @ a - y))), 1e-6 * (1.0 + float(np.max(np.abs(y))))
+    if viol > tol:
+        raise RuntimeError(f"basis_pursuit: scipy.optimize.linprog (HiGHS)'s answer violates X a = y "
+                           f"(failed test: max |X a - y| = {viol:.3g} <= {tol:.3g})")
     return a

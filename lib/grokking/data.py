@@ -7,8 +7,9 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from icml25.checks import check_array, check_choice, check_int, check_probability, check_real, check_rng
+from icml25.checks import check_array, check_budget, check_choice, check_int, check_probability, check_real, check_rng
 
 __all__ = [
     "sparse_signal",
@@ -32,12 +33,13 @@ def sparse_signal(n: int, s: int, rng: np.random.Generator) -> np.ndarray:
 
     Raises:
         ValueError: n or s not positive integers, or s > n. TypeError: non-integer n or s, rng not
-        a Generator.
+        a Generator. TooLargeError: the (n,) vector cannot fit in memory.
     """
     n = check_int(n, "n", low=1)
     s = check_int(s, "s", low=1)
     if s > n:
         raise ValueError(f"s must be <= n = {n}, got {s}")
+    check_budget(f"sparse_signal(n={n})", n_bytes=16.0 * n)
     rng = check_rng(rng)
     a = np.zeros(n)
     idx = rng.choice(n, size=s, replace=False)
@@ -66,10 +68,13 @@ def measurements(N: int, n: int, tau: float, rng: np.random.Generator, basis: np
 
     Raises:
         ValueError: bad sizes, tau outside [0, 1], basis of the wrong shape or not finite.
-        TypeError: non-integer sizes, rng not a Generator.
+        TypeError: non-integer sizes, rng not a Generator. TooLargeError: the (N, n) matrix and
+        the (n, n) basis, or the ``2 N n^2`` operations of ``M Phi``, cannot fit.
     """
     N = check_int(N, "N", low=1)
     n = check_int(n, "n", low=1)
+    check_budget(f"measurements(N={N}, n={n})", n_bytes=8.0 * (2.0 * N * n + float(n) * n),
+                 n_operations=2.0 * N * n * n)
     tau = check_probability(tau, "tau")
     rng = check_rng(rng)
     Phi = np.eye(n) if basis is None else check_array(basis, "basis", shape=(n, n), dtype=np.float64)
@@ -82,7 +87,7 @@ def measurements(N: int, n: int, tau: float, rng: np.random.Generator, basis: np
     return M @ Phi
 
 
-def sparse_problems(B: int, n: int, s: int, N: int, tau: Any, rng: np.random.Generator,
+def sparse_problems(B: int, n: int, s: int, N: int, tau: float | ArrayLike, rng: np.random.Generator,
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """B independent noiseless compressed-sensing problems ``y_b = X_b a*_b``.
 
@@ -95,9 +100,16 @@ def sparse_problems(B: int, n: int, s: int, N: int, tau: Any, rng: np.random.Gen
 
     Raises:
         ValueError: bad sizes, tau not a scalar or (B,) or outside [0, 1]. TypeError: non-integer
-        sizes, non-numeric tau, rng not a Generator.
+        sizes, non-numeric tau, rng not a Generator. TooLargeError: the B problems (about
+        ``3 B N n`` float64 and an (n, n) basis) or their ``2 B N n^2`` operations cannot fit.
     """
     B = check_int(B, "B", low=1)
+    n = check_int(n, "n", low=1)
+    s = check_int(s, "s", low=1)
+    N = check_int(N, "N", low=1)
+    check_budget(f"sparse_problems(B={B}, n={n}, N={N})",
+                 n_bytes=8.0 * (3.0 * B * N * n + 2.0 * B * n + float(B) * N + float(n) * n),
+                 n_operations=float(B) * (2.0 * N * n * n + N * n))
     taus = check_array(tau, "tau", dtype=np.float64, finite=False)
     if taus.ndim == 0:
         taus = np.full(B, float(taus))
@@ -125,12 +137,15 @@ def low_rank_matrix(n1: int, n2: int, r: int, rng: np.random.Generator) -> np.nd
 
     Raises:
         ValueError: bad sizes or rank. TypeError: non-integer sizes, rng not a Generator.
+        TooLargeError: the (n1, n2) matrix or its ``2 n1 n2 r`` operations cannot fit.
     """
     n1 = check_int(n1, "n1", low=1)
     n2 = check_int(n2, "n2", low=1)
     r = check_int(r, "r", low=1)
     if r > min(n1, n2):
         raise ValueError(f"r must be <= min(n1, n2) = {min(n1, n2)}, got {r}")
+    check_budget(f"low_rank_matrix(n1={n1}, n2={n2}, r={r})", n_bytes=8.0 * (2.0 * n1 * n2 + float(r) * (n1 + n2)),
+                 n_operations=2.0 * n1 * n2 * r)
     rng = check_rng(rng)
     A = rng.standard_normal((n1, r)) @ rng.standard_normal((r, n2))
     return A * math.sqrt(n1 * n2 / 10.0) / np.linalg.norm(A)
@@ -217,9 +232,11 @@ def modular_dataset(p: int, op: str, train_fraction: float, rng: np.random.Gener
 
     Raises:
         ValueError: p < 2, unknown op, train_fraction outside (0, 1). TypeError: non-integer p,
-        rng not a Generator.
+        rng not a Generator. TooLargeError: the p^2 pairs (about ``80 p^2`` bytes with the split)
+        cannot fit.
     """
     p = check_int(p, "p", low=2)
+    check_budget(f"modular_dataset(p={p})", n_bytes=80.0 * float(p) * p)
     check_choice(op, "op", ("+", "-", "*"))
     f = check_probability(train_fraction, "train_fraction", open_low=True, open_high=True)
     rng = check_rng(rng)

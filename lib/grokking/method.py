@@ -19,11 +19,12 @@ their ``final`` as the solution of a fit, and compares against the closed forms 
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from icml25.checks import check_array, check_choice, check_int, check_real, check_rng
+from icml25.checks import check_array, check_budget, check_choice, check_int, check_real, check_rng
 from icml25.kernels import grokking
 
 from ._checks import _check_init, _check_per_config, _check_problem_batch, _check_schedule, _check_target
@@ -32,7 +33,7 @@ from .metrics import History
 __all__ = ["stability_bound", "subgradient_descent", "deep_hadamard_gd", "matrix_subgradient"]
 
 
-def stability_bound(X: np.ndarray, beta2: Any = 0.0) -> np.ndarray:
+def stability_bound(X: ArrayLike, beta2: float | ArrayLike = 0.0) -> np.ndarray:
     """Largest stable step size ``2 / lambda_max(X^T X + beta2 I)`` of gradient descent.
 
     Args:
@@ -62,7 +63,8 @@ def _stability_bound(X: np.ndarray, beta2: np.ndarray) -> np.ndarray:
     return 2.0 / (s.max(axis=-1) ** 2 + beta2)
 
 
-def _broadcast_configs(X: np.ndarray, y: np.ndarray, B: int, *params: Any) -> tuple[np.ndarray, np.ndarray, int]:
+def _broadcast_configs(X: np.ndarray, y: np.ndarray, B: int, *params: float | ArrayLike,
+                       ) -> tuple[np.ndarray, np.ndarray, int]:
     """One problem (B = 1) with K > 1 hyperparameter values: repeat the problem K times."""
     sizes = {np.asarray(v).shape[0] for v in params if np.asarray(v).ndim == 1}
     if B == 1 and len(sizes) == 1:
@@ -93,13 +95,13 @@ def _projector(X: np.ndarray) -> np.ndarray:
 
 
 def subgradient_descent(
-    X: np.ndarray,
-    y: np.ndarray,
-    a_star: np.ndarray,
-    alpha: Any = 0.1,
-    beta1: Any = 0.0,
-    beta2: Any = 0.0,
-    init: Any = 1e-6,
+    X: ArrayLike,
+    y: ArrayLike,
+    a_star: ArrayLike,
+    alpha: float | ArrayLike = 0.1,
+    beta1: float | ArrayLike = 0.0,
+    beta2: float | ArrayLike = 0.0,
+    init: float | ArrayLike = 1e-6,
     n_steps: int = 10_000,
     method: Literal["sub", "proj", "ista"] = "sub",
     eval_every: int = 100,
@@ -140,6 +142,8 @@ def subgradient_descent(
         beta1, beta2, init or data, X without full row rank for ``"proj"``.
         TypeError: non-numeric alpha, beta1, beta2, init or l0_threshold (strings included),
         non-integer n_steps or eval_every.
+        TooLargeError: the records (T, B, 5) or the ``n_steps B (4 N n)`` operations cannot fit
+            (:func:`icml25.kernels.grokking.grok_steps_cost`), refused before any step.
         FloatingPointError: the iterate left the finite numbers (cannot happen below the bound).
     """
     check_choice(method, "method", ("sub", "proj", "ista"))
@@ -147,6 +151,9 @@ def subgradient_descent(
     X, y, B = _broadcast_configs(X, y, B, alpha, beta1, beta2)
     n = X.shape[-1]
     n_steps, eval_every = _check_schedule(n_steps, eval_every)
+    n_bytes, n_operations = grokking.grok_steps_cost(B, X.shape[-2], n, n_steps, eval_every, method)
+    check_budget(f"subgradient_descent(n_steps={n_steps}, eval_every={eval_every}) for {B} configurations",
+                 n_bytes=n_bytes, n_operations=n_operations)
     l0_threshold = check_real(l0_threshold, "l0_threshold", low=0.0)
     alpha = _check_per_config(alpha, "alpha", B, positive=True)
     beta1 = _check_per_config(beta1, "beta1", B, positive=False)
@@ -192,13 +199,13 @@ def _subgradient_descent(X: np.ndarray, y: np.ndarray, a0: np.ndarray, alpha: np
 
 
 def deep_hadamard_gd(
-    X: np.ndarray,
-    y: np.ndarray,
-    a_star: np.ndarray,
+    X: ArrayLike,
+    y: ArrayLike,
+    a_star: ArrayLike,
     depth: int = 2,
     init: float = 1e-3,
     parametrisation: Literal["u*u-v*v", "random", "identity"] = "u*u-v*v",
-    alpha: Any = 0.1,
+    alpha: float | ArrayLike = 0.1,
     n_steps: int = 10_000,
     eval_every: int = 100,
     rng: np.random.Generator | None = None,
@@ -235,6 +242,8 @@ def deep_hadamard_gd(
         ValueError: bad depth, init (must be finite and > 0), alpha, n_steps, shapes or
         parametrisation; missing rng. TypeError: non-numeric init/alpha, non-integer
         depth/n_steps, rng not a Generator. FloatingPointError: the iterate diverged.
+        TooLargeError: the 2 L factors, the records or the ``n_steps B (4 N n + 4 L^2 n)``
+        operations cannot fit (``depth`` or ``n_steps`` too large), refused before any step.
     """
     check_choice(parametrisation, "parametrisation", ("u*u-v*v", "random", "identity"))
     X, y, B = _check_problem_batch(X, y)
@@ -243,6 +252,10 @@ def deep_hadamard_gd(
     depth = check_int(depth, "depth", low=1)
     init = check_real(init, "init", low=0.0, low_open=True)
     n_steps, eval_every = _check_schedule(n_steps, eval_every)
+    N, T = X.shape[-2], n_steps // eval_every + 1
+    check_budget(f"deep_hadamard_gd(depth={depth}, n_steps={n_steps}, eval_every={eval_every}) for {B} problems",
+                 n_bytes=8.0 * (5.0 * T * B + (6.0 * depth + 8.0) * B * n),
+                 n_operations=float(n_steps) * B * (4.0 * N * n + 4.0 * depth * depth * n + 10.0 * n))
     l0_threshold = check_real(l0_threshold, "l0_threshold", low=0.0)
     alpha = _check_per_config(alpha, "alpha", B, positive=True)[:, None]
     a_star = _check_target(a_star, B, n)
@@ -314,10 +327,10 @@ def _deep_hadamard_gd(X: np.ndarray, y: np.ndarray, a_star: np.ndarray, U: list[
 
 
 def matrix_subgradient(
-    mask: np.ndarray,
-    A_star: np.ndarray,
-    alpha: Any = 0.1,
-    beta_star: Any = 1e-4,
+    mask: ArrayLike,
+    A_star: ArrayLike,
+    alpha: float | ArrayLike = 0.1,
+    beta_star: float | ArrayLike = 1e-4,
     init: float = 1e-6,
     n_steps: int = 10_000,
     method: Literal["sub", "svt"] = "sub",
@@ -347,6 +360,8 @@ def matrix_subgradient(
         ValueError: shapes (mask must match A_star's (n1, n2) and batch size), alpha outside
         (0, 2), negative beta, unknown method, empty mask, non-finite or all-zero A_star, non-finite
         init. TypeError: non-boolean mask, non-numeric alpha/beta_star/init, non-integer n_steps.
+        TooLargeError: the ``n_steps`` batched SVDs (about ``10 n1 n2 min(n1, n2)`` operations each)
+        or the records cannot fit, refused before any step.
     """
     check_choice(method, "method", ("sub", "svt"))
     mask = check_array(mask, "mask", kind="bool")
@@ -376,6 +391,10 @@ def matrix_subgradient(
     if np.any(np.linalg.norm((mask * A_star).reshape(B, -1), axis=1) == 0):
         raise ValueError("A_star must not be zero on the observed entries (the train error divides by their norm)")
     n_steps, eval_every = _check_schedule(n_steps, eval_every)
+    T, svd = n_steps // eval_every + 1, 10.0 * n1 * n2 * min(n1, n2) + 6.0 * n1 * n2
+    check_budget(f"matrix_subgradient(n_steps={n_steps}, eval_every={eval_every}) for {B} problems",
+                 n_bytes=8.0 * (4.0 * T * B + 10.0 * B * n1 * n2),
+                 n_operations=(float(n_steps) + T) * B * svd)
     alpha = _check_per_config(alpha, "alpha", B, positive=True)
     if np.any(alpha >= 2.0):
         raise ValueError(f"alpha must be < 2 (stability bound of the completion loss), got {alpha}")

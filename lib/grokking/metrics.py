@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from icml25.checks import check_array, check_choice, check_real
 
@@ -180,7 +181,7 @@ def _first_time(steps: np.ndarray, err: np.ndarray, thr: float, rule: str) -> np
     return out
 
 
-def predicted_t2(a_ls: np.ndarray, a_star: np.ndarray, alpha: Any, beta: Any) -> np.ndarray:
+def predicted_t2(a_ls: ArrayLike, a_star: ArrayLike, alpha: float | ArrayLike, beta: float | ArrayLike) -> np.ndarray:
     """Phase-2 duration predicted by the sign drift: ``||a_ls - a*||_inf / (alpha beta)``.
 
     The official Fig. 4 predictor: after memorisation the iterate sits near the least-squares

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_int, check_real, check_torch_generator
+from icml25.checks import check_array, check_budget, check_int, check_real, check_torch_generator
 from icml25.common import torch_device
 
 if TYPE_CHECKING:  # pragma: no cover - for annotations only
@@ -40,7 +40,7 @@ def EncoderDecoderMLP(p: int, d: int = 64, rng: torch.Generator | None = None) -
 
     Raises:
         ValueError: d not a perfect square, p < 2. TypeError: non-integer p or d, rng not a
-        ``torch.Generator``.
+        ``torch.Generator``. TooLargeError: the ``3 p d + d^2`` float32 weights cannot fit.
     """
     import torch
 
@@ -51,6 +51,7 @@ def EncoderDecoderMLP(p: int, d: int = 64, rng: torch.Generator | None = None) -
     k = math.isqrt(d)
     if k * k != d:
         raise ValueError(f"d must be a perfect square (it is reshaped to sqrt(d) x sqrt(d)), got {d}")
+    check_budget(f"EncoderDecoderMLP(p={p}, d={d})", n_bytes=3 * 4.0 * (3.0 * p * d + float(d) * d))
 
     class _Model(nn.Module):
         def __init__(self) -> None:
@@ -195,6 +196,8 @@ def train_grokking(
         shapes ((M, 2) pairs, (M,) labels, non-empty train split), made for another modulus than
         the model's ``p`` (``data["p"]`` differs, or an entry outside ``[0, p)``); non-positive
         or non-finite lr, non-positive epochs/eval_every, negative penalties.
+        TooLargeError: the ``epochs`` full-batch steps (about ``6 n_params M_train`` operations
+        each, plus the SVDs of the nuclear penalty) or the logs cannot fit, refused before any step.
     """
     import torch
 
@@ -211,7 +214,23 @@ def train_grokking(
         raise TypeError(f"device must be a str such as 'cpu' or 'cuda', or None, got {type(device).__name__}")
     if device is None:
         device = torch_device()
+    check_budget(f"train_grokking(epochs={epochs}, eval_every={eval_every})",
+                 **_training_cost(model, arrs, epochs, eval_every, nuclear))
     return _train_grokking(model, arrs, lr, epochs, eval_every, l1, l2, nuclear, weight_decay, device)
+
+
+def _training_cost(model: torch.nn.Module, arrs: dict[str, np.ndarray], epochs: int, eval_every: int,
+                   nuclear: float) -> dict[str, float]:
+    """Estimated work and log memory of :func:`train_grokking`: forward + backward is about ``6 n_params``
+    operations per training example and step, a logged forward ``2 n_params`` per example, an SVD
+    ``10 m n min(m, n)`` per (m, n) weight (the nuclear penalty each step, the nuclear norm each log)."""
+    n_params = float(sum(W.numel() for W in model.parameters()))
+    svd = sum(10.0 * W.shape[0] * W.shape[1] * min(W.shape) for W in model.parameters() if W.ndim == 2)
+    m_train, m_all = float(len(arrs["y_train"])), float(len(arrs["y_train"]) + len(arrs["y_test"]))
+    n_logs = epochs // eval_every + 1.0
+    return {"n_operations": float(epochs) * (6.0 * n_params * m_train + (svd if nuclear else 0.0))
+            + n_logs * (2.0 * n_params * m_all + svd),
+            "n_bytes": n_logs * 8 * 40.0}  # 8 logged Python floats (about 40 bytes each) per record
 
 
 def _train_grokking(model: torch.nn.Module, arrs: dict[str, np.ndarray], lr: float, epochs: int, eval_every: int,
