@@ -146,9 +146,12 @@ def _real_numpy(a: Any) -> Any:
 
 
 def _check_row_bits(row_bits: ArrayLike, m: int | None = None) -> np.ndarray:
-    """(m,) int64 precisions, each in :data:`ALLOWED_BITS` (the format's own rule)."""
-    rb = check_array(row_bits, "row_bits", kind="number", shape=None if m is None else (m,), ndim=1,
-                     finite=False)
+    """(m,) int64 precisions, each in :data:`ALLOWED_BITS` (the format's own rule).
+
+    Integer dtypes only: float bits such as ``[1., 2., 4.]`` raise ``TypeError`` (a float map is
+    a caller's mistake, and a fractional one would be silently truncated).
+    """
+    rb = check_array(row_bits, "row_bits", kind="int", shape=None if m is None else (m,), ndim=1)
     if rb.size and not np.isin(rb, ALLOWED_BITS).all():
         bad = np.unique(rb[~np.isin(rb, ALLOWED_BITS)])
         raise ValueError(f"row_bits must lie in {ALLOWED_BITS}, got {bad[:5].tolist()}")
@@ -251,7 +254,7 @@ def row_nbytes(row_bits: ArrayLike, n: int) -> np.ndarray:
         (m,) int64.
 
     Raises:
-        TypeError: ``n`` not an integer, ``row_bits`` not numeric.
+        TypeError: ``n`` not an integer, ``row_bits`` not integers.
         ValueError: bits outside {1, 2, 4}, ``row_bits`` not 1-D, or n < 1.
     """
     n = check_int(n, "n", low=1)
@@ -267,7 +270,7 @@ def make_row_offsets(row_bits: ArrayLike, n: int) -> np.ndarray:
         n: row length (codes per row), >= 1.
 
     Raises:
-        TypeError: ``n`` not an integer, ``row_bits`` not numeric.
+        TypeError: ``n`` not an integer, ``row_bits`` not integers.
         ValueError: bits outside {1, 2, 4} or n < 1.
     """
     n = check_int(n, "n", low=1)

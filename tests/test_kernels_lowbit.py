@@ -763,3 +763,14 @@ def test_counts_of_the_wrong_kind_raise_type_errors():
         lb.make_row_offsets([1, 2], "8")
     with pytest.raises(TypeError, match="row_offsets"):
         lb.unpack_codes(np.zeros(3, np.uint8), np.array([0.0, 1.0, 3.0]), [1, 2], 8)
+
+
+@pytest.mark.parametrize("call", [
+    lambda rb: lb.make_row_offsets(rb, 8),
+    lambda rb: lb.row_nbytes(rb, 8),
+    lambda rb: lb.pack_codes(np.zeros((3, 8), np.uint8), rb),
+], ids=["make_row_offsets", "row_nbytes", "pack_codes"])
+def test_float_row_bits_are_refused(call):
+    with pytest.raises(TypeError, match="row_bits"):
+        call(np.array([1.0, 2.0, 4.0]))
+    call(np.array([1, 2, 4]))  # the same precisions as integers are fine

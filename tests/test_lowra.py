@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 
@@ -11,6 +12,7 @@ import torch
 from torch import nn
 
 from icml25 import lowra as L
+from icml25.checks import TooLargeError
 
 torch.set_num_threads(1)
 
@@ -638,3 +640,129 @@ def test_loftq_returns_its_best_iterate_when_the_objective_rises():
     # best-so-far: more iterations are never worse
     Js = [J(*L.loftq_init(W, quant, rank=8, n_steps=T)) for T in range(1, 7)]
     assert all(b <= a for a, b in zip(Js, Js[1:]))
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 13, second round: exact bit totals, integer bits, rng streams, sizes refused up front
+# ---------------------------------------------------------------------------------------------
+def test_assignment_bits_is_exact_beyond_int64():
+    assert L.assignment_bits(np.array([4]), np.array([2**62])) == 2**64  # int64 would wrap to 0
+    assert L.assignment_bits([1, 2, 4], [2**62, 2**62, 2**61]) == 2**62 + 2**63 + 2**63
+    assert L.assignment_bits([], []) == 0
+
+
+def test_float_row_bits_are_refused():
+    with pytest.raises(TypeError, match="row_bits"):
+        L.assignment_bits([1.0, 2.0, 4.0], [10, 10, 10])
+    with pytest.raises(TypeError, match="row_bits"):
+        L.assignment_bits(np.array([1.5]), [10])
+    assert L.assignment_bits(np.array([1, 2, 4], dtype=np.int8), [10, 10, 10]) == 70
+
+
+def test_assign_precision_budget_exact_for_huge_counts():
+    # sum n_c overflows int64 without Python integers: the uniform 4-bit answer must stay feasible
+    E = np.array([[3.0, 2.0, 1.0], [3.0, 2.0, 1.0]])
+    out = L.assign_precision(E, np.array([2**62, 2**62]), 4.0, n_clusters=1)
+    assert out.tolist() == [4, 4]
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 128))
+
+
+def test_apply_lowra_rng_seeds_the_adapter_init_and_kmeans_seed_the_clustering():
+    torch.manual_seed(0)
+    base = _mlp()
+    kw = dict(rank=4, loftq_n_steps=0, n_clusters=4, kmeans_seed=3)
+    a, _ = L.apply_lowra(copy.deepcopy(base), 1.75, rng=torch.Generator().manual_seed(7), **kw)
+    b, _ = L.apply_lowra(copy.deepcopy(base), 1.75, rng=torch.Generator().manual_seed(7), **kw)
+    c, _ = L.apply_lowra(copy.deepcopy(base), 1.75, rng=torch.Generator().manual_seed(8), **kw)
+    assert torch.equal(a[0].lora_A, b[0].lora_A) and not torch.equal(a[0].lora_A, c[0].lora_A)
+    with pytest.raises(TypeError, match="rng"):
+        L.apply_lowra(copy.deepcopy(base), 1.75, rng=7, **kw)
+    with pytest.raises(TypeError, match="rng"):
+        L.apply_lowra(copy.deepcopy(base), 1.75, rng=np.random.default_rng(7), **kw)
+
+
+def test_distill_finetune_takes_a_torch_generator():
+    torch.manual_seed(0)
+    model, _ = L.apply_lowra(nn.Sequential(nn.Linear(4, 4)), 2, rank=2, loftq_n_steps=1, group=4, n_clusters=1)
+
+    class _Enc(nn.Module):  # a stand-in encoder: last_hidden_state from embedded ids
+        def __init__(self, inner):
+            super().__init__()
+            self.emb, self.inner = nn.Embedding(10, 4), inner
+            self.emb.weight.requires_grad_(False)
+
+        def forward(self, input_ids, attention_mask):
+            return type("Out", (), {"last_hidden_state": self.inner(self.emb(input_ids))})()
+
+    batch = {"input_ids": torch.randint(0, 10, (12, 3)), "attention_mask": torch.ones(12, 3, dtype=torch.long)}
+    teacher = torch.randn(12, 4)
+    runs = []
+    for s in (5, 5, 6):
+        enc = _Enc(copy.deepcopy(model))
+        torch.manual_seed(0)
+        enc.emb.weight.copy_(torch.randn(10, 4))
+        runs.append(L.distill_finetune(enc, batch, teacher, n_steps=5, batch_size=4,
+                                       rng=torch.Generator().manual_seed(s)))
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+    with pytest.raises(TypeError, match="rng"):
+        L.distill_finetune(enc, batch, teacher, n_steps=2, rng=0)
+    with pytest.raises(TypeError, match="seed"):
+        L.distill_finetune(enc, batch, teacher, n_steps=2, seed=0)  # the old int seed is gone
+
+
+def test_apply_lowra_checks_every_argument_before_any_work(monkeypatch):
+    import icml25.lowra.experiments as X
+
+    def boom(*args, **kwargs):
+        raise AssertionError("work started before the arguments were checked")
+
+    monkeypatch.setattr(X, "learn_channel_codebooks", boom)
+    monkeypatch.setattr(X, "nf_channel_codebooks", boom)
+    for kw, err in (({"kmeans_seed": 2.5}, TypeError), ({"kmeans_seed": -1}, ValueError), ({"n_clusters": 0}, ValueError),
+                    ({"n_clusters": 1.5}, TypeError), ({"group": 48}, ValueError), ({"group": "64"}, TypeError),
+                    ({"weight_power": 3}, ValueError), ({"cache_dequantized": "yes"}, TypeError),
+                    ({"rng": 0}, TypeError), ({"codebooks": [1]}, TypeError)):
+        name = next(iter(kw))
+        with pytest.raises(err, match=name):
+            L.apply_lowra(_mlp(), 1.75, rank=4, **kw)
+
+
+_BIG = np.broadcast_to(np.float32(0.01), (10**6, 10**6))  # a view: 4 TB if ever converted
+
+
+@pytest.mark.parametrize("call", [
+    lambda: L.learn_channel_codebooks(_BIG),
+    lambda: L.learn_channel_codebooks([_BIG]),
+    lambda: L.nf_channel_codebooks(_BIG),
+    lambda: L.learn_channel_codebooks(np.ones((4, 128), np.float32), n_steps=10**15),
+    lambda: L.loftq_init(np.ones((64, 128), np.float32), lambda X: X, 4, n_steps=10**12),
+    lambda: L.apply_lowra(nn.Sequential(nn.Linear(2**17, 2**17, device="meta")), 2, rank=4),
+    lambda: L.apply_lowra(_mlp(), 1.75, rank=4, loftq_n_steps=10**12),
+    lambda: L.assign_precision_exact(np.ones((10**6, 3)), np.full(10**6, 64), 2.0),
+    lambda: L.assign_precision(np.ones((10**6, 3)), np.full(10**6, 64), 2.0, n_clusters=10**6),
+], ids=["learn", "learn_list", "nf", "lloyd_n_steps", "loftq_n_steps", "apply_huge_layer", "apply_loftq_n_steps",
+        "assign_exact", "assign_n_clusters"])
+def test_sizes_that_cannot_fit_are_refused_at_once(call):
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(TooLargeError, match="would"):
+        call()
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_distill_finetune_refuses_a_run_that_cannot_finish():
+    import time
+
+
+    model, _ = L.apply_lowra(nn.Sequential(nn.Linear(4, 4)), 2, rank=2, loftq_n_steps=1, group=4, n_clusters=1)
+    batch = {"input_ids": torch.zeros(3, 2, dtype=torch.long), "attention_mask": torch.ones(3, 2, dtype=torch.long)}
+    t0 = time.perf_counter()
+    with pytest.raises(TooLargeError, match="n_steps"):
+        L.distill_finetune(model, batch, torch.zeros(3, 4), n_steps=10**15)
+    with pytest.raises(TooLargeError, match="batch_size"):
+        L.distill_finetune(model, batch, torch.zeros(3, 4), n_steps=1, batch_size=10**13)
+    assert time.perf_counter() - t0 < 1.0

@@ -10,12 +10,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml25.checks import check_choice, check_int, check_positive, check_real
+from icml25.checks import (check_bool, check_budget, check_choice, check_int, check_positive, check_real,
+                           check_torch_generator)
 from icml25.kernels import lowbit
 from icml25.lowra.baselines import nf_channel_codebooks
 from icml25.lowra.defaults import DEFAULTS
 from icml25.lowra.method import (
     ChannelCodebooks,
+    _check_codebooks_budget,
     assign_precision,
     assign_precision_exact,
     assignment_bits,
@@ -49,9 +51,10 @@ def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:
 def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
                 target_modules: Iterable[str] | str | None = None, alpha: float = DEFAULTS.alpha, method: str = "lowra", loftq_n_steps: int = DEFAULTS.loftq_n_steps,
                 group: int = DEFAULTS.group, weight_power: int = DEFAULTS.weight_power,
-                n_clusters: int = DEFAULTS.n_clusters, assigner: str = "two_level", seed: int = 0,
+                n_clusters: int = DEFAULTS.n_clusters, assigner: str = "two_level", kmeans_seed: int = 0,
                 codebooks: dict[str, ChannelCodebooks] | None = None,
-                cache_dequantized: bool = False) -> tuple[nn.Module, dict[str, dict[str, Any]]]:
+                cache_dequantized: bool = False,
+                rng: torch.Generator | None = None) -> tuple[nn.Module, dict[str, dict[str, Any]]]:
     """Quantize a model's linear layers LowRA-style and attach LoftQ-initialised LoRA adapters.
 
     The precision map is assigned *globally* across all target layers (one budget, as the paper),
@@ -69,11 +72,18 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
         loftq_n_steps: LoftQ T (0: no LoftQ, adapters start at B = 0).
         group, weight_power, n_clusters: see :func:`learn_channel_codebooks`, :func:`assign_precision`.
         assigner: ``"two_level"`` or ``"exact"``.
-        seed: K-means seed and adapter init.
+        kmeans_seed: the ``seed`` of :func:`assign_precision`, scikit-learn K-means'
+            ``random_state`` (an integer >= 0, also its cache key; not a stream of draws).
         codebooks: precomputed layer name -> :class:`ChannelCodebooks` (skips learning); they must
             match ``method`` (learned ones for "lowra"/"mapping_only", :func:`nf_channel_codebooks`
             for "nf"/"assigner_only").
         cache_dequantized: passed to :class:`LowRALinear`.
+        rng: the ``torch.Generator`` of the adapters' Kaiming-uniform init (only drawn from when
+            ``loftq_n_steps == 0``); None: torch's global generator.
+
+    All arguments are checked, and the memory and work of the codebooks and of LoftQ
+    (``loftq_n_steps`` Gram eigen-decompositions of O(m n min(m, n)) per layer) estimated, before
+    any layer is touched.
 
     Returns:
         ``(model, report)``; ``report`` maps layer name -> dict with ``row_bits`` (m,), ``sse_table``
@@ -82,11 +92,15 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
 
     Raises:
         TypeError: model not an nn.Module, target_modules not strings, codebooks not
-            :class:`ChannelCodebooks`, rank/loftq_n_steps not integers, target_bits/alpha not numbers.
+            :class:`ChannelCodebooks`, rank/loftq_n_steps/group/weight_power/n_clusters/kmeans_seed not
+            integers, target_bits/alpha not numbers, cache_dequantized not a bool, rng not a
+            ``torch.Generator`` or None.
         ValueError: unknown method/assigner, no matching layers, target_bits not finite or < 1,
             uniform methods with target_bits not in {1, 2, 4}, rank < 1 or too large for a layer,
-            alpha not finite and > 0, loftq_n_steps < 0, codebooks of another shape/group or with
-            differing candidate bits.
+            alpha not finite and > 0, loftq_n_steps < 0, group < 1 or not dividing a layer's n,
+            weight_power not 0/1/2, n_clusters < 1, kmeans_seed < 0, codebooks of another shape/group or
+            with differing candidate bits.
+        TooLargeError: the codebooks or LoftQ of the layers cannot fit in memory or time.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -95,6 +109,14 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
     loftq_n_steps = check_int(loftq_n_steps, "loftq_n_steps", low=0)
     rank = check_int(rank, "rank", low=1)
     assigner = check_choice(assigner, "assigner", ("two_level", "exact"))
+    group = check_int(group, "group", low=1)
+    weight_power = check_choice(check_int(weight_power, "weight_power"), "weight_power", (0, 1, 2))
+    n_clusters = check_int(n_clusters, "n_clusters", low=1)
+    kmeans_seed = check_int(kmeans_seed, "kmeans_seed", low=0)
+    cache_dequantized = check_bool(cache_dequantized, "cache_dequantized")
+    rng = check_torch_generator(rng, "rng")
+    if codebooks is not None and not isinstance(codebooks, dict):
+        raise TypeError(f"codebooks must be a dict of layer name -> ChannelCodebooks, got {type(codebooks).__name__}")
     layers = _target_linears(model, target_modules)
     if not layers:
         raise ValueError(f"no nn.Linear layer matches target_modules={target_modules!r}")
@@ -104,6 +126,8 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
     for name, lin in layers:
         if not 1 <= rank <= min(lin.weight.shape):
             raise ValueError(f"rank={rank} is too large for layer {name!r} of shape {tuple(lin.weight.shape)}")
+        if lin.weight.shape[1] % group:
+            raise ValueError(f"group={group} must divide the row length n={lin.weight.shape[1]} of layer {name!r}")
     uniform = method in ("mapping_only", "nf")
     if uniform and target_bits not in lowbit.ALLOWED_BITS:
         raise ValueError(f"method {method!r} needs target_bits in {lowbit.ALLOWED_BITS}, got {target_bits!r}")
@@ -129,6 +153,8 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
         raise ValueError(f"method {method!r} at target_bits={target_bits} needs codebooks for {int(target_bits)} bits, "
                          f"got bits {next(iter(cand))}")
     todo = [(name, lin) for name, lin in layers if name not in cbs]
+    _check_apply_budget([tuple(lin.weight.shape) for _, lin in layers], [tuple(lin.weight.shape) for _, lin in todo],
+                        loftq_n_steps, rank, learned)
     if todo:
         ws = [lin.weight for _, lin in todo]
         learnt = (learn_channel_codebooks(ws, group=group, weight_power=weight_power) if learned
@@ -141,13 +167,12 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
         E = np.concatenate([cb.errors for cb in cbs.values()])
         nc = np.concatenate([cb.n_params for cb in cbs.values()])
         fn = assign_precision if assigner == "two_level" else assign_precision_exact
-        kw = {"n_clusters": n_clusters, "seed": seed} if assigner == "two_level" else {}
+        kw = {"n_clusters": n_clusters, "seed": kmeans_seed} if assigner == "two_level" else {}
         allb = fn(E, nc, target_bits, bits=cbs[layers[0][0]].bits, **kw)
         maps, start = {}, 0
         for name, cb in cbs.items():
             maps[name] = allb[start:start + cb.shape[0]]
             start += cb.shape[0]
-    gen = torch.Generator().manual_seed(int(seed))
     report = {}
     for name, lin in layers:
         cb, rb = cbs[name], maps[name]
@@ -166,7 +191,7 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
             qw = quantizer(W)
             lora_A = torch.empty(rank, W.shape[1])
             bound = 1 / math.sqrt(W.shape[1])
-            lora_A.uniform_(-bound, bound, generator=gen)
+            lora_A.uniform_(-bound, bound, generator=rng)
             lora_B = np.zeros((W.shape[0], rank), np.float32)
         new = LowRALinear(qw, lin.bias, rank, alpha, lora_A, lora_B, cache_dequantized)
         new.to(lin.weight.device)
@@ -184,6 +209,27 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
             mod.lora_A.requires_grad_(True)
             mod.lora_B.requires_grad_(True)
     return model, report
+
+
+def _check_apply_budget(shapes: Sequence[tuple[int, int]], to_learn: Sequence[tuple[int, int]], loftq_n_steps: int,
+                        rank: int, learned: bool) -> None:
+    """Refuse an :func:`apply_lowra` whose codebooks or LoftQ cannot fit (estimates from the shapes).
+
+    Codebooks: :func:`icml25.lowra.method._check_codebooks_budget` for the layers still to learn.
+    Per layer: about ten float32/float64 (m, n) copies (the weight, its quantization, residuals,
+    the dense cache) and, per LoftQ step, a Gram matrix ``min(m, n)^2`` float64 and
+    ``2 m n min(m, n) + min(m, n)^3 + 4 m n rank`` operations.
+    """
+    if to_learn:
+        _check_codebooks_budget("apply_lowra(model=...) learning codebooks", to_learn, tuple(DEFAULTS.bits),
+                                DEFAULTS.lloyd_n_steps if learned else 0)
+    n_bytes, ops = 0.0, 0.0
+    for m, n in shapes:
+        k = min(m, n)
+        n_bytes = max(n_bytes, 64.0 * m * n + 8.0 * k * k)
+        ops += max(loftq_n_steps, 1) * (2.0 * m * n * k + float(k) ** 3 + 4.0 * m * n * rank)
+    check_budget(f"apply_lowra(loftq_n_steps={loftq_n_steps}) on {len(shapes)} layer(s)", n_bytes=n_bytes,
+                 n_operations=ops)
 
 
 def sse_vs_budget(learned: Sequence[ChannelCodebooks], nf: Sequence[ChannelCodebooks], budgets: Sequence[float],
@@ -272,7 +318,7 @@ def embedding_cosine(model: nn.Module, batch: dict[str, torch.Tensor], teacher: 
 
 
 def distill_finetune(model: nn.Module, batch: dict[str, torch.Tensor], teacher: torch.Tensor, n_steps: int,
-                     batch_size: int = 16, lr: float = 1e-3, seed: int = 0) -> list[float]:
+                     batch_size: int = 16, lr: float = 1e-3, rng: torch.Generator | None = None) -> list[float]:
     """Train the LoRA adapters so the quantized model's embeddings match the teacher's.
 
     Loss ``1 - cos(emb_q, emb_fp32)`` averaged over a minibatch (function-space distillation),
@@ -283,28 +329,41 @@ def distill_finetune(model: nn.Module, batch: dict[str, torch.Tensor], teacher: 
         batch: tokenised training set (``input_ids``, ``attention_mask``: (N, L) tensors).
         teacher: (N, d) full-precision embeddings of the same sentences.
         n_steps, batch_size, lr: optimisation steps, minibatch size, AdamW learning rate.
-        seed: minibatch order.
+        rng: the ``torch.Generator`` of the minibatch order (``torch.randint`` draws; the
+            notebook passes ``torch.Generator().manual_seed(SEED)``); None: torch's global
+            generator.
 
     Returns:
         the loss of every step.
 
     Raises:
-        TypeError: n_steps/batch_size/seed not integers, lr not a number.
+        TypeError: model not an nn.Module, n_steps/batch_size not integers, lr not a number, rng
+            not a ``torch.Generator`` or None.
         ValueError: no trainable parameters, n_steps/batch_size < 1, lr not finite and > 0, or
             teacher not (N, d) with N the number of tokenised sentences.
+        TooLargeError: ``n_steps * batch_size`` forward and backward passes (about
+            ``6 L sum(parameters)`` operations per sentence of L tokens) or one minibatch's
+            activations cannot fit.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("model has no trainable parameters (apply_lowra first)")
     n_steps = check_int(n_steps, "n_steps", low=1)
     batch_size = check_int(batch_size, "batch_size", low=1)
     lr = check_positive(lr, "lr")
-    seed = check_int(seed, "seed", low=0)
+    gen = check_torch_generator(rng, "rng")
     if teacher.ndim != 2 or teacher.shape[0] != batch["input_ids"].shape[0]:
         raise ValueError(f"teacher must be (N, d) with N = {batch['input_ids'].shape[0]} sentences, "
                          f"got {tuple(teacher.shape)}")
+    L = int(batch["input_ids"].shape[1])
+    n_weights = sum(p.numel() for p in model.parameters())
+    n_features = sum(mod.out_features for mod in model.modules() if isinstance(mod, nn.Linear))
+    check_budget(f"distill_finetune(n_steps={n_steps}, batch_size={batch_size})",
+                 n_bytes=8.0 * batch_size * L * max(n_features, 1),  # linear outputs kept for backward
+                 n_operations=6.0 * n_steps * batch_size * L * n_weights)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    gen = torch.Generator().manual_seed(int(seed))
     N = teacher.shape[0]
     device = params[0].device
     losses = []

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_array, check_choice, check_int, check_real
+from icml25.checks import check_array, check_budget, check_choice, check_int, check_real
 from icml25.kernels import lowbit
 from icml25.lowra.defaults import DEFAULTS
 
@@ -319,12 +319,51 @@ def _codebooks_core(W_norm: np.ndarray, absmax: np.ndarray, g: int, bits: tuple[
     return levels, thresholds, errors
 
 
+#: peak bytes per element of a row-length batch in :func:`_codebooks_core` (sort keys, sorted
+#: values and scales, two sets of three float64 prefix sums, temporaries), and per element kept
+#: for every matrix (its float32 normalised copy and scales)
+_CODEBOOK_BYTES_PER_ELEMENT, _NORMED_BYTES_PER_ELEMENT = 112, 8
+
+
+def _weight_shape(W: Any) -> tuple[int, ...]:
+    """The shape of an array, tensor or nested list, read without converting it."""
+    shape = getattr(W, "shape", None)
+    return tuple(int(d) for d in (np.shape(W) if shape is None else shape))
+
+
+def _check_codebooks_budget(what: str, shapes: Sequence[tuple[int, ...]], bits: tuple[int, ...], n_steps: int) -> None:
+    """Refuse codebooks whose memory or Lloyd work cannot fit, from the shapes alone.
+
+    Memory: :data:`_NORMED_BYTES_PER_ELEMENT` per element of every matrix plus
+    :data:`_CODEBOOK_BYTES_PER_ELEMENT` per element of the largest batch of equal row length.
+    Work: the ``m n log2 n`` sort plus ``(n_steps + 1) m 2^b log2 n`` per precision b.
+    """
+    batches: dict[int, int] = {}
+    total, ops = 0, 0.0
+    for shape in shapes:
+        if len(shape) != 2:
+            continue  # not a matrix: _check_weight refuses it with its own message
+        m, n = shape
+        batches[n] = batches.get(n, 0) + m * n
+        total += m * n
+        log_n = math.log2(max(n, 2))
+        ops += m * n * log_n + sum((n_steps + 1) * m * 2**b * log_n for b in bits)
+    peak = _NORMED_BYTES_PER_ELEMENT * total + _CODEBOOK_BYTES_PER_ELEMENT * max(batches.values(), default=0)
+    check_budget(what, n_bytes=peak, n_operations=ops)
+
+
 def _codebooks_many(weights: Sequence[Any], bits: Any, group: int, weight_power: int, n_steps: int, tol: float,
-                    init: str) -> list[ChannelCodebooks]:
-    """Codebooks of several matrices; rows of all matrices with the same n are iterated together."""
+                    init: str, what: str = "learn_channel_codebooks(W=...)") -> list[ChannelCodebooks]:
+    """Codebooks of several matrices; rows of all matrices with the same n are iterated together.
+
+    The arguments are checked and the budget estimated (:func:`_check_codebooks_budget`) before any
+    matrix is converted.
+    """
     bits = _check_bits_tuple(bits)
     weight_power = check_choice(weight_power, "weight_power", (0, 1, 2))
     n_steps, tol = check_int(n_steps, "n_steps", low=0), check_real(tol, "tol", low=0.0)
+    check_int(group, "group", low=1)
+    _check_codebooks_budget(what, [_weight_shape(W) for W in weights], bits, n_steps)
     normed = []
     for i, W in enumerate(weights):
         W32 = lowbit._check_weight(W, "W" if len(weights) == 1 else f"weights[{i}]")
@@ -376,6 +415,9 @@ def learn_channel_codebooks(W: Any, bits: Sequence[int] = DEFAULTS.bits, group: 
     Raises:
         TypeError: W not real, bits/group/n_steps not integers.
         ValueError: bits outside {1, 2, 4}, group not dividing n, NaN/inf in W, bad weight_power.
+        TooLargeError: the sort, prefix sums (about 120 bytes per weight of the largest batch of
+            equal row length) or ``n_steps`` Lloyd iterations cannot fit; checked from the shapes
+            before any matrix is converted.
     """
     if isinstance(W, (list, tuple)):
         return _codebooks_many(W, bits, group, weight_power, n_steps, tol, "learned")
@@ -403,7 +445,7 @@ def _check_assign_inputs(errors: Any, n_params: Any, target_bits: Any,
     if target < bits[0]:
         raise ValueError(f"target_bits={target_bits} is infeasible: below the smallest precision {bits[0]} bit")
     # budget in bits; the 1e-9 absorbs decimal round-off like 1.15 * N
-    budget = int(math.floor(target * int(nc.sum()) + 1e-9))
+    budget = int(math.floor(target * sum(nc.tolist()) + 1e-9))  # Python ints: no int64 overflow
     return E, nc, target, bits, budget
 
 
@@ -411,19 +453,28 @@ def assignment_bits(row_bits: ArrayLike, n_params: ArrayLike) -> int:
     """Total code bits ``sum_c n_c b_c`` of a precision map.
 
     Args:
-        row_bits: (C,) precisions, each in {1, 2, 4}.
+        row_bits: (C,) integer precisions, each in {1, 2, 4} (floats such as 2.0 are refused).
         n_params: (C,) integer parameter counts ``n_c >= 0``.
 
     Returns:
-        the total as a Python int.
+        the total as a Python int, exact for any size (no int64 overflow).
 
     Raises:
-        TypeError: n_params not integers, row_bits not numeric.
+        TypeError: n_params or row_bits not integers.
         ValueError: a precision outside {1, 2, 4}, a negative count, or shapes that differ.
     """
     rb = lowbit._check_row_bits(row_bits)
     nc = check_array(n_params, "n_params", kind="int", shape=rb.shape, low=0)
-    return int((rb * nc).sum())
+    return _exact_dot(rb, nc)
+
+
+def _exact_dot(rb: np.ndarray, nc: np.ndarray) -> int:
+    """``sum_c b_c n_c`` exactly: in int64 when ``max(b) * sum(n)`` fits, else in Python integers."""
+    if nc.size == 0:
+        return 0
+    if int(rb.max()) * (int(nc.max()) * nc.size) < 2**63:  # each partial sum fits: int64 is exact
+        return int((rb * nc).sum())
+    return sum(int(b) * int(n) for b, n in zip(rb.tolist(), nc.tolist()))
 
 
 def _repair_budget(choice: np.ndarray, E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budget: int) -> np.ndarray:
@@ -432,7 +483,7 @@ def _repair_budget(choice: np.ndarray, E: np.ndarray, nc: np.ndarray, bits: tupl
     Only a guard against solver round-off; with exact solutions it does nothing.
     """
     b = np.array(bits)
-    while (nc * b[choice]).sum() > budget:
+    while _exact_dot(b[choice], nc) > budget:
         can = choice > 0
         extra = np.where(can, (E[np.arange(len(choice)), np.maximum(choice - 1, 0)] - E[np.arange(len(choice)), choice])
                          / np.maximum(nc * (b[choice] - b[np.maximum(choice - 1, 0)]), 1), np.inf)
@@ -516,10 +567,13 @@ def assign_precision_exact(errors: ArrayLike, n_params: ArrayLike, target_bits: 
         TypeError: n_params not integers, target_bits/time_limit not numbers, bits not integers.
         ValueError: bad shapes, negative/non-finite errors, target_bits below min(bits), bits not
             distinct values of {1, 2, 4}, time_limit <= 0.
+        TooLargeError: the dense (C, C len(bits)) constraint matrix cannot fit in memory.
         RuntimeError: the solver returned no solution or an infeasible one.
     """
     E, nc, _, bits, budget = _check_assign_inputs(errors, n_params, target_bits, bits)
     time_limit = check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)  # inf: no limit
+    C, nb = E.shape  # the dense (C, C nb) equality matrix, and the solver's copy of it
+    check_budget(f"assign_precision_exact(errors of {C} channels)", n_bytes=2 * 8.0 * C * C * nb)
     return _assign_exact(E, nc, bits, budget, time_limit)
 
 
@@ -527,7 +581,7 @@ def _assign_exact(E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budget: 
     """``min_y sum y_{c,b} e_c(b)`` s.t. ``sum_b y_{c,b} = 1``, ``sum y_{c,b} n_c b <= budget``, y binary."""
     C, nb = E.shape
     b = np.array(bits)
-    if budget >= nc.sum() * b[-1]:
+    if budget >= sum(nc.tolist()) * int(b[-1]):  # Python ints: exact
         return np.full(C, b[-1], dtype=np.int64)
     A_eq = np.kron(np.eye(C), np.ones(nb))
     A_ub = (nc[:, None] * b[None, :]).reshape(1, -1).astype(np.float64)
@@ -613,7 +667,9 @@ def assign_precision(errors: ArrayLike, n_params: ArrayLike, target_bits: float,
         bits: precisions, one per column of ``errors`` (in the columns' order, any order);
             ``info["counts"]`` has its columns in ascending precision.
         n_clusters: total number of K-means clusters (paper: 128).
-        seed: K-means seed (an integer >= 0: scikit-learn's ``random_state``).
+        seed: scikit-learn K-means' ``random_state`` (an integer >= 0) and part of the clustering's
+            cache key; an integer handed to scikit-learn, not a stream of draws, so it keeps the
+            name ``seed`` (book/authoring.md).
         time_limit: per-MILP limit in seconds.
         return_info: also return a dict with cluster labels and counts.
 
@@ -624,12 +680,17 @@ def assign_precision(errors: ArrayLike, n_params: ArrayLike, target_bits: float,
         TypeError: n_params, n_clusters or seed not integers, target_bits/time_limit not numbers.
         ValueError: bad shapes, negative/non-finite errors, target_bits below min(bits),
             n_clusters < 1, seed < 0, time_limit <= 0.
+        TooLargeError: the cluster-level ILP (about ``min(n_clusters, C)^2`` dense entries) or
+            the K-means cannot fit.
         RuntimeError: a solver returned no solution or an infeasible one.
     """
     E, nc, _, bits, budget = _check_assign_inputs(errors, n_params, target_bits, bits)
     n_clusters = check_int(n_clusters, "n_clusters", low=1)
     seed = check_int(seed, "seed", low=0)
     time_limit = check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)  # inf: no limit
+    K = min(n_clusters + np.unique(nc).size, E.shape[0])  # clusters: the dense (K, K nb) cluster-level ILP
+    check_budget(f"assign_precision(n_clusters={n_clusters})", n_bytes=2 * 8.0 * K * K * E.shape[1],
+                 n_operations=float(E.shape[0]) * K * E.shape[1] * 300)  # K-means: <= 300 Lloyd steps
     out, info = _assign_two_level(E, nc, bits, budget, n_clusters, seed, time_limit)
     return (out, info) if return_info else out
 
@@ -644,7 +705,7 @@ def _assign_two_level(E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budg
     """
     C, nb = E.shape
     b = np.array(bits)
-    if budget >= nc.sum() * b[-1]:
+    if budget >= sum(nc.tolist()) * int(b[-1]):  # Python ints: exact
         return np.full(C, b[-1], dtype=np.int64), {"labels": np.zeros(C, dtype=np.int64)}
     # 1. clusters inside groups of equal n_c (cached: the clustering does not depend on the budget)
     labels = _cluster_channels(E, nc, n_clusters, seed)
@@ -663,7 +724,7 @@ def _assign_two_level(E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budg
     # incumbent guard: a feasible uniform assignment never loses to the solver's answer
     proxy = float((x * mean_e).sum())
     for j in range(nb):
-        if int(nc.sum()) * int(b[j]) <= budget and (size_k * mean_e[:, j]).sum() < proxy:
+        if sum(nc.tolist()) * int(b[j]) <= budget and (size_k * mean_e[:, j]).sum() < proxy:
             x = np.zeros((K, nb), dtype=np.int64)
             x[:, j] = size_k
             proxy = float((size_k * mean_e[:, j]).sum())

@@ -17,7 +17,7 @@ import torch
 from numpy.typing import ArrayLike
 from torch import nn
 
-from icml25.checks import check_array, check_bool, check_int, check_positive, check_tensor
+from icml25.checks import check_array, check_bool, check_budget, check_int, check_positive, check_tensor
 from icml25.kernels import lowbit
 from icml25.lowra.defaults import DEFAULTS
 
@@ -182,12 +182,17 @@ def loftq_init(W: ArrayLike, quantizer: Callable[[np.ndarray], Any], rank: int,
         TypeError: W not real, rank/n_steps not integers, quantizer not callable.
         ValueError: rank outside [1, min(m, n)], n_steps < 1, NaN/inf in W, a quantizer output of
             the wrong shape or not finite.
+        TooLargeError: ``n_steps`` Gram eigen-decompositions (O(m n min(m, n)) each) cannot fit.
     """
     W32 = lowbit._check_weight(W)
     rank = check_int(rank, "rank", low=1, high=min(W32.shape))
     n_steps = check_int(n_steps, "n_steps", low=1)
     if not callable(quantizer):
         raise TypeError(f"quantizer must be callable, got {type(quantizer).__name__}")
+    m, n = W32.shape
+    k = min(m, n)
+    check_budget(f"loftq_init(n_steps={n_steps})", n_bytes=48.0 * m * n + 16.0 * k * k,
+                 n_operations=n_steps * (2.0 * m * n * k + float(k) ** 3 + 4.0 * m * n * rank))
     return _loftq(W32, quantizer, rank, n_steps)
 
 
