@@ -530,3 +530,59 @@ def test_action_probs_vmf_mc_refuses_unbounded_work() -> None:
 def test_other_sizes_that_cannot_fit_are_refused(call, what: str) -> None:
     with pytest.raises(TooLargeError, match=what):
         call()
+
+
+# --------------------------------------------------------------------------------------------
+# issue 13, second round: huge kappa, the _checks module, the notebook's import form
+# --------------------------------------------------------------------------------------------
+def _log_normalizer_mp(d: int, kappa: float) -> float:
+    with mpmath.workdps(40):
+        nu, k = mpmath.mpf(d) / 2 - 1, mpmath.mpf(kappa)
+        return float(nu * mpmath.log(k) - mpmath.mpf(d) / 2 * mpmath.log(2 * mpmath.pi)
+                     - mpmath.log(mpmath.besseli(nu, k)))
+
+
+@pytest.mark.parametrize("d", [2, 3, 4, 10, 101, 1000])
+@pytest.mark.parametrize("kappa", [1e3, 1e5, 1e9, 2e10, 1e20, 1e100, 1e300, 1.7e308])
+def test_vmf_log_normalizer_is_finite_and_exact_for_huge_kappa(d: int, kappa: float) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow / invalid-value warnings either
+        got = vm.vmf_log_normalizer(d, kappa)
+        arr = vm.vmf_log_normalizer(d, np.array([kappa, 1.0]))
+    ref = _log_normalizer_mp(d, kappa)
+    assert math.isfinite(got) and got == pytest.approx(ref, rel=1e-14, abs=1e-9)
+    assert arr[0] == got
+
+
+@pytest.mark.parametrize("nu", [0.0, 0.5, 1.0, 4.0, 30.0])
+@pytest.mark.parametrize("x", [1e3, 1e4, 3e4])
+def test_hankel_expansion_keeps_its_correction_terms(nu: float, x: float) -> None:
+    # x >= max(nu^2, 50): log I_nu(x) to ~1e-13 absolute, where the 1/x terms are still visible
+    from icml25.vmf_exploration.method import _hankel_log_iv
+
+    with mpmath.workdps(40):
+        ref = float(mpmath.log(mpmath.besseli(nu, x)))
+    assert float(_hankel_log_iv(nu, np.array([x]))[0]) == pytest.approx(ref, rel=1e-15, abs=1e-11)
+
+
+def test_paper_specific_validators_live_in_checks_module() -> None:
+    import importlib
+    import importlib.util
+
+    assert importlib.util.find_spec("icml25.vmf_exploration._checks") is not None
+    assert importlib.util.find_spec("icml25.vmf_exploration._validate") is None
+    checks = importlib.import_module("icml25.vmf_exploration._checks")
+    for name in ("_check_dim", "_check_state", "_check_actions", "_kappa_array", "_unit_rows"):
+        assert callable(getattr(checks, name))
+
+
+def test_notebook_imports_the_chapter_module_in_the_book_form() -> None:
+    import json
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "02_vmf_exploration.ipynb"
+    code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+    assert "from icml25 import vmf_exploration as vmf" in code
+    assert "import icml25.vmf_exploration" not in code

@@ -9,7 +9,7 @@ from numpy.typing import ArrayLike
 from icml25.checks import check_budget, check_int, check_probability, check_real, check_rng
 from icml25.kernels import mips
 
-from ._validate import _check_actions, _check_state
+from ._checks import _check_actions, _check_state
 from .method import VMFExplorer, _argmax_ip, _top_m
 
 __all__ = [

@@ -9,7 +9,7 @@ from numpy.typing import ArrayLike
 
 from icml25.checks import check_array, check_budget, check_int, check_rng
 
-from ._validate import _check_dim, _check_state
+from ._checks import _check_dim, _check_state
 
 __all__ = ["uniform_sphere", "sample_with_similarity"]
 

@@ -7,7 +7,7 @@ import numpy as np
 from icml25.checks import check_array, check_bool, check_budget, check_choice, check_int, check_real, check_rng
 from icml25.kernels import mips
 
-from ._validate import _check_dim
+from ._checks import _check_dim
 from .data import _uniform_sphere, sample_with_similarity
 from .defaults import DEFAULTS
 from .method import _sample_vmf_rows

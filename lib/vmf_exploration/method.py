@@ -26,7 +26,7 @@ from scipy import special
 from icml25.checks import check_array, check_budget, check_choice, check_int, check_real, check_rng
 from icml25.kernels import mips
 
-from ._validate import _check_actions, _check_dim, _check_state, _kappa_array, _unit_rows
+from ._checks import _check_actions, _check_dim, _check_state, _kappa_array, _unit_rows
 from .data import _orthogonal_unit
 from .defaults import DEFAULTS
 
@@ -54,7 +54,7 @@ def _debye_log_iv(nu: float, x: np.ndarray) -> np.ndarray:
     Relative error O(nu^-5); used only where ``ive`` underflows, which needs nu >= ~50.
     """
     z = x / nu
-    s = np.sqrt(1.0 + z * z)
+    s = np.hypot(1.0, z)  # sqrt(1 + z^2) without overflow for z up to the largest float
     p = 1.0 / s
     eta = s + np.log(z / (1.0 + s))
     p2 = p * p
@@ -76,11 +76,37 @@ def _series_log_iv(nu: float, x: np.ndarray, terms: int = 60) -> np.ndarray:
     return special.logsumexp(logt, axis=0)
 
 
+def _hankel_log_iv(nu: float, x: np.ndarray, terms: int = 30) -> np.ndarray:
+    """log I_nu(x) by the large-argument (Hankel) expansion (DLMF 10.40.1), for x >= max(nu^2, 50).
+
+    ``I_nu(x) ~ e^x / sqrt(2 pi x) sum_k (-1)^k a_k(nu) / x^k`` with
+    ``a_k(nu) = prod_{j=1}^{k} (4 nu^2 - (2j - 1)^2) / (k! 8^k)``, summed up to its smallest term.
+    For ``x >= nu^2`` the k-th term ratio is at most ``1 / (2 (k + 1))`` while ``(2k + 1)^2 <
+    4 nu^2``, so the truncation error is far below float64 round-off; the leading ``x - log(2 pi
+    x) / 2`` is what keeps kappa up to 1e308 finite (``scipy.special.ive`` returns NaN from about
+    1e10 on).
+    """
+    mu = 4.0 * nu * nu
+    total = np.ones_like(x)
+    term = np.ones_like(x)
+    prev = np.full_like(x, np.inf)
+    for k in range(1, terms + 1):
+        term = -term * ((mu - (2 * k - 1) ** 2) / (8.0 * k)) / x  # / x last: no overflow near 1e308
+        grow = np.abs(term) >= prev  # an asymptotic series: stop at its smallest term
+        if np.all(grow | (term == 0)):
+            break
+        total = np.where(grow, total, total + term)
+        prev = np.where(grow, 0.0, np.abs(term))  # once grown, add nothing more
+        term = np.where(grow, 0.0, term)
+    return x - 0.5 * (math.log(2.0 * math.pi) + np.log(x)) + np.log(total)
+
+
 def _log_iv(nu: float, kappa: np.ndarray) -> np.ndarray:
-    """log I_nu(kappa) for kappa > 0, nu >= 0, stable for large kappa and nu.
+    """log I_nu(kappa) for kappa > 0, nu >= 0, stable for large kappa and nu (any finite kappa).
 
     ``log(ive(nu, kappa)) + kappa`` where the scaled Bessel function is representable; where it
-    underflows (large nu, small kappa) the power series (small kappa) or the Debye expansion.
+    underflows (large nu, small kappa) or fails (scipy returns NaN beyond kappa ~ 1e10) the power
+    series (small kappa), the Hankel expansion (kappa >= max(nu^2, 50)) or the Debye expansion.
     """
     kappa = np.asarray(kappa, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
@@ -89,12 +115,16 @@ def _log_iv(nu: float, kappa: np.ndarray) -> np.ndarray:
     bad = ~np.isfinite(out) | (scaled < 1e-280)
     if np.any(bad):
         kb = kappa[bad]
-        small = kb * kb / (4.0 * (nu + 1.0)) < 0.5  # series converges in a few terms
+        small = kb < math.sqrt(2.0 * (nu + 1.0))  # kappa^2 / (4 (nu + 1)) < 1/2: the series converges fast
+        large = ~small & (kb >= max(nu * nu, 50.0))
+        debye = ~small & ~large
         res = np.empty_like(kb)
         if np.any(small):
             res[small] = _series_log_iv(nu, kb[small])
-        if np.any(~small):
-            res[~small] = _debye_log_iv(nu, kb[~small])
+        if np.any(large):
+            res[large] = _hankel_log_iv(nu, kb[large])
+        if np.any(debye):
+            res[debye] = _debye_log_iv(nu, kb[debye])
         out = np.array(out, dtype=np.float64, copy=True)
         out[bad] = res
     return out
@@ -121,8 +151,11 @@ def vmf_log_normalizer(d: int, kappa: float | np.ndarray) -> float | np.ndarray:
     ICML 2025; Mardia & Jupp 2000, eq. 9.3.4), so that f(x) = C_d(kappa) exp(kappa <mu, x>)
     integrates to 1 against the surface measure. Computed in log space with the exponentially
     scaled Bessel function ``scipy.special.ive`` (and an asymptotic expansion where even that
-    underflows, e.g. d = 1000, kappa = 1, where scipy's own ``vonmises_fisher`` returns inf), so
-    it is finite for any finite kappa and d. The kappa -> 0 limit is -log |S^{d-1}| (uniform).
+    underflows, e.g. d = 1000, kappa = 1, where scipy's own ``vonmises_fisher`` returns inf, or
+    fails, kappa beyond ~1e10, where the Hankel expansion ``log I_nu(kappa) = kappa -
+    log(2 pi kappa) / 2 + log(1 - (4 nu^2 - 1) / (8 kappa) + ...)`` takes over), so it is finite
+    for any finite kappa (up to the largest float, ~1.8e308) and d. The kappa -> 0 limit is
+    -log |S^{d-1}| (uniform).
 
     Args:
         d: ambient dimension, integer >= 2.
