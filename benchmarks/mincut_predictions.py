@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-import icml25.mincut_predictions as mc
+from icml25 import mincut_predictions as mc
 from icml25.common import backend_label, device_name
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
+import time
 
 import networkx as nx
 import numpy as np
 import pytest
 
-import icml25.mincut_predictions as mc
+from icml25 import mincut_predictions as mc
 from icml25.checks import TooLargeError
 
 
@@ -57,7 +59,7 @@ def test_recursive_methods_match_stoer_wagner_on_larger_graph(method):
     assert value == pytest.approx(opt, rel=1e-9)
     # every returned cut is a real cut, never below the optimum
     for _ in range(5):
-        v, s = (mc.karger_stein if method == "karger_stein" else mc.fpz)(edges, w, 24, rng)
+        v, s = (mc.karger_stein if method == "karger_stein" else mc.fpz)(edges, w, 24, rng=rng)
         assert v >= opt - 1e-9 and v == pytest.approx(mc.cut_value(edges, w, s))
 
 
@@ -90,7 +92,7 @@ def test_karger_cut_distribution_matches_exact_on_six_vertices():
     edges = np.array([[0, 1], [1, 2], [2, 0], [2, 3], [3, 4], [4, 5], [5, 3], [0, 5], [1, 4]])
     w = np.array([2.0, 1.0, 3.0, 0.5, 1.5, 2.0, 1.0, 0.7, 0.4])
     exact = _exact_karger_distribution(edges, w, 6)
-    _, sides = mc.contraction_batch(edges, w, 6, 20000, np.random.default_rng(0))
+    _, sides = mc.contraction_batch(edges, w, 6, 20000, rng=np.random.default_rng(0))
     counts = {}
     for s in sides:
         key = frozenset(np.flatnonzero(s).tolist())
@@ -104,7 +106,7 @@ def test_karger_success_rate_respects_lower_bound():
     rng = np.random.default_rng(3)
     edges, w = _random_connected(9, 0.5, rng)
     opt, _ = mc.brute_force_min_cut(edges, w, 9)
-    cut, _ = mc.contraction_batch(edges, w, 9, 4000, rng)
+    cut, _ = mc.contraction_batch(edges, w, 9, 4000, rng=rng)
     assert np.mean(cut <= opt + 1e-9) >= mc.karger_success_bound(9) * 0.9
 
 
@@ -112,17 +114,17 @@ def test_boosted_with_perfect_predictions_always_succeeds_on_planted_cut():
     rng = np.random.default_rng(1)
     edges, w = mc.matching_graph(40, 8, 3, rng)
     opt, side = mc.stoer_wagner(edges, w, 40)
-    p, eta, rho = mc.inject_errors(edges, w, side, 0.0, 0.0, rng)
+    p, eta, rho = mc.inject_errors(edges, w, side, 0.0, 0.0, rng=rng)
     assert eta == 0 and rho == 0
-    cut, _ = mc.contraction_batch(edges, w, 40, 200, rng, p=p, boost_factor=1e6)
+    cut, _ = mc.contraction_batch(edges, w, 40, 200, rng=rng, p=p, boost_factor=1e6)
     assert np.mean(cut <= opt + 1e-9) > 0.95
 
 
 def test_boost_factor_one_is_plain_karger():
     rng = np.random.default_rng(0)
     edges, w = _random_connected(12, 0.4, rng)
-    c1, s1 = mc.contraction_batch(edges, w, 12, 50, np.random.default_rng(5))
-    c2, s2 = mc.contraction_batch(edges, w, 12, 50, np.random.default_rng(5), p=rng.random(len(w)), boost_factor=1.0)
+    c1, s1 = mc.contraction_batch(edges, w, 12, 50, rng=np.random.default_rng(5))
+    c2, s2 = mc.contraction_batch(edges, w, 12, 50, rng=np.random.default_rng(5), p=rng.random(len(w)), boost_factor=1.0)
     np.testing.assert_array_equal(s1, s2)
 
 
@@ -131,10 +133,10 @@ def test_karger_trial_and_boosted_trial_return_real_cuts():
     edges, w = _random_connected(15, 0.4, rng)
     opt, _ = mc.stoer_wagner(edges, w, 15)
     for _ in range(10):
-        v, s = mc.karger_trial(edges, w, 15, rng)
+        v, s = mc.karger_trial(edges, w, 15, rng=rng)
         assert s.shape == (15,) and s[0] and not s.all() and v >= opt - 1e-9
         assert v == pytest.approx(mc.cut_value(edges, w, s))
-        v, s = mc.boosted_karger_trial(edges, w, 15, rng.random(len(w)), 15.0, 4, rng)
+        v, s = mc.boosted_karger_trial(edges, w, 15, rng.random(len(w)), 15.0, 4, rng=rng)
         assert v >= opt - 1e-9 and v == pytest.approx(mc.cut_value(edges, w, s))
 
 
@@ -164,7 +166,7 @@ def test_inject_errors_realises_at_least_the_targets():
     edges, w = mc.matching_graph(60, 10, 2, rng)
     _, side = mc.stoer_wagner(edges, w, 60)
     for eta_t, rho_t in [(0.0, 0.0), (0.3, 2.0), (0.7, 10.0), (1.0, 0.5)]:
-        p, eta, rho = mc.inject_errors(edges, w, side, eta_t, rho_t, rng)
+        p, eta, rho = mc.inject_errors(edges, w, side, eta_t, rho_t, rng=rng)
         assert eta >= eta_t - 1e-12 and rho >= rho_t - 1e-12
         assert (eta, rho) == pytest.approx(mc.prediction_errors(edges, w, p, side))
         assert set(np.unique(p)) <= {0.0, 1.0}
@@ -180,9 +182,10 @@ def test_boosted_success_bound_reduces_to_karger_at_eta_one():
 def test_learn_predictions_ogd_recovers_consistent_cut():
     rng = np.random.default_rng(8)
     edges, w = mc.matching_graph(40, 10, 4, rng)  # vertex 0: degree 6, the others 10
-    family = mc.jitter_instances(edges, w, 40, 6, 0.1, rng)
+    family = mc.jitter_instances(edges, w, 40, 6, 0.1, rng=rng)
     assert all(si.sum() == 1 for wi, si, _ in family)  # every instance cuts off {0}
-    p, losses = mc.learn_predictions_ogd(edges, 40, [(wi, si) for wi, si, _ in family], lr=1.0, epochs=3)
+    p, losses = mc.learn_predictions_ogd(edges, 40, [(wi, si) for wi, si, _ in family], lr=1.0, epochs=3,
+                                         shuffle=False)
     side = np.arange(40) == 0
     eta, rho = mc.prediction_errors(edges, w, p, side)
     assert eta < 0.05 and rho < 0.5
@@ -192,7 +195,7 @@ def test_learn_predictions_ogd_recovers_consistent_cut():
 def test_predict_by_sampling_marks_only_sampled_edges():
     rng = np.random.default_rng(9)
     edges, w = _random_connected(30, 0.3, rng)
-    p = mc.predict_by_sampling(edges, w, 30, rng, frac=0.5, n_trials=20)
+    p = mc.predict_by_sampling(edges, w, 30, rng=rng, frac=0.5, n_trials=20)
     assert p.shape == (len(w),) and set(np.unique(p)) <= {0.0, 1.0} and 0 < p.sum() <= len(w) // 2
 
 
@@ -244,7 +247,7 @@ def test_trials_until_min_cut_counts_and_censors():
 def test_disconnected_graph_returns_zero_and_component():
     edges = np.array([[0, 1], [1, 2], [3, 4]])
     w = np.ones(3)
-    value, side = mc.min_cut(edges, w, 5, n_trials=3)
+    value, side = mc.min_cut(edges, w, 5, n_trials=3, rng=np.random.default_rng(0))
     assert value == 0.0 and side.tolist() == [True, True, True, False, False]
     assert mc.stoer_wagner(edges, w, 5)[0] == 0.0
 
@@ -291,7 +294,7 @@ GOOD_W = np.ones(3)
 )
 def test_bad_graph_rejected(edges, weights, n, exc, match):
     with pytest.raises(exc, match=match):
-        mc.min_cut(edges, weights, n, n_trials=1)
+        mc.min_cut(edges, weights, n, n_trials=1, rng=np.random.default_rng(0))
     with pytest.raises(exc, match=match):
         mc.stoer_wagner(edges, weights, n)
 
@@ -300,7 +303,7 @@ def test_bad_graph_rejected(edges, weights, n, exc, match):
                                np.ones(2), None])
 def test_bad_predictions_rejected(p):
     with pytest.raises(ValueError, match="p"):
-        mc.min_cut(GOOD_E, GOOD_W, 3, method="boosted_karger", p=p, n_trials=1)
+        mc.min_cut(GOOD_E, GOOD_W, 3, method="boosted_karger", p=p, n_trials=1, rng=np.random.default_rng(0))
     if p is not None:
         with pytest.raises(ValueError):
             mc.boosted_weights(GOOD_W, p, 2.0)
@@ -310,23 +313,23 @@ def test_bad_parameters_rejected():
     rng = np.random.default_rng(0)
     p = np.full(3, 0.5)
     with pytest.raises(ValueError, match="boost_factor"):
-        mc.boosted_karger_trial(GOOD_E, GOOD_W, 3, p, 0.5, 2, rng)
+        mc.boosted_karger_trial(GOOD_E, GOOD_W, 3, p, 0.5, 2, rng=rng)
     with pytest.raises(ValueError, match="threshold"):
-        mc.boosted_karger_trial(GOOD_E, GOOD_W, 3, p, 2.0, 1, rng)
+        mc.boosted_karger_trial(GOOD_E, GOOD_W, 3, p, 2.0, 1, rng=rng)
     with pytest.raises(TypeError, match="rng"):
-        mc.karger_trial(GOOD_E, GOOD_W, 3, 0)
+        mc.karger_trial(GOOD_E, GOOD_W, 3, rng=0)
     with pytest.raises(ValueError, match="method"):
-        mc.min_cut(GOOD_E, GOOD_W, 3, method="dinic", n_trials=1)
+        mc.min_cut(GOOD_E, GOOD_W, 3, method="dinic", n_trials=1, rng=rng)
     with pytest.raises(ValueError, match="n_trials"):
-        mc.min_cut(GOOD_E, GOOD_W, 3, n_trials=0)
+        mc.min_cut(GOOD_E, GOOD_W, 3, n_trials=0, rng=rng)
     with pytest.raises(ValueError, match="success_prob"):
-        mc.min_cut(GOOD_E, GOOD_W, 3, success_prob=1.0)
+        mc.min_cut(GOOD_E, GOOD_W, 3, success_prob=1.0, rng=rng)
     with pytest.raises(ValueError, match="n_reps"):
-        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=0)
+        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=0, rng=rng)
     with pytest.raises(ValueError, match="eta"):
-        mc.inject_errors(GOOD_E, GOOD_W, np.array([True, False, False]), 1.5, 0.0, rng)
+        mc.inject_errors(GOOD_E, GOOD_W, np.array([True, False, False]), 1.5, 0.0, rng=rng)
     with pytest.raises(ValueError, match="rho"):
-        mc.inject_errors(GOOD_E, GOOD_W, np.array([True, False, False]), 0.5, -1.0, rng)
+        mc.inject_errors(GOOD_E, GOOD_W, np.array([True, False, False]), 0.5, -1.0, rng=rng)
     with pytest.raises(ValueError, match="side"):
         mc.prediction_errors(GOOD_E, GOOD_W, p, np.array([True, True, True]))
     with pytest.raises(ValueError, match="n must be"):
@@ -341,17 +344,17 @@ def test_family_and_learning_bad_inputs_rejected():
     rng = np.random.default_rng(0)
     edges, w = mc.matching_graph(12, 4, 1, rng)
     with pytest.raises(ValueError, match="noise"):
-        mc.jitter_instances(edges, w, 12, 2, 1.5, rng)
+        mc.jitter_instances(edges, w, 12, 2, 1.5, rng=rng)
     with pytest.raises(ValueError, match="weak_vertices"):
-        mc.jitter_instances(edges, w, 12, 2, 0.1, rng, weak_vertices=[12])
+        mc.jitter_instances(edges, w, 12, 2, 0.1, rng=rng, weak_vertices=[12])
     with pytest.raises(ValueError, match="weak_factor"):
-        mc.jitter_instances(edges, w, 12, 2, 0.1, rng, weak_vertices=[1], weak_factor=0.0)
+        mc.jitter_instances(edges, w, 12, 2, 0.1, rng=rng, weak_vertices=[1], weak_factor=0.0)
     with pytest.raises(ValueError, match="instances"):
         mc.learn_predictions_ogd(edges, 12, [])
     with pytest.raises(ValueError, match="lr"):
         mc.learn_predictions_ogd(edges, 12, [(w, np.arange(12) == 0)], lr=0.0)
     with pytest.raises(ValueError, match="frac"):
-        mc.predict_by_sampling(edges, w, 12, rng, frac=0.0)
+        mc.predict_by_sampling(edges, w, 12, rng=rng, frac=0.0)
     with pytest.raises(ValueError, match="max_rounds"):
         mc.tsp_lp_instances(edges, w, 12, max_rounds=0)
 
@@ -359,7 +362,7 @@ def test_family_and_learning_bad_inputs_rejected():
 def test_jitter_instances_weak_vertices_round_robin():
     rng = np.random.default_rng(3)
     edges, w = mc.matching_graph(40, 10, 0, rng)
-    fam = mc.jitter_instances(edges, w, 40, 6, 0.05, rng, weak_vertices=[5, 25], weak_factor=0.6)
+    fam = mc.jitter_instances(edges, w, 40, 6, 0.05, rng=rng, weak_vertices=[5, 25], weak_factor=0.6)
     lone = [int(np.flatnonzero(s if s.sum() == 1 else ~s)[0]) for _, s, _ in fam]
     assert lone == [5, 25, 5, 25, 5, 25]  # weakened vertex (degree 6 vs 10 +- 5%) is the min cut
 
@@ -400,7 +403,7 @@ def test_public_functions_accept_the_graph_or_the_arrays_alike():
     r2 = mc.trials_until_min_cut(edges, w, 30, n_reps=3, opt_value=opt, rng=np.random.default_rng(2))
     np.testing.assert_array_equal(r1.n_trials, r2.n_trials)
     c1, _ = mc.contraction_batch(g, n_trials=8, rng=np.random.default_rng(3))
-    c2, _ = mc.contraction_batch(edges, w, 30, 8, np.random.default_rng(3))
+    c2, _ = mc.contraction_batch(edges, w, 30, 8, rng=np.random.default_rng(3))
     np.testing.assert_array_equal(c1, c2)
 
 
@@ -426,7 +429,7 @@ def test_min_cut_refuses_a_trial_count_that_cannot_finish():
     # used to start 10**12 trials; now refused before any work, quoting the estimate
     for method in ("karger", "karger_stein"):
         with pytest.raises(TooLargeError, match="n_trials=1000000000000"):
-            mc.min_cut(GOOD_E, GOOD_W, 3, method=method, n_trials=10**12)
+            mc.min_cut(GOOD_E, GOOD_W, 3, method=method, n_trials=10**12, rng=np.random.default_rng(0))
     rng = np.random.default_rng(0)
     edges, w = mc.matching_graph(40, 8, 2, rng)
     with pytest.raises(TooLargeError, match="elementary operations"):
@@ -435,23 +438,25 @@ def test_min_cut_refuses_a_trial_count_that_cannot_finish():
 
 def test_trials_until_min_cut_refuses_an_unbounded_cap():
     with pytest.raises(TooLargeError, match="cap"):
-        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=10, cap=10**13)
+        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=10, cap=10**13, rng=np.random.default_rng(0))
     with pytest.raises(TooLargeError, match="n_reps"):
-        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, method="fpz", n_reps=10**10, cap=10**4)
+        mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, method="fpz", n_reps=10**10, cap=10**4,
+                                 rng=np.random.default_rng(0))
 
 
 def test_one_batch_of_too_many_trials_is_refused_for_memory():
     rng = np.random.default_rng(0)
     with pytest.raises(TooLargeError, match="GiB"):
-        mc.contraction_batch(GOOD_E, GOOD_W, 3, 10**12, rng)
+        mc.contraction_batch(GOOD_E, GOOD_W, 3, 10**12, rng=rng)
     with pytest.raises(TooLargeError, match="n_trials"):
-        mc.predict_by_sampling(GOOD_E, GOOD_W, 3, rng, n_trials=10**12)
+        mc.predict_by_sampling(GOOD_E, GOOD_W, 3, rng=rng, n_trials=10**12)
     with pytest.raises(TooLargeError, match="matching_graph"):
         mc.matching_graph(10**6, 10**9, 1, rng)
     with pytest.raises(TooLargeError, match="cycles_graph"):
         mc.cycles_graph(10**6, 10**9, 10, 0.5, rng)
     with pytest.raises(TooLargeError, match="epochs"):
-        mc.learn_predictions_ogd(GOOD_E, 3, [(GOOD_W, np.array([True, False, False]))], epochs=10**13)
+        mc.learn_predictions_ogd(GOOD_E, 3, [(GOOD_W, np.array([True, False, False]))], epochs=10**13,
+                                 rng=rng)
 
 
 def test_tsp_lp_solution_is_checked_before_use(monkeypatch):
@@ -495,15 +500,15 @@ def test_rng_must_be_a_generator_everywhere():
     rng_bad = 0
     p = np.full(3, 0.5)
     side = np.array([True, False, False])
-    for call in (lambda: mc.contraction_batch(GOOD_E, GOOD_W, 3, 2, rng_bad),
-                 lambda: mc.boosted_karger_trial(GOOD_E, GOOD_W, 3, p, 2.0, 2, rng_bad),
-                 lambda: mc.karger_stein(GOOD_E, GOOD_W, 3, rng_bad),
-                 lambda: mc.fpz(GOOD_E, GOOD_W, 3, rng_bad),
-                 lambda: mc.boosted_fpz(GOOD_E, GOOD_W, 3, p, 2.0, 2, rng_bad),
+    for call in (lambda: mc.contraction_batch(GOOD_E, GOOD_W, 3, 2, rng=rng_bad),
+                 lambda: mc.boosted_karger_trial(GOOD_E, GOOD_W, 3, p, 2.0, 2, rng=rng_bad),
+                 lambda: mc.karger_stein(GOOD_E, GOOD_W, 3, rng=rng_bad),
+                 lambda: mc.fpz(GOOD_E, GOOD_W, 3, rng=rng_bad),
+                 lambda: mc.boosted_fpz(GOOD_E, GOOD_W, 3, p, 2.0, 2, rng=rng_bad),
                  lambda: mc.min_cut(GOOD_E, GOOD_W, 3, n_trials=1, rng=rng_bad),
                  lambda: mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, rng=rng_bad),
-                 lambda: mc.inject_errors(GOOD_E, GOOD_W, side, 0.1, 0.0, rng_bad),
-                 lambda: mc.predict_by_sampling(GOOD_E, GOOD_W, 3, rng_bad),
+                 lambda: mc.inject_errors(GOOD_E, GOOD_W, side, 0.1, 0.0, rng=rng_bad),
+                 lambda: mc.predict_by_sampling(GOOD_E, GOOD_W, 3, rng=rng_bad),
                  lambda: mc.matching_graph(8, 2, 1, rng_bad),
                  lambda: mc.cycles_graph(10, 2, 5, 0.0, rng_bad)):
         with pytest.raises(TypeError, match="rng"):
@@ -511,12 +516,156 @@ def test_rng_must_be_a_generator_everywhere():
 
 
 @pytest.mark.parametrize("call, exc, match", [
-    (lambda: mc.min_cut(GOOD_E, GOOD_W, 3, n_trials=2.0), TypeError, "n_trials"),
-    (lambda: mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=1.5), TypeError, "n_reps"),
-    (lambda: mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, cap=0), ValueError, "cap"),
+    (lambda: mc.min_cut(GOOD_E, GOOD_W, 3, n_trials=2.0, rng=np.random.default_rng(0)), TypeError, "n_trials"),
+    (lambda: mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, n_reps=1.5, rng=np.random.default_rng(0)), TypeError, "n_reps"),
+    (lambda: mc.trials_until_min_cut(GOOD_E, GOOD_W, 3, cap=0, rng=np.random.default_rng(0)), ValueError, "cap"),
     (lambda: mc.boosted_success_bound(10, 0.5, 0.0, 2.0, 2.5), TypeError, "threshold"),
     (lambda: mc.boosted_success_bound(10, 1.5, 0.0, 2.0, 2), ValueError, "eta"),
 ])
 def test_counts_and_errors_are_checked(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# ------------------------------------------------------------------ fixed bugs (newcomer review)
+
+_E5 = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2]])
+_W5 = np.ones(5)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("call, named", [
+    # n itself: the per-vertex arrays of WeightedGraph's users (used to MemoryError or hang)
+    (lambda rng: mc.WeightedGraph(_E5, _W5, 10**12), "n=1000000000000"),
+    (lambda rng: mc.karger_stein(_E5, _W5, 10**12, rng=rng), "n=1000000000000"),
+    (lambda rng: mc.min_cut(_E5, _W5, 10**12, n_trials=1, rng=rng), "n=1000000000000"),
+    (lambda rng: mc.fpz(_E5, _W5, 10**12, rng=rng), "n=1000000000000"),
+    (lambda rng: mc.stoer_wagner(_E5, _W5, 10**9), "n=1000000000"),
+    (lambda rng: mc.karger_trial(_E5, _W5, 10**12, rng=rng), "n=1000000000000"),
+    # sizes whose arrays fit but whose work cannot finish: each algorithm's own estimate
+    (lambda rng: mc.stoer_wagner(_E5, _W5, 10**7), "stoer_wagner\\(n=10000000"),
+    (lambda rng: mc.karger_stein(_E5, _W5, 10**7, rng=rng), "karger_stein\\(n=10000000"),
+    (lambda rng: mc.fpz(_E5, _W5, 10**7, rng=rng), "fpz\\(n=10000000"),
+    (lambda rng: mc.boosted_fpz(_E5, _W5, 10**7, p=np.full(5, 0.5), rng=rng), "boosted_fpz\\(n=10000000"),
+    (lambda rng: mc.min_cut(_E5, _W5, 10**7, method="karger_stein", n_trials=1, rng=rng), "n=10000000"),
+    (lambda rng: mc.min_cut(_E5, _W5, 10**8, n_trials=10**4, rng=rng), "n=100000000"),
+    (lambda rng: mc.boosted_success_bound(10**12, 0.0, 0.0, 2.0, 2), "n=1000000000000"),
+    (lambda rng: mc.tsp_lp_instances(_E5, _W5, 4, max_rounds=10**12), "max_rounds=1000000000000"),
+    (lambda rng: mc.jitter_instances(_E5, _W5, 4, 10**12, 0.1, rng=rng), "n_instances=1000000000000"),
+])
+def test_sizes_that_cannot_fit_are_refused_within_a_second(call, named):
+    start = time.perf_counter()
+    with pytest.raises(TooLargeError, match=named):
+        call(np.random.default_rng(0))
+    assert time.perf_counter() - start < 1.0
+
+
+def test_a_trial_on_a_graph_too_large_names_n_not_the_internal_trial_count():
+    # karger_trial used to blame "contraction_batch(n_trials=1)", an argument its caller never passed
+    with pytest.raises(TooLargeError) as err:
+        mc.karger_trial(_E5, _W5, 10**12, rng=np.random.default_rng(0))
+    assert "n=1000000000000" in str(err.value) and "contraction_batch" not in str(err.value)
+    with pytest.raises(TooLargeError, match=r"contraction_batch\(n=4, m=5, n_trials=1000000000000\)"):
+        mc.contraction_batch(_E5, _W5, 4, 10**12, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: mc.min_cut(_E5, _W5, 4, n_trials=3),  # used to draw from default_rng(0) silently
+    lambda: mc.trials_until_min_cut(_E5, _W5, 4, n_reps=2),  # likewise
+    lambda: mc.contraction_batch(_E5, _W5, 4, 2),
+    lambda: mc.karger_trial(_E5, _W5, 4),
+    lambda: mc.boosted_karger_trial(_E5, _W5, 4, np.full(5, 0.5)),
+    lambda: mc.karger_stein(_E5, _W5, 4),
+    lambda: mc.fpz(_E5, _W5, 4),
+    lambda: mc.boosted_fpz(_E5, _W5, 4, np.full(5, 0.5)),
+    lambda: mc.inject_errors(_E5, _W5, np.array([True, False, False, False]), 0.0, 0.0),
+    lambda: mc.predict_by_sampling(_E5, _W5, 4),
+    lambda: mc.jitter_instances(_E5, _W5, 4, 2, 0.1),
+    lambda: mc.learn_predictions_ogd(_E5, 4, [(_W5, np.array([True, False, False, False]))]),
+    lambda: mc.min_cut(_E5, _W5, 4, n_trials=3, rng=None),
+    lambda: mc.learn_predictions_ogd(_E5, 4, [(_W5, np.array([True, False, False, False]))], rng=None),
+])
+def test_rng_is_required_wherever_a_draw_happens(call):
+    with pytest.raises(TypeError, match="rng"):
+        call()
+
+
+def test_rng_has_no_default_stream_in_any_signature():
+    import inspect
+
+    for name in mc.__all__:
+        obj = getattr(mc, name)
+        if not callable(obj) or isinstance(obj, type):
+            continue
+        param = inspect.signature(obj).parameters.get("rng")
+        if param is None:
+            continue
+        if name == "learn_predictions_ogd":  # None only with shuffle=False (no draw); refused otherwise
+            assert param.kind is inspect.Parameter.KEYWORD_ONLY
+            continue
+        assert param.default is inspect.Parameter.empty, name
+    side = np.array([True, False, False, False])
+    p, _ = mc.learn_predictions_ogd(_E5, 4, [(_W5, side)], shuffle=False)  # the given order: no rng needed
+    assert p.shape == (5,)
+
+
+def test_from_networkx_refuses_what_is_not_an_undirected_graph():
+    with pytest.raises(TypeError, match="graph must be an undirected networkx.Graph, got list"):
+        mc.from_networkx([1, 2, 3])  # used to be a bare AttributeError
+    with pytest.raises(TypeError, match="graph"):
+        mc.from_networkx(nx.DiGraph([(0, 1), (1, 0)]))
+    with pytest.raises(TypeError, match="graph"):
+        mc.from_networkx(nx.MultiGraph([(0, 1), (0, 1)]))
+    bad = nx.Graph()
+    bad.add_edge(0, 1, weight="heavy")
+    with pytest.raises(TypeError, match="'weight' attribute of edge"):
+        mc.from_networkx(bad)
+
+
+def test_fpz_branch_probability_checks_r():
+    with pytest.raises(ValueError, match="r must be an integer >= 2"):
+        mc.fpz_branch_probability(-1)  # used to return 1.0
+    with pytest.raises(TypeError, match="r"):
+        mc.fpz_branch_probability(5.0)
+    assert mc.fpz_branch_probability(4) == 1.0 and mc.fpz_branch_probability(12) == 0.2
+
+
+def test_learn_predictions_ogd_names_the_bad_instance():
+    rng = np.random.default_rng(0)
+    side = np.array([True, False, False, False])
+    with pytest.raises(ValueError, match=r"instances\[0\] weights must have shape \(5,\)"):
+        mc.learn_predictions_ogd(_E5, 4, [(np.ones(3), np.ones(2))], rng=rng)
+    with pytest.raises(ValueError, match=r"instances\[1\] side"):
+        mc.learn_predictions_ogd(_E5, 4, [(_W5, side), (_W5, side[:3])], rng=rng)
+    with pytest.raises(ValueError, match=r"instances\[1\] side must split"):
+        mc.learn_predictions_ogd(_E5, 4, [(_W5, side), (_W5, np.ones(4, dtype=bool))], rng=rng)
+    with pytest.raises(TypeError, match=r"instances\[0\] must be a pair"):
+        mc.learn_predictions_ogd(_E5, 4, [_W5], rng=rng)
+    with pytest.raises(TypeError, match="instances must be a sequence"):
+        mc.learn_predictions_ogd(_E5, 4, 3, rng=rng)
+
+
+def test_empty_graph_is_refused_by_boosted_weights_as_everywhere():
+    with pytest.raises(ValueError, match="weights must have at least 1"):
+        mc.boosted_weights([], [], 2.0)  # used to return []
+    with pytest.raises(ValueError, match="empty"):
+        mc.WeightedGraph(np.zeros((0, 2), dtype=int), [], 2)
+
+
+def test_jitter_instances_counts_n_instances():
+    rng = np.random.default_rng(0)
+    assert len(mc.jitter_instances(_E5, _W5, 4, n_instances=3, noise=0.1, rng=rng)) == 3
+    with pytest.raises(TypeError):
+        mc.jitter_instances(_E5, _W5, 4, count=3, noise=0.1, rng=rng)  # the old name is gone
+    with pytest.raises(ValueError, match="n_instances"):
+        mc.jitter_instances(_E5, _W5, 4, n_instances=0, noise=0.1, rng=rng)
+
+
+def test_notebook_imports_the_chapter_in_the_books_one_form():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "06_mincut_predictions.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "from icml25 import mincut_predictions as mc" in code
+    assert not re.search(r"^\s*import icml25\.\w+ as ", code, flags=re.M)

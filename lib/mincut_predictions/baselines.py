@@ -11,11 +11,11 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_int, check_rng
+from icml25.checks import check_budget, check_int, check_rng
 from icml25.kernels import contraction
 
 from .defaults import DEFAULTS
-from .graph import GraphLike, WeightedGraph, _cut_value, validate_graph
+from .graph import _PYTHON_STEP, GraphLike, WeightedGraph, _components_cut, _cut_value, validate_graph
 
 __all__ = ["brute_force_min_cut", "stoer_wagner", "karger_stein", "fpz", "fpz_branch_probability",
            "karger_success_bound"]
@@ -24,9 +24,30 @@ __all__ = ["brute_force_min_cut", "stoer_wagner", "karger_stein", "fpz", "fpz_br
 _BRUTE_FORCE_MAX_N = 20
 
 
+#: bytes of a networkx node or edge (its dicts and tuples), for the memory estimate of Stoer–Wagner
+_NX_BYTES = 500.0
+#: interpreted Python calls one node of the Karger–Stein / FPZ recursion makes (contraction
+#: dispatch, quotient, unique, bookkeeping), each a Python step
+_CALLS_PER_RECURSION_NODE = 3000.0
+
+
 # --------------------------------------------------------------------------------------------
 # Exact minimum cuts
 # --------------------------------------------------------------------------------------------
+
+
+def _stoer_wagner_operations(g: WeightedGraph) -> float:
+    """networkx's Stoer–Wagner: ``n - 1`` phases, each ``O((m + n) log n)`` heap steps in Python."""
+    return _PYTHON_STEP * g.n * (g.m + g.n) * math.log2(g.n + 1)
+
+
+def _recursive_operations(g: WeightedGraph) -> float:
+    """One Karger–Stein or FPZ run: ``O(n^2 log n)`` contracted edges, each step a forest on its
+    quotient (``(m + n^2) log m log n``), plus the Python overhead of about
+    ``(n / brute_force_size)^2`` recursion nodes (the leaves of a depth-``2 log2 n`` binary tree)."""
+    nodes = 2.0 * (g.n / DEFAULTS.brute_force_size) ** 2
+    return ((g.m + g.n**2) * math.log2(g.m + 1) * max(1.0, math.log2(g.n))
+            + _PYTHON_STEP * _CALLS_PER_RECURSION_NODE * nodes)
 
 
 def brute_force_min_cut(edges: GraphLike, weights: ArrayLike | None = None,
@@ -63,9 +84,9 @@ def stoer_wagner(edges: GraphLike, weights: ArrayLike | None = None,
                  n: int | None = None) -> tuple[float, np.ndarray]:
     """Exact global minimum cut with ``networkx.stoer_wagner`` (the reference optimum).
 
-    A disconnected graph has minimum cut 0; the answer is then the component of vertex 0. The
-    solver's partition is checked before use: both shores non-empty, and its value, recomputed
-    from the edges, equal to the value networkx reports.
+    A disconnected graph has minimum cut 0; the answer is then the component of vertex 0 (found
+    with SciPy, before networkx is called). The solver's partition is checked before use: both
+    shores non-empty, and its value, recomputed from the edges, equal to the value networkx reports.
 
     Args:
         edges, weights, n: the graph (a :class:`WeightedGraph`, or the three arrays).
@@ -75,18 +96,22 @@ def stoer_wagner(edges: GraphLike, weights: ArrayLike | None = None,
 
     Raises:
         ValueError / TypeError: as :func:`validate_graph`.
+        TooLargeError: the networkx graph (about 500 bytes a vertex or edge) cannot fit in memory,
+            or its ``n`` phases of ``O((m + n) log n)`` Python steps would take hours (e.g.
+            ``n=10**9``); nothing is run.
         RuntimeError: networkx returned a partition that is not a cut of the reported value.
     """
     import networkx as nx
 
     g = validate_graph(edges, weights, n)
+    check_budget(f"stoer_wagner(n={g.n}, m={g.m})", n_bytes=_NX_BYTES * (g.n + g.m),
+                 n_operations=_stoer_wagner_operations(g))
+    zero, zero_side = _components_cut(g)
+    if zero is not None:
+        return zero, zero_side
     graph = nx.Graph()
     graph.add_nodes_from(range(g.n))
     graph.add_weighted_edges_from(zip(g.edges[:, 0].tolist(), g.edges[:, 1].tolist(), g.weights.tolist()))
-    if not nx.is_connected(graph):
-        side = np.zeros(g.n, dtype=bool)
-        side[list(nx.node_connected_component(graph, 0))] = True
-        return 0.0, side
     value, (part_a, part_b) = nx.stoer_wagner(graph)
     side = np.zeros(g.n, dtype=bool)
     side[list(part_a if 0 in part_a else part_b)] = True
@@ -165,8 +190,8 @@ def _finish(g: WeightedGraph, side: np.ndarray) -> tuple[float, np.ndarray]:
     return _cut_value(g.edges, g.weights, side), side
 
 
-def karger_stein(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                 rng: np.random.Generator | None = None) -> tuple[float, np.ndarray]:
+def karger_stein(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None, *,
+                 rng: np.random.Generator) -> tuple[float, np.ndarray]:
     """One run of Karger–Stein recursive contraction (Karger & Stein 1996).
 
     Contract to ``ceil(1 + r / sqrt 2)`` super-vertices twice independently and recurse on both;
@@ -174,16 +199,18 @@ def karger_stein(edges: GraphLike, weights: ArrayLike | None = None, n: int | No
     given minimum cut with probability ``Omega(1 / log n)`` in ``O(n^2 log n)`` time.
 
     Args:
-        edges, weights, n: the graph; rng: ``numpy.random.Generator`` (required).
+        edges, weights, n: the graph; rng: ``numpy.random.Generator`` (keyword, required).
 
     Returns:
         ``(cut_value, side)``: float, (n,) bool containing vertex 0.
 
     Raises:
         ValueError / TypeError: as :func:`validate_graph`; ``TypeError`` when rng is not a Generator.
+        TooLargeError: one run would take hours (``O(n^2 log n)`` contractions; e.g. ``n=10**7``).
     """
     g = validate_graph(edges, weights, n)
     rng = check_rng(rng)
+    check_budget(f"karger_stein(n={g.n}, m={g.m})", n_operations=_recursive_operations(g))
     _, side = _karger_stein_rec(g.edges, g.weights, g.n, rng)
     return _finish(g, side)
 
@@ -194,7 +221,21 @@ def fpz_branch_probability(r: int) -> float:
     Chosen so that ``(1 + q_r)(1 - 2/r) = 1``: the expected number of branches in which a fixed
     minimum cut survives one contraction step is at least 1 (Fox, Panigrahi & Zhang 2019's
     branching-contraction principle; the exact schedule is a reconstruction). Capped at 1.
+
+    Args:
+        r: super-vertices, an integer >= 2.
+
+    Returns:
+        ``q_r = min(1, 2 / (r - 2))`` (1 for ``r <= 4``).
+
+    Raises:
+        TypeError: ``r`` not an integer. ValueError: ``r < 2``.
     """
+    return _fpz_branch_probability(check_int(r, "r", low=2))
+
+
+def _fpz_branch_probability(r: int) -> float:
+    """``q_r = min(1, 2 / (r - 2))``, 1 for ``r <= 4``: ``(1 + q_r)(1 - 2/r) >= 1``."""
     return 1.0 if r <= 4 else min(1.0, 2.0 / (r - 2))
 
 
@@ -204,7 +245,7 @@ def _fpz_rec(edges, weights, r, rng):
         return _small_exact(edges, weights, r)
     # walk down the sizes; at the first branching size s, contract to s and split in two
     s = r
-    while s > DEFAULTS.brute_force_size and rng.random() >= fpz_branch_probability(s):
+    while s > DEFAULTS.brute_force_size and rng.random() >= _fpz_branch_probability(s):
         s -= 1
     if s <= DEFAULTS.brute_force_size:  # no branching on the way down: one path to the leaf
         qe, qw, qr, group = _contract_once(edges, weights, r, DEFAULTS.brute_force_size, rng)
@@ -220,8 +261,8 @@ def _fpz_rec(edges, weights, r, rng):
     return best
 
 
-def fpz(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-        rng: np.random.Generator | None = None) -> tuple[float, np.ndarray]:
+def fpz(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None, *,
+        rng: np.random.Generator) -> tuple[float, np.ndarray]:
     """One run of FPZ branching contraction (Fox, Panigrahi & Zhang, SODA 2019), reconstructed.
 
     Contract one edge at a time; at ``r`` super-vertices the process first splits into two
@@ -229,15 +270,17 @@ def fpz(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None
     ``DEFAULTS.brute_force_size`` super-vertices are solved exactly; the best leaf is returned.
 
     Args:
-        edges, weights, n: the graph; rng: ``numpy.random.Generator`` (required).
+        edges, weights, n: the graph; rng: ``numpy.random.Generator`` (keyword, required).
 
     Returns:
         ``(cut_value, side)``: float, (n,) bool containing vertex 0.
 
     Raises:
         ValueError / TypeError: as :func:`karger_stein`.
+        TooLargeError: as :func:`karger_stein`.
     """
     g = validate_graph(edges, weights, n)
     rng = check_rng(rng)
+    check_budget(f"fpz(n={g.n}, m={g.m})", n_operations=_recursive_operations(g))
     _, side = _fpz_rec(g.edges, g.weights, g.n, rng)
     return _finish(g, side)

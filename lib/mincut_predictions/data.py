@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 
 from icml25.checks import check_array, check_budget, check_int, check_real, check_rng
 
-from .baselines import stoer_wagner
+from .baselines import _stoer_wagner_operations, stoer_wagner
 from .graph import GraphLike, validate_graph
 
 __all__ = ["matching_graph", "cycles_graph", "TSPInstance", "tsp_lp_instances", "jitter_instances",
@@ -170,6 +170,8 @@ def tsp_lp_instances(edges: GraphLike, cost: ArrayLike | None = None, n: int | N
     Raises:
         ValueError: bad graph, ``max_rounds < 1``, or an infeasible/failed LP (a solution that
             misses a constraint by more than 1e-6 counts as failed).
+        TooLargeError: ``max_rounds`` rounds of an LP over ``m`` edges and a Stoer–Wagner cut
+            could take hours (e.g. ``max_rounds=10**12``); nothing is solved.
     """
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, vstack
@@ -177,6 +179,10 @@ def tsp_lp_instances(edges: GraphLike, cost: ArrayLike | None = None, n: int | N
     g = validate_graph(edges, cost, n)
     max_rounds = check_int(max_rounds, "max_rounds", low=1)
     tol = check_real(tol, "tol", low=0.0)
+    # a round: a sparse LP with m columns and n + 2 rounds rows (simplex pivots ~ m (n + m)
+    # flops, a loose bound) and a Stoer-Wagner cut of its support
+    check_budget(f"tsp_lp_instances(max_rounds={max_rounds}, n={g.n}, m={g.m})",
+                 n_operations=max_rounds * (g.m * (g.n + g.m + 2.0 * max_rounds) + _stoer_wagner_operations(g)))
     edges, cost, n = g.edges, g.weights, g.n
     m = g.m
     cols = np.concatenate([np.arange(m), np.arange(m)])
@@ -204,8 +210,8 @@ def tsp_lp_instances(edges: GraphLike, cost: ArrayLike | None = None, n: int | N
 
 
 def jitter_instances(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                     count: int | None = None, noise: float | None = None,
-                     rng: np.random.Generator | None = None,
+                     n_instances: int | None = None, noise: float | None = None, *,
+                     rng: np.random.Generator,
                      weak_vertices: Sequence[int] = (),
                      weak_factor: float = 0.75) -> list[tuple[np.ndarray, np.ndarray, np.float64]]:
     """A family of related instances: the same edges, weights ``w (1 + noise U[-1, 1])``.
@@ -216,28 +222,30 @@ def jitter_instances(edges: GraphLike, weights: ArrayLike | None = None, n: int 
     instances).
 
     Args:
-        edges, weights, n: the graph; count: instances (>= 1, required); noise: in [0, 1)
-        (required); rng: ``numpy.random.Generator`` (required); weak_vertices: vertices in ``[0, n)``;
-        weak_factor: in (0, 1].
+        edges, weights, n: the graph; n_instances: instances (>= 1, required); noise: in [0, 1)
+        (required); rng: ``numpy.random.Generator`` (keyword, required); weak_vertices: vertices
+        in ``[0, n)``; weak_factor: in (0, 1].
 
     Returns:
-        ``count`` triples ``(weights_i, side_i, opt_i)`` with the Stoer–Wagner cut of each.
+        ``n_instances`` triples ``(weights_i, side_i, opt_i)`` with the Stoer–Wagner cut of each.
 
     Raises:
-        ValueError: bad graph, ``count < 1``, ``noise`` outside [0, 1), a weak vertex outside
+        ValueError: bad graph, ``n_instances < 1``, ``noise`` outside [0, 1), a weak vertex outside
             ``[0, n)``, ``weak_factor`` outside (0, 1].
-        TooLargeError: ``count`` instances of ``m`` weights cannot fit in memory.
+        TooLargeError: ``n_instances`` instances of ``m`` weights cannot fit in memory, or their
+            Stoer–Wagner cuts would take hours.
     """
     g = validate_graph(edges, weights, n)
     rng = check_rng(rng)
-    count = check_int(count, "count", low=1)
+    n_instances = check_int(n_instances, "n_instances", low=1)
     noise = check_real(noise, "noise", low=0.0, high=1.0, high_open=True)
     weak = check_array(weak_vertices, "weak_vertices", ndim=1, kind="int", low=0, high=g.n - 1)
     weak_factor = check_real(weak_factor, "weak_factor", low=0.0, high=1.0, low_open=True)
-    check_budget(f"jitter_instances(count={count})", n_bytes=count * (8.0 * g.m + g.n))
+    check_budget(f"jitter_instances(n_instances={n_instances}, n={g.n}, m={g.m})",
+                 n_bytes=n_instances * (8.0 * g.m + g.n), n_operations=n_instances * _stoer_wagner_operations(g))
     edges, weights, n = g.edges, g.weights, g.n
     out = []
-    for i in range(count):
+    for i in range(n_instances):
         w = weights * (1.0 + noise * rng.uniform(-1.0, 1.0, size=weights.size))
         if weak.size:
             v = weak[i % weak.size]
@@ -251,12 +259,25 @@ def from_networkx(graph: Any, weight: str = "weight") -> tuple[np.ndarray, np.nd
     """A ``networkx.Graph`` as ``(edges, weights, n, nodes)``; missing weights count 1; loops dropped.
 
     Args:
-        graph: an undirected ``networkx.Graph``; weight: the edge attribute holding the weight.
+        graph: an undirected simple ``networkx.Graph`` (not a DiGraph or MultiGraph); weight:
+            the edge attribute holding the weight (a real number).
 
     Returns:
         ``(edges (m, 2) int64, weights (m,) float64, n, nodes)`` with ``nodes[i]`` the networkx
         node that became vertex ``i``.
+
+    Raises:
+        TypeError: ``graph`` is not a ``networkx.Graph``, or is directed or a multigraph; an
+            edge's ``weight`` attribute is not a real number.
+        ValueError: an edge's weight is NaN or infinite.
     """
+    import networkx as nx
+
+    if not isinstance(graph, nx.Graph):
+        raise TypeError(f"graph must be an undirected networkx.Graph, got {type(graph).__name__}")
+    if graph.is_directed() or graph.is_multigraph():
+        raise TypeError(f"graph must be an undirected simple networkx.Graph, got a {type(graph).__name__} "
+                        "(use nx.Graph(graph.to_undirected()), summing parallel weights first)")
     nodes = list(graph.nodes())
     index = {v: i for i, v in enumerate(nodes)}
     rows, ws = [], []
@@ -264,5 +285,5 @@ def from_networkx(graph: Any, weight: str = "weight") -> tuple[np.ndarray, np.nd
         if u == v:
             continue
         rows.append((index[u], index[v]))
-        ws.append(float(d.get(weight, 1.0)))
+        ws.append(check_real(d.get(weight, 1.0), f"the {weight!r} attribute of edge ({u!r}, {v!r})"))
     return np.array(rows, dtype=np.int64).reshape(-1, 2), np.array(ws, dtype=np.float64), len(nodes), nodes

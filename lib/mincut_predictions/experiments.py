@@ -13,7 +13,7 @@ from icml25.kernels import contraction
 from .baselines import stoer_wagner
 from .defaults import DEFAULTS
 from .graph import GraphLike, WeightedGraph, validate_graph
-from .method import _batch, _check_method, _operations, _phases, _recursive_trial
+from .method import _batch, _check_method, _largest_batch_bytes, _operations, _phases, _recursive_trial
 
 __all__ = ["TrialsResult", "trials_until_min_cut"]
 
@@ -48,7 +48,7 @@ class TrialsResult:
 def trials_until_min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
                          method: str = "karger", p: ArrayLike | None = None, boost_factor: float | None = None,
                          threshold: int = 2, n_reps: int = 1, cap: int | None = None,
-                         opt_value: float | None = None, rng: np.random.Generator | None = None) -> TrialsResult:
+                         opt_value: float | None = None, *, rng: np.random.Generator) -> TrialsResult:
     """The paper's metric (Sec. 5): independent trials until a cut of optimal value appears.
 
     Each repetition repeats the method (one Karger trial, or one Karger–Stein/FPZ run) until it
@@ -61,21 +61,23 @@ def trials_until_min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: 
         edges, weights, n: the graph; method, p, boost_factor, threshold: as :func:`min_cut`.
         n_reps: independent repetitions (>= 1). cap: censoring cap (>= 1; default ``n^2``, as
         the official code). opt_value: the optimum (default: :func:`stoer_wagner`).
-        rng: ``numpy.random.Generator`` (default: a fresh one seeded 0).
+        rng: ``numpy.random.Generator`` (keyword, required: there is no default stream).
 
     Returns:
         :class:`TrialsResult`.
 
     Raises:
         ValueError / TypeError: as :func:`min_cut`; ``n_reps`` or ``cap`` < 1.
-        TooLargeError: ``n_reps * cap`` trials could take hours; nothing is run.
+        TooLargeError: ``n_reps * cap`` trials could take hours, or their batches cannot fit in
+            memory; nothing is run.
     """
     g = validate_graph(edges, weights, n)
     method, p, boost_factor, threshold = _check_method(method, g, p, boost_factor, threshold)
-    rng = np.random.default_rng(0) if rng is None else check_rng(rng)
+    rng = check_rng(rng)
     n_reps = check_int(n_reps, "n_reps", low=1)
     cap = g.n * g.n if cap is None else check_int(cap, "cap", low=1)
-    check_budget(f"trials_until_min_cut(method={method!r}, n_reps={n_reps}, cap={cap})",
+    check_budget(f"trials_until_min_cut(method={method!r}, n={g.n}, m={g.m}, n_reps={n_reps}, cap={cap})",
+                 n_bytes=_largest_batch_bytes(method, g, cap),
                  n_operations=_operations(method, g, float(n_reps) * cap))
     if opt_value is None:
         opt_value = stoer_wagner(g)[0]

@@ -14,9 +14,16 @@ from typing import Any, Union
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_array, check_int
+from icml25.checks import check_array, check_budget, check_int
 
 __all__ = ["WeightedGraph", "GraphLike", "validate_graph", "cut_value"]
+
+#: bytes per vertex of the per-vertex arrays one contraction trial or exact solver builds (CSR row
+#: pointers, forest, component labels, relabelling, shores): about eight 8-byte arrays of length n
+_BYTES_PER_VERTEX = 64.0
+#: elementary operations one interpreted Python step costs (a loop iteration, a heap update in
+#: networkx): the work estimates of the pure-Python loops count their steps with this weight
+_PYTHON_STEP = 300.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +43,8 @@ class WeightedGraph:
         ValueError: ``n < 2``; ``edges`` not of shape (m, 2), empty or not integral; an endpoint
             outside ``[0, n)``; a self loop; a repeated pair; ``weights`` not of shape (m,),
             non-finite or not positive.
+        TooLargeError: the per-vertex arrays every algorithm builds (about 64 bytes a vertex)
+            cannot fit in memory (e.g. ``n=10**12``); refused before any array is built.
     """
 
     edges: np.ndarray
@@ -44,6 +53,7 @@ class WeightedGraph:
 
     def __post_init__(self) -> None:
         n = check_int(self.n, "n", low=2)
+        check_budget(f"WeightedGraph(n={n})", n_bytes=_BYTES_PER_VERTEX * n)
         edges = check_array(self.edges, "edges", shape=(None, 2), kind="number")
         if edges.shape[0] == 0:
             raise ValueError("edges must not be empty (a graph needs at least one edge)")
@@ -101,19 +111,20 @@ def validate_graph(edges: GraphLike, weights: ArrayLike | None = None, n: int | 
     return WeightedGraph(edges, weights, n)
 
 
-def _check_weights(weights: Any, m: int | None = None) -> np.ndarray:
-    """``weights`` as (m,) float64 edge weights, finite and > 0 (``m`` free when None)."""
-    w = check_array(weights, "weights", shape=(m,), dtype=np.float64)
-    if w.size and w.min() <= 0:
-        raise ValueError(f"weights must be > 0 everywhere, got a minimum of {w.min()!r}")
+def _check_weights(weights: Any, m: int | None = None, name: str = "weights") -> np.ndarray:
+    """``weights`` as (m,) float64 edge weights, finite and > 0, at least one (``m`` free when
+    None): a graph without edges is refused everywhere."""
+    w = check_array(weights, name, shape=(m,), dtype=np.float64, min_size=1)
+    if w.min() <= 0:
+        raise ValueError(f"{name} must be > 0 everywhere, got a minimum of {w.min()!r}")
     return w
 
 
-def _check_side(side: Any, n: int, *, proper: bool = True) -> np.ndarray:
+def _check_side(side: Any, n: int, *, proper: bool = True, name: str = "side") -> np.ndarray:
     """``side`` as an (n,) bool shore of a cut; with ``proper``, both shores non-empty."""
-    side = check_array(side, "side", kind="bool", shape=(n,))
+    side = check_array(side, name, kind="bool", shape=(n,))
     if proper and (side.all() or not side.any()):
-        raise ValueError("side must split the vertices into two non-empty sets")
+        raise ValueError(f"{name} must split the vertices into two non-empty sets")
     return side
 
 

@@ -21,10 +21,11 @@ from numpy.typing import ArrayLike
 from icml25.checks import check_budget, check_choice, check_int, check_probability, check_real, check_rng
 from icml25.kernels import contraction
 
-from .baselines import _contract_once, _finish, _fpz_rec, fpz, karger_stein, karger_success_bound
+from .baselines import (_contract_once, _finish, _fpz_rec, _recursive_operations, fpz, karger_stein,
+                        karger_success_bound)
 from .defaults import DEFAULTS, METHODS
-from .graph import (GraphLike, WeightedGraph, _check_predictions, _check_weights, _components_cut, _side_of_zero,
-                    validate_graph)
+from .graph import (_PYTHON_STEP, GraphLike, WeightedGraph, _check_predictions, _check_weights, _components_cut,
+                    _side_of_zero, validate_graph)
 
 __all__ = ["boosted_weights", "contraction_batch", "karger_trial", "boosted_karger_trial", "boosted_fpz",
            "boosted_success_bound", "min_cut"]
@@ -47,8 +48,9 @@ def boosted_weights(weights: ArrayLike, p: ArrayLike, boost_factor: float) -> np
         (m,) float64 boosted weights ``w_B``, ``>= weights`` elementwise.
 
     Raises:
-        ValueError: ``weights`` not 1-D, non-finite or not positive; ``p`` of another shape or
-            outside [0, 1]; ``B < 1`` or not finite.
+        ValueError: ``weights`` empty (no edge: every entry point refuses an empty graph), not
+            1-D, non-finite or not positive; ``p`` of another shape or outside [0, 1]; ``B < 1``
+            or not finite.
         TypeError: non-numeric arguments.
     """
     w = _check_weights(weights)
@@ -105,8 +107,15 @@ def _batch_bytes(g: WeightedGraph, n_trials: int) -> float:
     return n_trials * (40.0 * g.m + 16.0 * g.n)
 
 
+def _check_trials_budget(what: str, g: WeightedGraph, n_trials: int) -> None:
+    """Refuse ``n_trials`` Karger-type trials drawn at once on ``g`` (memory and work), naming the
+    graph's size next to the trial count: ``what`` is the call, e.g. ``"karger_trial"``."""
+    check_budget(f"{what}(n={g.n}, m={g.m}, n_trials={n_trials})", n_bytes=_batch_bytes(g, n_trials),
+                 n_operations=n_trials * _trial_operations(g))
+
+
 def contraction_batch(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                      n_trials: int | None = None, rng: np.random.Generator | None = None,
+                      n_trials: int | None = None, *, rng: np.random.Generator,
                       p: ArrayLike | None = None, boost_factor: float = 1.0,
                       threshold: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """``n_trials`` independent (boosted) Karger trials at once.
@@ -118,7 +127,7 @@ def contraction_batch(edges: GraphLike, weights: ArrayLike | None = None, n: int
     Args:
         edges, weights, n: the graph (a :class:`WeightedGraph`, or the three arrays).
         n_trials: trials ``R >= 1`` (required); all are drawn in one kernel call.
-        rng: ``numpy.random.Generator`` (required).
+        rng: ``numpy.random.Generator`` (keyword, required).
         p: (m,) predictions in [0, 1] (``None``: plain Karger).
         boost_factor: ``B >= 1``; threshold: ``t >= 2`` super-vertices.
 
@@ -127,7 +136,8 @@ def contraction_batch(edges: GraphLike, weights: ArrayLike | None = None, n: int
 
     Raises:
         ValueError / TypeError: bad graph, ``p``, boost factor, threshold, ``n_trials < 1`` or rng.
-        TooLargeError: the ``R`` trials need more memory than is available (or hours of work).
+        TooLargeError: the ``R`` trials on this graph (``n`` vertices, ``m`` edges) need more
+            memory than is available (or hours of work); the message gives ``n``, ``m`` and ``R``.
     """
     g = validate_graph(edges, weights, n)
     rng = check_rng(rng)
@@ -136,8 +146,7 @@ def contraction_batch(edges: GraphLike, weights: ArrayLike | None = None, n: int
         boost_factor = check_real(boost_factor, "boost_factor", low=1.0)
         threshold = min(check_int(threshold, "threshold", low=2), g.n)
     n_trials = check_int(n_trials, "n_trials", low=1)
-    check_budget(f"contraction_batch(n_trials={n_trials})", n_bytes=_batch_bytes(g, n_trials),
-                 n_operations=n_trials * _trial_operations(g))
+    _check_trials_budget("contraction_batch", g, n_trials)
     return _batch(g, n_trials, rng, _phases(g.weights, p, boost_factor, threshold))
 
 
@@ -149,51 +158,58 @@ def _batch(g: WeightedGraph, n_trials: int, rng: np.random.Generator,
     return cut, _side_of_zero(labels)
 
 
-def karger_trial(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                 rng: np.random.Generator | None = None) -> tuple[float, np.ndarray]:
+def karger_trial(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None, *,
+                 rng: np.random.Generator) -> tuple[float, np.ndarray]:
     """One trial of Karger's contraction algorithm (Karger 1993; Sec. 2 of the paper).
 
     Contract an edge drawn proportionally to its weight until two super-vertices remain.
 
     Args:
-        edges, weights, n: the graph; rng: ``numpy.random.Generator`` (required).
+        edges, weights, n: the graph; rng: ``numpy.random.Generator`` (keyword, required).
 
     Returns:
         ``(cut_value, side)``: float, (n,) bool (shore with vertex 0).
 
     Raises:
         ValueError / TypeError: see :func:`validate_graph`; rng not a Generator.
+        TooLargeError: the graph is too large for one trial (the message names ``n`` and ``m``).
     """
-    cut, side = contraction_batch(validate_graph(edges, weights, n), n_trials=1, rng=rng)
+    g = validate_graph(edges, weights, n)
+    rng = check_rng(rng)
+    _check_trials_budget("karger_trial", g, 1)
+    cut, side = _batch(g, 1, rng, _phases(g.weights, None, 1.0, 2))
     return float(cut[0]), side[0]
 
 
 def boosted_karger_trial(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                         p: ArrayLike | None = None, boost_factor: float | None = None, threshold: int = 2,
-                         rng: np.random.Generator | None = None) -> tuple[float, np.ndarray]:
+                         p: ArrayLike | None = None, boost_factor: float | None = None, threshold: int = 2, *,
+                         rng: np.random.Generator) -> tuple[float, np.ndarray]:
     """One trial of boosted Karger (Sec. 3): boosted weights down to ``threshold``, then plain.
 
     Args:
         edges, weights, n: the graph; p: (m,) predictions in [0, 1] (required); boost_factor:
         ``B >= 1`` (default ``n``, as the official synthetic experiments); threshold: ``t >= 2`` super-vertices at which contraction
         switches to the plain weights (``t = 2``: boosted all the way, as in the official
-        experiments); rng: ``numpy.random.Generator`` (required).
+        experiments); rng: ``numpy.random.Generator`` (keyword, required).
 
     Returns:
         ``(cut_value, side)`` valued with the original weights.
 
     Raises:
         ValueError / TypeError: bad graph, ``p`` outside [0, 1], ``B < 1``, ``t < 2``, bad rng.
+        TooLargeError: as :func:`karger_trial`.
     """
     g = validate_graph(edges, weights, n)
     _, p, boost_factor, threshold = _check_method("boosted_karger", g, p, boost_factor, threshold)
-    cut, side = contraction_batch(g, n_trials=1, rng=rng, p=p, boost_factor=boost_factor, threshold=threshold)
+    rng = check_rng(rng)
+    _check_trials_budget("boosted_karger_trial", g, 1)
+    cut, side = _batch(g, 1, rng, _phases(g.weights, p, boost_factor, threshold))
     return float(cut[0]), side[0]
 
 
 def boosted_fpz(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                p: ArrayLike | None = None, boost_factor: float | None = None, threshold: int = 2,
-                rng: np.random.Generator | None = None) -> tuple[float, np.ndarray]:
+                p: ArrayLike | None = None, boost_factor: float | None = None, threshold: int = 2, *,
+                rng: np.random.Generator) -> tuple[float, np.ndarray]:
     """Boosted FPZ, reconstructed: one boosted contraction to ``threshold``, then plain FPZ.
 
     Above ``threshold`` super-vertices edges are contracted with ``w_B`` (no branching: with good
@@ -208,10 +224,13 @@ def boosted_fpz(edges: GraphLike, weights: ArrayLike | None = None, n: int | Non
 
     Raises:
         ValueError / TypeError: as :func:`boosted_karger_trial`.
+        TooLargeError: as :func:`~icml25.mincut_predictions.fpz` (one run would take hours).
     """
     g = validate_graph(edges, weights, n)
     _, p, boost_factor, threshold = _check_method("boosted_fpz", g, p, boost_factor, threshold)
-    return _boosted_fpz(g, p, boost_factor, threshold, check_rng(rng))
+    rng = check_rng(rng)
+    check_budget(f"boosted_fpz(n={g.n}, m={g.m})", n_operations=_recursive_operations(g))
+    return _boosted_fpz(g, p, boost_factor, threshold, rng)
 
 
 def _boosted_fpz(g: WeightedGraph, p: np.ndarray, boost_factor: float, threshold: int,
@@ -248,12 +267,14 @@ def boosted_success_bound(n: int, eta: float, rho: float, boost_factor: float, t
     Raises:
         ValueError: ``n < 2``, ``eta`` outside [0, 1], ``rho < 0``, ``B < 1`` or ``t < 2``.
         TypeError: ``n`` or ``threshold`` not integers.
+        TooLargeError: the product's ``n - t`` factors (a Python loop) would take hours.
     """
     n = check_int(n, "n", low=2)
     eta = check_probability(eta, "eta")
     rho = check_real(rho, "rho", low=0.0)
     boost_factor = check_real(boost_factor, "boost_factor", low=1.0)
     threshold = min(check_int(threshold, "threshold", low=2), n)
+    check_budget(f"boosted_success_bound(n={n})", n_operations=_PYTHON_STEP * (n - threshold))
     return _boosted_success_bound(n, eta, rho, boost_factor, threshold)
 
 
@@ -284,7 +305,15 @@ def _operations(method: str, g: WeightedGraph, n_trials: float) -> float:
     a recursive run contracts ``O(n^2 log n)`` edges in all, each step a forest on its quotient."""
     if method in ("karger", "boosted_karger"):
         return n_trials * _trial_operations(g)
-    return n_trials * (g.m + g.n**2) * math.log2(g.m + 1) * max(1.0, math.log2(g.n))
+    return n_trials * _recursive_operations(g)
+
+
+def _largest_batch_bytes(method: str, g: WeightedGraph, n_trials: int) -> float:
+    """Peak memory of the largest batch a repetition loop draws (Karger type; one run's forest
+    arrays otherwise, already within :class:`WeightedGraph`'s per-vertex budget)."""
+    if method in ("karger", "boosted_karger"):
+        return _batch_bytes(g, min(contraction.max_batch(), n_trials))
+    return _batch_bytes(g, 1)
 
 
 def _n_trials_for(method: str, n: int, n_trials: int | None, success_prob: float | None, eta: float, rho: float,
@@ -308,8 +337,8 @@ def _n_trials_for(method: str, n: int, n_trials: int | None, success_prob: float
 
 def min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None, method: str = "karger",
             n_trials: int | None = None, success_prob: float | None = None, p: ArrayLike | None = None,
-            boost_factor: float | None = None, threshold: int = 2, eta: float = 1.0, rho: float = 0.0,
-            rng: np.random.Generator | None = None) -> tuple[float, np.ndarray]:
+            boost_factor: float | None = None, threshold: int = 2, eta: float = 1.0, rho: float = 0.0, *,
+            rng: np.random.Generator) -> tuple[float, np.ndarray]:
     """Best cut over repeated runs of one contraction method.
 
     The repetition count is ``n_trials`` if given, else the smallest count whose success
@@ -325,20 +354,25 @@ def min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = 
         n_trials: repetitions (>= 1). success_prob: in (0, 1). p: (m,) predictions (boosted
         methods). boost_factor: ``B`` (default ``n``, as the official synthetic experiments).
         threshold: ``t``. eta, rho: the prediction errors the boosted bound assumes.
-        rng: ``numpy.random.Generator`` (default: a fresh one seeded 0).
+        rng: ``numpy.random.Generator`` (keyword, required: there is no default stream).
 
     Returns:
         ``(cut_value, side)`` of the best run: float, (n,) bool containing vertex 0.
 
     Raises:
-        ValueError / TypeError: unknown method, bad graph / ``p`` / counts / probabilities / rng.
-        TooLargeError: the repetitions would take hours (e.g. ``n_trials=10**12``); nothing is run.
+        ValueError / TypeError: unknown method, bad graph / ``p`` / counts / probabilities;
+            ``TypeError`` when rng is not a Generator.
+        TooLargeError: the repetitions would take hours or their batches cannot fit in memory
+            (e.g. ``n_trials=10**12``, or ``n=10**12``); nothing is run.
     """
     g = validate_graph(edges, weights, n)
     method, p, boost_factor, threshold = _check_method(method, g, p, boost_factor, threshold)
-    rng = np.random.default_rng(0) if rng is None else check_rng(rng)
+    rng = check_rng(rng)
+    given = n_trials is not None
     n_trials = _n_trials_for(method, g.n, n_trials, success_prob, eta, rho, boost_factor, threshold)
-    check_budget(f"min_cut(method={method!r}, n_trials={n_trials})", n_operations=_operations(method, g, n_trials))
+    count = f"n_trials={n_trials}" if given else f"success_prob -> {n_trials} trials"
+    check_budget(f"min_cut(method={method!r}, n={g.n}, m={g.m}, {count})",
+                 n_bytes=_largest_batch_bytes(method, g, n_trials), n_operations=_operations(method, g, n_trials))
     connected_value, connected_side = _components_cut(g)
     if connected_value is not None:
         return connected_value, connected_side

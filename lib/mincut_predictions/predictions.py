@@ -15,10 +15,11 @@ from typing import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_budget, check_int, check_positive, check_probability, check_real, check_rng
+from icml25.checks import (check_array, check_bool, check_budget, check_int, check_positive, check_probability,
+                           check_real, check_rng)
 from icml25.kernels import contraction
 
-from .graph import GraphLike, _check_predictions, _check_side, _graph_and_side, validate_graph
+from .graph import GraphLike, _check_predictions, _check_side, _check_weights, _graph_and_side, validate_graph
 from .method import _batch_bytes, _trial_operations
 
 __all__ = ["prediction_errors", "inject_errors", "predict_by_sampling", "learn_predictions_ogd"]
@@ -75,8 +76,8 @@ def _weighted_prefix(weights: np.ndarray, target: float, rng: np.random.Generato
 
 
 def inject_errors(edges: GraphLike, weights: ArrayLike | None = None, side: ArrayLike | None = None,
-                  eta: float | None = None, rho: float | None = None,
-                  rng: np.random.Generator | None = None) -> tuple[np.ndarray, float, float]:
+                  eta: float | None = None, rho: float | None = None, *,
+                  rng: np.random.Generator) -> tuple[np.ndarray, float, float]:
     """Binary predictions with (about) the requested errors, as the official ``boost_graph_with_error``.
 
     Start from the perfect prediction (``p = 1`` on the cut edges of ``side``, 0 elsewhere). Cut
@@ -87,7 +88,7 @@ def inject_errors(edges: GraphLike, weights: ArrayLike | None = None, side: Arra
     Args:
         edges, weights: the graph (or a :class:`WeightedGraph`); side: (n,) bool shore of the
         reference cut; eta: target false-negative error in [0, 1] (required); rho: target
-        false-positive error >= 0 (required); rng: ``numpy.random.Generator`` (required).
+        false-positive error >= 0 (required); rng: ``numpy.random.Generator`` (keyword, required).
 
     Returns:
         ``(p, eta_realised, rho_realised)``: (m,) float64 in {0, 1}, and the errors of ``p``.
@@ -114,9 +115,8 @@ def inject_errors(edges: GraphLike, weights: ArrayLike | None = None, side: Arra
     return p, float(weights[fn].sum() / k), float(weights[fp].sum() / k)
 
 
-def predict_by_sampling(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                        rng: np.random.Generator | None = None, frac: float = 0.5,
-                        n_trials: int = 50) -> np.ndarray:
+def predict_by_sampling(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None, *,
+                        rng: np.random.Generator, frac: float = 0.5, n_trials: int = 50) -> np.ndarray:
     """The official real-data heuristic: predicted cut edges from Karger on a random edge sample.
 
     Keep a uniformly random ``floor(frac m)`` of the edges, run ``n_trials`` Karger trials on that
@@ -124,7 +124,7 @@ def predict_by_sampling(edges: GraphLike, weights: ArrayLike | None = None, n: i
     every other edge gets ``p_e = 0`` (it will be boosted).
 
     Args:
-        edges, weights, n: the graph; rng: ``numpy.random.Generator`` (required); frac: the
+        edges, weights, n: the graph; rng: ``numpy.random.Generator`` (keyword, required); frac: the
         sampled fraction in (0, 1]; n_trials: Karger trials on the sample (>= 1, one kernel call).
 
     Returns:
@@ -138,7 +138,7 @@ def predict_by_sampling(edges: GraphLike, weights: ArrayLike | None = None, n: i
     rng = check_rng(rng)
     frac = check_real(frac, "frac", low=0.0, high=1.0, low_open=True)
     n_trials = check_int(n_trials, "n_trials", low=1)
-    check_budget(f"predict_by_sampling(n_trials={n_trials})", n_bytes=_batch_bytes(g, n_trials),
+    check_budget(f"predict_by_sampling(n={g.n}, m={g.m}, n_trials={n_trials})", n_bytes=_batch_bytes(g, n_trials),
                  n_operations=n_trials * _trial_operations(g))  # the sample is a subgraph: at most these
     m = g.m
     sample = np.sort(rng.choice(m, size=max(1, int(frac * m)), replace=False))
@@ -152,8 +152,9 @@ def predict_by_sampling(edges: GraphLike, weights: ArrayLike | None = None, n: i
 
 
 def learn_predictions_ogd(edges: ArrayLike, n: int, instances: Sequence[tuple[np.ndarray, np.ndarray]],
-                          lr: float = 0.5, epochs: int = 1, p0: float = 0.5,
-                          rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+                          lr: float = 0.5, epochs: int = 1, p0: float = 0.5, *,
+                          rng: np.random.Generator | None = None,
+                          shuffle: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Learn one prediction vector for a family of instances by projected online gradient descent.
 
     Stand-in surrogate (a reconstruction; the paper convexifies its expected-runtime objective):
@@ -164,28 +165,47 @@ def learn_predictions_ogd(edges: ArrayLike, n: int, instances: Sequence[tuple[np
 
     Args:
         edges: (m, 2) the common edge set; n: vertices; instances: sequence of
-        ``(weights_i (m,), side_i (n,) bool)``; lr > 0; epochs >= 1; p0: initial prediction in
-        [0, 1]; rng: Generator to shuffle the order each epoch (None: fixed order).
+        ``(weights_i (m,) float64 > 0, side_i (n,) bool)``; lr > 0; epochs >= 1: passes over the
+        instances; p0: initial prediction in [0, 1]; rng: ``numpy.random.Generator`` that
+        shuffles the order each epoch (keyword; required when ``shuffle``); shuffle: ``False``
+        takes the instances in the given order (the online sequence as it arrived) and draws
+        nothing, so no ``rng`` is needed.
 
     Returns:
         ``(p, losses)``: (m,) float64 learned predictions and the surrogate loss of each step,
         evaluated before the step (the online regret sequence).
 
     Raises:
-        ValueError: empty ``instances``, bad shapes, ``lr <= 0``, ``epochs < 1``, ``p0`` outside [0, 1].
+        ValueError: empty ``instances``, bad shapes (the message names ``instances[i]``),
+            ``lr <= 0``, ``epochs < 1``, ``p0`` outside [0, 1].
+        TypeError: ``instances`` not a sequence of ``(weights, side)`` pairs; ``rng`` not a
+            Generator while ``shuffle`` (``None`` included: there is no default stream).
         TooLargeError: ``epochs x len(instances)`` steps over ``m`` edges would take hours.
     """
+    if isinstance(instances, (str, bytes)) or not hasattr(instances, "__iter__"):
+        raise TypeError(f"instances must be a sequence of (weights, side) pairs, got {type(instances).__name__}")
+    instances = list(instances)
     if len(instances) == 0:
         raise ValueError("instances must not be empty")
     lr = check_positive(lr, "lr")
     epochs = check_int(epochs, "epochs", low=1)
     p0 = check_probability(p0, "p0")
-    rng = check_rng(rng, allow_none=True)
-    check_budget(f"learn_predictions_ogd(epochs={epochs})", n_operations=4.0 * epochs * len(instances) * len(edges))
+    shuffle = check_bool(shuffle, "shuffle")
+    rng = check_rng(rng) if shuffle else None
+    common = check_array(edges, "edges", shape=(None, 2), kind="number")
+    g = validate_graph(common, np.ones(common.shape[0]), n)  # the common edges, checked once
+    check_budget(f"learn_predictions_ogd(epochs={epochs}, {len(instances)} instances, m={g.m})",
+                 n_operations=4.0 * epochs * len(instances) * g.m)
     grads, consts = [], []
-    for w, side in instances:
-        g = validate_graph(edges, w, n)
-        grads.append(_surrogate_gradient(g.edges, g.weights, _check_side(side, g.n), g.n))
+    for i, instance in enumerate(instances):
+        if isinstance(instance, (str, bytes)) or not hasattr(instance, "__len__") or len(instance) != 2:
+            raise TypeError(f"instances[{i}] must be a pair (weights, side), got {type(instance).__name__}")
+        w = _check_weights(instance[0], g.m, name=f"instances[{i}] weights")
+        side = _check_side(instance[1], g.n, name=f"instances[{i}] side")
+        try:
+            grads.append(_surrogate_gradient(g.edges, w, side, g.n))
+        except ValueError as err:
+            raise ValueError(f"instances[{i}]: {err}") from None
         consts.append(2 * math.log(g.n) * 1.0)
     return _ogd(grads, consts, g.m, lr, epochs, p0, rng)
 
