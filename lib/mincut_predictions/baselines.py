@@ -26,9 +26,9 @@ _BRUTE_FORCE_MAX_N = 20
 
 #: bytes of a networkx node or edge (its dicts and tuples), for the memory estimate of Stoer–Wagner
 _NX_BYTES = 500.0
-#: interpreted Python calls one node of the Karger–Stein / FPZ recursion makes (contraction
-#: dispatch, quotient, unique, bookkeeping), each a Python step
-_CALLS_PER_RECURSION_NODE = 3000.0
+#: Python steps one node of the Karger–Stein / FPZ recursion costs (contraction dispatch, SciPy
+#: forest, quotient, unique, bookkeeping): measured about 5 ms a node on one CPU core
+_STEPS_PER_RECURSION_NODE = 60000.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -47,7 +47,7 @@ def _recursive_operations(g: WeightedGraph) -> float:
     ``(n / brute_force_size)^2`` recursion nodes (the leaves of a depth-``2 log2 n`` binary tree)."""
     nodes = 2.0 * (g.n / DEFAULTS.brute_force_size) ** 2
     return ((g.m + g.n**2) * math.log2(g.m + 1) * max(1.0, math.log2(g.n))
-            + _PYTHON_STEP * _CALLS_PER_RECURSION_NODE * nodes)
+            + _PYTHON_STEP * _STEPS_PER_RECURSION_NODE * nodes)
 
 
 def brute_force_min_cut(edges: GraphLike, weights: ArrayLike | None = None,
