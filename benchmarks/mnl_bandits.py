@@ -89,7 +89,7 @@ def main() -> None:
         for name in mnl.ALGORITHMS:
             results[name] = {}
             for t in ts:
-                env = mnl.MNLBanditEnv(N, d, K, 1.0, "uniform", rng=1)
+                env = mnl.MNLBanditEnv(N, d, K, 1.0, "uniform", rng=np.random.default_rng(1))
                 alg = mnl.make_algorithm(name, N, K, d, rng=np.random.default_rng(2))
                 prefill(alg, env, t, rng)
                 results[name][str(t)] = 1e3 * time_rounds(alg, env, reps)

@@ -127,7 +127,7 @@ def test_radii_orders():
 @pytest.mark.parametrize("name", mnl.ALGORITHMS)
 @pytest.mark.parametrize("reward", ["uniform", "nonuniform"])
 def test_algorithms_run_and_return_valid_assortments(name, reward):
-    env = mnl.MNLBanditEnv(20, 3, 4, 1.0, reward, rng=0)
+    env = mnl.MNLBanditEnv(20, 3, 4, 1.0, reward, rng=np.random.default_rng(0))
     alg = mnl.make_algorithm(name, 20, 4, 3, rng=np.random.default_rng(0))
     res = mnl.run_bandit(alg, env, 30)
     assert res["regret"].shape == (30,) and np.all(np.diff(res["regret"]) >= -1e-12)
@@ -135,14 +135,14 @@ def test_algorithms_run_and_return_valid_assortments(name, reward):
 
 
 def test_ofu_mnl_pp_learns_quickly_on_easy_instance():
-    env = mnl.MNLBanditEnv(30, 3, 3, 1.0, "uniform", rng=5)
+    env = mnl.MNLBanditEnv(30, 3, 3, 1.0, "uniform", rng=np.random.default_rng(5))
     res_pp = mnl.run_bandit(mnl.OFUMNLPlusPlus(30, 3, 3), env, 300)
     inst = np.diff(res_pp["regret"], prepend=0.0)
     assert inst[-100:].mean() < inst[:100].mean()
 
 
 def test_m2nl_exact_optimism_is_at_least_the_mle_and_feasible():
-    env = mnl.MNLBanditEnv(8, 2, 2, 1.0, "uniform", rng=1)
+    env = mnl.MNLBanditEnv(8, 2, 2, 1.0, "uniform", rng=np.random.default_rng(1))
     alg = mnl.OFUM2NL(8, 2, 2, optimism="exact")
     mnl.run_bandit(alg, env, 15)
     X, _ = env.contexts()
@@ -151,7 +151,7 @@ def test_m2nl_exact_optimism_is_at_least_the_mle_and_feasible():
 
 
 def test_env_reset_replays_contexts():
-    env = mnl.MNLBanditEnv(10, 3, 2, rng=7)
+    env = mnl.MNLBanditEnv(10, 3, 2, rng=np.random.default_rng(7))
     X1, _ = env.contexts()
     env.reset()
     X2, _ = env.contexts()
@@ -189,11 +189,11 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="y"):
         mnl.mnl_loss_grad_hess(np.ones((3, 2)), np.ones(3), np.ones(2))
     with pytest.raises(ValueError, match="K"):
-        mnl.MNLBanditEnv(5, 2, 6)
+        mnl.MNLBanditEnv(5, 2, 6, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="v0"):
-        mnl.MNLBanditEnv(5, 2, 2, v0=0.0)
+        mnl.MNLBanditEnv(5, 2, 2, v0=0.0, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="reward"):
-        mnl.MNLBanditEnv(5, 2, 2, reward="random")
+        mnl.MNLBanditEnv(5, 2, 2, reward="random", rng=np.random.default_rng(0))
     alg = mnl.OFUMNLPlusPlus(5, 2, 2)
     with pytest.raises(ValueError, match="contexts"):
         alg.select(np.ones((4, 2)))
@@ -221,16 +221,24 @@ def test_MNLBanditEnv_rejects_non_generator_rng(bad):
         mnl.MNLBanditEnv(5, 3, 2, rng=bad)
 
 
-def test_MNLBanditEnv_rejects_negative_seed():
-    with pytest.raises(ValueError, match="rng"):
-        mnl.MNLBanditEnv(5, 3, 2, rng=-1)
+@pytest.mark.parametrize("bad", [0, 3, -1, np.int64(3), None])
+def test_MNLBanditEnv_refuses_int_seeds_and_None(bad):
+    # round 2: an int seed and None (fresh entropy) were accepted; the book passes Generators
+    with pytest.raises(TypeError, match="rng"):
+        mnl.MNLBanditEnv(5, 3, 2, rng=bad)
 
 
-def test_MNLBanditEnv_accepts_generator_int_and_none():
-    a = mnl.MNLBanditEnv(5, 3, 2, rng=np.random.default_rng(3)).contexts()[0]
-    b = mnl.MNLBanditEnv(5, 3, 2, rng=np.int64(3)).contexts()[0]
-    assert a.shape == b.shape == (5, 3)
-    assert mnl.MNLBanditEnv(5, 3, 2, rng=None).contexts()[0].shape == (5, 3)
+def test_MNLBanditEnv_needs_its_generator():
+    with pytest.raises(TypeError, match="rng"):
+        mnl.MNLBanditEnv(5, 3, 2)
+
+
+def test_MNLBanditEnv_generator_gives_the_stream_the_int_seed_gave():
+    # the old int seed s meant default_rng(s): passing default_rng(s) keeps every metric
+    a = mnl.MNLBanditEnv(5, 3, 2, rng=np.random.default_rng(3))
+    b = mnl.MNLBanditEnv(5, 3, 2, rng=np.random.default_rng(3))
+    np.testing.assert_array_equal(a.contexts()[0], b.contexts()[0])
+    np.testing.assert_array_equal(a.w_star, b.w_star)
 
 
 def test_compare_algorithms_rejects_non_generator_rng():
@@ -310,7 +318,7 @@ def test_make_algorithm_rejects_non_string_name():
 
 
 def test_run_bandit_rejects_bad_algorithm_and_env():
-    env = mnl.MNLBanditEnv(5, 2, 2, rng=0)
+    env = mnl.MNLBanditEnv(5, 2, 2, rng=np.random.default_rng(0))
     with pytest.raises(TypeError, match="algorithm"):
         mnl.run_bandit("OFU-MNL++", env, 3)
     with pytest.raises(TypeError, match="env"):
@@ -428,7 +436,7 @@ def test_OMD_step_refuses_a_non_finite_inverse_and_keeps_its_state(monkeypatch):
 
 
 def test_OFUM2NL_refit_refuses_a_non_finite_inverse_and_keeps_its_estimate(monkeypatch):
-    env = mnl.MNLBanditEnv(8, 2, 2, rng=1)
+    env = mnl.MNLBanditEnv(8, 2, 2, rng=np.random.default_rng(1))
     alg = mnl.OFUM2NL(8, 2, 2)
     mnl.run_bandit(alg, env, 5)
     w, H_inv = alg.w.copy(), alg.H_inv.copy()
@@ -499,3 +507,178 @@ def test_assortment_check_keeps_its_value_errors():
     for bad in (np.array([0.0, 1.0]), np.array([[0, 1]]), np.array([0, 4]), np.array([-1]), np.array([1, 1])):
         with pytest.raises(ValueError, match="S"):
             mnl.expected_revenue(v, r, bad)
+
+
+# ------------------------------------------------------------------------- round 2: hostile input
+
+
+def _bandit(name):
+    rng = np.random.default_rng(0)
+    alg = mnl.make_algorithm(name, 10, 3, 2, rng=rng)
+    env = mnl.MNLBanditEnv(10, 2, 3, rng=np.random.default_rng(1))
+    mnl.run_bandit(alg, env, 4)  # some state to keep
+    return alg
+
+
+def _bandit_state(alg):
+    arrays = [alg.est.w, alg.est.H, alg.est.H_inv] if hasattr(alg, "est") else \
+        [alg.w, getattr(alg, "H", getattr(alg, "V", None)), *alg.hist.arrays()]
+    return [a.copy() for a in arrays], alg.t
+
+
+def _assert_bandit_state(alg, state):
+    arrays, t = _bandit_state(alg)
+    assert t == state[1]
+    for a, b in zip(arrays, state[0]):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", mnl.ALGORITHMS)
+@pytest.mark.parametrize("bad", ["negative", "all ones", "fractions", "no choice", "two"])
+def test_bandit_update_refuses_impossible_feedback_and_keeps_its_state(name, bad):
+    # round 2: y = [-50, 0, 0, 0] ran and moved w; [1, 1, 1, 1] (everyone buys everything) too
+    alg = _bandit(name)
+    S = alg.select(np.random.default_rng(2).normal(size=(10, 2)) * 0.3)
+    k = S.size
+    y = {"negative": np.r_[-50.0, np.zeros(k)], "all ones": np.ones(k + 1),
+         "fractions": np.full(k + 1, 1.0 / (k + 1)), "no choice": np.zeros(k + 1),
+         "two": np.r_[2.0, np.zeros(k)]}[bad]
+    state = _bandit_state(alg)
+    with pytest.raises(ValueError, match="y"):
+        alg.update(S, y)
+    _assert_bandit_state(alg, state)
+    alg.update(S, np.eye(k + 1)[-1])  # the round can still be closed with real feedback
+
+
+@pytest.mark.parametrize("name", mnl.ALGORITHMS)
+def test_bandit_update_refuses_an_assortment_it_did_not_offer(name):
+    alg = _bandit(name)
+    S = alg.select(np.random.default_rng(3).normal(size=(10, 2)) * 0.3)
+    other = np.setdiff1d(np.arange(10), S)[: S.size]
+    state = _bandit_state(alg)
+    with pytest.raises(ValueError, match="S must be the assortment select"):
+        alg.update(other, np.eye(S.size + 1)[0])
+    _assert_bandit_state(alg, state)
+    alg.update(S[::-1], np.eye(S.size + 1)[0])  # the same items in another order (y in that order)
+
+
+def test_bandit_update_twice_for_one_select_is_refused():
+    alg = mnl.OFUMNLPlusPlus(10, 3, 2)
+    S = alg.select(np.ones((10, 2)))
+    alg.update(S, np.eye(S.size + 1)[0])
+    state = _bandit_state(alg)
+    with pytest.raises(ValueError, match="before select"):
+        alg.update(S, np.eye(S.size + 1)[0])
+    _assert_bandit_state(alg, state)
+
+
+@pytest.mark.parametrize("y", [[5.0, 3.0, 0.0], [-1.0, 1.0, 1.0], [0.5, 0.5, 0.0], [0.0, 0.0, 0.0], [1.0, 1.0, 0.0]])
+def test_OMDEstimator_refuses_feedback_that_is_not_one_hot(y):
+    rng = np.random.default_rng(5)
+    est = _trained_estimator(rng)
+    state = _state(est)
+    with pytest.raises(ValueError, match="y"):
+        est.update(rng.normal(size=(2, 3)) * 0.3, np.array(y))
+    _assert_state(est, state)
+
+
+def test_mnl_loss_grad_hess_refuses_feedback_not_summing_to_one():
+    # the gradient sum_i (p_i - y_i) x_i assumes sum_i y_i = 1: [1, 1, 1] gave a wrong gradient
+    X, w = np.ones((2, 2)) * 0.3, np.zeros(2)
+    with pytest.raises(ValueError, match="y must sum to 1"):
+        mnl.mnl_loss_grad_hess(X, np.ones(3), w)
+    mnl.mnl_loss_grad_hess(X, np.array([0.2, 0.3, 0.5]), w)  # a probability vector is fine
+
+
+@pytest.mark.parametrize("scale", [1e155, 1e200])
+def test_OMDEstimator_refuses_features_whose_hessian_overflows(scale):
+    # round 2: X_S * 1e200 raised LinAlgError from inside the solve; now refused at the boundary
+    rng = np.random.default_rng(6)
+    est = _trained_estimator(rng)
+    state = _state(est)
+    with pytest.raises(ValueError, match="X_S is too large"):
+        est.update(rng.normal(size=(4, 3)) * scale, np.eye(5)[0])
+    _assert_state(est, state)
+    est.update(rng.normal(size=(4, 3)) * 1e100, np.eye(5)[0])  # large but representable: learns
+
+
+def test_bandit_select_refuses_contexts_whose_hessian_overflows():
+    alg = mnl.OFUMNLPlusPlus(5, 2, 2)
+    with pytest.raises(ValueError, match="contexts"):
+        alg.select(np.ones((5, 2)) * 1e200)
+
+
+def test_project_to_ball_refuses_a_metric_that_is_not_positive_definite():
+    # round 2: -I returned a vector although the docstring promised LinAlgError
+    with pytest.raises(np.linalg.LinAlgError, match="M must be positive definite"):
+        mnl.project_to_ball(np.ones(3), -np.eye(3), 1.0)
+    with pytest.raises(np.linalg.LinAlgError, match="positive definite"):
+        mnl.project_to_ball(np.ones((2, 3)), np.stack([np.eye(3), np.diag([1.0, 0.0, 1.0])]), 1.0)
+    with pytest.raises(ValueError, match="M must be symmetric"):
+        mnl.project_to_ball(np.ones(2) * 5, np.array([[2.0, 1.0], [0.0, 2.0]]), 1.0)
+
+
+def test_project_to_ball_takes_n_steps_and_stops_at_the_fixed_point():
+    rng = np.random.default_rng(7)
+    A = rng.normal(size=(4, 4))
+    M, w = A @ A.T + 0.1 * np.eye(4), rng.normal(size=4) * 5
+    with pytest.raises(TypeError):
+        mnl.project_to_ball(w, M, 1.0, iters=60)
+    with pytest.raises(ValueError, match="n_steps"):
+        mnl.project_to_ball(w, M, 1.0, n_steps=0)
+    import time
+
+    t0 = time.perf_counter()
+    far = mnl.project_to_ball(w, M, 1.0, n_steps=10**9)  # float64 runs out of halvings long before
+    assert time.perf_counter() - t0 < 1.0
+    np.testing.assert_array_equal(far, mnl.project_to_ball(w, M, 1.0, n_steps=5000))
+    np.testing.assert_array_equal(mnl.project_to_ball(w, M, 1.0), mnl.method._project(w, M, 1.0, 60))
+
+
+def _too_large_calls():
+    rng = np.random.default_rng(0)
+    return {
+        "run_bandit(T)": lambda: mnl.run_bandit(mnl.OFUMNLPlusPlus(10, 3, 2),
+                                                mnl.MNLBanditEnv(10, 2, 3, rng=rng), 10**12),
+        "run_bandit(T) history": lambda: mnl.run_bandit(mnl.OFUM2NL(10, 3, 2),
+                                                        mnl.MNLBanditEnv(10, 2, 3, rng=rng), 10**7),
+        "batched(n_reps)": lambda: mnl.run_ofu_mnl_pp_batched(10**12, 10, 2, 3, 5, rng=rng),
+        "batched(T)": lambda: mnl.run_ofu_mnl_pp_batched(10, 10, 2, 3, 10**12, rng=rng),
+        "batched(N)": lambda: mnl.run_ofu_mnl_pp_batched(10, 10**10, 2, 3, 5, rng=rng),
+        "compare(n_reps)": lambda: mnl.compare_algorithms(["OFU-MNL++"], N=10, d=2, K=3, T=5, rng=rng,
+                                                          n_reps=10**12),
+        "compare(T)": lambda: mnl.compare_algorithms(["OFU-M2NL"], N=10, d=2, K=3, T=10**7, rng=rng),
+        "env(N)": lambda: mnl.MNLBanditEnv(10**9, 2, 3, rng=rng),
+        "env(N) 1e12": lambda: mnl.MNLBanditEnv(10**12, 2, 3, rng=rng),
+        "project(n_steps)": lambda: mnl.project_to_ball(np.ones(3) * 5, np.eye(3), 1.0, n_steps=10**12),
+    }
+
+
+@pytest.mark.parametrize("case", list(_too_large_calls()))
+def test_sizes_that_cannot_fit_are_refused_at_once(case, monkeypatch):
+    # round 2: MemoryError, OverflowError or a hang; now TooLargeError before any work. Memory
+    # pinned at 16 GiB so that the verdict does not depend on the machine's RAM.
+    import time
+
+    from icml25 import checks
+
+    monkeypatch.setattr(checks, "available_memory_bytes", lambda: 16 * 2**30)
+    call = _too_large_calls()[case]
+    t0 = time.perf_counter()
+    with pytest.raises(checks.TooLargeError):
+        call()
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize("bad", [None, 0, np.random.RandomState(0)])
+def test_TSMNL_requires_a_generator(bad):
+    # round 2: rng=None silently meant default_rng(0)
+    with pytest.raises(TypeError, match="rng"):
+        mnl.TSMNL(5, 2, 2, rng=bad)
+    with pytest.raises(TypeError, match="rng"):
+        mnl.make_algorithm("TS-MNL", 5, 2, 2, rng=bad)
+
+
+def test_TSMNL_without_rng_is_refused():
+    with pytest.raises(TypeError, match="rng"):
+        mnl.TSMNL(5, 2, 2)

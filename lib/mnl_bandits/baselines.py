@@ -106,10 +106,12 @@ class _MLEBaseline(_Base):
         """Add the round to V and the history; refit the MLE (L-BFGS-B) every ``refit_every`` rounds.
 
         Args:
-            S: the assortment returned by ``select``; y: (|S| + 1,) one-hot, outside option last.
+            S: the assortment returned by ``select`` (its items, in any order); y: (|S| + 1,)
+                one-hot in the order of S, outside option last.
 
         Raises:
-            ValueError: called before select, bad S, wrong shape or non-finite y.
+            ValueError: no select since the last update, bad S or other items than offered,
+                y of the wrong shape, non-finite or not one-hot.
             numpy.linalg.LinAlgError: V^{-1} or the L-BFGS-B estimate was not finite (the estimate
                 and V are then unchanged).
         """
@@ -117,7 +119,7 @@ class _MLEBaseline(_Base):
 
         S, y = self._check_feedback(S, y)
         if S.size == 0:
-            self.t += 1
+            self._round_done()
             return
         X_S = self._X[S]
         V = self.V + X_S.T @ X_S
@@ -125,13 +127,13 @@ class _MLEBaseline(_Base):
         self.V = V
         self.hist.add(X_S, y)
         if self.t % self.refit_every:
-            self.t += 1
+            self._round_done()
             return
         X, m, yy = self.hist.arrays()
         res = minimize(_batch_nll, self.w, args=(X, m, yy, self.v0, self.lam), jac=True,
                        method="L-BFGS-B", options={"maxiter": 100})
         self.w = _finite_result(res.x, "the L-BFGS-B estimate of the MLE")
-        self.t += 1
+        self._round_done()
 
 
 class UCBMNL(_MLEBaseline):
@@ -163,21 +165,20 @@ class TSMNL(_MLEBaseline):
 
     Args:
         N, K, d, B, v0, lam, kappa, alpha, alpha_scale, refit_every: as :class:`UCBMNL`.
-        rng: ``numpy.random.Generator`` for the posterior samples (``None``: seed 0).
+        rng: ``numpy.random.Generator`` for the posterior samples (required: no default stream).
 
     Raises:
-        TypeError: rng neither a ``numpy.random.Generator`` nor None (plus the checks of UCB-MNL).
+        TypeError: rng not a ``numpy.random.Generator`` (plus the checks of UCB-MNL).
     """
 
     name = "TS-MNL"
 
     def __init__(self, N: int, K: int, d: int, B: float = DEFAULTS.B, v0: float = DEFAULTS.v0,
                  lam: float = 1.0, kappa: float | None = None, alpha: float | None = None,
-                 alpha_scale: float = 1.0, refit_every: int = 1,
-                 rng: np.random.Generator | None = None) -> None:
+                 alpha_scale: float = 1.0, refit_every: int = 1, *,
+                 rng: np.random.Generator) -> None:
         super().__init__(N, K, d, B, v0, lam, kappa, alpha, alpha_scale, refit_every)
-        rng = check_rng(rng, "rng", allow_none=True)
-        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.rng = check_rng(rng, "rng")
 
     def _select(self, X: np.ndarray, r: np.ndarray) -> np.ndarray:
         """Assortment of one posterior sample w~ ~ N(w_hat, alpha_t^2 V^{-1})."""

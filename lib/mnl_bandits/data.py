@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import math
-from numbers import Integral
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_choice, check_int, check_positive, check_rng
+from icml25.checks import check_budget, check_choice, check_int, check_positive, check_rng
 
 from .defaults import DEFAULTS
 from .model import _check_assortment, _oracle, _probs, _revenue
 
 __all__ = ["MNLBanditEnv"]
+
+
+def _round_cost(N: int, d: int) -> tuple[float, float]:
+    """Peak bytes and operations of one round of the environment: the (N, d) draw, its clipped
+    copy and the elliptical temporaries (3 N d floats), revenues, weights and the oracle's (N,)
+    arrays (~8 N floats); ~30 operations per drawn entry and ~100 N for the oracle."""
+    return 8.0 * (3.0 * N * d + 8.0 * N), 30.0 * N * d + 100.0 * N
 
 
 class MNLBanditEnv:
@@ -28,31 +34,29 @@ class MNLBanditEnv:
     Args:
         N: items; d: dimension; K: max assortment size (1 <= K <= N); v0: outside weight > 0.
         reward: ``"uniform"`` | ``"nonuniform"``; context: see above.
-        rng: ``numpy.random.Generator``, int seed >= 0 or None (fresh entropy). The int seed is
-            this class's documented convenience (``np.random.default_rng(seed)``); the book
-            otherwise passes Generators. Two generators are derived from it, one for w* and the
-            contexts and one for the customers' choices; :meth:`reset` replays both, so every
-            algorithm sees the same contexts.
+        rng: ``numpy.random.Generator`` (required, keyword-only; an int seed ``s`` is
+            ``rng=np.random.default_rng(s)``, the same stream). Two generators are derived from
+            it, one for w* and the contexts and one for the customers' choices; :meth:`reset`
+            replays both, so every algorithm sees the same contexts.
 
     Raises:
-        ValueError: K < 1, K > N, v0 <= 0, unknown reward/context, negative seed.
-        TypeError: non-integer sizes; rng not a Generator, int or None.
+        ValueError: K < 1, K > N, v0 <= 0, unknown reward/context.
+        TypeError: non-integer sizes; rng not a Generator.
+        TooLargeError: one round's contexts (N x d float64 and their temporaries) cannot fit in
+            memory (checked here, before any round is drawn).
     """
 
     def __init__(self, N: int, d: int, K: int, v0: float = DEFAULTS.v0, reward: str = "uniform",
-                 context: str = "gaussian", rng: np.random.Generator | int | None = None) -> None:
+                 context: str = "gaussian", *, rng: np.random.Generator) -> None:
         self.N = check_int(N, "N", low=1)
         self.d = check_int(d, "d", low=1)
         self.K = check_int(K, "K", low=1, high=self.N)
         self.v0 = check_positive(v0, "v0")
         self.reward = check_choice(reward, "reward", ("uniform", "nonuniform"))
         self.context = check_choice(context, "context", ("gaussian", "uniform", "elliptical"))
-        if rng is None:
-            rng = np.random.default_rng()
-        elif isinstance(rng, Integral) and not isinstance(rng, (bool, np.bool_)):  # documented: a seed
-            rng = np.random.default_rng(check_int(rng, "rng", low=0))
-        else:
-            rng = check_rng(rng, "rng")
+        rng = check_rng(rng, "rng")
+        n_bytes, n_operations = _round_cost(self.N, self.d)
+        check_budget(f"MNLBanditEnv(N={self.N}, d={self.d})", n_bytes=n_bytes, n_operations=n_operations)
         self._seed_seq = rng.bit_generator.seed_seq.spawn(1)[0] if hasattr(rng.bit_generator, "seed_seq") \
             else np.random.SeedSequence(int(rng.integers(2**63)))
         self.reset()

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_choice, check_int, check_positive, check_rng
+from icml25.checks import check_budget, check_choice, check_int, check_positive, check_rng
 from icml25.kernels import mnl_bandits
 
 from .baselines import TSMNL, UCBMNL, OFUMNLPlus
-from .data import MNLBanditEnv
+from .data import MNLBanditEnv, _round_cost
 from .defaults import DEFAULTS
 from .method import OFUM2NL, OFUMNLPlusPlus, _project, ofu_mnl_pp_beta, ofu_mnl_pp_constants
 from .model import _finite_result, _variance
@@ -24,6 +24,26 @@ ALGORITHMS: tuple[str, ...] = ("OFU-MNL++", "OFU-M2NL", "OFU-MNL+", "UCB-MNL", "
 
 _CLASSES = {"OFU-MNL++": OFUMNLPlusPlus, "OFU-M2NL": OFUM2NL, "OFU-MNL+": OFUMNLPlus,
             "UCB-MNL": UCBMNL, "TS-MNL": TSMNL}
+
+#: the algorithms that refit on their whole history (per-round work grows with t)
+_HISTORY_BASED = ("OFU-M2NL", "UCB-MNL", "TS-MNL")
+
+
+def _run_cost(N: int, d: int, K: int, T: int, history: bool, refit_every: int = 1) -> tuple[float, float]:
+    """Peak bytes and operations of one T-round run (estimates for :func:`check_budget`).
+
+    Every algorithm: four (T,) float64 records, one environment round and, per round, the
+    optimism (N d^2), the OMD step (d^3) and the oracle (~100 N). A history-based one also keeps
+    a padded (T, K, d + 2) history (doubling: up to 3x) and refits on it every ``refit_every``
+    rounds: sum_t t K d^2 x ~100 (Newton or L-BFGS-B iterations) ~ 50 T^2 K d^2 / refit_every.
+    """
+    round_bytes, round_ops = _round_cost(N, d)
+    n_bytes = 32.0 * T + round_bytes
+    n_ops = float(T) * (round_ops + N * d * d + d**3 + 100.0 * N)
+    if history:
+        n_bytes += 24.0 * T * K * (d + 2)
+        n_ops += 50.0 * float(T) * T * K * d * d / refit_every
+    return n_bytes, n_ops
 
 
 def run_bandit(algorithm: Any, env: MNLBanditEnv, T: int) -> dict[str, np.ndarray]:
@@ -43,12 +63,17 @@ def run_bandit(algorithm: Any, env: MNLBanditEnv, T: int) -> dict[str, np.ndarra
     Raises:
         ValueError / TypeError: T not a positive integer; TypeError: algorithm without
             select/update, env not an :class:`MNLBanditEnv`.
+        TooLargeError: the records and the work of T rounds cannot fit (see :func:`_run_cost`).
     """
     T = check_int(T, "T", low=1)
     if not (callable(getattr(algorithm, "select", None)) and callable(getattr(algorithm, "update", None))):
         raise TypeError(f"algorithm must have select(X, r) and update(S, y) methods, got {type(algorithm).__name__}")
     if not isinstance(env, MNLBanditEnv):
         raise TypeError(f"env must be an MNLBanditEnv, got {type(env).__name__}")
+    refit_every = getattr(algorithm, "refit_every", 1)
+    n_bytes, n_ops = _run_cost(env.N, env.d, env.K, T, history=hasattr(algorithm, "hist"),
+                               refit_every=refit_every if isinstance(refit_every, int) and refit_every >= 1 else 1)
+    check_budget(f"run_bandit(T={T})", n_bytes=n_bytes, n_operations=n_ops)
     with _single_thread_blas():
         return _run_bandit(algorithm, env, T)
 
@@ -105,7 +130,8 @@ def make_algorithm(name: str, N: int, K: int, d: int, v0: float = DEFAULTS.v0, B
     Args:
         name: one of :data:`ALGORITHMS`.
         N, K, d, v0, B: as the algorithms' constructors.
-        rng: ``numpy.random.Generator`` for TS-MNL's samples (ignored by the others) or None.
+        rng: ``numpy.random.Generator`` for TS-MNL's samples (required for TS-MNL; ignored by the
+            others, which accept None).
         **kwargs: further constructor keywords.
 
     Returns:
@@ -146,6 +172,8 @@ def compare_algorithms(names: list[str] | tuple[str, ...], *, N: int, d: int, K:
         TypeError: names a string or not a list/tuple of strings; rng not a Generator; options
             not a dict; non-integer sizes.
         ValueError: empty names, unknown algorithm name, n_reps < 1, bad sizes (K > N, ...).
+        TooLargeError: n_reps x names x T rounds cannot fit in memory or time (checked before
+            any replicate is drawn).
     """
     if isinstance(names, str) or not isinstance(names, (list, tuple)):
         raise TypeError(f"names must be a list or tuple of algorithm names (e.g. [{names!r}] for one), "
@@ -160,9 +188,21 @@ def compare_algorithms(names: list[str] | tuple[str, ...], *, N: int, d: int, K:
     rng = check_rng(rng, "rng")
     n_reps = check_int(n_reps, "n_reps", low=1)
     T = check_int(T, "T", low=1)
+    N, d = check_int(N, "N", low=1), check_int(d, "d", low=1)
+    K = check_int(K, "K", low=1, high=N)
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"options must be a dict name -> keywords, got {type(options).__name__}")
     options = options or {}
+    n_bytes, n_ops = 0.0, 0.0
+    for name in names:
+        opt = options.get(name, {})
+        every = opt.get("refit_every", 1) if isinstance(opt, dict) else 1
+        b, o = _run_cost(N, d, K, T, history=name in _HISTORY_BASED,
+                         refit_every=every if isinstance(every, int) and every >= 1 else 1)
+        n_bytes, n_ops = max(n_bytes, b), n_ops + o
+    # the records of every run are kept (3 (T,) arrays, twice while stacked)
+    check_budget(f"compare_algorithms(n_reps={n_reps}, T={T})",
+                 n_bytes=n_bytes + 48.0 * n_reps * len(names) * T, n_operations=n_reps * n_ops)
     env_rngs = rng.spawn(n_reps)
     out: dict[str, dict[str, list]] = {n: {"regret": [], "time": [], "sigma2": []} for n in names}
     for i in range(n_reps):
@@ -214,10 +254,15 @@ def run_ofu_mnl_pp_batched(n_reps: int, N: int, d: int, K: int, T: int, v0: floa
     Raises:
         ValueError: bad sizes (K > N, ...), bad reward, v0 <= 0, non-positive beta_scale or B.
         TypeError: non-integer sizes; rng not a Generator.
+        TooLargeError: the (n_reps, T) records, one round's (n_reps, N, d) arrays or the
+            T n_reps (N d^2 + d^3 + 100 N) operations cannot fit (checked before any draw).
         numpy.linalg.LinAlgError: a Newton solve or an inverse Hessian was not finite.
     """
     R, N, d = check_int(n_reps, "n_reps", low=1), check_int(N, "N", low=1), check_int(d, "d", low=1)
     K, T = check_int(K, "K", low=1, high=N), check_int(T, "T", low=1)
+    check_budget(f"run_ofu_mnl_pp_batched(n_reps={R}, T={T}, N={N})",
+                 n_bytes=8.0 * (2.0 * R * T + T + R * N * (3.0 * d + 15.0) + 8.0 * R * d * d),
+                 n_operations=float(T) * R * (4.0 * N * d * d + 4.0 * d**3 + 100.0 * N + 60.0 * d))
     v0 = check_positive(v0, "v0")
     reward = check_choice(reward, "reward", ("uniform", "nonuniform"))
     g = check_rng(rng, "rng")

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_array, check_choice, check_int, check_positive, check_probability
+from icml25.checks import check_array, check_budget, check_choice, check_int, check_positive, check_probability
 
 from .defaults import DEFAULTS
-from .model import _check_assortment, _finite_result, _loss_grad_hess, _oracle
+from .model import (_check_assortment, _check_feature_scale, _check_one_hot, _finite_result, _loss_grad_hess,
+                    _oracle)
 
 __all__ = [
     "project_to_ball",
@@ -40,12 +41,14 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-def _project(w: np.ndarray, M: np.ndarray, B: float, iters: int) -> np.ndarray:
+def _project(w: np.ndarray, M: np.ndarray, B: float, n_steps: int) -> np.ndarray:
     """u = argmin_{||u||_2 <= B} ||u - w||_M^2, batched over leading axes.
 
     KKT: u(mu) = (M + mu I)^{-1} M w with mu >= 0 and ||u(mu)|| = B when ||w|| > B. With
     M = Q diag(lam) Q^T, u(mu) = Q (lam c / (lam + mu)), c = Q^T w, whose norm decreases in mu;
-    mu is found by bisection (``iters`` halvings), keeping the feasible end ``hi``.
+    mu is found by bisection (at most ``n_steps`` halvings), keeping the feasible end ``hi``.
+    A halving that moves neither end is a fixed point (float64 cannot split [lo, hi] further),
+    so the loop stops there: the same answer as running every step, in at most ~1100 steps.
     """
     norms = np.linalg.norm(w, axis=-1)
     outside = norms > B
@@ -60,11 +63,13 @@ def _project(w: np.ndarray, M: np.ndarray, B: float, iters: int) -> np.ndarray:
 
     lo = np.zeros(norms.shape)
     hi = np.maximum(lam.max(axis=-1) * (norms / B), 1e-12)  # ||u(hi)|| <= lam_max |c| / hi <= B
-    for _ in range(iters):
+    for _ in range(n_steps):
         mid = 0.5 * (lo + hi)
         big = norm_at(mid) > B
-        lo = np.where(big, mid, lo)
-        hi = np.where(big, hi, mid)
+        lo_new, hi_new = np.where(big, mid, lo), np.where(big, hi, mid)
+        if np.array_equal(lo_new, lo) and np.array_equal(hi_new, hi):
+            break  # fixed point: every further step would repeat this one
+        lo, hi = lo_new, hi_new
     u = np.einsum("...ij,...j->...i", Q, lam * c / (lam + hi[..., None]))
     return _in_ball(np.where(outside[..., None], u, w), B)
 
@@ -78,30 +83,57 @@ def _in_ball(u: np.ndarray, B: float, rtol: float = 1e-8) -> np.ndarray:
     return u
 
 
-def project_to_ball(w: ArrayLike, M: ArrayLike, B: float, iters: int = 60) -> np.ndarray:
+def project_to_ball(w: ArrayLike, M: ArrayLike, B: float, n_steps: int = 60) -> np.ndarray:
     """argmin_{||u||_2 <= B} ||u - w||_M^2, batched over leading axes (the OMD projection, Eq. (5)).
 
     Args:
         w: (..., d) finite points to project.
         M: (..., d, d) symmetric positive definite metrics (same leading axes as ``w``).
         B: radius > 0.
-        iters: bisection steps >= 1 for the Lagrange multiplier mu.
+        n_steps: the most bisection steps (>= 1) for the Lagrange multiplier mu (the loop stops
+            earlier once float64 cannot halve the bracket further, after ~1100 steps at most).
 
     Returns:
         (..., d) float64 projections, inside the ball (points already inside are returned unchanged).
 
     Raises:
-        ValueError: B not a positive finite number, iters < 1, shapes disagree, non-finite input.
-        TypeError: non-numeric input, iters not an integer.
-        numpy.linalg.LinAlgError: the root find did not land in the ball (M not positive definite).
+        ValueError: B not a positive finite number, n_steps < 1, shapes disagree, non-finite
+            input, ``M`` not symmetric (to 1e-10 relative).
+        TypeError: non-numeric input, n_steps not an integer.
+        TooLargeError: n_steps x points x d beyond :data:`icml25.checks.MAX_OPERATIONS`.
+        numpy.linalg.LinAlgError: ``M`` not positive definite (its Cholesky factorisation fails),
+            or the root find did not land in the ball.
     """
     B = check_positive(B, "B")
-    iters = check_int(iters, "iters", low=1)
+    n_steps = check_int(n_steps, "n_steps", low=1)
     w = check_array(w, "w", dtype=np.float64)
     if w.ndim == 0:
         raise ValueError("w must have shape (..., d), got a scalar")
     M = check_array(M, "M", shape=(*w.shape, w.shape[-1]), dtype=np.float64)
-    return _project(w, M, B, iters)
+    d = w.shape[-1]
+    n_points = w.size // max(d, 1)
+    check_budget(f"project_to_ball(n_steps={n_steps})",
+                 n_operations=float(n_steps) * n_points * (4 * d + 8) + float(n_points) * d**3)
+    _check_spd(M, "M")
+    return _project(w, M, B, n_steps)
+
+
+def _check_spd(M: np.ndarray, name: str, rtol: float = 1e-10) -> np.ndarray:
+    """``M`` (..., d, d) if symmetric (to ``rtol`` of its largest entry) and positive definite.
+
+    Raises:
+        ValueError: not symmetric (the eigen-decomposition would silently read one triangle).
+        numpy.linalg.LinAlgError: not positive definite (the Cholesky factorisation fails).
+    """
+    scale = float(np.abs(M).max(initial=0.0))
+    if float(np.abs(M - np.swapaxes(M, -1, -2)).max(initial=0.0)) > rtol * scale:
+        raise ValueError(f"{name} must be symmetric (M = M^T to {rtol:g} relative)")
+    try:
+        np.linalg.cholesky(M)
+    except np.linalg.LinAlgError as err:
+        raise np.linalg.LinAlgError(f"{name} must be positive definite (its Cholesky factorisation "
+                                    f"failed: {err})") from None
+    return M
 
 
 def _omd_step(w: np.ndarray, H: np.ndarray, X_S: np.ndarray, y: np.ndarray, eta: float,
@@ -159,21 +191,24 @@ class OMDEstimator:
         """One OMD step on one round's feedback; returns the new w (d,).
 
         Args:
-            X_S: (k, d) finite features of the offered items (k = 0: nothing to learn).
-            y: (k + 1,) finite non-negative feedback, one-hot, outside option last.
+            X_S: (k, d) finite features of the offered items (k = 0: nothing to learn), with
+                eta ||x_i||^2 <= 1e300 (past it x x^T overflows float64).
+            y: (k + 1,) one-hot feedback (one 1, the rest 0), outside option last.
 
         Returns:
             (d,) float64 estimate w_{t+1} (the estimator's own array).
 
         Raises:
-            ValueError: shapes disagree, NaN/inf in ``X_S`` or ``y``, negative ``y``; the state
-                (w, H, H^{-1}) is unchanged.
+            ValueError: shapes disagree, NaN/inf in ``X_S`` or ``y``, ``y`` not one-hot,
+                ``X_S`` too large for float64 Hessians; the state (w, H, H^{-1}) is unchanged.
             TypeError: non-numeric input.
-            numpy.linalg.LinAlgError: a solve gave a non-finite or infeasible result; the state
-                is unchanged.
+            numpy.linalg.LinAlgError: a solve gave a non-finite or infeasible result (features
+                below the overflow bound can still make H~ too ill-conditioned); the state is
+                unchanged.
         """
-        X_S = check_array(X_S, "X_S", shape=(None, self.d), dtype=np.float64)
-        y = check_array(y, "y", shape=(X_S.shape[0] + 1,), low=0.0, dtype=np.float64)
+        X_S = _check_feature_scale(check_array(X_S, "X_S", shape=(None, self.d), dtype=np.float64),
+                                   "X_S", self.eta)
+        y = _check_one_hot(y, X_S.shape[0])
         return self._update(X_S, y)
 
     def _update(self, X_S: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -248,9 +283,11 @@ def m2nl_beta(t: int, d: int, B: float = DEFAULTS.B, delta: float = DEFAULTS.del
 # --------------------------------------------------------------------------------------------
 
 
-def _check_round(X: Any, r: Any, N: int, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """One round's contexts (N, d) and revenues (N,) (``None``: all ones), finite float64."""
-    X = check_array(X, "X (contexts)", shape=(N, d), dtype=np.float64)
+def _check_round(X: Any, r: Any, N: int, d: int, eta: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """One round's contexts (N, d) (eta ||x_i||^2 <= 1e300) and revenues (N,) (``None``: all ones),
+    finite float64."""
+    X = _check_feature_scale(check_array(X, "X (contexts)", shape=(N, d), dtype=np.float64),
+                             "X (contexts)", eta)
     r = np.ones(N) if r is None else check_array(r, "r", shape=(N,), dtype=np.float64)
     return X, r
 
@@ -268,22 +305,27 @@ class _Base:
         self.v0 = check_positive(v0, "v0")
         self.t = 1
         self._X = None
+        self._S = None
+
+    #: the curvature scale eta of the estimator's Hessian terms (the feature-size bound uses it)
+    _eta = 1.0
 
     def select(self, X: ArrayLike, r: ArrayLike | None = None) -> np.ndarray:
         """This round's assortment (each algorithm's ``_select``; optimistic for the OFU methods, Alg. 1).
 
         Args:
-            X: (N, d) finite contexts; r: (N,) finite revenues (``None``: all ones).
+            X: (N, d) finite contexts (eta ||x_i||^2 <= 1e300); r: (N,) finite revenues
+                (``None``: all ones).
 
         Returns:
-            sorted int64 indices of at most K items.
+            sorted int64 indices of at most K items (``update`` expects these items back).
 
         Raises:
-            ValueError / TypeError: wrong shapes, non-finite or non-numeric input.
+            ValueError / TypeError: wrong shapes, non-finite, too large or non-numeric input.
         """
-        X, r = _check_round(X, r, self.N, self.d)
+        X, r = _check_round(X, r, self.N, self.d, self._eta)
         S = self._select(X, r)
-        self._X = X
+        self._X, self._S = X, S
         return S
 
     def _select(self, X: np.ndarray, r: np.ndarray) -> np.ndarray:  # pragma: no cover - overridden
@@ -296,12 +338,25 @@ class _Base:
         return _oracle(v, r, self.K, self.v0 * math.exp(-m))[0]
 
     def _check_feedback(self, S: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """The round's assortment (as offered) and its finite (|S| + 1,) feedback."""
+        """The round's assortment (the items ``select`` returned, in any order) and its one-hot
+        (|S| + 1,) feedback in the same order, outside option last.
+
+        Raises:
+            ValueError: no select() since the last update, a bad S, an S with other items than
+                the offered ones, y not one-hot of length |S| + 1.
+        """
         if self._X is None:
-            raise ValueError("update() called before select()")
+            raise ValueError("update() called before select() (each round: one select, then one update)")
         S = _check_assortment(S, self.N, self.K)
-        y = check_array(y, "y", shape=(S.size + 1,), dtype=np.float64)
+        if not np.array_equal(np.sort(S), np.sort(self._S)):
+            raise ValueError(f"S must be the assortment select() returned, {self._S.tolist()}; got {S.tolist()}")
+        y = _check_one_hot(y, S.size)
         return S, y
+
+    def _round_done(self) -> None:
+        """Close the round after a successful update: the next update needs a new select."""
+        self._X, self._S = None, None
+        self.t += 1
 
 
 class _OMDBandit(_Base):
@@ -313,6 +368,7 @@ class _OMDBandit(_Base):
         self.beta_fixed = None if beta is None else check_positive(beta, "beta")
         self.beta_scale = check_positive(beta_scale, "beta_scale")
         self.est = OMDEstimator(self.d, eta, lam, self.B, self.v0)
+        self._eta = self.est.eta
 
     def beta(self, t: int) -> float:  # pragma: no cover - overridden
         """The confidence radius beta_t at round t (each algorithm has its own)."""
@@ -328,15 +384,17 @@ class _OMDBandit(_Base):
         """OMD step on the round's feedback.
 
         Args:
-            S: the assortment returned by :meth:`select`; y: (|S| + 1,) one-hot, outside option last.
+            S: the assortment returned by :meth:`select` (its items, in any order); y: (|S| + 1,)
+                one-hot in the order of S, outside option last.
 
         Raises:
-            ValueError: called before select, bad S, wrong shape or non-finite y (state unchanged).
+            ValueError: no select since the last update, bad S or other items than offered,
+                y of the wrong shape, non-finite or not one-hot (state unchanged).
             numpy.linalg.LinAlgError: a solve of the step failed (state unchanged).
         """
         S, y = self._check_feedback(S, y)
         self.est._update(self._X[S], y)
-        self.t += 1
+        self._round_done()
 
 
 class OFUMNLPlusPlus(_OMDBandit):
@@ -517,10 +575,11 @@ class OFUM2NL(_Base):
         """Store the round and refit the MLE every ``refit_every`` rounds.
 
         Args:
-            S: the assortment returned by :meth:`select`; y: (|S| + 1,) one-hot, outside option last.
+            S, y: the offered items and their one-hot feedback, as in :meth:`OFUMNLPlusPlus.update`.
 
         Raises:
-            ValueError: called before select, bad S, wrong shape or non-finite y.
+            ValueError: as :meth:`OFUMNLPlusPlus.update` (impossible feedback is refused before
+                the history is touched).
             numpy.linalg.LinAlgError: a Newton solve or the inverse Hessian was not finite.
         """
         S, y = self._check_feedback(S, y)
@@ -528,4 +587,4 @@ class OFUM2NL(_Base):
             self.hist.add(self._X[S], y)
         if self.hist.n and self.t % self.refit_every == 0:
             self._refit()
-        self.t += 1
+        self._round_done()

@@ -51,6 +51,53 @@ def _check_assortment(S: Any, N: int, K: int | None = None) -> np.ndarray:
     return S
 
 
+def _check_one_hot(y: Any, k: int) -> np.ndarray:
+    """One round's feedback: (k + 1,) float64 with exactly one entry 1 and the rest 0 (outside last).
+
+    Raises:
+        ValueError: wrong shape, non-finite, or not one-hot (negative entries, several purchases,
+            fractions or no choice at all are impossible feedback of one customer).
+    """
+    y = check_array(y, "y", shape=(k + 1,), low=0.0, high=1.0, dtype=np.float64)
+    if not (np.all((y == 0.0) | (y == 1.0)) and np.count_nonzero(y) == 1):
+        raise ValueError(f"y must be one-hot (one 1, the rest 0; the outside option last), got {y.tolist()}")
+    return y
+
+
+def _check_probability_vector(y: Any, k: int, rtol: float = 1e-9) -> np.ndarray:
+    """(k + 1,) float64 non-negative entries summing to one (to ``rtol``): one-hot or a mixture.
+
+    Raises:
+        ValueError: wrong shape, non-finite, negative entries, or a sum other than one (the
+            gradient g = sum_i (p_i - y_i) x_i assumes sum_i y_i = 1 and would be silently wrong).
+    """
+    y = check_array(y, "y", shape=(k + 1,), low=0.0, dtype=np.float64)
+    if abs(float(y.sum()) - 1.0) > rtol:
+        raise ValueError(f"y must sum to 1 (a one-hot choice or a probability vector), got a sum of {float(y.sum())!r}")
+    return y
+
+
+#: the largest eta * ||x||_2^2 accepted: the Hessians sum terms eta p_i x_i x_i^T, which must stay
+#: far below the float64 maximum (~1.8e308) for the solves to mean anything
+_MAX_CURVATURE = 1e300
+
+
+def _check_feature_scale(X: np.ndarray, name: str, eta: float = 1.0) -> np.ndarray:
+    """``X`` (finite, validated) if eta * max_i ||x_i||^2 <= 1e300, else ValueError naming ``name``.
+
+    A cheap bound, computed in logarithms (max |x_ij| sqrt(d) bounds ||x_i|| without overflow):
+    past it x x^T overflows float64 and every Hessian and solve that follows is inf or NaN.
+    """
+    if X.size == 0:
+        return X
+    top = float(np.abs(X).max())
+    if top > 0.0 and 2.0 * math.log10(top * math.sqrt(X.shape[-1])) + math.log10(max(eta, 1.0)) > 300.0:
+        raise ValueError(f"{name} is too large: max |entry| = {top:.3g}, so the Hessian terms "
+                         f"eta x x^T (eta = {eta:g}) would overflow float64; rescale the features "
+                         f"(the paper has ||x|| <= 1)")
+    return X
+
+
 def _check_attractions(v: Any, r: Any) -> tuple[np.ndarray, np.ndarray]:
     """(N,) positive finite attraction weights ``v`` and (N,) finite revenues ``r``, float64."""
     v = check_array(v, "v", ndim=1, dtype=np.float64)
@@ -134,7 +181,8 @@ def mnl_loss_grad_hess(X_S: ArrayLike, y: ArrayLike, w: ArrayLike,
 
     Args:
         X_S: (k, d) float64 features of the offered items.
-        y: (k + 1,) one-hot (or any probability vector) feedback, outside option last.
+        y: (k + 1,) one-hot (or any probability vector: non-negative, summing to 1) feedback,
+            outside option last.
         w: (d,) float64 parameter.
         v0: positive outside-option weight.
 
@@ -142,12 +190,12 @@ def mnl_loss_grad_hess(X_S: ArrayLike, y: ArrayLike, w: ArrayLike,
         ``(loss, grad, hess)``: float, (d,) and (d, d) float64 (PSD up to round-off).
 
     Raises:
-        ValueError: shapes disagree, non-finite values, y negative, or v0 <= 0.
+        ValueError: shapes disagree, non-finite values, y negative or not summing to 1, or v0 <= 0.
         TypeError: non-numeric input.
     """
     w = check_array(w, "w", ndim=1, dtype=np.float64)
     X_S = check_array(X_S, "X_S", shape=(None, w.size), dtype=np.float64)
-    y = check_array(y, "y", shape=(X_S.shape[0] + 1,), low=0.0, dtype=np.float64)
+    y = _check_probability_vector(y, X_S.shape[0])
     return _loss_grad_hess(X_S, y, w, check_positive(v0, "v0"))
 
 
