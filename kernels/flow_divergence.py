@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml25.checks import check_bool, check_choice, check_int, check_tensor
+from icml25.checks import check_bool, check_budget, check_choice, check_int, check_tensor
 from icml25.common import gpu_available
 
 __all__ = [
@@ -94,6 +94,8 @@ _MAX_GRID = 1 << 20  # the kernels grid-stride over samples beyond this many blo
 _LOG_2PI = math.log(2.0 * math.pi)
 
 Params = Sequence[tuple[Any, Any]]
+Points = torch.Tensor | np.ndarray
+Times = torch.Tensor | np.ndarray | float
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,6 +154,14 @@ def _check_times(t: Any, B: int) -> torch.Tensor:
     if B > 0 and not bool((torch.isfinite(t) & (t >= 0) & (t <= 1)).all()):
         raise ValueError(f"t must be finite and lie in [0, 1], got min {float(t.min()):.4g}, max {float(t.max()):.4g}")
     return t
+
+
+def _check_euler_budget(what: str, layers: list[tuple[torch.Tensor, torch.Tensor]], B: int, n_steps: int) -> None:
+    """Refuse an Euler likelihood whose work cannot fit: ``n_steps`` x ``B`` x (d + 1) forward
+    passes of 2 x parameters operations, plus 1e3 per step for dispatching its torch calls."""
+    d = layers[-1][0].shape[0]
+    flops = 2.0 * sum(W.numel() + b.numel() for W, b in layers)
+    check_budget(f"{what}(n_steps={n_steps})", n_operations=n_steps * (B * flops * (d + 1) + 1e3))
 
 
 def _check_kernel_limits(params: list[tuple[torch.Tensor, torch.Tensor]], d: int) -> None:
@@ -232,7 +242,7 @@ def _prepare(params: Params, x: Any, t: Any | None = None):
     return layers, x, t
 
 
-def mlp_velocity_divergence_reference(params: Params, x: Any, t: Any, act: str = "swish"
+def mlp_velocity_divergence_reference(params: Params, x: Points, t: Times, act: str = "swish"
                                       ) -> tuple[torch.Tensor, torch.Tensor]:
     """Velocity and exact divergence of the SiLU MLP by forward-mode tangents (PyTorch).
 
@@ -264,7 +274,7 @@ def mlp_velocity_divergence_reference(params: Params, x: Any, t: Any, act: str =
     return _forward_tangent(layers, x, t)
 
 
-def euler_log_likelihood_reference(params: Params, x1: Any, n_steps: int, act: str = "swish",
+def euler_log_likelihood_reference(params: Params, x1: Points, n_steps: int, act: str = "swish",
                                    return_all: bool = False
                                    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """log p_1(x1) of the flow by the reverse-time Euler scheme with exact divergence (PyTorch).
@@ -290,10 +300,12 @@ def euler_log_likelihood_reference(params: Params, x1: Any, n_steps: int, act: s
     Raises:
         ValueError: inconsistent shapes, NaN/inf in x1, ``n_steps < 1`` or unsupported ``act``.
         TypeError: ``n_steps`` not an int, or x1 not real-valued.
+        TooLargeError: ``n_steps`` so large that the work cannot fit.
     """
     check_choice(act, "act", SUPPORTED_ACTIVATIONS)
     n_steps = check_int(n_steps, "n_steps", low=1)
     layers, x, _ = _prepare(params, x1)
+    _check_euler_budget("euler_log_likelihood_reference", layers, x.shape[0], n_steps)
     logp, x0, integral = _euler_log_likelihood(layers, x, n_steps)
     return (logp, x0, integral) if check_bool(return_all, "return_all") else logp
 
@@ -465,12 +477,14 @@ def euler_log_likelihood_gpu(params: Params, x1: Any, n_steps: int, act: str = "
 
     Raises:
         ValueError: as the reference, and ``d > 32`` or a hidden width > 512.
+        TooLargeError: ``n_steps`` so large that the work cannot fit.
     """
     import cupy as cp
 
     n_steps = check_int(n_steps, "n_steps", low=1)
     xc, B, d, L, (buf, offsets, widths), (ncols, ld, S, smem, threads, grid) = _gpu_setup(
         params, x1, act, "x1", samples_per_block)
+    _check_euler_budget("euler_log_likelihood_gpu", _check_params(params, d), B, n_steps)
     x0 = cp.empty((B, d), dtype=cp.float32)
     integral = cp.empty((B,), dtype=cp.float32)
     logp = cp.empty((B,), dtype=cp.float32)
@@ -494,7 +508,7 @@ def _like(a, ref: Any) -> torch.Tensor:  # pragma: no cover - needs a GPU
     return torch.from_numpy(a.get())
 
 
-def mlp_velocity_divergence(params: Params, x: Any, t: Any, act: str = "swish"
+def mlp_velocity_divergence(params: Params, x: Points, t: Times, act: str = "swish"
                             ) -> tuple[torch.Tensor, torch.Tensor]:
     """Dispatcher: the CUDA kernel when a GPU is usable, else :func:`mlp_velocity_divergence_reference`.
 
@@ -515,7 +529,7 @@ def mlp_velocity_divergence(params: Params, x: Any, t: Any, act: str = "swish"
     return mlp_velocity_divergence_reference(layers, xt, t, act)
 
 
-def euler_log_likelihood(params: Params, x1: Any, n_steps: int, act: str = "swish", return_all: bool = False
+def euler_log_likelihood(params: Params, x1: Points, n_steps: int, act: str = "swish", return_all: bool = False
                          ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Dispatcher: the CUDA kernel when a GPU is usable, else :func:`euler_log_likelihood_reference`.
 
@@ -525,12 +539,14 @@ def euler_log_likelihood(params: Params, x1: Any, n_steps: int, act: str = "swis
     Raises:
         ValueError: as the reference, ``d > 32`` or a hidden width > 512.
         TypeError: ``n_steps`` not an int.
+        TooLargeError: ``n_steps`` so large that the work cannot fit.
     """
     check_choice(act, "act", SUPPORTED_ACTIVATIONS)
     n_steps = check_int(n_steps, "n_steps", low=1)
     xt = _check_points(x1, "x1")
     layers = _check_params(params, xt.shape[1])
     _check_kernel_limits(layers, xt.shape[1])
+    _check_euler_budget("euler_log_likelihood", layers, xt.shape[0], n_steps)
     if gpu_available():  # pragma: no cover - needs a GPU
         out = euler_log_likelihood_gpu(layers, x1, n_steps, act, return_all)
         return tuple(_like(o, x1) for o in out) if return_all else _like(out, x1)

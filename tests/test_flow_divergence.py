@@ -600,3 +600,136 @@ def test_defaults_hold_the_official_settings():
     assert (D.lorenz.T, D.lorenz.dt, D.lorenz.n_drop) == (60, 0.1, 30)
     with pytest.raises(AttributeError):
         D.model.hidden = 3  # frozen
+
+
+# ------------------------------------------------------------------ round 2: hostile inputs
+
+
+def test_hist_metrics_refuse_or_charge_mass_outside_the_range():
+    # a sampler whose points all left the range used to score KL 0.0 (perfect) and TV 0.5
+    b = np.random.default_rng(0).standard_normal((1000, 2))
+    far = b * 0 + 1e6
+    for fn in (F.hist_kl, F.hist_tv):
+        with pytest.raises(ValueError, match="a has no point inside range"):
+            fn(far, b)
+        with pytest.raises(ValueError, match="b has no point inside range"):
+            fn(b, far)
+    with pytest.raises(TypeError, match="overflow"):
+        F.hist_tv(b, b, overflow="yes")
+    # overflow=True: the mass outside is one more bin, so it is charged
+    assert F.hist_tv(far, b, overflow=True) == pytest.approx(1.0)
+    assert F.hist_tv(b, far, overflow=True) == pytest.approx(1.0)
+    assert F.hist_kl(far, b, overflow=True) > 20.0            # about log(1 / eps) = 23 nats
+    half = b.copy()
+    half[:500] = 1e6
+    assert F.hist_tv(half, b, bins=20, overflow=True) >= 0.5
+    assert F.hist_kl(half, b, bins=20, overflow=True) > 5.0
+    # default: the official value, mass outside dropped (what the chapter reports)
+    c = np.random.default_rng(1).standard_normal((1000, 2))
+    c[:10] = 7.0                                                # 1 % outside [-5, 5]^2
+    h = lambda x: np.histogram2d(x[:, 0], x[:, 1], bins=30, range=((-5, 5), (-5, 5)))[0] / len(x)  # noqa: E731
+    assert F.hist_tv(b, c, bins=30) == pytest.approx(0.5 * np.abs(h(b) - h(c)).sum(), rel=1e-12)
+    assert F.hist_tv(b, c, bins=30, overflow=True) == pytest.approx(F.hist_tv(b, c, bins=30) + 0.005, rel=1e-12)
+    pa, pb = h(c), h(b) + 1e-10
+    pa, pb = pa / pa.sum(), pb / pb.sum()
+    m = pa > 0
+    assert F.hist_kl(c, b, bins=30) == pytest.approx((pa[m] * np.log(pa[m] / pb[m])).sum(), rel=1e-12)
+
+
+def test_train_flow_refuses_non_finite_batches_and_losses():
+    m = F.VelocityMLP(2, 8, 1)
+    with pytest.raises(ValueError, match="NaN or inf at step 0"):
+        F.train_flow(m, lambda n, g: torch.full((n, 2), float("nan")), 2, 8)
+    calls = []
+
+    def late_nan(n, g):                       # finite at step 0, inf at step 1
+        calls.append(n)
+        x = torch.randn(n, 2, generator=g)
+        return x if len(calls) == 1 else x * float("inf")
+
+    with pytest.raises(ValueError, match="at step 1"):
+        F.train_flow(m, late_nan, 3, 8, rng=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=r"\(8, d\) float torch.Tensor"):
+        F.train_flow(m, lambda n, g: torch.zeros(n + 1, 2), 2, 8)
+    bad = F.VelocityMLP(2, 8, 1)
+    with torch.no_grad():
+        bad.linears[0].weight.fill_(float("nan"))
+    with pytest.raises(RuntimeError, match="loss is not finite .* at step 0"):
+        F.train_flow(bad, F.checkerboard, 2, 8, rng=torch.Generator().manual_seed(0))
+
+
+def _huge_calls():
+    rng = np.random.default_rng(0)
+    m = F.VelocityMLP(2, 16, 2)
+    x0 = torch.randn(4, 2)
+    b = rng.standard_normal((100, 2))
+    gmm = F.GaussianMixture2D.ring()
+    traj = F.TrajectoryData.from_trajectories(np.random.default_rng(1).standard_normal((4, 3, 2)))
+    return {
+        "hist_tv(bins)": lambda: F.hist_tv(b, b, bins=10**6),
+        "hist_kl(bins)": lambda: F.hist_kl(b, b, bins=10**6),
+        "checkerboard(n)": lambda: F.checkerboard(10**12),
+        "gmm.sample(n)": lambda: gmm.sample(10**12),
+        "gmm.sample_path(n)": lambda: gmm.sample_path(10**12, 0.5),
+        "TrajectoryData(n)": lambda: traj(10**12),
+        "lorenz(n)": lambda: F.lorenz_trajectories(10**12, rng=rng),
+        "lorenz(T)": lambda: F.lorenz_trajectories(1, T=10**12, rng=rng),
+        "fitzhugh_nagumo(n)": lambda: F.fitzhugh_nagumo_trajectories(10**12, rng=rng),
+        "train_flow(n_steps)": lambda: F.train_flow(m, F.checkerboard, 10**12, 512),
+        "train_flow(batch)": lambda: F.train_flow(m, F.checkerboard, 1, 10**12),
+        "time_train_step(n_reps)": lambda: F.time_train_step(m, x0, n_reps=10**12),
+        "tv_bound_integrand(n_mc)": lambda: F.tv_bound_integrand(m, gmm, [0.5], 10**12),
+        "model_density_grid(n)": lambda: F.model_density_grid(m, n=10**6),
+        "model_density_grid(n_steps)": lambda: F.model_density_grid(m, n=10, n_steps=10**12),
+        "sample_ode(n_steps)": lambda: F.sample_ode(m, x0, n_steps=10**12),
+        "sample_ode(callable)": lambda: F.sample_ode(lambda x, t: x, x0, n_steps=10**12),
+        "sample_ode(return_path)": lambda: F.sample_ode(m, torch.randn(10**4, 2), n_steps=10**6, return_path=True),
+        "log_likelihood(n_steps)": lambda: F.log_likelihood(m, x0, n_steps=10**12),
+        "log_likelihood(torch path)": lambda: F.log_likelihood(m, x0, n_steps=10**12, use_kernel=False),
+        "log_likelihood(hutchinson)": lambda: F.log_likelihood(m, x0, n_steps=10**12, exact=False),
+    }
+
+
+@pytest.mark.parametrize("name", list(_huge_calls()))
+def test_sizes_that_cannot_fit_are_refused_before_any_work(name):
+    import time
+
+    from icml25.checks import TooLargeError
+
+    call = _huge_calls()[name]
+    start = time.perf_counter()
+    with pytest.raises(TooLargeError, match=r"n_steps=|n=|bins=|batch=|n_reps=|n_mc=|T="):
+        call()
+    assert time.perf_counter() - start < 1.0
+
+
+def test_package_docstring_summary_is_one_line():
+    import pydoc
+
+    text = pydoc.render_doc(F, renderer=pydoc.plaintext).splitlines()
+    name_line = text[text.index("NAME") + 1]
+    assert name_line.strip().startswith("icml25.flow_divergence - Flow and divergence matching")
+    assert name_line.rstrip().endswith(".")
+
+
+def test_public_api_has_precise_hints_and_raises_sections():
+    import inspect
+
+    for fn in (F.hist_tv, F.hist_kl, F.GaussianMixture2D.__init__):
+        for p in list(inspect.signature(fn).parameters.values())[:3]:
+            if p.name != "self":
+                assert "Any" not in str(p.annotation), (fn.__qualname__, p.name, p.annotation)
+    assert "tuple[tuple[float, float], tuple[float, float]]" in str(
+        inspect.signature(F.hist_tv, eval_str=True).parameters["range"].annotation)
+    for name in F.__all__:
+        obj = getattr(F, name)
+        if inspect.isfunction(obj):
+            members = [obj]
+        elif inspect.isclass(obj):
+            members = [v for k, v in vars(obj).items() if not k.startswith("_")
+                       and (inspect.isfunction(v) or isinstance(v, classmethod))]
+        else:
+            continue
+        for f in members:
+            f = getattr(f, "__func__", f)
+            assert "Raises:" in (f.__doc__ or ""), f.__qualname__

@@ -317,6 +317,18 @@ def test_euler_log_likelihood_rejects_bad_inputs(fn):
         fn(p, x1, 3, act="relu")
 
 
+@pytest.mark.parametrize("fn", [euler_log_likelihood, euler_log_likelihood_reference])
+def test_euler_log_likelihood_refuses_step_counts_that_cannot_finish(fn):
+    import time
+
+    from icml25.checks import TooLargeError
+
+    start = time.perf_counter()
+    with pytest.raises(TooLargeError, match=r"n_steps=1000000000000"):
+        fn(_params(), torch.zeros(4, 2), 10**12)
+    assert time.perf_counter() - start < 1.0
+
+
 def test_dispatchers_reject_sizes_beyond_the_kernel_limits():
     big_d = MAX_DIM + 1
     with pytest.raises(ValueError, match=f"d = {big_d}"):

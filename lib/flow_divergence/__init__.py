@@ -1,5 +1,7 @@
-"""Flow and divergence matching (FDM), chapter 07: Huang et al., "Improving Flow Matching by
-Aligning Flow Divergence" (ICML 2025). Official code: ``Utah-Math-Data-Science/Flow_Div_Matching``.
+"""Flow and divergence matching (FDM), chapter 07 of the book.
+
+Huang et al., "Improving Flow Matching by Aligning Flow Divergence" (ICML 2025). Official code:
+``Utah-Math-Data-Science/Flow_Div_Matching``.
 
 The package re-exports its public API, so ``icml25.flow_divergence.<name>`` works for every name
 (the notebook imports it as ``fdm``):

@@ -11,11 +11,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from numpy.typing import ArrayLike
+
 import numpy as np
 import torch
 from torch import Tensor
 
-from icml25.checks import check_array, check_int, check_positive, check_real, check_rng, check_torch_generator
+from icml25.checks import (check_array, check_budget, check_int, check_positive, check_real, check_rng,
+                           check_torch_generator)
 
 from .defaults import DEFAULTS
 from .method import _torch_tensor
@@ -27,6 +30,15 @@ __all__ = [
     "fitzhugh_nagumo_trajectories",
     "TrajectoryData",
 ]
+
+
+def _check_draws(what: str, n: Any, rng: Any, bytes_per_draw: float) -> int:
+    """A torch sampler's arguments: ``n`` an integer >= 1 whose draws (``bytes_per_draw`` bytes
+    each, intermediates included) fit in memory, ``rng`` a torch.Generator or None."""
+    n = check_int(n, "n", low=1)
+    check_torch_generator(rng, "rng")
+    check_budget(f"{what}(n={n})", n_bytes=n * bytes_per_draw)
+    return n
 
 
 # --------------------------------------------------------------------------------------------
@@ -56,7 +68,8 @@ class GaussianMixture2D:
             [0, 1] (scalar or (N,)).
     """
 
-    def __init__(self, means: Any, stds: Any, weights: Any | None = None) -> None:
+    def __init__(self, means: ArrayLike | Tensor, stds: ArrayLike | Tensor,
+                 weights: ArrayLike | Tensor | None = None) -> None:
         mu = check_array(means, "means", ndim=2, dtype=np.float64, min_size=1)
         K = mu.shape[0]
         s = check_array(np.reshape(check_array(stds, "stds", dtype=np.float64), -1), "stds", shape=(K,))
@@ -90,14 +103,14 @@ class GaussianMixture2D:
 
         Raises:
             TypeError / ValueError: ``n`` not an integer >= 1, ``rng`` not a torch.Generator.
+            TooLargeError: ``n`` so large that the draws cannot fit in memory.
         """
-        n = check_int(n, "n", low=1)
-        check_torch_generator(rng, "rng")
+        n = _check_draws("GaussianMixture2D.sample", n, rng, 8.0 * (1 + 4 * self.d))
         comp = torch.multinomial(self.weights, n, replacement=True, generator=rng)
         eps = torch.randn((n, self.d), generator=rng, dtype=torch.float64)
         return (self.means[comp] + self.stds[comp, None] * eps).float()
 
-    def _path_args(self, x: Any, t: Any) -> tuple[Tensor, Tensor]:
+    def _path_args(self, x: Tensor, t: Tensor | float) -> tuple[Tensor, Tensor]:
         """(N, d) float64 points and (N or 1, 1) float64 times in [0, 1]."""
         x = _torch_tensor(x, "x", shape=(None, self.d)).to(torch.float64)
         t = torch.as_tensor(t, dtype=torch.float64).reshape(-1, 1)  # (N or 1, 1)
@@ -120,27 +133,49 @@ class GaussianMixture2D:
         return t, var, diff, logp, gamma
 
     def log_path_density(self, x: Tensor, t: Tensor | float) -> Tensor:
-        """``log p_t(x)``; x (N, d), t scalar or (N,) -> (N,) float64."""
+        """``log p_t(x)``; x (N, d), t scalar or (N,) -> (N,) float64.
+
+        Raises:
+            TypeError: ``x`` not a torch.Tensor of real numbers.
+            ValueError: ``x`` not a finite (N, d) tensor, ``t`` neither a scalar nor (N,), a time
+                outside [0, 1] or NaN.
+        """
         return self._parts(*self._path_args(x, t))[3]
 
     def path_density(self, x: Tensor, t: Tensor | float) -> Tensor:
-        """``p_t(x)`` (N,) float64 (t = 1 is the data density q)."""
+        """``p_t(x)`` (N,) float64 (t = 1 is the data density q).
+
+        Raises:
+            TypeError / ValueError: bad ``x`` or ``t``, as :meth:`log_path_density`.
+        """
         return torch.exp(self.log_path_density(x, t))
 
     def marginal_velocity(self, x: Tensor, t: Tensor | float) -> Tensor:
-        """``u_t(x) = E[x1 - x0 | x_t = x]`` (N, d) float64."""
+        """``u_t(x) = E[x1 - x0 | x_t = x]`` (N, d) float64.
+
+        Raises:
+            TypeError / ValueError: bad ``x`` or ``t``, as :meth:`log_path_density`.
+        """
         tt, var, diff, _, gamma = self._parts(*self._path_args(x, t))
         a = (tt * self.stds[None] ** 2 - (1 - tt)) / var  # (N, K)
         uk = self.means[None] + a[..., None] * diff
         return (gamma[..., None] * uk).sum(1)
 
     def marginal_score(self, x: Tensor, t: Tensor | float) -> Tensor:
-        """``grad_x log p_t(x)`` (N, d) float64."""
+        """``grad_x log p_t(x)`` (N, d) float64.
+
+        Raises:
+            TypeError / ValueError: bad ``x`` or ``t``, as :meth:`log_path_density`.
+        """
         _, var, diff, _, gamma = self._parts(*self._path_args(x, t))
         return (gamma[..., None] * (-diff / var[..., None])).sum(1)
 
     def marginal_divergence(self, x: Tensor, t: Tensor | float) -> Tensor:
-        """``div u_t(x) = sum_k gamma_k [d a_k + u_k . (s_k - s)]`` (N,) float64."""
+        """``div u_t(x) = sum_k gamma_k [d a_k + u_k . (s_k - s)]`` (N,) float64.
+
+        Raises:
+            TypeError / ValueError: bad ``x`` or ``t``, as :meth:`log_path_density`.
+        """
         tt, var, diff, _, gamma = self._parts(*self._path_args(x, t))
         a = (tt * self.stds[None] ** 2 - (1 - tt)) / var
         uk = self.means[None] + a[..., None] * diff
@@ -153,8 +188,10 @@ class GaussianMixture2D:
 
         Raises:
             TypeError / ValueError: ``t`` not a number in [0, 1], bad ``n`` or ``rng``.
+            TooLargeError: ``n`` so large that the draws cannot fit in memory.
         """
         t = check_real(t, "t", low=0, high=1)
+        n = _check_draws("GaussianMixture2D.sample_path", n, rng, 8.0 * (1 + 6 * self.d))
         x1 = self.sample(n, rng)
         x0 = torch.randn(x1.shape, generator=rng)
         return t * x1 + (1 - t) * x0
@@ -170,9 +207,10 @@ def checkerboard(n: int, rng: torch.Generator | None = None) -> Tensor:
 
     Raises:
         TypeError / ValueError: ``n`` not an integer >= 1, ``rng`` not a torch.Generator.
+        TooLargeError: ``n`` so large that the draws cannot fit in memory.
     """
-    n = check_int(n, "n", low=1)
-    check_torch_generator(rng, "rng")
+    # three float32 and one int64 (n,) draws, their stack and the float32 result
+    n = _check_draws("checkerboard", n, rng, 48.0)
     x1 = torch.rand(n, generator=rng) * 4 - 2
     x2 = torch.rand(n, generator=rng) - torch.randint(0, 2, (n,), generator=rng) * 2
     x2 = x2 + torch.floor(x1) % 2
@@ -209,6 +247,12 @@ def _fhn_rhs(a: tuple[float, float] = (-0.025794, -0.025794), b: tuple[float, fl
     return rhs
 
 
+def _check_trajectory_budget(what: str, n: int, T: int, n_drop: int, dim: int) -> None:
+    """Refuse trajectories whose solver state cannot fit: ``solve_ivp`` keeps the (n dim, n_drop + T)
+    float64 samples, a dozen (n dim,) RK45 stage vectors, and the float32 result."""
+    check_budget(what, n_bytes=8.0 * n * dim * (n_drop + T + 12) + 4.0 * n * dim * T)
+
+
 def _trajectories(rhs: Callable[[float, np.ndarray], np.ndarray], z0: np.ndarray, dt: float, n_keep: int,
                   n_drop: int) -> np.ndarray:
     """(n, n_keep, dim) samples every ``dt`` of the RK45 solution from ``z0``, first ``n_drop`` dropped;
@@ -239,11 +283,13 @@ def lorenz_trajectories(n: int, T: int = DEFAULTS.lorenz.T, *, rng: np.random.Ge
     Raises:
         TypeError: ``rng`` not a numpy Generator, a size not an integer.
         ValueError: ``n`` or ``T`` < 1, ``n_drop < 0``, ``dt <= 0``, ``rescaling <= 0``.
+        TooLargeError: ``n``, ``T`` or ``n_drop`` so large that the solver's states cannot fit.
         RuntimeError: the ODE solver failed.
     """
     n, T, n_drop = check_int(n, "n", low=1), check_int(T, "T", low=1), check_int(n_drop, "n_drop", low=0)
     dt, rescaling = check_positive(dt, "dt"), check_positive(rescaling, "rescaling")
     rho, sigma, beta = (check_real(v, name) for v, name in ((rho, "rho"), (sigma, "sigma"), (beta, "beta")))
+    _check_trajectory_budget(f"lorenz_trajectories(n={n}, T={T}, n_drop={n_drop})", n, T, n_drop, 3)
     z0 = check_rng(rng, "rng").standard_normal((n, 3))
     return _trajectories(_lorenz_rhs(rho, sigma, beta, rescaling), z0, dt, T, n_drop)
 
@@ -260,10 +306,12 @@ def fitzhugh_nagumo_trajectories(n: int, T: int = DEFAULTS.fitzhugh_nagumo.T, *,
     Raises:
         TypeError: ``rng`` not a numpy Generator, a size not an integer.
         ValueError: ``n`` or ``T`` < 1, ``n_drop < 0``, ``dt <= 0``.
+        TooLargeError: ``n``, ``T`` or ``n_drop`` so large that the solver's states cannot fit.
         RuntimeError: the ODE solver failed.
     """
     n, T, n_drop = check_int(n, "n", low=1), check_int(T, "T", low=1), check_int(n_drop, "n_drop", low=0)
     dt = check_positive(dt, "dt")
+    _check_trajectory_budget(f"fitzhugh_nagumo_trajectories(n={n}, T={T}, n_drop={n_drop})", n, T, n_drop, 4)
     z0 = 0.2 * check_rng(rng, "rng").standard_normal((n, 4))
     return _trajectories(_fhn_rhs(), z0, dt, T, n_drop)
 
@@ -297,10 +345,20 @@ class TrajectoryData:
         return cls((flat - mean) / std, mean, std)
 
     def __call__(self, n: int, rng: torch.Generator | None = None) -> Tensor:
-        """(n, T * dim) rows drawn uniformly with replacement (a ``sampler`` for :func:`train_flow`)."""
+        """(n, T * dim) rows drawn uniformly with replacement (a ``sampler`` for :func:`train_flow`).
+
+        Raises:
+            TypeError / ValueError: ``n`` not an integer >= 1, ``rng`` not a torch.Generator.
+            TooLargeError: ``n`` so large that the rows cannot fit in memory.
+        """
+        n = _check_draws("TrajectoryData", n, rng, 8.0 + self.X.shape[1] * self.X.element_size())
         idx = torch.randint(0, self.X.shape[0], (n,), generator=rng)
         return self.X[idx]
 
     def log_det_std(self) -> float:
-        """``sum log std``: subtract from a standardised-space log-density to get raw units."""
+        """``sum log std``: subtract from a standardised-space log-density to get raw units.
+
+        Raises:
+            Nothing: ``std`` is clamped to >= 1e-6 at construction, so the log is finite.
+        """
         return float(torch.log(self.std).sum())

@@ -49,7 +49,8 @@ from typing import Any, Callable
 import torch
 from torch import Tensor, nn
 
-from icml25.checks import check_bool, check_choice, check_int, check_real, check_tensor, check_torch_generator
+from icml25.checks import (check_bool, check_budget, check_choice, check_int, check_real, check_tensor,
+                           check_torch_generator)
 
 from .defaults import DEFAULTS
 
@@ -284,7 +285,11 @@ class VelocityMLP(nn.Module):
         return self.linears[-1](h)
 
     def linear_params(self) -> list[tuple[Tensor, Tensor]]:
-        """[(weight (out, in), bias (out,)), ...] of every layer in order, detached float32."""
+        """[(weight (out, in), bias (out,)), ...] of every layer in order, detached float32.
+
+        Raises:
+            Nothing: it reads the module's own parameters.
+        """
         return [(lin.weight.detach().float(), lin.bias.detach().float()) for lin in self.linears]
 
 
@@ -646,6 +651,24 @@ def _released_2d_term(v: Tensor, x: Tensor, ps: PathSample, rng: torch.Generator
 # --------------------------------------------------------------------------------------------
 
 
+#: Elementary operations charged per solver or training step on top of the arithmetic, for
+#: dispatching its torch calls (a step costs microseconds even on one point): it makes a step
+#: count such as 10**12 too large even for a tiny model.
+_STEP_OVERHEAD: float = 1e3
+
+_EVALS_PER_STEP: dict[str, int] = {"euler": 1, "midpoint": 2, "rk4": 4}
+
+
+def _model_flops(model: Any, d: int) -> float:
+    """Estimated operations of one velocity evaluation per point: 2 x the parameters of an
+    ``nn.Module`` (a dense network's multiply-adds), else ``d`` (a field given by a formula)."""
+    if isinstance(model, nn.Module):
+        n_params = sum(p.numel() for p in model.parameters())
+        if n_params:
+            return 2.0 * n_params
+    return float(d)
+
+
 def _check_solution(x: Tensor, what: str, n_steps: int) -> Tensor:
     """A fixed-step ODE solution is used only when finite (a diverging field gives NaN/inf)."""
     if not bool(torch.isfinite(x).all()):
@@ -673,14 +696,21 @@ def sample_ode(model: VFn, x0: Tensor, n_steps: int = DEFAULTS.evaluation.ode_st
     Raises:
         TypeError / ValueError: bad shapes, NaN/inf in ``x0``, ``n_steps < 1``, unknown method,
         times outside [0, 1], a :class:`VelocityMLP` of another dimension or dtype.
+        TooLargeError: ``n_steps`` so large that the work (``n_steps`` x evaluations per step x
+            ``B`` x 2 x parameters) or, with ``return_path``, the path cannot fit.
         RuntimeError: the solution is not finite (the field diverges).
     """
     x0 = _torch_tensor(x0, "x0", ndim=2)
     _check_model(model, x0)
     n_steps = check_int(n_steps, "n_steps", low=1)
-    check_choice(method, "method", ("euler", "midpoint", "rk4"))
+    check_choice(method, "method", tuple(_EVALS_PER_STEP))
     t0, t1 = check_real(t0, "t0", low=0, high=1), check_real(t1, "t1", low=0, high=1)
     return_path = check_bool(return_path, "return_path")
+    B, d = x0.shape
+    evals = n_steps * _EVALS_PER_STEP[method]
+    check_budget(f"sample_ode(n_steps={n_steps})",
+                 n_bytes=(n_steps + 1) * x0.numel() * x0.element_size() if return_path else None,
+                 n_operations=evals * (B * _model_flops(model, d) + _STEP_OVERHEAD))
     with torch.no_grad():
         out = _sample_ode(model, x0, n_steps, method, t0, t1, return_path)
     return _check_solution(out, "sample_ode", n_steps)
@@ -752,6 +782,8 @@ def log_likelihood(model: VFn, x1: Tensor, n_steps: int = DEFAULTS.evaluation.od
         TypeError / ValueError: bad shapes, NaN/inf in ``x1``, ``n_steps < 1``, unknown method or
         dist, ``n_probes < 1``, ``t1`` outside (0, 1], a :class:`VelocityMLP` of another
         dimension or dtype.
+        TooLargeError: ``n_steps`` so large that the work (``n_steps`` x ``B`` x 2 x parameters x
+            ``1 + 2 d`` for the exact divergence, ``1 + 2 n_probes`` for Hutchinson) cannot fit.
         RuntimeError: the solution is not finite (the field diverges).
     """
     x1 = _torch_tensor(x1, "x1", ndim=2)
@@ -764,6 +796,11 @@ def log_likelihood(model: VFn, x1: Tensor, n_steps: int = DEFAULTS.evaluation.od
     check_choice(dist, "dist", PROBE_DISTS)
     check_torch_generator(rng, "rng")
     use_kernel = check_bool(use_kernel, "use_kernel")
+    B, d = x1.shape
+    div_cost = 1 + 2 * (d if exact else n_probes)
+    check_budget(f"log_likelihood(n_steps={n_steps})",
+                 n_operations=n_steps * (1 if method == "euler" else 2)
+                 * (B * _model_flops(model, d) * div_cost + _STEP_OVERHEAD))
     if (exact and method == "euler" and t1 == 1.0 and use_kernel and isinstance(model, VelocityMLP)
             and model.act == "swish"):
         from icml25.kernels import flow_divergence
