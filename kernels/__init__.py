@@ -21,6 +21,8 @@ import functools
 from typing import Any
 from pathlib import Path
 
+import numpy as np
+
 KERNEL_DIR = Path(__file__).resolve().parent
 DEFAULT_NVRTC_OPTIONS: tuple[str, ...] = ("-std=c++17",)
 
@@ -76,6 +78,22 @@ def compile_ptx(name: str, arch: str = "compute_90", options: tuple[str, ...] = 
         return ptx.decode() if isinstance(ptx, bytes) else ptx
     finally:
         nvrtc.destroyProgram(prog)
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 of each uint64 of ``x`` (wrapping arithmetic), the counter-based hash every
+    kernel family shares (``contraction``, ``triplets``); each ``.cu`` repeats it as a device
+    function, since NVRTC sources include nothing. uint64 array in, uint64 array out."""
+    with np.errstate(over="ignore"):
+        x = x + _GOLDEN
+        x = (x ^ (x >> np.uint64(30))) * _M1
+        x = (x ^ (x >> np.uint64(27))) * _M2
+    return x ^ (x >> np.uint64(31))
 
 
 @functools.lru_cache(maxsize=None)

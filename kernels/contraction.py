@@ -31,6 +31,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from icml25.common import gpu_available
+from icml25.kernels import _splitmix64  # shared with triplets.py (the .cu files repeat it)
 
 __all__ = [
     "MAX_BATCH_CPU",
@@ -51,9 +52,6 @@ __all__ = [
     "uniforms_reference",
 ]
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _BLOCK = 256
 
 #: most trials one call draws at once on the CPU reference (the (R, m) keys stay small)
@@ -71,14 +69,6 @@ def max_batch() -> int:
 # --------------------------------------------------------------------------------------------
 # Keys
 # --------------------------------------------------------------------------------------------
-
-
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        x = x + _GOLDEN
-        x = (x ^ (x >> np.uint64(30))) * _M1
-        x = (x ^ (x >> np.uint64(27))) * _M2
-    return x ^ (x >> np.uint64(31))
 
 
 def uniforms_reference(n_trials: int, m: int, seed: int, trial_offset: int = 0) -> np.ndarray:

@@ -42,6 +42,7 @@ LIB_ALIASES = {
     "flow_divergence": "fdm",
     "mnl_bandits": "mnl",
     "grokking": "grok",
+    "hc_oracles": "hco",
 }
 
 

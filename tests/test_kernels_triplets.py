@@ -1,0 +1,120 @@
+"""Kernels of kernels/triplets.cu: the reference against a naive triple loop, NVRTC compile, GPU parity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from icml25.hc_oracles import balanced_tree, random_binary_tree
+from icml25.kernels import _splitmix64, compile_ptx
+from icml25.kernels import triplets
+
+MASK = (1 << 64) - 1
+
+
+def _splitmix_py(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK
+    return x ^ (x >> 31)
+
+
+def _naive_counts(S, p, seed, D=None):
+    """Python-int definition: one triple at a time, the hash written out."""
+    n = S.shape[0]
+    thr = int(np.floor(p * 2.0**53))
+    mixed = _splitmix_py(seed)
+
+    def truth(M, a, b, c):
+        if M[a, b] < M[a, c]:
+            return c
+        if M[a, c] < M[a, b]:
+            return b
+        return a
+
+    C = np.zeros((n, n), dtype=np.int32)
+    for u in range(n):
+        for v in range(n):
+            if u == v:
+                continue
+            for x in range(n):
+                if x in (u, v):
+                    continue
+                a, b, c = sorted((u, v, x))
+                h = _splitmix_py(mixed ^ ((a * n + b) * n + c))
+                if (h >> 11) < thr:
+                    ans = truth(S, a, b, c)
+                elif D is not None:
+                    ans = truth(D, a, b, c)
+                else:
+                    ans = (a, b, c)[_splitmix_py(h) % 3]
+                C[u, v] += ans != x
+    return C
+
+
+def test_compiles_with_nvrtc():
+    ptx = compile_ptx("triplets")
+    for name in ("triplet_counts", "lca_sums"):
+        assert f".entry {name}" in ptx
+
+
+def test_shared_splitmix_matches_python_ints():
+    xs = np.array([0, 1, 12345, 2**63 + 7, 2**64 - 1], dtype=np.uint64)
+    assert [int(h) for h in _splitmix64(xs)] == [_splitmix_py(int(x)) for x in xs]
+
+
+@pytest.mark.parametrize("p", [1.0, 0.75, 0.5, 0.1])
+def test_counts_match_naive_triple_loop(p):
+    rng = np.random.default_rng(1)
+    S = random_binary_tree(11, rng).lca_size_matrix()
+    np.testing.assert_array_equal(triplets.triplet_counts_reference(S, p, 42), _naive_counts(S, p, 42))
+
+
+def test_decoy_counts_match_naive_triple_loop():
+    rng = np.random.default_rng(2)
+    S = random_binary_tree(9, rng).lca_size_matrix()
+    D = random_binary_tree(9, rng).lca_size_matrix()
+    np.testing.assert_array_equal(triplets.triplet_counts_reference(S, 0.6, 7, D), _naive_counts(S, 0.6, 7, D))
+
+
+def test_perfect_counts_are_the_triplet_identity():
+    S = balanced_tree(32).lca_size_matrix()
+    C = triplets.triplet_counts_reference(S, 1.0, 0)
+    off = ~np.eye(32, dtype=bool)
+    np.testing.assert_array_equal(C[off], S[off] - 2)  # |T[u v v]| = 2 + #{x : O(u, v, x) != x}
+
+
+def test_counts_are_symmetric_and_chunking_does_not_matter(monkeypatch):
+    S = random_binary_tree(40, np.random.default_rng(3)).lca_size_matrix()
+    full = triplets.triplet_counts_reference(S, 0.7, 5)
+    monkeypatch.setattr(triplets, "_CHUNK_ELEMENTS", 1)
+    np.testing.assert_array_equal(triplets.triplet_counts_reference(S, 0.7, 5), full)
+    np.testing.assert_array_equal(full, full.T)
+
+
+def test_lca_sums_match_a_pair_loop():
+    rng = np.random.default_rng(4)
+    n = 13
+    S = random_binary_tree(n, rng).lca_size_matrix()
+    W = rng.random((n, n))
+    W = np.triu(W, 1) + np.triu(W, 1).T
+    cost = sum(W[u, v] * S[u, v] for u in range(n) for v in range(u + 1, n))
+    rev = sum(W[u, v] * (n - S[u, v]) for u in range(n) for v in range(u + 1, n))
+    np.testing.assert_allclose(triplets.lca_sums_reference(W, S), [cost, rev], rtol=1e-12)
+
+
+@pytest.mark.gpu
+def test_gpu_counts_equal_reference():  # pragma: no cover - GPU
+    cupy = pytest.importorskip("cupy")
+    if not cupy.is_available():
+        pytest.skip("no GPU")
+    rng = np.random.default_rng(5)
+    for n, p in ((17, 0.75), (200, 0.6)):
+        S = random_binary_tree(n, rng).lca_size_matrix()
+        D = random_binary_tree(n, rng).lca_size_matrix()
+        np.testing.assert_array_equal(triplets.triplet_counts_gpu(S, p, 9).get(), triplets.triplet_counts_reference(S, p, 9))
+        np.testing.assert_array_equal(triplets.triplet_counts_gpu(S, p, 9, D).get(),
+                                      triplets.triplet_counts_reference(S, p, 9, D))
+        W = rng.random((n, n))
+        W = np.triu(W, 1) + np.triu(W, 1).T
+        np.testing.assert_allclose(triplets.lca_sums_gpu(W, S).get(), triplets.lca_sums_reference(W, S), rtol=1e-9)
