@@ -564,7 +564,8 @@ def results_table(
             ``metrics[metric_key]`` of ``data/results/<chapter>-gpu.json`` when recorded.
 
     Returns:
-        a ``pandas.DataFrame`` indexed by metric.
+        a ``pandas.DataFrame`` indexed by metric. Sets pandas' ``display.max_colwidth`` to
+        ``None`` so that the paper column, a claim in words, is shown whole.
     """
     import pandas as pd
 
@@ -578,6 +579,8 @@ def results_table(
         key, paper, this_run = row
         g = gpu_metrics.get(key, "not recorded")
         table.append({"metric": key, "paper": paper, "this run": _fmt(this_run), gpu_note: _fmt(g)})
+    # the paper column quotes claims in words: pandas' default 50-character cut hid them ("constan...")
+    pd.set_option("display.max_colwidth", None)
     # no index name: it would render as a second header row in HTML
     return pd.DataFrame(table).set_index("metric").rename_axis(None)
 

@@ -151,3 +151,9 @@ def test_torch_device_stays_on_the_cpu_for_the_cpu_profile(monkeypatch):
     assert common.torch_device("gpu") == "cpu"
     with pytest.raises(ValueError, match="profile"):
         common.torch_device("tpu")
+
+
+def test_results_table_shows_long_paper_claims_whole(tmp_path):
+    claim = "O(1) x OPT with the oracle (Dasgupta), constant not stated in the abstract"
+    table = common.results_table("99", [("m", claim, 1.0)], gpu_folder=tmp_path)
+    assert claim in table._repr_html_()
