@@ -13,7 +13,10 @@
 //
 // Contract (lca_sums): W float64 (n, n) symmetric with zero diagonal; S int32 (n, n).  out[0] +=
 // sum_{u<v} W[u,v] S[u,v] (Dasgupta cost), out[1] += sum_{u<v} W[u,v] (n - S[u,v]) (MW revenue).
-// out float64 (2,) must be zeroed by the caller; one atomicAdd per block and sum.
+// out float64 (2, gridDim.x): block b writes its partial sums to out[b] and out[gridDim.x + b]
+// (no atomics: each thread sums its grid-stride share in a fixed order, the block reduces in a
+// fixed tree order, and the host adds the partials in a fixed order, so the result is
+// bit-reproducible from call to call).
 //
 // The NumPy reference (triplets.py) uses the same hash and the same integer comparison, so the
 // counts agree exactly; the sums agree to float rounding (1e-9 relative).
@@ -97,7 +100,7 @@ extern "C" __global__ void lca_sums(const double* __restrict__ W, const int* __r
         __syncthreads();
     }
     if (threadIdx.x == 0) {
-        atomicAdd(&out[0], cost_s[0]);
-        atomicAdd(&out[1], rev_s[0]);
+        out[blockIdx.x] = cost_s[0];
+        out[gridDim.x + blockIdx.x] = rev_s[0];
     }
 }

@@ -307,3 +307,196 @@ def test_other_bad_arguments():
         hco.build_from_counts(hco.SplittingOracle(T, 1.0), 6, 1.0, K=3)
     with pytest.raises(ValueError, match="method"):
         hco.linkage_tree(np.zeros((4, 4)), "median")
+
+
+# ---------------------------------------------------------------- review fixes: sizes refused before work
+
+import inspect  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import icml25.checks  # noqa: E402
+from icml25.checks import TooLargeError  # noqa: E402
+from icml25.kernels import triplets  # noqa: E402
+
+
+def _refused_fast(call):
+    t0 = time.perf_counter()
+    with pytest.raises(TooLargeError):
+        call()
+    assert time.perf_counter() - t0 < 1.0
+
+
+class _GenericOracle:
+    """An oracle that is not a persistent SplittingOracle (counted through query_batch)."""
+
+    def __init__(self, n):
+        self.n = n
+        self.n_queries = 0
+
+    def query_batch(self, U, V, X):
+        return np.asarray(X)
+
+
+def _small_memory(monkeypatch, n_bytes=2**20):
+    monkeypatch.setattr(icml25.checks, "available_memory_bytes", lambda: n_bytes)
+
+
+@pytest.mark.parametrize("case", ["generic n=3000 (CPU rate)", "persistent n=3000 (CPU reference)",
+                                  "generic n=10**5 (bytes)"])
+def test_all_triplet_counts_refuses_what_the_cpu_cannot_count(case, monkeypatch):
+    if case.startswith("persistent"):
+        O = hco.SplittingOracle(hco.balanced_tree(3000), 0.9)
+        monkeypatch.setattr(triplets, "gpu_available", lambda: False)
+        _refused_fast(lambda: hco.all_triplet_counts(O))
+        assert O.n_queries == 0
+    else:
+        _refused_fast(lambda: hco.all_triplet_counts(_GenericOracle(3000 if "3000" in case else 10**5)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda O, rng: hco.build_from_counts(O, 6, 0.9, K=10**12, rng=rng),
+    lambda O, rng: hco.build_nearlinear_mw(O, hco.random_graph(6, rng), 10**12, 0.9, rng),
+    lambda O, rng: hco.amplify(O, 10**10).query(0, 1, 2),
+    lambda O, rng: hco.AmplifiedOracle(O, 10**6).query_batch(np.zeros(10**5, int), np.ones(10**5, int),
+                                                             np.full(10**5, 2)),
+], ids=["build_from_counts K", "build_nearlinear_mw m K", "amplify r", "AmplifiedOracle B r"])
+def test_sampling_budgets_are_checked(call):
+    O = hco.SplittingOracle(hco.balanced_tree(6), 0.9)
+    _refused_fast(lambda: call(O, np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda T, W: T.lca_size_matrix(),
+    lambda T, W: hco.SplittingOracle(T, 0.9),
+    lambda T, W: hco.dasgupta_cost(T, W),
+], ids=["Tree.lca_size_matrix", "SplittingOracle", "dasgupta_cost dense"])
+def test_dense_lca_matrices_are_budgeted(call, monkeypatch):
+    T = hco.balanced_tree(1000)
+    W = hco.random_graph(1000, np.random.default_rng(0))  # drawn before the memory is cut
+    _small_memory(monkeypatch, 3 * 10**6)  # 4 n^2 = 4 MB > 3 MB
+    _refused_fast(lambda: call(T, W))
+
+
+def test_sparse_objectives_never_build_the_dense_lca_matrix(monkeypatch):
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 17, 300):
+        W = _random_W(n, rng, 0.05 if n > 20 else 1.0)
+        W[0, 1] = W[1, 0] = 1.0
+        for T in (hco.random_binary_tree(n, rng), hco.balanced_tree(n)):
+            dense = (hco.dasgupta_cost(T, W), hco.mw_revenue(T, W))
+            T2 = hco.Tree(T.children, n)  # no cached matrix
+            with monkeypatch.context() as m:
+                m.setattr(hco.Tree, "lca_size_matrix", lambda self: (_ for _ in ()).throw(AssertionError("dense")))
+                assert hco.dasgupta_cost(T2, sp.csr_matrix(W)) == pytest.approx(dense[0], rel=1e-12)
+                assert hco.mw_revenue(T2, sp.csr_matrix(W)) == pytest.approx(dense[1], rel=1e-12)
+
+
+def _huge_sparse():
+    return sp.csr_matrix((np.ones(2), ([0, 1], [1, 0])), shape=(10**6, 10**6))
+
+
+@pytest.mark.parametrize("call", [
+    lambda rng: hco.linkage_tree(_huge_sparse()),
+    lambda rng: hco.spectral_tree(_huge_sparse()),
+    lambda rng: hco.random_graph(10**6, rng),
+    lambda rng: hco.random_binary_tree(10**9, rng),
+    lambda rng: hco.balanced_tree(10**9),
+    lambda rng: hco.hsbm(14, 0.9, 0.5, 1, rng),
+    lambda rng: hco.hard_instance_search(6, rng, 10**12),
+    lambda rng: hco.triplet_revenue(hco.balanced_tree(800), np.ones((800, 800)) - np.eye(800)),
+], ids=["linkage_tree sparse", "spectral_tree sparse", "random_graph", "random_binary_tree", "balanced_tree",
+        "hsbm depth 14", "hard_instance_search", "triplet_revenue n=800"])
+def test_sizes_that_cannot_fit_are_refused_up_front(call, monkeypatch):
+    _small_memory(monkeypatch, 8 * 2**30)  # hsbm(14) needs ~13 GB: refused on an 8 GiB budget
+    _refused_fast(lambda: call(np.random.default_rng(0)))
+
+
+def test_triplet_revenue_accepts_n_400_as_documented():
+    T = hco.balanced_tree(400)
+    W = np.zeros((400, 400))
+    W[0, 1] = W[1, 0] = 1.0
+    assert hco.triplet_revenue(T, W) == pytest.approx(hco.mw_revenue(T, W))
+
+
+def _low_recursion_limit(extra=80):
+    depth = len(inspect.stack(0))
+    return depth + extra
+
+
+def test_deep_trees_do_not_recurse():
+    W = np.zeros((150, 150))  # a star: spectral peels one leaf per split, depth 149
+    W[0, 1:] = W[1:, 0] = 1.0
+    nested = 0
+    for k in range(1, 400):
+        nested = (nested, k)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(_low_recursion_limit())
+    try:
+        T = hco.spectral_tree(W)
+        C = hco.trees._from_nested(nested, 400)
+    finally:
+        sys.setrecursionlimit(old)
+    assert T.n == 150 and T.depth() == 149
+    assert C.depth() == 399
+
+
+@pytest.mark.parametrize("call, err", [
+    (lambda O: hco.amplify("oracle", 3), TypeError),
+    (lambda O: hco.amplify(None, 3), TypeError),
+    (lambda O: hco.AmplifiedOracle(O, 0), ValueError),
+    (lambda O: hco.AmplifiedOracle(O, -1), ValueError),
+    (lambda O: hco.AmplifiedOracle("oracle", 3), TypeError),
+    (lambda O: hco.AmplifiedOracle(O, 2.0), TypeError),
+], ids=["amplify str", "amplify None", "r=0", "r=-1", "base str", "r float"])
+def test_amplify_validates_r_and_the_oracle(call, err):
+    O = hco.SplittingOracle(hco.balanced_tree(6), 0.9)
+    with pytest.raises(err, match="oracle|base|r must"):
+        call(O)
+
+
+def _rng():
+    return np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: hco.hsbm(3, 0.9, 0.5, 2**63, _rng()), ValueError, "n_samples"),
+    (lambda: hco.ratio_sweep([hco.random_graph(5, _rng())], [0.9], "2", _rng()), TypeError, "n_oracle_seeds"),
+    (lambda: hco.ratio_sweep([hco.random_graph(5, _rng())], [0.9], -1, _rng()), ValueError, "n_oracle_seeds"),
+    (lambda: hco.decoy_comparison(hco.random_graph(5, _rng()), hco.balanced_tree(5), [0.9], "1", _rng()),
+     TypeError, "n_oracle_seeds"),
+    (lambda: hco.insertion_queries(5, _rng()), ValueError, "ns"),
+    (lambda: hco.insertion_queries(["a"], _rng()), TypeError, "ns"),
+    (lambda: hco.linkage_gap(np.zeros((5, 5))), ValueError, "no positive weight"),
+    (lambda: hco.debiased_lca_sizes(-np.ones((3, 3)), 0.5), ValueError, "C must"),
+    (lambda: hco.debiased_lca_sizes(np.full((4, 4), 3.0), 0.5), ValueError, "C must"),
+    (lambda: hco.build_from_counts(hco.SplittingOracle(hco.balanced_tree(6), 0.9), 6, 0.9, rng=0), TypeError, "rng"),
+    (lambda: hco.SplittingOracle(hco.balanced_tree(6), 0.5, noise="uniform", decoy_tree="x"), TypeError, "decoy_tree"),
+    (lambda: hco.Tree.from_linkage(np.array([[0, 1, 1, 2], [1e30, 2, 2, 3]])), ValueError, "Z"),
+    (lambda: hco.Tree.from_linkage(np.array([[0, 1, 1], [3, 2, 2]], float)), ValueError, "Z"),
+    (lambda: hco.Tree.from_linkage(np.array([[0, 1, 1, 2], [3, 2, 2, 7]], float)), ValueError, "Z"),
+], ids=["hsbm n_samples 2**63", "ratio_sweep seeds str", "ratio_sweep seeds -1", "decoy_comparison seeds str",
+        "insertion_queries int", "insertion_queries str", "linkage_gap zero W", "debias negative counts",
+        "debias counts above n-2", "build_from_counts rng=0", "decoy_tree ignored", "from_linkage id 1e30",
+        "from_linkage 3 columns", "from_linkage size column"])
+def test_bad_arguments_are_refused_by_name(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
+
+
+def test_from_linkage_still_reads_scipy_linkages():
+    rng = np.random.default_rng(11)
+    Z = linkage(pdist(rng.random((9, 2))), "average")
+    T = hco.Tree.from_linkage(Z)
+    assert hco.same_tree(hco.Tree.from_linkage(T.to_linkage()), T)
+
+
+def test_validators_live_in_the_package_checks_module():
+    root = pathlib.Path(hco.__file__).parent
+    assert (root / "_checks.py").exists()
+    for path in root.glob("*.py"):
+        src = path.read_text()
+        assert "\n    from icml25" not in src and "\n        from icml25" not in src, path.name  # module-level only
+        if path.name != "_checks.py":
+            assert "def _check_" not in src, path.name

@@ -103,11 +103,15 @@ def test_lca_sums_match_a_pair_loop():
     np.testing.assert_allclose(triplets.lca_sums_reference(W, S), [cost, rev], rtol=1e-12)
 
 
-@pytest.mark.gpu
-def test_gpu_counts_equal_reference():  # pragma: no cover - GPU
+def _require_gpu():  # pragma: no cover - GPU
     cupy = pytest.importorskip("cupy")
     if not cupy.is_available():
         pytest.skip("no GPU")
+
+
+@pytest.mark.gpu
+def test_gpu_counts_equal_reference():  # pragma: no cover - GPU
+    _require_gpu()
     rng = np.random.default_rng(5)
     for n, p in ((17, 0.75), (200, 0.6)):
         S = random_binary_tree(n, rng).lca_size_matrix()
@@ -117,4 +121,79 @@ def test_gpu_counts_equal_reference():  # pragma: no cover - GPU
                                       triplets.triplet_counts_reference(S, p, 9, D))
         W = rng.random((n, n))
         W = np.triu(W, 1) + np.triu(W, 1).T
-        np.testing.assert_allclose(triplets.lca_sums_gpu(W, S).get(), triplets.lca_sums_reference(W, S), rtol=1e-9)
+        np.testing.assert_allclose(triplets.lca_sums_gpu(W, S).get().sum(axis=1), triplets.lca_sums_reference(W, S), rtol=1e-9)
+
+
+# ---------------------------------------------------------------- review fixes: validation and budgets
+
+import time  # noqa: E402
+
+from icml25.checks import TooLargeError  # noqa: E402
+
+
+def _lazy_S(n):
+    return np.broadcast_to(np.int32(2), (n, n))  # an (n, n) view of no memory: only the budget may look
+
+
+@pytest.mark.parametrize("call", [
+    lambda: triplets.triplet_counts_reference(_lazy_S(3000), 0.5, 0),
+    lambda: triplets.triplet_counts(_lazy_S(3000), 0.5, 0),
+    lambda: triplets.triplet_counts_reference(_lazy_S(10**6), 0.5, 0),
+], ids=["reference n=3000 (an hour at 7.7e6/s)", "dispatcher n=3000 on the CPU", "reference n=10**6 (bytes)"])
+def test_counts_refuse_what_the_path_cannot_count(call, monkeypatch):
+    monkeypatch.setattr(triplets, "gpu_available", lambda: False)
+    t0 = time.perf_counter()
+    with pytest.raises(TooLargeError):
+        call()
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_reference_blocks_stay_within_the_chunk_above_one_row(monkeypatch):
+    """n^2 > _CHUNK_ELEMENTS (the n > 1448 regime at the real chunk): blocks over (u, v) too."""
+    rng = np.random.default_rng(4)
+    n = 20
+    S = random_binary_tree(n, rng).lca_size_matrix()
+    want = triplets.triplet_counts_reference(S, 0.6, 3)
+    sizes = []
+    real = triplets.oracle_answers
+
+    def spy(S_, lo, *args, **kwargs):
+        sizes.append(lo.size)
+        return real(S_, lo, *args, **kwargs)
+
+    monkeypatch.setattr(triplets, "_CHUNK_ELEMENTS", 3 * n)
+    monkeypatch.setattr(triplets, "oracle_answers", spy)
+    got = triplets.triplet_counts_reference(S, 0.6, 3)
+    np.testing.assert_array_equal(got, want)
+    assert max(sizes) <= 3 * n
+
+
+@pytest.mark.parametrize("call, err", [
+    (lambda: triplets.triplet_counts(np.ones((3, 4), np.int32), 0.5, 0), ValueError),
+    (lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), 2.0, 0), ValueError),
+    (lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), -1, 0), ValueError),
+    (lambda: triplets.triplet_counts(np.full((3, 3), 2.5), 0.5, 0), TypeError),
+    (lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), 0.5, -1), ValueError),
+    (lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), 0.5, 0, np.full((4, 4), 2, np.int32)), ValueError),
+    (lambda: triplets.triplet_counts(np.full((3, 3), 9, np.int32), 0.5, 0), ValueError),
+    (lambda: triplets.triplet_counts_reference(np.ones((3, 4), np.int32), 0.5, 0), ValueError),
+    (lambda: triplets.lca_sums(np.zeros((3, 3)), np.ones((4, 4), np.int32)), ValueError),
+    (lambda: triplets.lca_sums(np.zeros((3, 3)), np.ones((3, 3))), TypeError),
+    (lambda: triplets.lca_sums_reference(np.full((3, 3), np.nan), np.ones((3, 3), np.int32)), ValueError),
+], ids=["S not square", "p=2", "p=-1", "float S", "seed<0", "D shape", "S above n", "reference S not square",
+        "lca_sums shapes", "lca_sums float S", "lca_sums NaN W"])
+def test_dispatchers_validate_like_the_other_kernels(call, err):
+    with pytest.raises(err, match=r"\b(S|D|W|p|seed)\b"):
+        call()
+
+
+@pytest.mark.gpu
+def test_gpu_lca_sums_are_bit_reproducible():  # pragma: no cover - GPU
+    _require_gpu()
+    rng = np.random.default_rng(6)
+    S = random_binary_tree(700, rng).lca_size_matrix()
+    W = np.triu(rng.random((700, 700)), 1)
+    W = W + W.T
+    first = triplets.lca_sums(W, S)
+    for _ in range(5):
+        assert np.array_equal(triplets.lca_sums(W, S), first)

@@ -8,6 +8,9 @@ Modules: ``defaults`` (:data:`DEFAULTS`), ``trees`` (trees, objectives, the exac
 (the splitting oracle), ``method`` (the oracle algorithms), ``baselines``, ``data``, ``experiments``.
 """
 
+# trees first: it and _checks import each other (_checks needs the Tree class)
+from .trees import (Tree, balanced_tree, dasgupta_cost, enumerate_binary_trees, mw_revenue, optimal_tree,
+                    random_binary_tree, same_tree, triplet_revenue)
 from .baselines import LINKAGES, linkage_tree, random_tree, spectral_tree
 from .data import hard_instance_search, hsbm, linkage_gap, random_graph
 from .defaults import DEFAULTS, HCOraclesDefaults
@@ -15,8 +18,6 @@ from .experiments import decoy_comparison, hsbm_comparison, insertion_queries, m
 from .method import (all_triplet_counts, build_from_counts, build_insertion, build_nearlinear_mw,
                      debiased_lca_sizes)
 from .oracle import AmplifiedOracle, SplittingOracle, amplify
-from .trees import (Tree, balanced_tree, dasgupta_cost, enumerate_binary_trees, mw_revenue, optimal_tree,
-                    random_binary_tree, same_tree, triplet_revenue)
 
 __all__ = [
     "DEFAULTS", "HCOraclesDefaults",

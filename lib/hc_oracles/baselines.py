@@ -17,9 +17,10 @@ from scipy.cluster.hierarchy import linkage
 from scipy.sparse.linalg import eigsh
 from scipy.spatial.distance import squareform
 
-from icml25.checks import check_choice, check_rng
+from icml25.checks import check_budget, check_choice, check_rng
 
-from .trees import Tree, _check_weights, _from_nested, random_binary_tree
+from ._checks import _check_weights
+from .trees import Tree, _relabelled, random_binary_tree
 
 __all__ = ["linkage_tree", "spectral_tree", "random_tree", "LINKAGES"]
 
@@ -45,10 +46,13 @@ def linkage_tree(W: Any, method: str = "average") -> Tree:
         the dendrogram as a :class:`Tree`.
 
     Raises:
-        ValueError: bad ``W`` or unknown ``method``.
+        ValueError: bad ``W`` or unknown ``method``. TooLargeError: the dense (n, n) copies
+        (about ``40 n^2`` bytes) or SciPy's ``O(n^2)`` linkage do not fit.
     """
     W = _check_weights(W)
     method = check_choice(method, "method", LINKAGES)
+    n = W.shape[0]
+    check_budget(f"linkage_tree(n={n}, densified)", n_bytes=40.0 * n * n, n_operations=100.0 * n * n)
     return _linkage(W.toarray() if sp.issparse(W) else W, method)
 
 
@@ -74,18 +78,36 @@ def _fiedler_split(W: np.ndarray) -> np.ndarray:
     return side
 
 
-def _spectral(W: np.ndarray, idx: np.ndarray) -> Any:
-    if len(idx) == 1:
-        return int(idx[0])
-    if len(idx) == 2:
-        return (int(idx[0]), int(idx[1]))
-    side = _fiedler_split(W[np.ix_(idx, idx)])
-    return (_spectral(W, idx[side]), _spectral(W, idx[~side]))
+def _spectral(W: np.ndarray) -> Tree:
+    """Split by :func:`_fiedler_split`, then split both sides, until single vertices (an explicit
+    stack, so a chain of one-vertex splits, as on a star graph, never recurses)."""
+    n = W.shape[0]
+    kids: dict[int, tuple[int, int]] = {}
+    nxt = n + 1
+    stack = [(n, np.arange(n))]  # (internal node id >= n, its vertices)
+    while stack:
+        node, idx = stack.pop()
+        if len(idx) == 2:
+            parts = (idx[:1], idx[1:])
+        else:
+            side = _fiedler_split(W[np.ix_(idx, idx)])
+            parts = (idx[side], idx[~side])
+        ids = []
+        for part in parts:
+            if len(part) == 1:
+                ids.append(int(part[0]))
+            else:
+                ids.append(nxt)
+                stack.append((nxt, part))
+                nxt += 1
+        kids[node] = (ids[0], ids[1])
+    return _relabelled(n, kids, n)
 
 
 def spectral_tree(W: Any) -> Tree:
     """Recursive spectral sparsest cut: split by the Fiedler vector's best sweep cut (uniform
-    sparsity ``w(A, B)/(|A||B|)``, the cut Dasgupta's objective rewards), recurse on both sides.
+    sparsity ``w(A, B)/(|A||B|)``, the cut Dasgupta's objective rewards), recurse on both sides
+    (an explicit stack: no Python recursion, whatever the depth).
 
     ``scipy.sparse.linalg.eigsh`` (shift-invert) for more than 64 vertices, dense ``eigh`` below.
 
@@ -96,11 +118,14 @@ def spectral_tree(W: Any) -> Tree:
         a :class:`Tree`.
 
     Raises:
-        ValueError: bad ``W``.
+        ValueError: bad ``W``. TooLargeError: the dense copies (about ``48 n^2`` bytes) or the
+        ``O(n^3)`` worst case (a split per vertex, each ``O(n^2)``) do not fit.
     """
     W = _check_weights(W)
+    n = W.shape[0]
+    check_budget(f"spectral_tree(n={n}, densified)", n_bytes=48.0 * n * n, n_operations=float(n) ** 3)
     W = W.toarray() if sp.issparse(W) else W
-    return _from_nested(_spectral(W, np.arange(W.shape[0])), W.shape[0])
+    return _spectral(W)
 
 
 def random_tree(W: Any, rng: np.random.Generator) -> Tree:

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from icml25.checks import check_int, check_probability, check_real, check_rng
+from icml25.checks import check_budget, check_int, check_probability, check_real, check_rng
 
+from ._checks import _check_weights
 from .baselines import _linkage
 from .trees import Tree, _cost_and_revenue, _optimal_split, balanced_tree
+
+#: the most Bernoulli draws per pair (NumPy's binomial needs n_samples below 2^63)
+MAX_SAMPLES = 2**31 - 1
 
 __all__ = ["hsbm", "random_graph", "hard_instance_search", "linkage_gap"]
 
@@ -26,7 +30,8 @@ def hsbm(depth: int, q0: float, decay: float, n_samples: int, rng: np.random.Gen
         depth: levels of the planted tree, 2..14.
         q0: edge probability of sibling leaves (LCA height 1), in [0, 1].
         decay: factor per level up, in (0, 1].
-        n_samples: Bernoulli draws averaged per pair (1: a 0/1 graph; large: near the mean).
+        n_samples: Bernoulli draws averaged per pair (1: a 0/1 graph; large: near the mean),
+            1..2^31 - 1.
         rng: generator of the draws.
 
     Returns:
@@ -35,13 +40,15 @@ def hsbm(depth: int, q0: float, decay: float, n_samples: int, rng: np.random.Gen
 
     Raises:
         ValueError: a size or probability out of range. TypeError: ``rng`` not a Generator.
+        TooLargeError: the (n, n) temporaries (about ``48 n^2`` bytes: 13 GB at depth 14) do not fit.
     """
     depth = check_int(depth, "depth", low=2, high=14)
     q0 = check_probability(q0, "q0")
     decay = check_real(decay, "decay", low=0.0, low_open=True, high=1.0)
-    n_samples = check_int(n_samples, "n_samples", low=1)
+    n_samples = check_int(n_samples, "n_samples", low=1, high=MAX_SAMPLES)
     rng = check_rng(rng)
     n = 2**depth
+    check_budget(f"hsbm(depth={depth})", n_bytes=48.0 * n * n)
     planted = balanced_tree(n)
     h = np.log2(planted.lca_size_matrix()).round().astype(np.int64)
     q = q0 * decay ** np.maximum(h - 1, 0)
@@ -56,10 +63,12 @@ def random_graph(n: int, rng: np.random.Generator, density: float = 1.0) -> np.n
 
     Raises:
         ValueError: ``n < 2`` or ``density`` outside [0, 1]. TypeError: ``rng`` not a Generator.
+        TooLargeError: the (n, n) weights and temporaries (about ``40 n^2`` bytes) do not fit.
     """
     n = check_int(n, "n", low=2)
     density = check_probability(density, "density")
     rng = check_rng(rng)
+    check_budget(f"random_graph(n={n})", n_bytes=40.0 * n * n)
     iu = np.triu_indices(n, 1)
     W = np.zeros((n, n))
     W[iu] = rng.random(len(iu[0])) * (rng.random(len(iu[0])) < density)
@@ -76,14 +85,16 @@ def linkage_gap(W: np.ndarray) -> float:
     """``cost_G(average linkage) / cost_G(OPT)`` for ``n <= 14`` (>= 1).
 
     Raises:
-        ValueError: bad ``W`` or ``n > 14``.
+        ValueError: bad ``W``, ``n > 14``, or ``W`` with no positive weight (every tree costs 0,
+        so the ratio is undefined).
     """
-    from .trees import _check_weights
-
     W = _check_weights(W)
     if W.shape[0] > 14:
         raise ValueError(f"W has n = {W.shape[0]} vertices; linkage_gap needs the exact DP (n <= 14)")
-    return _gap(np.asarray(W.todense()) if hasattr(W, "todense") else W)
+    W = np.asarray(W.todense()) if hasattr(W, "todense") else W
+    if not W.max() > 0:
+        raise ValueError("W has no positive weight: every tree costs 0 and the ratio to OPT is undefined")
+    return _gap(W)
 
 
 def hard_instance_search(n: int, rng: np.random.Generator, n_steps: int) -> tuple[np.ndarray, float]:
@@ -101,10 +112,13 @@ def hard_instance_search(n: int, rng: np.random.Generator, n_steps: int) -> tupl
 
     Raises:
         ValueError: ``n`` outside 4..12 or ``n_steps < 0``. TypeError: ``rng`` not a Generator.
+        TooLargeError: ``n_steps`` proposals, each an exact DP (``3^n``) and a linkage (counted
+        as 10^4 operations of Python overhead), beyond the work limit.
     """
     n = check_int(n, "n", low=4, high=12)
     n_steps = check_int(n_steps, "n_steps", low=0)
     rng = check_rng(rng)
+    check_budget(f"hard_instance_search(n={n}, n_steps={n_steps})", n_operations=(n_steps + 1) * (3.0**n + 1e4))
     W = random_graph(n, rng)
     best = _gap(W)
     for _ in range(n_steps):

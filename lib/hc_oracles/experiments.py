@@ -14,14 +14,14 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from icml25.checks import check_int, check_rng
+from icml25.checks import check_array, check_int, check_rng
 
 from .baselines import LINKAGES, linkage_tree, spectral_tree
 from .data import hsbm
 from .method import build_from_counts, build_insertion, build_nearlinear_mw
 from .oracle import SplittingOracle
-from .trees import (Tree, _cost_and_revenue, _check_weights, balanced_tree, dasgupta_cost, optimal_tree,
-                    random_binary_tree)
+from ._checks import _check_tree, _check_weights
+from .trees import Tree, _cost_and_revenue, balanced_tree, dasgupta_cost, optimal_tree, random_binary_tree
 
 __all__ = ["insertion_queries", "ratio_sweep", "hsbm_comparison", "mw_scaling", "decoy_comparison"]
 
@@ -29,13 +29,20 @@ __all__ = ["insertion_queries", "ratio_sweep", "hsbm_comparison", "mw_scaling", 
 def insertion_queries(ns: Sequence[int], rng: np.random.Generator) -> list[dict[str, Any]]:
     """Queries of :func:`build_insertion` with a perfect oracle, on balanced and random trees.
 
+    Args:
+        ns: a 1-D sequence of leaf counts, each >= 3; rng: generator of the random trees and orders.
+
     Returns:
         rows ``{n, tree, depth, queries, bound = 2 n ceil(log2 n), recovered}``.
+
+    Raises:
+        TypeError: ``ns`` not integers, ``rng`` not a Generator. ValueError: ``ns`` not 1-D (a
+        bare integer) or an entry below 3.
     """
+    ns = check_array(ns, "ns", kind="int", ndim=1, low=3)
     rng = check_rng(rng)
     rows = []
-    for n in ns:
-        n = check_int(n, "ns[i]", low=3)
+    for n in ns.tolist():
         for kind, T in (("balanced", balanced_tree(n)), ("random", random_binary_tree(n, rng))):
             o = SplittingOracle(T, 1.0)
             B = build_insertion(o, n, rng)
@@ -53,7 +60,12 @@ def ratio_sweep(graphs: Sequence[np.ndarray], ps: Sequence[float], n_oracle_seed
 
     Returns:
         rows ``{label, graph, method, p, ratio}`` (``p`` is NaN for the baselines).
+
+    Raises:
+        TypeError: ``n_oracle_seeds`` not an integer, ``rng`` not a Generator.
+        ValueError: ``n_oracle_seeds < 1``, a bad graph.
     """
+    n_oracle_seeds = check_int(n_oracle_seeds, "n_oracle_seeds", low=1)
     rng = check_rng(rng)
     rows = []
     for g, W in enumerate(graphs):
@@ -147,9 +159,15 @@ def decoy_comparison(W: np.ndarray, tree_star: Tree, ps: Sequence[float], n_orac
 
     Returns:
         rows ``{noise, p, ratio}`` with ``ratio = cost / cost(tree_star)``.
+
+    Raises:
+        TypeError: ``n_oracle_seeds`` not an integer, ``tree_star`` not a Tree, ``rng`` not a
+        Generator. ValueError: ``n_oracle_seeds < 1``, bad ``W``.
     """
+    n_oracle_seeds = check_int(n_oracle_seeds, "n_oracle_seeds", low=1)
     rng = check_rng(rng)
     W = _check_weights(W)
+    tree_star = _check_tree(tree_star, "tree_star", n=W.shape[0])
     n = W.shape[0]
     ref = dasgupta_cost(tree_star, W)
     decoy = linkage_tree(W, "average")

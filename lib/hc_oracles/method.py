@@ -21,25 +21,17 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import squareform
 
-from icml25.checks import check_budget, check_int, check_real, check_rng
+from icml25.checks import check_array, check_budget, check_int, check_rng
 from icml25.kernels import triplets
 
+from ._checks import _check_oracle, _check_p, _check_weights
 from .oracle import SplittingOracle
-from .trees import Tree, _check_weights, _relabelled, _upper_edges
+from .trees import Tree, _relabelled, _upper_edges
+
+#: bytes per sampled query of :func:`_sampled_counts` (U, V, x, answers and masks, int64)
+_BYTES_PER_SAMPLE = 48
 
 __all__ = ["build_insertion", "build_from_counts", "build_nearlinear_mw", "debiased_lca_sizes", "all_triplet_counts"]
-
-
-def _check_oracle(oracle: Any, n: int | None = None) -> Any:
-    if not hasattr(oracle, "query_batch") or not hasattr(oracle, "n"):
-        raise TypeError(f"oracle must be a SplittingOracle (or have query_batch and n), got {type(oracle).__name__}")
-    if n is not None and oracle.n != n:
-        raise ValueError(f"n = {n} differs from the oracle's {oracle.n} vertices")
-    return oracle
-
-
-def _check_p(p: Any) -> float:
-    return check_real(p, "p", low=0.0, low_open=True, high=1.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,13 +130,13 @@ def debiased_lca_sizes(C: Any, p: float) -> np.ndarray:
         (n, n) float64 ``s_hat`` (diagonal set to 1).
 
     Raises:
-        ValueError: ``C`` not square, ``p`` outside (0, 1].
+        ValueError: ``C`` not square or a count outside ``[0, n - 2]`` (a count is over the
+        ``n - 2`` third vertices), ``p`` outside (0, 1].
     """
-    from icml25.checks import check_array
-
     C = check_array(C, "C", ndim=2, dtype=np.float64)
-    if C.shape[0] != C.shape[1]:
-        raise ValueError(f"C must be square, got shape {C.shape}")
+    if C.shape[0] != C.shape[1] or C.shape[0] < 3:
+        raise ValueError(f"C must be square (n, n) with n >= 3, got shape {C.shape}")
+    C = check_array(C, "C", low=0.0, high=float(C.shape[0] - 2))
     s = _debias(C, C.shape[0], _check_p(p))
     np.fill_diagonal(s, 1.0)
     return s
@@ -170,15 +162,21 @@ def all_triplet_counts(oracle: Any) -> np.ndarray:
         (n, n) int32 counts, zero diagonal.
 
     Raises:
-        TypeError: not an oracle. TooLargeError: ``n^3`` beyond the work limit.
+        TypeError: not an oracle. TooLargeError: the kernel's limit (``n^3`` ordered triples:
+        :data:`icml25.kernels.triplets.CPU_MAX_TRIPLES` on the CPU reference, over ten minutes,
+        ``n > 1709``; :data:`~icml25.kernels.triplets.GPU_MAX_TRIPLES` on a GPU) or, for any
+        other oracle, ``C(n, 3)`` queries beyond the CPU limit.
     """
     oracle = _check_oracle(oracle)
     n = oracle.n
-    check_budget(f"all_triplet_counts(n={n})", n_operations=float(n) ** 3)
     n_triples = n * (n - 1) * (n - 2) // 6
     if isinstance(oracle, SplittingOracle) and oracle.persistent:
+        C = triplets.triplet_counts(oracle.S, oracle.p, oracle.seed, oracle.D)  # refuses what cannot fit
         oracle.n_queries += n_triples
-        return triplets.triplet_counts(oracle.S, oracle.p, oracle.seed, oracle.D)
+        return C
+    check_budget(f"all_triplet_counts(n={n}, a non-persistent or wrapped oracle)",
+                 n_bytes=4.0 * n * n * 2 + 8.0 * 12 * n * n, n_operations=6.0 * n_triples,
+                 max_operations=triplets.CPU_MAX_TRIPLES)
     C = np.zeros((n, n), dtype=np.int32)
     for a in range(n - 2):
         b, c = np.triu_indices(n - a - 1, 1)
@@ -224,16 +222,23 @@ def build_from_counts(oracle: Any, n: int, p: float, K: int | None = None, rng: 
         the built :class:`Tree`.
 
     Raises:
-        TypeError: not an oracle, ``rng`` not a Generator. ValueError: bad ``n``, ``p`` or ``K``.
+        TypeError: not an oracle, ``rng`` neither a Generator nor ``None`` (checked even when
+        ``K=None`` does not draw). ``rng=None`` with ``K``. ValueError: bad ``n``, ``p`` or ``K``.
+        TooLargeError: ``K C(n, 2)`` sampled queries beyond memory or the work limit.
     """
     n = check_int(n, "n", low=3)
     oracle = _check_oracle(oracle, n)
     p = _check_p(p)
+    rng = check_rng(rng, allow_none=True)
     if K is None:
         C = all_triplet_counts(oracle).astype(np.float64)
     else:
         K = check_int(K, "K", low=1)
-        rng = check_rng(rng)
+        if rng is None:
+            raise TypeError("build_from_counts(K=...) samples third vertices: pass rng, a numpy.random.Generator")
+        n_queries = float(K) * n * (n - 1) / 2
+        check_budget(f"build_from_counts(n={n}, K={K})", n_bytes=_BYTES_PER_SAMPLE * n_queries,
+                     n_operations=100.0 * n_queries)
         u, v = np.triu_indices(n, 1)
         C = np.zeros((n, n))
         C[u, v] = _sampled_counts(oracle, u.astype(np.int64), v.astype(np.int64), K, rng)
@@ -300,6 +305,7 @@ def build_nearlinear_mw(oracle: Any, W_sparse: Any, K: int, p: float, rng: np.ra
 
     Raises:
         TypeError: not an oracle, ``rng`` not a Generator. ValueError: bad ``W_sparse``, ``K``, ``p``.
+        TooLargeError: ``m K`` sampled queries beyond memory or the work limit.
     """
     W = _check_weights(W_sparse, "W_sparse")
     n = W.shape[0]
@@ -308,6 +314,9 @@ def build_nearlinear_mw(oracle: Any, W_sparse: Any, K: int, p: float, rng: np.ra
     p = _check_p(p)
     rng = check_rng(rng)
     u, v, _ = _upper_edges(W)
+    n_queries = float(len(u)) * K
+    check_budget(f"build_nearlinear_mw(m={len(u)}, K={K})", n_bytes=_BYTES_PER_SAMPLE * n_queries,
+                 n_operations=100.0 * n_queries)
     if n < 3 or len(u) == 0:
         return _kruskal_tree(n, u, v, np.zeros(len(u)))
     c = _sampled_counts(oracle, u, v, K, rng)

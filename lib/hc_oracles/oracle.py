@@ -18,22 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_bool, check_choice, check_int, check_real
+from icml25.checks import check_bool, check_budget, check_choice, check_int, check_real
 from icml25.kernels import triplets
 
-from .trees import Tree, _check_tree, random_binary_tree
+from ._checks import _check_oracle, _check_tree, _check_triples
+from .trees import Tree, random_binary_tree
 
 __all__ = ["SplittingOracle", "AmplifiedOracle", "amplify"]
-
-
-def _check_triples(U: Any, V: Any, X: Any, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Three int64 vectors of one length with distinct entries in ``[0, n)`` per triple."""
-    U = check_array(U, "U", kind="int", ndim=1, low=0, high=n - 1)
-    V = check_array(V, "V", kind="int", ndim=1, shape=U.shape, low=0, high=n - 1)
-    X = check_array(X, "X", kind="int", ndim=1, shape=U.shape, low=0, high=n - 1)
-    if np.any((U == V) | (U == X) | (V == X)):
-        raise ValueError("a triple (U[i], V[i], X[i]) repeats a vertex: the three vertices must differ")
-    return U, V, X
 
 
 class SplittingOracle:
@@ -53,6 +44,7 @@ class SplittingOracle:
     Raises:
         TypeError: ``tree_star``/``decoy_tree`` not a Tree, ``persistent`` not a bool.
         ValueError: ``p`` outside (0, 1], unknown ``noise``, negative ``seed``, size mismatch.
+        TooLargeError: the (n, n) int32 LCA matrices (two with a decoy) do not fit.
     """
 
     def __init__(self, tree_star: Tree, p: float, noise: str = "uniform", persistent: bool = True, seed: int = 0,
@@ -62,13 +54,18 @@ class SplittingOracle:
         self.p = check_real(p, "p", low=0.0, low_open=True, high=1.0)
         self.noise = check_choice(noise, "noise", ("uniform", "decoy"))
         self.persistent = check_bool(persistent, "persistent")
-        self.seed = check_int(seed, "seed", low=0)
+        self.seed = check_int(seed, "seed", low=0, high=2**64 - 1)
+        if decoy_tree is not None:  # checked whatever the noise, so a wrong one is never ignored
+            decoy_tree = _check_tree(decoy_tree, "decoy_tree", n=self.n)
+        n_matrices = 2 if self.noise == "decoy" else 1
+        check_budget(f"SplittingOracle(tree_star with n={self.n}, noise={self.noise!r})",
+                     n_bytes=4.0 * n_matrices * self.n**2)
         self.S = tree_star.lca_size_matrix()
         self.D = None
         if self.noise == "decoy":
             if decoy_tree is None:
                 decoy_tree = random_binary_tree(self.n, np.random.default_rng(self.seed))
-            self.D = _check_tree(decoy_tree, "decoy_tree", n=self.n).lca_size_matrix()
+            self.D = decoy_tree.lca_size_matrix()
         self.n_queries = 0
         self._counter = 0
 
@@ -99,12 +96,30 @@ class SplittingOracle:
         return (1.0 - self.p) * 2.0 / 3.0 if self.noise == "uniform" else float("nan")
 
 
+#: bytes per repeated answer of :meth:`AmplifiedOracle.query_batch` (repeated U, V, X, answers)
+_BYTES_PER_REPEAT = 64
+
+
+def _repeat_budget(what: str, n_answers: float) -> None:
+    check_budget(what, n_bytes=_BYTES_PER_REPEAT * n_answers, n_operations=100.0 * n_answers)
+
+
 class AmplifiedOracle:
-    """The plurality of ``r`` repeated answers of a base oracle (see :func:`amplify`)."""
+    """The plurality of ``r`` repeated answers of a base oracle (see :func:`amplify`).
+
+    Args:
+        base: a :class:`SplittingOracle` (or anything with ``query_batch`` and an integer ``n``).
+        r: repeats per triple, >= 1.
+
+    Raises:
+        TypeError: ``base`` is not an oracle, ``r`` not an integer. ValueError: ``r < 1``.
+        TooLargeError: one triple's ``r`` repeats do not fit.
+    """
 
     def __init__(self, base: Any, r: int) -> None:
-        self.base = base
-        self.r = r
+        self.base = _check_oracle(base, name="base")
+        self.r = check_int(r, "r", low=1)
+        _repeat_budget(f"AmplifiedOracle(r={self.r})", float(self.r))
         self.n = base.n
 
     @property
@@ -113,8 +128,13 @@ class AmplifiedOracle:
         return int(self.base.n_queries)
 
     def query_batch(self, U: Any, V: Any, X: Any) -> np.ndarray:
-        """Plurality answers, (B,) int64 (ties: the smallest vertex among the tied). Raises as the base."""
+        """Plurality answers, (B,) int64 (ties: the smallest vertex among the tied).
+
+        Raises:
+            as the base; TooLargeError when ``B r`` repeated answers do not fit.
+        """
         U, V, X = _check_triples(U, V, X, self.n)
+        _repeat_budget(f"AmplifiedOracle.query_batch(B={len(U)}, r={self.r})", float(len(U)) * self.r)
         ans = self.base.query_batch(np.repeat(U, self.r), np.repeat(V, self.r), np.repeat(X, self.r)).reshape(-1, self.r)
         cand = np.sort(np.stack([U, V, X], axis=1), axis=1)  # (B, 3)
         votes = (ans[:, :, None] == cand[:, None, :]).sum(axis=1)  # (B, 3)
@@ -141,6 +161,9 @@ def amplify(oracle: SplittingOracle, r: int) -> AmplifiedOracle:
         an :class:`AmplifiedOracle`.
 
     Raises:
-        ValueError: ``r < 1``.
+        TypeError: ``oracle`` is not an oracle, ``r`` not an integer. ValueError: ``r < 1``.
+        TooLargeError: one triple's ``r`` repeats do not fit.
     """
-    return AmplifiedOracle(oracle, check_int(r, "r", low=1))
+    oracle = _check_oracle(oracle)
+    r = check_int(r, "r", low=1)
+    return AmplifiedOracle(oracle, r)

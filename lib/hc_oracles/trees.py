@@ -25,6 +25,11 @@ import scipy.sparse as sp
 from icml25.checks import check_array, check_budget, check_int, check_rng
 from icml25.kernels import triplets
 
+from ._checks import _check_tree, _check_weights
+
+#: bytes per leaf of the Python-level tree builders (lists, dicts and tuples of ints)
+_BYTES_PER_LEAF = 400
+
 __all__ = [
     "Tree",
     "random_binary_tree",
@@ -68,18 +73,27 @@ class Tree:
 
     @classmethod
     def from_linkage(cls, Z: Any) -> "Tree":
-        """The tree of a SciPy linkage matrix ``Z`` ((n - 1, 4); only the two child columns matter).
+        """The tree of a SciPy linkage matrix ``Z`` ((n - 1, 4): two child ids, a height, a size).
 
         Raises:
-            ValueError: ``Z`` has the wrong shape, non-integer child ids, or is not a binary tree.
+            ValueError: ``Z`` is not (n - 1, 4), a child id is not a whole number in
+                ``[0, 2n - 3]``, the size column disagrees with the children, or ``Z`` is not a
+                binary tree (all naming ``Z``).
         """
         Z = check_array(Z, "Z", ndim=2)
-        if Z.shape[0] < 1 or Z.shape[1] < 2:
+        if Z.shape[0] < 1 or Z.shape[1] != 4:
             raise ValueError(f"Z must have shape (n - 1, 4) with n >= 2, got {Z.shape}")
+        n = Z.shape[0] + 1
         ids = Z[:, :2]
-        if np.any(ids != np.round(ids)):
-            raise ValueError("Z: child ids in the first two columns must be whole numbers")
-        return cls(ids.astype(np.int64), Z.shape[0] + 1)
+        if np.any(ids != np.round(ids)) or ids.min() < 0 or ids.max() > 2 * n - 3:
+            raise ValueError(f"Z: child ids in the first two columns must be whole numbers in [0, {2 * n - 3}]")
+        try:
+            tree = cls(ids.astype(np.int64), n)
+        except ValueError as err:
+            raise ValueError(f"Z is not a binary tree's linkage: {err}") from err
+        if not np.array_equal(tree._sizes[n:], Z[:, 3]):
+            raise ValueError("Z: the size column (Z[:, 3]) disagrees with the cluster sizes of the children")
+        return tree
 
     def to_linkage(self) -> np.ndarray:
         """(n - 1, 4) float64 SciPy linkage: children, height ``|cluster|`` (monotone), size."""
@@ -114,7 +128,13 @@ class Tree:
 
     def lca_size_matrix(self) -> np.ndarray:
         """(n, n) int32 ``S[u, v] = |T[u v v]|`` (``S[u, u] = 1``), in O(n^2): each merge of ``A``
-        and ``B`` sets ``S[A x B] = |A| + |B|``. Read-only (cached)."""
+        and ``B`` sets ``S[A x B] = |A| + |B|``. Read-only (cached).
+
+        Raises:
+            TooLargeError: the ``4 n^2`` bytes do not fit.
+        """
+        if "_lca" not in self.__dict__:
+            check_budget(f"Tree.lca_size_matrix(n={self.n})", n_bytes=4.0 * self.n**2 + _BYTES_PER_LEAF * self.n)
         return self._lca
 
     def depth(self) -> int:
@@ -126,17 +146,20 @@ class Tree:
 
 
 def _from_nested(nested: Any, n: int) -> Tree:
-    """A :class:`Tree` from nested pairs of leaf ids, e.g. ``((0, 1), 2)``."""
+    """A :class:`Tree` from nested pairs of leaf ids, e.g. ``((0, 1), 2)`` (iterative: any depth)."""
     children: list[tuple[int, int]] = []
-
-    def walk(t: Any) -> int:
+    done: list[int] = []  # ids of finished subtrees
+    stack: list[tuple[Any, bool]] = [(nested, False)]
+    while stack:
+        t, expanded = stack.pop()
         if not isinstance(t, tuple):
-            return int(t)
-        a, b = walk(t[0]), walk(t[1])
-        children.append((a, b))
-        return n + len(children) - 1
-
-    walk(nested)
+            done.append(int(t))
+        elif expanded:
+            b, a = done.pop(), done.pop()
+            children.append((a, b))
+            done.append(n + len(children) - 1)
+        else:
+            stack += [(t, True), (t[1], False), (t[0], False)]
     return Tree(np.array(children, dtype=np.int64).reshape(-1, 2), n)
 
 
@@ -167,9 +190,11 @@ def random_binary_tree(n: int, rng: np.random.Generator) -> Tree:
 
     Raises:
         ValueError: ``n < 2``. TypeError: ``rng`` is not a Generator.
+        TooLargeError: about 400 bytes a leaf (Python lists and dicts) do not fit.
     """
     n = check_int(n, "n", low=2)
     rng = check_rng(rng)
+    check_budget(f"random_binary_tree(n={n})", n_bytes=float(_BYTES_PER_LEAF) * n, n_operations=1e3 * n)
     parent = np.full(2 * n - 1, -1, dtype=np.int64)
     kids = np.full((2 * n - 1, 2), -1, dtype=np.int64)
     nodes = [0, 1]
@@ -199,9 +224,10 @@ def balanced_tree(n: int) -> Tree:
     """The balanced binary tree on ``0..n-1`` (halves ``[lo, mid)`` and ``[mid, hi)`` recursively).
 
     Raises:
-        ValueError: ``n < 2``.
+        ValueError: ``n < 2``. TooLargeError: about 400 bytes a leaf do not fit.
     """
     n = check_int(n, "n", low=2)
+    check_budget(f"balanced_tree(n={n})", n_bytes=float(_BYTES_PER_LEAF) * n, n_operations=1e3 * n)
 
     def build(lo: int, hi: int) -> Any:
         if hi - lo == 1:
@@ -248,44 +274,6 @@ def same_tree(a: Tree, b: Tree) -> bool:
     return a.n == b.n and bool(np.array_equal(a.lca_size_matrix(), b.lca_size_matrix()))
 
 
-# --------------------------------------------------------------------------------------------
-# Validation rules of this chapter
-# --------------------------------------------------------------------------------------------
-
-
-def _check_tree(tree: Any, name: str = "tree", n: int | None = None) -> Tree:
-    if not isinstance(tree, Tree):
-        raise TypeError(f"{name} must be an icml25.hc_oracles.Tree, got {type(tree).__name__}")
-    if n is not None and tree.n != n:
-        raise ValueError(f"{name} has {tree.n} leaves, expected {n}")
-    return tree
-
-
-def _check_weights(W: Any, name: str = "W") -> np.ndarray | sp.csr_matrix:
-    """``W`` as a dense float64 array or a CSR matrix: square, symmetric, >= 0, finite, zero diagonal."""
-    if sp.issparse(W):
-        M = sp.csr_matrix(W, dtype=np.float64)
-        if M.shape[0] != M.shape[1] or M.shape[0] < 2:
-            raise ValueError(f"{name} must be square with n >= 2, got shape {M.shape}")
-        data = check_array(M.data, name, ndim=1)  # finite
-        if data.size and data.min() < 0:
-            raise ValueError(f"{name} must be >= 0 everywhere, got a minimum of {data.min()!r}")
-        if np.any(M.diagonal() != 0):
-            raise ValueError(f"{name} must have a zero diagonal")
-        asym = abs(M - M.T)
-        if asym.nnz and asym.max() > 1e-12 * max(1.0, abs(M).max()):
-            raise ValueError(f"{name} must be symmetric")
-        return M
-    A = check_array(W, name, ndim=2, low=0.0, dtype=np.float64)
-    if A.shape[0] != A.shape[1] or A.shape[0] < 2:
-        raise ValueError(f"{name} must be square with n >= 2, got shape {A.shape}")
-    if np.any(np.diag(A) != 0):
-        raise ValueError(f"{name} must have a zero diagonal")
-    if not np.allclose(A, A.T, rtol=0, atol=1e-12 * max(1.0, float(A.max()))):
-        raise ValueError(f"{name} must be symmetric")
-    return A
-
-
 def _upper_edges(W: np.ndarray | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(u, v, w)`` of the pairs ``u < v`` with ``w_uv > 0``."""
     if sp.issparse(W):
@@ -301,14 +289,53 @@ def _upper_edges(W: np.ndarray | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray,
 # --------------------------------------------------------------------------------------------
 
 
+def _edge_lca_sizes(tree: Tree, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``|T[u_e v v_e]|`` for each pair ``e`` by binary lifting (O((n + m) log n), no n^2 matrix)."""
+    n = tree.n
+    N = 2 * n - 1
+    parent = np.empty(N, dtype=np.int64)
+    parent[tree.children.ravel()] = np.repeat(np.arange(n, N, dtype=np.int64), 2)
+    parent[N - 1] = N - 1
+    depth = np.zeros(N, dtype=np.int64)
+    for i in range(n - 2, -1, -1):  # parents have larger ids: top-down in decreasing id
+        depth[tree.children[i]] = depth[n + i] + 1
+    levels = max(1, int(depth.max()).bit_length())
+    up = [parent]
+    for _ in range(levels - 1):
+        up.append(up[-1][up[-1]])
+    a, b = u.astype(np.int64).copy(), v.astype(np.int64).copy()
+    swap = depth[a] < depth[b]
+    a[swap], b[swap] = b[swap], a[swap]
+    diff = depth[a] - depth[b]
+    for k in range(levels):
+        sel = ((diff >> k) & 1).astype(bool)
+        a[sel] = up[k][a[sel]]
+    for k in range(levels - 1, -1, -1):
+        pa, pb = up[k][a], up[k][b]
+        move = pa != pb
+        a[move], b[move] = pa[move], pb[move]
+    lca = np.where(a == b, a, parent[a])
+    return tree._sizes[lca]
+
+
 def _cost_and_revenue(tree: Tree, W: np.ndarray | sp.csr_matrix) -> np.ndarray:
-    """``[cost_G(T), rev_G(T)]`` with ``cost = sum_{u<v} w_uv |T[u v v]|``, ``rev = sum w (n - |T[u v v]|)``."""
-    S = tree.lca_size_matrix()
+    """``[cost_G(T), rev_G(T)]`` with ``cost = sum_{u<v} w_uv |T[u v v]|``, ``rev = sum w (n - |T[u v v]|)``.
+
+    Sparse ``W``: LCA sizes of the edges only (:func:`_edge_lca_sizes`); dense: the LCA matrix."""
     if sp.issparse(W):
         u, v, w = _upper_edges(W)
-        s = S[u, v].astype(np.float64)
+        s = _edge_lca_sizes(tree, u, v).astype(np.float64)
         return np.array([w @ s, w @ (tree.n - s)])
-    return triplets.lca_sums(W, S)
+    return triplets.lca_sums(W, tree.lca_size_matrix())
+
+
+def _objective_budget(what: str, tree: Tree, W: np.ndarray | sp.csr_matrix) -> None:
+    n = tree.n
+    if sp.issparse(W):
+        levels = max(1, n.bit_length())
+        check_budget(what, n_bytes=8.0 * (2 * n) * (levels + 3) + 64.0 * W.nnz)
+    else:
+        check_budget(what, n_bytes=4.0 * n * n + 40.0 * n * n)
 
 
 def dasgupta_cost(tree: Tree, W: Any) -> float:
@@ -323,9 +350,12 @@ def dasgupta_cost(tree: Tree, W: Any) -> float:
 
     Raises:
         TypeError: ``tree`` is not a Tree. ValueError: bad ``W`` or a size mismatch.
+        TooLargeError: the memory of the LCA sizes (dense: ``n^2``; sparse: per edge) does not fit.
     """
     W = _check_weights(W)
-    return float(_cost_and_revenue(_check_tree(tree, n=W.shape[0]), W)[0])
+    tree = _check_tree(tree, n=W.shape[0])
+    _objective_budget(f"dasgupta_cost(n={tree.n})", tree, W)
+    return float(_cost_and_revenue(tree, W)[0])
 
 
 def mw_revenue(tree: Tree, W: Any) -> float:
@@ -337,7 +367,9 @@ def mw_revenue(tree: Tree, W: Any) -> float:
         the revenue (float); ``cost + revenue = n sum_{u<v} w_uv``.
     """
     W = _check_weights(W)
-    return float(_cost_and_revenue(_check_tree(tree, n=W.shape[0]), W)[1])
+    tree = _check_tree(tree, n=W.shape[0])
+    _objective_budget(f"mw_revenue(n={tree.n})", tree, W)
+    return float(_cost_and_revenue(tree, W)[1])
 
 
 def _triplet_revenue(S: np.ndarray, W: np.ndarray) -> float:
@@ -360,18 +392,20 @@ def triplet_revenue(tree: Tree, W: Any) -> float:
     """MW revenue as a sum over triples: ``sum_{u<v<x} w_(pair merged first)`` (the triplet identity).
 
     Args:
-        tree: a :class:`Tree`; W: (n, n) dense weights as :func:`dasgupta_cost` (n <= 400).
+        tree: a :class:`Tree`; W: (n, n) weights as :func:`dasgupta_cost`, n <= 400 (the
+            ``n^3 / 6`` triples of n = 400 are the work limit).
 
     Returns:
         the revenue (float), equal to :func:`mw_revenue` up to rounding.
 
     Raises:
-        as :func:`dasgupta_cost`; TooLargeError for ``n`` whose ``n^3 / 6`` triples do not fit.
+        as :func:`dasgupta_cost`; TooLargeError for ``n > 400`` (``n^3 / 6`` triples beyond
+        ``400^3 / 6``).
     """
     W = _check_weights(W)
-    W = W.toarray() if sp.issparse(W) else W
     tree = _check_tree(tree, n=W.shape[0])
-    check_budget(f"triplet_revenue(n={tree.n})", n_operations=tree.n**3 / 6, max_operations=1e8)
+    check_budget(f"triplet_revenue(n={tree.n})", n_operations=tree.n**3 / 6, max_operations=400**3 / 6)
+    W = W.toarray() if sp.issparse(W) else W
     return _triplet_revenue(tree.lca_size_matrix(), W)
 
 
