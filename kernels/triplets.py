@@ -54,9 +54,10 @@ _BLOCK = 256
 _CHUNK_ELEMENTS = 1 << 20
 #: bytes of temporaries per element of a block (about a dozen 8-byte arrays)
 _BYTES_PER_ELEMENT = 96
-#: ordered triples the NumPy reference may plan. ``benchmarks/hc_oracles.py`` measured 5.0e6-7.7e6
-#: triples a second on one core of the book's CPU machine (n = 64..256), so 5e9 is about 11-17
-#: minutes; n = 1709 is the largest n accepted (n = 3000, 2.7e10 triples, about an hour, is refused)
+#: ordered triples the NumPy reference may plan. ``benchmarks/hc_oracles.py`` measured 5e6-2.2e7
+#: triples a second on one core of the book's CPU machine (n = 64..256, old and blocked reference),
+#: so 5e9 is about 4-17 minutes; n = 1709 is the largest n accepted (n = 3000, 2.7e10 triples, is
+#: refused)
 CPU_MAX_TRIPLES = 5e9
 #: the CUDA kernel's limit: the book's default work limit (minutes of an H200 at ~1e11 triples/s)
 GPU_MAX_TRIPLES = 1e13
@@ -170,8 +171,8 @@ def triplet_counts_reference(S: np.ndarray, p: float, seed: int, D: np.ndarray |
     Blocked over ``(u, v)``: each block evaluates :func:`oracle_answers` on at most
     ``_CHUNK_ELEMENTS`` triples ``(u, v, x)`` (temporaries near 100 MB at any ``n``), ``n^3``
     evaluations in all (each unordered triple is seen six times, with one answer). With ``p = 1``
-    this is ``S - 2`` off the diagonal (the triplet identity). At the benchmark's 5e6-8e6 triples a
-    second, ``n^3`` above :data:`CPU_MAX_TRIPLES` (over ten minutes; ``n > 1709``) is refused.
+    this is ``S - 2`` off the diagonal (the triplet identity). At the benchmark's 5e6-2.2e7 triples
+    a second, ``n^3`` above :data:`CPU_MAX_TRIPLES` (minutes of work; ``n > 1709``) is refused.
 
     Args:
         S: (n, n) integer LCA sizes of the oracle's tree (values in [1, n]).

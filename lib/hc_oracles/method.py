@@ -163,7 +163,7 @@ def all_triplet_counts(oracle: Any) -> np.ndarray:
 
     Raises:
         TypeError: not an oracle. TooLargeError: the kernel's limit (``n^3`` ordered triples:
-        :data:`icml25.kernels.triplets.CPU_MAX_TRIPLES` on the CPU reference, over ten minutes,
+        :data:`icml25.kernels.triplets.CPU_MAX_TRIPLES` on the CPU reference, minutes of work,
         ``n > 1709``; :data:`~icml25.kernels.triplets.GPU_MAX_TRIPLES` on a GPU) or, for any
         other oracle, ``C(n, 3)`` queries beyond the CPU limit.
     """
