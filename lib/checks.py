@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from icml25.common import to_numpy
+
 __all__ = [
     "TooLargeError",
     "check_int",
@@ -185,16 +187,6 @@ def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
 _KINDS = {"float": "real numbers", "int": "integers", "bool": "booleans", "number": "real numbers"}
 
 
-def _to_host(a: Any) -> Any:
-    """A torch tensor or CuPy array as a NumPy array; anything else unchanged."""
-    module = type(a).__module__
-    if module.startswith("torch"):
-        return a.detach().cpu().numpy()
-    if module.startswith("cupy") and hasattr(a, "get"):
-        return a.get()
-    return a
-
-
 def _shape_text(shape: Sequence[int | None]) -> str:
     return "(" + ", ".join("?" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
@@ -252,9 +244,8 @@ def check_array(
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
-    host = _to_host(a)
     try:
-        arr = np.asarray(host)
+        arr = to_numpy(a)  # torch tensors and CuPy arrays are copied to the host
     except Exception as err:  # ragged lists and the like
         raise TypeError(f"{name} must be an array of {_KINDS[kind]}, got {type(a).__name__}: {err}") from err
     dt = arr.dtype

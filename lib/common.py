@@ -231,9 +231,14 @@ def seed_everything(seed: int) -> np.random.Generator:
 # --------------------------------------------------------------------------------------------
 
 
+def _cpu_forced() -> bool:
+    """True when ``ICML25_FORCE_CPU`` is set to anything but ``""`` or ``"0"``."""
+    return os.environ.get(FORCE_CPU_ENV, "0") not in ("", "0")
+
+
 def gpu_available() -> bool:
     """True when CuPy imports, sees a CUDA device, and ``ICML25_FORCE_CPU`` is not set to 1."""
-    if os.environ.get(FORCE_CPU_ENV, "0") not in ("", "0"):
+    if _cpu_forced():
         return False
     try:
         import cupy
@@ -289,7 +294,7 @@ def torch_device(profile: str | None = None) -> str:
     """
     if profile is not None and _check_profile(profile) == "cpu":
         return "cpu"
-    if os.environ.get(FORCE_CPU_ENV, "0") not in ("", "0"):
+    if _cpu_forced():
         return "cpu"
     try:
         import torch
@@ -307,8 +312,7 @@ def backend_label() -> str:
     """
     if gpu_available():  # pragma: no cover - needs a GPU
         return f"CUDA kernels on {device_name()}"
-    forced = os.environ.get(FORCE_CPU_ENV, "0") not in ("", "0")
-    return "CPU references (" + (f"{FORCE_CPU_ENV}=1" if forced else "no usable GPU") + ")"
+    return "CPU references (" + (f"{FORCE_CPU_ENV}=1" if _cpu_forced() else "no usable GPU") + ")"
 
 
 # --------------------------------------------------------------------------------------------
