@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
 done
 
 # Roots resolved with their dependencies, and roots added alone (their needs are in the image).
-ROOTS=(papermill ipykernel ipywidgets faiss-cpu)
+ROOTS=(papermill ipykernel ipywidgets faiss-cpu stable-baselines3 "gymnasium[mujoco]==1.0.0")
 ALONE=(flow-matching)
 # Python packages of the device image 'cuda' (KINDS.md, read 2026-11-17). Never carried: two
 # versions of one package on sys.path is worse than the image's one.

@@ -432,7 +432,7 @@ def show_source(*objs: Any) -> None:
 
 _PROVENANCE_PACKAGES = (
     "numpy", "scipy", "torch", "cupy-cuda12x", "cupy-cuda13x", "faiss-cpu", "transformers", "peft",
-    "flow-matching", "icml25",
+    "flow-matching", "stable-baselines3", "gymnasium", "mujoco", "icml25",
 )
 
 

@@ -43,6 +43,9 @@ LIB_ALIASES = {
     "mnl_bandits": "mnl",
     "grokking": "grok",
     "hc_oracles": "hco",
+    "safety_polytope": "sap",
+    "maxent_mislead": "maxent",
+    "pcl": "pcl",
 }
 
 
