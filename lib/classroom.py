@@ -69,6 +69,12 @@ __all__ = [
     "assign",
     "grade",
     "grade_one",
+    "grading_spec",
+    "submission_definitions",
+    "screen",
+    "sandbox_available",
+    "Limits",
+    "MaskedFunctionError",
     "strip_solutions",
     "chapter_notebooks",
     "main",
@@ -817,6 +823,10 @@ def assign(
             raise RuntimeError(f"otter assign wrote no autograder zip for {chapter.name}:\n{log.getvalue()}")
         if zips[0].name != "autograder.zip":
             zips[0].rename(instructor_dir / "autograder.zip")
+        import zipfile
+
+        with zipfile.ZipFile(instructor_dir / "autograder.zip", "a") as zf:  # what the sandboxed grader reads
+            zf.writestr(GRADING_SPEC, json.dumps(grading_spec(chapter, points=points), indent=1))
         shutil.copy(master_path, instructor_dir / "master.ipynb")
         _clean_instructor_notebook(instructor_dir / f"{chapter.name}.ipynb")
     return Editions(
@@ -832,19 +842,786 @@ def assign(
 # ------------------------------------------------------------------------------------------------
 # Grading
 # ------------------------------------------------------------------------------------------------
+#
+# A submission is never run as a whole. The grader reads the notebook's source (it does not run
+# it), keeps the top-level definitions the exercises name and the ones those need, and grades them
+# in a bubblewrap sandbox holding two kinds of process:
+#
+#   the test process   runs the chapter's setup and the tests (public and hidden, piped in on
+#                      stdin: the autograder is not mounted); no submission code ever runs in it;
+#   one worker per     forked from the test process before it reads the tests; it masks the library
+#   exercise           functions the exercise asks the student to write, loads the submission's
+#                      definitions and answers calls: the tests call the student's functions through
+#                      a proxy that sends the arguments and gets back plain data (numbers, strings,
+#                      containers, NumPy arrays, torch tensors, icml25 objects), decoded without
+#                      running any of the worker's code.
+#
+# The score is computed in the test process from what the tests see; a worker can only answer
+# calls (or fail to), so it cannot change a test, the test runner, the reference library the tests
+# use, or another exercise's worker.
+
+GRADING_SPEC = "icml25_grading.json"
+_SUBMISSION_FILE = "<submission>"
+_SUBMISSION_MODULE = "__submission__"
+_MASKS_RE = re.compile(r"^#\s*Grading masks?:\s*(?P<names>.+?)\s*$", re.M | re.I)
 
 
-_CHECK_CALL_RE = re.compile(r"^(\s*)(?:\w+\s*=\s*)?grader\.check(?:_all)?\(.*\)\s*(?:#.*)?$", re.M)
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What one submission may use while it is graded.
+
+    Attributes:
+        wall: seconds of wall time for the whole submission (setup, every exercise, the tests).
+        exercise: seconds of wall time the student's code of one exercise may take, summed over
+            all the calls its tests make (also its CPU-time limit).
+        memory: bytes of address space per process.
+        processes: processes and threads in the whole sandbox (a pids cgroup when the grader runs
+            as root and one can be made, else ``RLIMIT_NPROC`` of the unprivileged user).
+        file_size: the largest file a process may write, in bytes (the writable places are the
+            sandbox's own ``/tmp``, a RAM disk thrown away afterwards).
+    """
+
+    wall: float = 900.0
+    exercise: float = 120.0
+    memory: int = 8 << 30
+    processes: int = 128
+    file_size: int = 256 << 20
+
+    def __post_init__(self) -> None:
+        for name in ("wall", "exercise", "memory", "processes", "file_size"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"Limits.{name} must be positive, got {getattr(self, name)!r}")
+
+
+def _masks(sources: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for src in sources:
+        for m in _MASKS_RE.finditer(src):
+            for name in re.split(r"[,\s]+", m.group("names")):
+                if name and name not in out:
+                    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", name):
+                        raise ClassroomFormatError(f"'# Grading masks:' names dotted paths (module.function), got {name!r}")
+                    out.append(name)
+    return out
+
+
+def grading_spec(chapter: Chapter, *, points: float = 1.0) -> dict[str, Any]:
+    """What the sandboxed grader needs, as stored in ``autograder.zip`` (``icml25_grading.json``).
+
+    Args:
+        chapter: the parsed chapter.
+        points: points per exercise (split evenly over its tests).
+
+    Returns:
+        ``{"format": 1, "chapter", "setup", "exercises": [{"label", "functions", "points",
+        "masks", "tests": [{"name", "hidden", "source"}]}]}``. ``masks`` are the dotted names that
+        the exercise's check cells list on a ``# Grading masks: module.function, ...`` line.
+    """
+    setup = "\n\n".join(s for s in [chapter.parameters.strip(), *chapter.setup] if s)
+    exercises = []
+    for ex in chapter.exercises:
+        tests = [{"name": f"test_{_identifier(ex.label)}_public_{j}", "hidden": False, "source": _without_magics(s)}
+                 for j, s in enumerate(ex.checks, start=1)]
+        tests += [{"name": f"test_{_identifier(ex.label)}_hidden_{j}", "hidden": True, "source": _without_magics(s)}
+                  for j, s in enumerate(ex.hidden, start=1)]
+        exercises.append({"label": ex.label, "functions": ex.functions, "points": float(points),
+                          "masks": _masks([*ex.checks, *ex.hidden]), "tests": tests})
+    return {"format": 1, "chapter": chapter.name, "setup": _without_magics(setup), "exercises": exercises}
+
+
+def _read_spec(autograder: Path) -> dict[str, Any]:
+    import zipfile
+
+    with zipfile.ZipFile(autograder) as zf:
+        if GRADING_SPEC not in zf.namelist():
+            raise ValueError(f"autograder: {autograder} holds no {GRADING_SPEC} (built before the sandboxed "
+                             "grader; run `make assignments` again)")
+        spec = json.loads(zf.read(GRADING_SPEC).decode())
+    if spec.get("format") != 1:
+        raise ValueError(f"autograder: {GRADING_SPEC} has unknown format {spec.get('format')!r}")
+    return spec
+
+
+# --- what the grader takes from a submission (by reading it, never by running it) ---------------
+
+
+def _bound_names(st: ast.stmt) -> set[str]:
+    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {st.name}
+    if isinstance(st, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in st.names if a.name != "*"}
+    if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def submission_definitions(nb: nbformat.NotebookNode, spec: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The statements of a submission that grading loads, in notebook order.
+
+    For every name an exercise asks for, the last top-level statement (in cell order) that binds
+    it; then, transitively, the last top-level ``def``, ``class``, ``import`` or assignment binding
+    each global those statements read that the chapter's setup does not define. Nothing else of
+    the notebook runs: other top-level code (prints, plots, experiments, attempts to change the
+    grader) is ignored. Cells that do not parse are skipped.
+
+    Args:
+        nb: the submission notebook.
+        spec: the chapter's grading spec (:func:`grading_spec`).
+
+    Returns:
+        ``(sources, notes)``: the statements' source in notebook order and one note per skipped
+        cell or missing name.
+    """
+    notes: list[str] = []
+    last: dict[str, tuple[int, int, ast.stmt]] = {}
+    for i, cell in enumerate(nb.cells):
+        if cell.get("cell_type") != "code":
+            continue
+        src = _without_magics(_source(cell))
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            if any(re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(f)}\b", src, re.M)
+                   for ex in spec["exercises"] for f in ex["functions"]):
+                notes.append(f"cell {i} does not parse (skipped)")
+            continue
+        for k, st in enumerate(tree.body):
+            for name in _bound_names(st):
+                last[name] = (i, k, st)
+    setup_names = _module_bindings(ast.parse(spec["setup"])) if spec["setup"].strip() else set()
+    wanted = [f for ex in spec["exercises"] for f in ex["functions"]]
+    chosen: dict[tuple[int, int], ast.stmt] = {}
+    todo, seen = list(wanted), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in last:
+            if name in wanted:
+                notes.append(f"{name} is not defined")
+            continue
+        i, k, st = last[name]
+        if (i, k) in chosen:
+            continue
+        chosen[(i, k)] = st
+        free = _free_names(ast.Module(body=[st], type_ignores=[]))
+        todo.extend(sorted(free - setup_names - seen))
+    return [ast.unparse(chosen[key]) for key in sorted(chosen)], notes
+
+
+_SCREEN_MODULES = {"builtins", "code", "codeop", "ctypes", "dill", "cloudpickle", "gc", "importlib", "imp",
+                   "inspect", "marshal", "pickle", "pkgutil", "runpy", "site", "sys", "types", "zipimport"}
+_SCREEN_NAMES = {"__import__", "breakpoint", "compile", "delattr", "eval", "exec", "getattr", "globals", "locals",
+                 "reload", "setattr", "vars"}
+_SCREEN_ATTRS = {"ctypeslib", "f_back", "f_builtins", "f_code", "f_globals", "f_locals", "gi_frame", "cr_frame",
+                 "ag_frame", "tb_frame", "_getframe", "modules"}
+
+
+def screen(sources: Sequence[str]) -> list[str]:
+    """What in a submission's loaded code could look past the masks (introspection, code built from
+    strings, module reloading): one finding per construct, for the instructor to read.
+
+    A finding does not change a score: the worker that runs the code has nothing to tamper with
+    but itself, and honest code uses some of these names too. It flags code for a look by hand.
+    """
+    found: list[str] = []
+    for src in sources:
+        for node in ast.walk(ast.parse(src)):
+            what = None
+            if isinstance(node, ast.Name) and node.id in _SCREEN_NAMES:
+                what = f"{node.id}()"
+            elif isinstance(node, ast.Attribute) and (node.attr in _SCREEN_ATTRS or
+                                                     (node.attr.startswith("__") and node.attr.endswith("__"))):
+                what = f".{node.attr}"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                what = next((f"import {m}" for m in mods if m.split(".")[0] in _SCREEN_MODULES), None)
+            if what and what not in found:
+                found.append(what)
+    return found
+
+
+# --- the sandbox ----------------------------------------------------------------------------------
+
+
+def sandbox_available() -> str | None:
+    """None when submissions can be sandboxed here, else why not (bwrap missing or not working)."""
+    import subprocess
+
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bubblewrap (bwrap) is not installed: `make system-deps` (Debian package bubblewrap)"
+    if shutil.which("prlimit") is None:
+        return "prlimit (util-linux) is not installed"
+    try:
+        r = subprocess.run([bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+                            *_system_binds(), "--", "/bin/true"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap does not run: {exc}"
+    if r.returncode != 0:
+        return f"bwrap cannot make a sandbox here (user namespaces disabled?): {r.stderr.strip()}"
+    return None
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for d in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        p = Path(d)
+        if p.is_symlink():
+            args += ["--symlink", os.readlink(p), d]
+        elif p.is_dir():
+            args += ["--ro-bind", d, d]
+    for d in ("/etc",):
+        if Path(d).is_dir():
+            args += ["--ro-bind", d, d]
+    return args
+
+
+def _project_root() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+_HIDDEN_PROJECT_DIRS = ("_build", "notebooks", "tests", "book", ".git", "benchmarks")
+
+
+def _pids_cgroup(limit: int) -> Path | None:
+    """A fresh pids cgroup (v2 or v1) with ``pids.max = limit``, when this process may make one."""
+    import uuid
+
+    name = f"icml25-grade-{uuid.uuid4().hex[:12]}"
+    for base in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids")):
+        if not (base / "cgroup.procs").exists() or not os.access(base, os.W_OK):
+            continue
+        if base == Path("/sys/fs/cgroup") and not (base / "cgroup.controllers").exists():
+            continue  # v1 root tmpfs
+        try:
+            cg = base / name
+            cg.mkdir()
+            if not (cg / "pids.max").exists():
+                cg.rmdir()
+                continue
+            (cg / "pids.max").write_text(str(limit))
+            return cg
+        except OSError:
+            continue
+    return None
+
+
+def _sandbox_argv(limits: Limits, hide: Sequence[Path]) -> list[str]:
+    """bwrap + prlimit command line for the test process (its own argv appended by the caller)."""
+    exe = Path(sys.executable)
+    binds: list[Path] = []
+    for p in (Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), exe.resolve().parent.parent,
+              _project_root()):
+        if not any(p == b or b in p.parents for b in binds):
+            binds.append(p)
+    argv = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+            "--die-with-parent", "--new-session", "--hostname", "grading", *_system_binds()]
+    for b in binds:
+        argv += ["--ro-bind", str(b), str(b)]
+    masked = [_project_root() / d for d in _HIDDEN_PROJECT_DIRS] + [Path(h).resolve() for h in hide]
+    for m in masked:
+        if m.is_dir() and any(m == b or b in m.parents for b in binds):
+            argv += ["--tmpfs", str(m)]
+        elif m.is_file() and any(b in m.parents for b in binds):
+            argv += ["--ro-bind", "/dev/null", str(m)]
+    argv += ["--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp", "--setenv", "HOME", "/tmp",
+             "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "MPLBACKEND", "Agg"]
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+        argv += ["--setenv", var, "1"]
+    argv += ["--setenv", "ICML25_FORCE_CPU", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
+    argv += ["prlimit", f"--as={limits.memory}", f"--cpu={int(limits.wall) + 5}", f"--fsize={limits.file_size}",
+             f"--nproc={limits.processes}", "--core=0", "--nofile=1024", "--"]
+    argv += [str(exe), "-I", "-c", "from icml25.classroom import _test_process_main; _test_process_main()"]
+    return argv
+
+
+def _run_sandboxed(header: dict, tests: dict, limits: Limits, hide: Sequence[Path]) -> tuple[dict | None, str]:
+    """Run the test process in the sandbox; (its result, or None, and a reason when None)."""
+    import signal
+    import subprocess
+
+    cgroup = _pids_cgroup(limits.processes) if os.geteuid() == 0 else None
+
+    def enter_cgroup() -> None:  # runs in the child before exec: the whole sandbox is in the cgroup
+        if cgroup is not None:
+            (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+
+    data = (json.dumps(header) + "\n" + json.dumps(tests) + "\n").encode()
+    proc = subprocess.Popen(_sandbox_argv(limits, hide), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=enter_cgroup,
+                            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+    try:
+        try:
+            out, err = proc.communicate(data, timeout=limits.wall)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return None, f"stopped: the submission ran past the wall-time limit ({limits.wall:g} s)"
+    finally:
+        if cgroup is not None:
+            with contextlib.suppress(OSError):
+                for pid in (cgroup / "cgroup.procs").read_text().split():
+                    os.kill(int(pid), signal.SIGKILL)
+            for _ in range(50):
+                try:
+                    cgroup.rmdir()
+                    break
+                except OSError:
+                    import time
+
+                    time.sleep(0.1)
+    lines = [ln for ln in out.decode(errors="replace").splitlines() if ln.startswith('{"icml25-result"')]
+    if proc.returncode != 0 or not lines:
+        tail = err.decode(errors="replace").strip().splitlines()[-3:]
+        sig = -proc.returncode if proc.returncode and proc.returncode < 0 else None
+        why = f"killed by signal {sig}" if sig else f"exit status {proc.returncode}"
+        return None, f"stopped: the test process ended ({why}): {' | '.join(tail)[-400:]}"
+    return json.loads(lines[-1])["icml25-result"], ""
+
+
+# --- inside the sandbox: frames, encoding, the worker, the test process ---------------------------
+
+
+def _send(sock: Any, payload: bytes) -> None:
+    sock.sendall(len(payload).to_bytes(8, "little") + payload)
+
+
+def _recv_exact(sock: Any, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError("the worker closed its end")
+        buf += chunk
+    return bytes(buf)
+
+
+def _recv(sock: Any, max_bytes: int = 1 << 31) -> bytes:
+    n = int.from_bytes(_recv_exact(sock, 8), "little")
+    if n > max_bytes:
+        raise ValueError(f"a reply of {n} bytes is too large")
+    return _recv_exact(sock, n)
+
+
+_BUILTIN_EXCEPTIONS = {n: getattr(builtins, n) for n in dir(builtins)
+                       if isinstance(getattr(builtins, n), type) and issubclass(getattr(builtins, n), Exception)}
+
+
+def _encode(obj: Any, arrays: list, depth: int = 0) -> Any:
+    """Plain data the test process can decode without running the worker's code."""
+    import numpy as np
+
+    if depth > 64:
+        raise TypeError("the value is nested too deeply")
+    if obj is None or isinstance(obj, (bool, str)) or type(obj) in (int, float):
+        return obj if not isinstance(obj, str) else {"s": obj}
+    if type(obj) is complex:
+        return {"c": [obj.real, obj.imag]}
+    if type(obj) in (bytes, bytearray):
+        arrays.append(np.frombuffer(bytes(obj), dtype=np.uint8))
+        return {"b": len(arrays) - 1, "ba": type(obj) is bytearray}
+    if type(obj) in (list, tuple, set, frozenset):
+        return {type(obj).__name__: [_encode(v, arrays, depth + 1) for v in obj]}
+    if type(obj) is dict:
+        return {"dict": [[_encode(k, arrays, depth + 1), _encode(v, arrays, depth + 1)] for k, v in obj.items()]}
+    if type(obj) is np.ndarray or isinstance(obj, np.generic):
+        a = np.asarray(obj)
+        if a.dtype.hasobject:
+            return {"objarr": _encode(a.tolist(), arrays, depth + 1), "shape": list(a.shape)}
+        arrays.append(np.ascontiguousarray(a))
+        return {"nd" if type(obj) is np.ndarray else "np": len(arrays) - 1}
+    mod = type(obj).__module__ or ""
+    if mod.startswith("torch") and type(obj).__name__ in ("Tensor", "Parameter"):
+        t = obj.detach().cpu()
+        dtype = str(t.dtype).replace("torch.", "")
+        arrays.append(np.ascontiguousarray(t.float().numpy() if dtype == "bfloat16" else t.numpy()))
+        return {"torch": len(arrays) - 1, "dtype": dtype}
+    if mod.startswith("icml25.") and hasattr(obj, "__dict__") and not isinstance(obj, type):
+        state = {k: v for k, v in vars(obj).items()}
+        return {"obj": f"{mod}:{type(obj).__qualname__}", "state": _encode(state, arrays, depth + 1)}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields") and mod.startswith("icml25."):
+        return {"ntuple": f"{mod}:{type(obj).__qualname__}", "v": [_encode(v, arrays, depth + 1) for v in obj]}
+    raise TypeError(f"a {type(obj).__module__}.{type(obj).__qualname__} cannot be returned to the tests "
+                    "(return numbers, strings, lists/tuples/dicts/sets, NumPy arrays or torch tensors)")
+
+
+def _decode(obj: Any, arrays: list) -> Any:
+    import numpy as np
+
+    if obj is None or isinstance(obj, (bool, int, float)):
+        return obj
+    (key, val), = [(k, v) for k, v in obj.items() if k in ("s", "c", "b", "list", "tuple", "set", "frozenset", "dict",
+                                                             "nd", "np", "torch", "obj", "ntuple", "objarr")]
+    if key == "s":
+        return str(val)
+    if key == "c":
+        return complex(float(val[0]), float(val[1]))
+    if key == "b":
+        b = arrays[val].tobytes()
+        return bytearray(b) if obj.get("ba") else b
+    if key in ("list", "tuple", "set", "frozenset"):
+        items = [_decode(v, arrays) for v in val]
+        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[key](items)
+    if key == "dict":
+        return {_decode(k, arrays): _decode(v, arrays) for k, v in val}
+    if key == "nd":
+        return arrays[val]
+    if key == "np":
+        return arrays[val][()]
+    if key == "objarr":
+        items = _decode(val, arrays)
+        out = np.empty(len(items), dtype=object)
+        out[:] = items
+        return out.reshape(tuple(int(d) for d in obj["shape"]))
+    if key == "torch":
+        import torch
+
+        t = torch.from_numpy(np.array(arrays[val]))
+        return t.to(getattr(torch, obj["dtype"])) if isinstance(getattr(torch, obj["dtype"], None), torch.dtype) else t
+    if key in ("obj", "ntuple"):
+        import importlib
+
+        mod, _, qual = str(val if key == "obj" else obj["ntuple"]).partition(":")
+        if not mod.startswith("icml25."):
+            raise TypeError(f"cannot rebuild a {mod}.{qual}")
+        cls: Any = importlib.import_module(mod)
+        for part in qual.split("."):
+            cls = getattr(cls, part)
+        if not isinstance(cls, type) or cls.__module__ != mod:
+            raise TypeError(f"{mod}:{qual} is not a class")
+        if key == "ntuple":
+            return cls(*[_decode(v, arrays) for v in obj["v"]])
+        inst = cls.__new__(cls)
+        state = _decode(obj["state"], arrays)
+        if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+            raise TypeError("bad object state")
+        inst.__dict__.update(state)
+        return inst
+    raise TypeError(f"cannot decode {key}")  # pragma: no cover
+
+
+def _pack(header: dict, arrays: list) -> bytes:
+    import numpy as np
+
+    out = io.BytesIO()
+    h = json.dumps({**header, "n_arrays": len(arrays)}).encode()
+    out.write(len(h).to_bytes(8, "little") + h)
+    for a in arrays:
+        np.lib.format.write_array(out, a, allow_pickle=False)
+    return out.getvalue()
+
+
+def _unpack(payload: bytes) -> tuple[dict, list]:
+    import numpy as np
+
+    buf = io.BytesIO(payload)
+    n = int.from_bytes(buf.read(8), "little")
+    header = json.loads(buf.read(n).decode())
+    arrays = [np.lib.format.read_array(buf, allow_pickle=False) for _ in range(int(header["n_arrays"]))]
+    return header, arrays
+
+
+class MaskedFunctionError(RuntimeError):
+    """A submission called a library function that its exercise asks the student to write."""
+
+
+def _library_dir(obj: Any) -> str | None:
+    modname = getattr(obj, "__module__", None) or ""
+    top = sys.modules.get(modname.split(".")[0])
+    f = getattr(top, "__file__", None)
+    return str(Path(f).resolve().parent) + os.sep if f else None
+
+
+def _install_masks(names: Sequence[str], label: str, ns: dict) -> list[str]:
+    """Replace each named library function by a guard that raises MaskedFunctionError when called
+    from the submission's code (directly, or through non-library code such as map or vectorize);
+    the library's own internal calls go through. Every module attribute and setup name bound to
+    the function is replaced."""
+    import importlib
+
+    notes = []
+    for dotted in names:
+        head, *rest = dotted.split(".")
+        try:
+            parent: Any = ns[head] if head in ns else importlib.import_module(head)
+            for part in rest[:-1]:
+                parent = getattr(parent, part)
+            orig = getattr(parent, rest[-1])
+        except (ImportError, AttributeError, KeyError):
+            notes.append(f"mask {dotted}: not found")
+            continue
+        if isinstance(orig, type) or not callable(orig):
+            notes.append(f"mask {dotted}: not a function")
+            continue
+        libdir = _library_dir(orig)
+        message = (f"exercise {label}: {dotted} is what this exercise asks you to write; "
+                   "it is not available to your code while it is graded")
+
+        def guard(*args: Any, __orig: Any = orig, __msg: str = message, __lib: str | None = libdir, **kwargs: Any) -> Any:
+            f = sys._getframe(1)
+            while f is not None:
+                fn = f.f_code.co_filename
+                if fn == _SUBMISSION_FILE:
+                    raise MaskedFunctionError(__msg)
+                if __lib and fn.startswith(__lib):
+                    break
+                f = f.f_back
+            return __orig(*args, **kwargs)
+
+        guard.__name__ = getattr(orig, "__name__", rest[-1])
+        guard.__doc__ = f"Masked while grading exercise {label}."
+        top = dotted.split(".")[0]
+        top_mod = getattr(ns.get(top), "__name__", top).split(".")[0]
+        for mname, mod in list(sys.modules.items()):
+            if mod is None or not (mname == top_mod or mname.startswith(top_mod + ".")):
+                continue
+            try:
+                attrs = [k for k, v in vars(mod).items() if v is orig]
+            except TypeError:
+                continue
+            for k in attrs:
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(mod, k, guard)
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(parent, rest[-1], guard)
+        for k, v in list(ns.items()):
+            if v is orig:
+                ns[k] = guard
+    return notes
+
+
+def _worker_main(sock: Any, ns: dict, exercise: dict, definitions: list[str], exercise_cpu: float) -> None:
+    """A forked worker: mask, load the submission's definitions, answer calls until told to stop."""
+    import resource
+
+    import dill
+
+    with contextlib.suppress(OSError):
+        resource.setrlimit(resource.RLIMIT_CPU, (int(exercise_cpu) + 1, int(exercise_cpu) + 2))
+    _recv(sock)  # wait for the start signal (the test process has read its tests by then)
+    notes = _install_masks(exercise["masks"], exercise["label"], ns)
+    sns = dict(ns)
+    sns["__name__"] = _SUBMISSION_MODULE
+    sns["__builtins__"] = builtins
+    for src in definitions:
+        try:
+            exec(compile(src, _SUBMISSION_FILE, "exec"), sns)
+        except BaseException as exc:  # noqa: BLE001 - the submission's own failure
+            notes.append(f"loading `{src.splitlines()[0][:60]}` raised {type(exc).__name__}: {str(exc)[:200]}")
+    _send(sock, json.dumps({"notes": notes}).encode())
+    while True:
+        try:
+            msg = _recv(sock)
+        except EOFError:
+            return
+        name, args, kwargs = dill.loads(msg)
+        arrays: list = []
+        try:
+            fn = sns.get(name)
+            code = getattr(fn, "__code__", None)
+            if fn is None:
+                raise NameError(f"name {name!r} is not defined by the submission")
+            if isinstance(fn, type):
+                if fn.__module__ != _SUBMISSION_MODULE:
+                    raise TypeError(f"{name} is not a class the submission defines")
+            elif code is None or code.co_filename != _SUBMISSION_FILE:
+                raise TypeError(f"{name} is not a function the submission defines ({fn!r})")
+            result = fn(*args, **kwargs)
+            import numpy as np
+
+            states = [[i, a.bit_generator.state] for i, a in enumerate([*args, *kwargs.values()])
+                      if isinstance(a, np.random.Generator)]
+            reply = {"value": _encode(result, arrays), "rng": states}
+        except BaseException as exc:  # noqa: BLE001 - reported to the test as its exception
+            arrays = []
+            try:
+                text = str(exc)[:2000]
+            except BaseException:  # noqa: BLE001
+                text = "(unprintable)"
+            reply = {"exc": type(exc).__name__, "msg": text}
+        try:
+            _send(sock, _pack(reply, arrays))
+        except (TypeError, ValueError) as exc:
+            _send(sock, _pack({"exc": "TypeError", "msg": f"the returned value cannot be sent: {exc}"}, []))
+
+
+class _Worker:
+    """The test process's side of one exercise's worker."""
+
+    def __init__(self, label: str, pid: int, sock: Any, budget: float):
+        self.label, self.pid, self.sock, self.left = label, pid, sock, budget
+        self.budget_total = budget
+        self.dead: str | None = None
+
+    def _timed(self, fn: Any) -> Any:
+        import time
+
+        if self.dead:
+            raise RuntimeError(self.dead)
+        t0 = time.monotonic()
+        self.sock.settimeout(max(self.left, 0.01))
+        try:
+            return fn()
+        except (TimeoutError, OSError, EOFError) as exc:
+            import socket as _socket
+
+            if isinstance(exc, _socket.timeout) or isinstance(exc, TimeoutError):
+                self.kill(f"stopped: the exercise's code ran past its time limit ({self.budget_total:g} s)")
+            else:
+                self.kill(f"stopped: the exercise's process ended ({type(exc).__name__}: {exc})")
+            raise RuntimeError(self.dead) from None
+        finally:
+            self.left -= time.monotonic() - t0
+
+    def kill(self, why: str) -> None:
+        import signal
+
+        self.dead = self.dead or why
+        with contextlib.suppress(OSError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        with contextlib.suppress(OSError, ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+    def start(self) -> list[str]:
+        def go() -> list[str]:
+            _send(self.sock, b"start")
+            return list(json.loads(_recv(self.sock).decode())["notes"])
+
+        return self._timed(go)
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        import dill
+
+        payload = dill.dumps((name, args, kwargs))
+
+        def go() -> Any:
+            _send(self.sock, payload)
+            return _unpack(_recv(self.sock))
+
+        header, arrays = self._timed(go)
+        if "exc" in header:
+            exc_type = _BUILTIN_EXCEPTIONS.get(str(header["exc"]), RuntimeError)
+            if header["exc"] == "MaskedFunctionError":
+                exc_type = MaskedFunctionError
+            raise exc_type(str(header["msg"]))
+        value = _decode(header["value"], arrays)
+        import numpy as np
+
+        every = [*args, *kwargs.values()]
+        for i, state in header.get("rng", []):
+            if isinstance(i, int) and 0 <= i < len(every) and isinstance(every[i], np.random.Generator):
+                with contextlib.suppress(Exception):
+                    every[i].bit_generator.state = state
+        return value
+
+
+def _remote(worker: _Worker, name: str) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return worker.call(name, args, kwargs)
+
+    call.__name__ = name
+    return call
+
+
+def _test_process_main() -> None:
+    """The sandbox's test process (see the comment at the top of this section)."""
+    import socket
+    import time
+    import traceback
+
+    header = json.loads(sys.stdin.readline())
+    result: dict[str, Any] = {"exercises": {}, "notes": []}
+    ns: dict[str, Any] = {"__name__": "__grading_setup__", "__builtins__": builtins}
+    setup_error = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            exec(compile(header["setup"], "<chapter setup>", "exec"), ns)
+    except BaseException as exc:  # noqa: BLE001
+        setup_error = f"the chapter's setup failed: {type(exc).__name__}: {exc}"
+    workers: dict[str, _Worker] = {}
+    if setup_error is None:
+        for ex in header["exercises"]:
+            parent, child = socket.socketpair()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:  # the worker: nothing of the test process's channels stays open
+                try:
+                    parent.close()
+                    for w in workers.values():
+                        w.sock.close()
+                    os.setpgid(0, 0)
+                    devnull = os.open(os.devnull, os.O_RDONLY)
+                    os.dup2(devnull, 0)
+                    os.dup2(2, 1)
+                    sys.stdin = open(os.devnull)
+                    _worker_main(child, ns, ex, header["definitions"], header["exercise_s"])
+                finally:
+                    os._exit(0)
+            child.close()
+            workers[ex["label"]] = _Worker(ex["label"], pid, parent, float(header["exercise_s"]))
+    tests = json.loads(sys.stdin.readline())
+    names = [f for ex in header["exercises"] for f in ex["functions"]]
+    for ex in header["exercises"]:
+        label = ex["label"]
+        rec: dict[str, Any] = {"passed": 0, "n_tests": len(tests[label]), "reasons": []}
+        result["exercises"][label] = rec
+        if setup_error:
+            rec["reasons"].append(setup_error)
+            continue
+        w = workers[label]
+        try:
+            rec["reasons"] += w.start()
+        except RuntimeError as exc:
+            rec["reasons"].append(str(exc))
+        proxies = {n: _remote(w, n) for n in names}
+        for t in tests[label]:
+            if w.dead:
+                break
+            tree = ast.parse(t["source"])
+            params = sorted(_free_names(tree))
+            body = t["source"].strip("\n")
+            src = f"def {t['name']}({', '.join(params)}):\n" + "\n".join(
+                ("    " + line) if line.strip() else "" for line in body.split("\n")) + "\n    pass\n"
+            env: dict[str, Any] = {"__builtins__": builtins}
+            try:
+                exec(compile(src, f"<{t['name']}>", "exec"), env)
+                values = [proxies[p] if p in proxies else ns.get(p) for p in params]
+                with contextlib.redirect_stdout(sys.stderr):
+                    env[t["name"]](*values)
+                rec["passed"] += 1
+            except BaseException as exc:  # noqa: BLE001 - a failing test
+                kind = "hidden" if t["hidden"] else "public"
+                if isinstance(exc, MaskedFunctionError) or w.dead:
+                    msg = str(exc)
+                elif isinstance(exc, AssertionError):
+                    msg = "an assertion failed" + (f": {str(exc)[:160]}" if str(exc) else "")
+                else:
+                    msg = f"{type(exc).__name__}: {str(exc)[:160]}"
+                if isinstance(exc, MaskedFunctionError) or w.dead:
+                    rec["reasons"].append(msg)
+                else:
+                    rec["reasons"].append(f"{kind} test: {msg}")
+        w.kill("done")
+    sys.stdout.write(json.dumps({"icml25-result": result}) + "\n")
+    sys.stdout.flush()
+    os._exit(0)
+
+
+# --- the grader ------------------------------------------------------------------------------------
 
 
 def _final_state_only(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of a submission whose ``grader.check(...)`` lines are disabled.
-
-    In grading mode otter records the result of every ``grader.check`` call made while the notebook
-    runs and does not run a question's tests again at the end. A check cell the student moved
-    above their answer would then score the stub. Disabling the calls makes every question be
-    graded once, against the final global environment, whatever the cell order.
-    """
+    """A copy of a submission whose ``grader.check(...)`` lines are disabled (the unsafe otter
+    engine only: otter records the first check of a question and would score a moved check cell
+    against the stub)."""
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -852,47 +1629,112 @@ def _final_state_only(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def grade_one(submission: str | Path, autograder: str | Path) -> dict[str, float]:
-    """Grade one submission offline, without containers (``otter run``'s code path).
+_CHECK_CALL_RE = re.compile(r"^(\s*)(?:\w+\s*=\s*)?grader\.check(?:_all)?\(.*\)\s*(?:#.*)?$", re.M)
 
-    The notebook is executed top to bottom (errors in cells are ignored; ``grader.check`` calls
-    are disabled), then every test of every question runs once against the final global
-    environment.
 
-    Args:
-        submission: a student notebook (``.ipynb``) or otter export zip.
-        autograder: the chapter's ``autograder.zip``.
-
-    Returns:
-        ``{question: score, ..., "total": score, "possible": points}``.
-
-    Raises:
-        FileNotFoundError: a path does not exist.
-    """
+def _grade_one_otter(submission: Path, autograder: Path) -> dict[str, Any]:
     from otter.api import grade_submission
 
-    submission, autograder = Path(submission).resolve(), Path(autograder).resolve()
-    for arg, p in (("submission", submission), ("autograder", autograder)):
-        if not p.exists():
-            raise FileNotFoundError(f"{arg}: {p} does not exist")
     with tempfile.TemporaryDirectory(prefix="icml25-grade-") as tmp:
         if submission.suffix == ".ipynb":
             nb = nbformat.read(submission, as_version=4)
             nbformat.write(_final_state_only(nb), Path(tmp) / submission.name)
             submission = Path(tmp) / submission.name
         results = grade_submission(str(submission), str(autograder), quiet=True)
-    row: dict[str, float] = {}
-    for q, r in results.results.items():
-        row[q] = float(r.score)
+    row: dict[str, Any] = {q: float(r.score) for q, r in results.results.items()}
     row["total"] = float(results.total)
     row["possible"] = float(results.possible)
+    row["notes"] = ""
     return row
 
 
-def _grade_task(args: tuple[str, str]) -> tuple[str, dict[str, float] | str]:
-    sub, ag = args
+def grade_one(
+    submission: str | Path,
+    autograder: str | Path,
+    *,
+    sandbox: bool = True,
+    limits: Limits | None = None,
+    hide: Sequence[str | Path] = (),
+) -> dict[str, Any]:
+    """Grade one submission.
+
+    With ``sandbox=True`` (the default) the submission's notebook is read, not run: the top-level
+    definitions its exercises name (and those they need, :func:`submission_definitions`) are
+    loaded into one sandboxed worker per exercise, and the tests run in a sandboxed test process
+    that the submission's code never runs in (see the guide, "What the sandbox protects").
+
+    ``sandbox=False`` is otter's own code path (``otter run``): the whole notebook runs as you,
+    in your folders, with the tests in the same kernel. Use it only for notebooks you trust.
+
+    Args:
+        submission: a student notebook (``.ipynb``).
+        autograder: the chapter's ``autograder.zip``.
+        sandbox: grade in the sandbox (requires bubblewrap; see :func:`sandbox_available`).
+        limits: the sandbox's limits (default :class:`Limits`).
+        hide: more paths to hide from the sandbox (the autograder's and the submission's folders
+            always are, as are the project's notebooks, tests, book and build folders).
+
+    Returns:
+        ``{question: score, ..., "total", "possible", "notes"}``; ``notes`` says why an exercise
+        lost points when its code was stopped, masked, missing or did not load, and what the
+        screen (:func:`screen`) flagged.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+        RuntimeError: ``sandbox=True`` but no sandbox can be made here.
+        ValueError: the autograder has no grading spec, or the submission is not a notebook.
+    """
+    submission, autograder = Path(submission).resolve(), Path(autograder).resolve()
+    for arg, p in (("submission", submission), ("autograder", autograder)):
+        if not p.exists():
+            raise FileNotFoundError(f"{arg}: {p} does not exist")
+    if not sandbox:
+        return _grade_one_otter(submission, autograder)
+    why = sandbox_available()
+    if why:
+        raise RuntimeError(f"cannot sandbox the submissions: {why} (sandbox=False grades without one, unsafely)")
+    return _grade_sandboxed(submission, _read_spec(autograder), limits or Limits(),
+                            [autograder.parent, submission.parent, *map(Path, hide)])
+
+
+def _grade_sandboxed(submission: Path, spec: dict, limits: Limits, hide: Sequence[Path]) -> dict[str, Any]:
+    if submission.suffix != ".ipynb":
+        raise ValueError(f"submission: {submission.name} is not a notebook (.ipynb)")
+    nb = nbformat.read(submission, as_version=4)
+    definitions, notes = submission_definitions(nb, spec)
+    flagged = screen(definitions)
+    header = {"setup": spec["setup"], "definitions": definitions, "exercise_s": limits.exercise,
+              "exercises": [{k: ex[k] for k in ("label", "functions", "masks")} for ex in spec["exercises"]]}
+    tests = {ex["label"]: ex["tests"] for ex in spec["exercises"]}
+    res, why = _run_sandboxed(header, tests, limits, hide)
+    row: dict[str, Any] = {}
+    total = possible = 0.0
+    for ex in spec["exercises"]:
+        label, pts = ex["label"], float(ex["points"])
+        possible += pts
+        if res is None:
+            row[label] = 0.0
+            continue
+        r = res["exercises"][label]
+        score = pts * r["passed"] / r["n_tests"] if r["n_tests"] else 0.0
+        row[label] = score
+        total += score
+        if score < pts:
+            notes += [f"{label}: {reason}" for reason in dict.fromkeys(r["reasons"]) if reason != "done"][:1]
+    if why:
+        notes.insert(0, why)
+    if flagged:
+        notes.append("review by hand: the code uses " + ", ".join(flagged))
+    row["total"] = total
+    row["possible"] = possible
+    row["notes"] = "; ".join(notes)
+    return row
+
+
+def _grade_task(args: tuple) -> tuple[str, dict[str, Any] | str]:
+    sub, ag, kw = args
     try:
-        return sub, grade_one(sub, ag)
+        return sub, grade_one(sub, ag, **kw)
     except Exception as exc:  # one broken submission must not stop the others
         return sub, f"{type(exc).__name__}: {exc}"
 
@@ -903,26 +1745,33 @@ def grade(
     csv: str | Path | None = None,
     *,
     jobs: int = 1,
+    sandbox: bool = True,
+    limits: Limits | None = None,
 ) -> "pd.DataFrame":
-    """Grade a folder (or a list) of submissions offline and tabulate the scores.
+    """Grade a folder (or a list) of submissions and tabulate the scores.
 
-    Each ``*.ipynb`` (or ``*.zip``) under ``submissions`` is one student's submission; the student
-    is the file's path relative to the folder without its suffix (``alice.ipynb`` -> ``alice``,
-    ``alice/02_vmf_exploration.ipynb`` -> ``alice/02_vmf_exploration``).
+    Each ``*.ipynb`` under ``submissions`` is one student's submission; the student is the file's
+    path relative to the folder without its suffix (``alice.ipynb`` -> ``alice``,
+    ``alice/02_vmf_exploration.ipynb`` -> ``alice/02_vmf_exploration``). Each is graded by
+    :func:`grade_one` in its own sandbox.
 
     Args:
         autograder: the chapter's ``autograder.zip``.
         submissions: a folder, or a list of notebook paths.
         csv: where to write the table (one row per student), or None.
-        jobs: submissions graded in parallel (separate processes).
+        jobs: submissions graded in parallel.
+        sandbox: see :func:`grade_one` (``False``: otter's unsandboxed path, trusted notebooks only).
+        limits: the sandbox's limits (default :class:`Limits`).
 
     Returns:
         ``pandas.DataFrame`` indexed by student with one column per question, ``total``,
-        ``possible``, ``percent`` and ``error`` (empty unless grading itself failed).
+        ``possible``, ``percent``, ``error`` (empty unless grading itself failed) and ``notes``
+        (why points were lost to a limit, a mask or a missing definition; what to review).
 
     Raises:
         FileNotFoundError: ``autograder`` or ``submissions`` does not exist.
         ValueError: no submission found, or ``jobs`` < 1.
+        RuntimeError: ``sandbox=True`` and no sandbox can be made here.
     """
     import pandas as pd
 
@@ -945,10 +1794,21 @@ def grade(
         base = None
     if not files:
         raise ValueError(f"submissions: no .ipynb or .zip found in {submissions}")
+    if sandbox:
+        why = sandbox_available()
+        if why:
+            raise RuntimeError(f"cannot sandbox the submissions: {why} (sandbox=False grades without one, unsafely)")
+        _read_spec(ag)
 
-    tasks = [(str(f.resolve()), str(ag)) for f in files]
+    kw = {"sandbox": sandbox, "limits": limits}
+    tasks = [(str(f.resolve()), str(ag), kw) for f in files]
     if jobs == 1 or len(tasks) == 1:
         results = [_grade_task(t) for t in tasks]
+    elif sandbox:  # each submission is its own sandboxed process tree: threads suffice here
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(jobs, len(tasks))) as pool:
+            results = list(pool.map(_grade_task, tasks))
     else:
         import multiprocessing as mp
 
@@ -966,15 +1826,16 @@ def grade(
             student = f.stem
         row: dict[str, Any] = {"student": student}
         if isinstance(res, str):
-            row.update({"total": 0.0, "possible": float("nan"), "error": res})
+            row.update({"total": 0.0, "possible": float("nan"), "error": res, "notes": ""})
         else:
             row.update(res)
             row["error"] = ""
         rows.append(row)
     df = pd.DataFrame(rows).set_index("student")
-    questions = [c for c in df.columns if c not in ("total", "possible", "error")]
+    questions = [c for c in df.columns if c not in ("total", "possible", "error", "notes")]
     df["percent"] = 100.0 * df["total"] / df["possible"]
-    df = df[[*questions, "total", "possible", "percent", "error"]]
+    df["notes"] = df["notes"].fillna("")
+    df = df[[*questions, "total", "possible", "percent", "error", "notes"]]
     if csv is not None:
         Path(csv).parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(csv)
