@@ -73,9 +73,11 @@ __all__ = [
     "submission_definitions",
     "screen",
     "sandbox_available",
+    "sandbox_exec",
     "Limits",
     "MaskedFunctionError",
     "strip_solutions",
+    "check_gates",
     "chapter_notebooks",
     "main",
 ]
@@ -424,6 +426,60 @@ def _check_label(src: str, exercises: dict[str, Exercise], current: Exercise | N
     return current
 
 
+_DIRECTIVE_RE = re.compile(rf"^{_FENCE}\{{(?P<name>[^}}\s]+)\}}", re.M)
+_GATE_NAMES = ("exercise", "exercise-start", "exercise-end", "solution", "solution-start", "solution-end")
+_KNOWN_TAGS = (SOLUTION_TAG, CHECK_TAG, HIDDEN_TAG, SETUP_TAG)
+
+
+def check_gates(nb: nbformat.NotebookNode, name: str = "notebook") -> None:
+    """Refuse a notebook whose solution gates or exercise tags would make cells vanish silently.
+
+    Raises:
+        ClassroomFormatError: naming the cell: a ``{solution-start}`` with no ``{solution-end}``
+            before the next exercise or the end of the notebook, a ``{solution-end}`` with no open
+            solution, a directive whose name is a misspelling of an exercise/solution directive
+            (``{solution-strat}``, ``{soluton-end}``), or a tag that misspells one of
+            ``solution``, ``exercise-check``, ``exercise-hidden``, ``exercise-setup``.
+    """
+    import difflib
+
+    open_at: int | None = None
+    for i, cell in enumerate(nb.cells):
+        where = f"{name} cell {i}"
+        for tag in _tags(cell):
+            low = tag.lower()
+            if tag not in _KNOWN_TAGS and (low.startswith(("exercise", "solution")) or
+                                           difflib.get_close_matches(low, _KNOWN_TAGS, n=1, cutoff=0.8)):
+                near = difflib.get_close_matches(low, _KNOWN_TAGS, n=1, cutoff=0.5)
+                raise ClassroomFormatError(f"{where}: unknown exercise tag {tag!r}"
+                                           + (f" (did you mean {near[0]!r}?)" if near else ""))
+        if cell.get("cell_type") != "markdown":
+            continue
+        src = _source(cell)
+        for m in _DIRECTIVE_RE.finditer(src):
+            d = m.group("name")
+            if d in _GATE_NAMES:
+                continue
+            near = difflib.get_close_matches(d.lower(), _GATE_NAMES, n=1, cutoff=0.75)
+            if near or d.lower().startswith(("solution", "exercise")):
+                raise ClassroomFormatError(f"{where}: unknown directive {{{d}}}"
+                                           + (f" (did you mean {{{near[0]}}}?)" if near else ""))
+        starts = bool(_SOLUTION_START_RE.search(src))
+        ends = bool(_SOLUTION_END_RE.search(src))
+        if (_EXERCISE_RE.search(src) or starts) and open_at is not None:
+            raise ClassroomFormatError(f"{name} cell {open_at}: this {{solution-start}} is not closed by a "
+                                       f"{{solution-end}} before cell {i}")
+        if starts:
+            open_at = i
+        if ends:
+            if open_at is None:
+                raise ClassroomFormatError(f"{where}: {{solution-end}} with no open {{solution-start}}")
+            open_at = None
+    if open_at is not None:
+        raise ClassroomFormatError(f"{name} cell {open_at}: this {{solution-start}} is never closed by a "
+                                   "{solution-end}")
+
+
 def chapter_notebooks(root: str | Path | None = None) -> list[Path]:
     """The chapter notebooks ``notebooks/NN_*.ipynb`` under ``root`` (default: the current
     directory when it has ``notebooks/``, else the repository this module lives in)."""
@@ -456,6 +512,7 @@ def parse_chapter(path: str | Path) -> Chapter:
     if not path.is_file():
         raise FileNotFoundError(f"path: no notebook at {path}")
     nb = nbformat.read(path, as_version=4)
+    check_gates(nb, path.name)
     name = path.stem
     title = name
     parameters = ""
@@ -1109,8 +1166,9 @@ def _pids_cgroup(limit: int) -> Path | None:
     return None
 
 
-def _sandbox_argv(limits: Limits, hide: Sequence[Path]) -> list[str]:
-    """bwrap + prlimit command line for the test process (its own argv appended by the caller)."""
+def _sandbox_argv(limits: Limits, hide: Sequence[Path], code: str | None = None) -> list[str]:
+    """bwrap + prlimit command line running ``python -I -c CODE`` in the sandbox (default: the test
+    process). Used as is by the grader; the tests run probes through it."""
     exe = Path(sys.executable)
     binds: list[Path] = []
     for p in (Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), exe.resolve().parent.parent,
@@ -1134,14 +1192,25 @@ def _sandbox_argv(limits: Limits, hide: Sequence[Path]) -> list[str]:
     argv += ["--setenv", "ICML25_FORCE_CPU", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
     argv += ["prlimit", f"--as={limits.memory}", f"--cpu={int(limits.wall) + 5}", f"--fsize={limits.file_size}",
              f"--nproc={limits.processes}", "--core=0", "--nofile=1024", "--"]
-    argv += [str(exe), "-I", "-c", "from icml25.classroom import _test_process_main; _test_process_main()"]
+    argv += [str(exe), "-I", "-c", code or "from icml25.classroom import _test_process_main; _test_process_main()"]
     return argv
 
 
-def _run_sandboxed(header: dict, tests: dict, limits: Limits, hide: Sequence[Path]) -> tuple[dict | None, str]:
-    """Run the test process in the sandbox; (its result, or None, and a reason when None)."""
+def sandbox_exec(limits: Limits, hide: Sequence[str | Path], stdin: bytes = b"",
+                 code: str | None = None) -> tuple[int | None, bytes, bytes]:
+    """Run ``python -I -c CODE`` (default: the grading test process) in the sandbox.
+
+    The process tree is held to ``limits``: wall time by this function (the sandbox is killed),
+    processes by a pids cgroup made for the run (when the grader runs as root and may make one;
+    otherwise ``RLIMIT_NPROC``, which only binds an unprivileged user), address space, CPU time
+    and file size by ``prlimit``.
+
+    Returns:
+        ``(exit status, or None when the wall-time limit stopped it; stdout; stderr)``.
+    """
     import signal
     import subprocess
+    import time
 
     cgroup = _pids_cgroup(limits.processes) if os.geteuid() == 0 else None
 
@@ -1149,35 +1218,40 @@ def _run_sandboxed(header: dict, tests: dict, limits: Limits, hide: Sequence[Pat
         if cgroup is not None:
             (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
-    data = (json.dumps(header) + "\n" + json.dumps(tests) + "\n").encode()
-    proc = subprocess.Popen(_sandbox_argv(limits, hide), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=enter_cgroup,
-                            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+    proc = subprocess.Popen(_sandbox_argv(limits, [Path(h) for h in hide], code), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=enter_cgroup, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
     try:
         try:
-            out, err = proc.communicate(data, timeout=limits.wall)
+            out, err = proc.communicate(stdin, timeout=limits.wall)
+            return proc.returncode, out, err
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return None, f"stopped: the submission ran past the wall-time limit ({limits.wall:g} s)"
+            out, err = proc.communicate()
+            return None, out, err
     finally:
         if cgroup is not None:
-            with contextlib.suppress(OSError):
-                for pid in (cgroup / "cgroup.procs").read_text().split():
-                    os.kill(int(pid), signal.SIGKILL)
-            for _ in range(50):
+            for _ in range(100):
+                with contextlib.suppress(OSError, ValueError):
+                    for pid in (cgroup / "cgroup.procs").read_text().split():
+                        os.kill(int(pid), signal.SIGKILL)
                 try:
                     cgroup.rmdir()
                     break
                 except OSError:
-                    import time
+                    time.sleep(0.05)
 
-                    time.sleep(0.1)
+
+def _run_sandboxed(header: dict, tests: dict, limits: Limits, hide: Sequence[Path]) -> tuple[dict | None, str]:
+    """Run the test process in the sandbox; (its result, or None, and a reason when None)."""
+    data = (json.dumps(header) + "\n" + json.dumps(tests) + "\n").encode()
+    rc, out, err = sandbox_exec(limits, hide, data)
+    if rc is None:
+        return None, f"stopped: the submission ran past the wall-time limit ({limits.wall:g} s)"
     lines = [ln for ln in out.decode(errors="replace").splitlines() if ln.startswith('{"icml25-result"')]
-    if proc.returncode != 0 or not lines:
+    if rc != 0 or not lines:
         tail = err.decode(errors="replace").strip().splitlines()[-3:]
-        sig = -proc.returncode if proc.returncode and proc.returncode < 0 else None
-        why = f"killed by signal {sig}" if sig else f"exit status {proc.returncode}"
+        why = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
         return None, f"stopped: the test process ended ({why}): {' | '.join(tail)[-400:]}"
     return json.loads(lines[-1])["icml25-result"], ""
 
@@ -1721,6 +1795,7 @@ def _grade_sandboxed(submission: Path, spec: dict, limits: Limits, hide: Sequenc
         total += score
         if score < pts:
             notes += [f"{label}: {reason}" for reason in dict.fromkeys(r["reasons"]) if reason != "done"][:1]
+        notes += [f"{label}: {reason}" for reason in r["reasons"] if reason.startswith("mask ")]
     if why:
         notes.insert(0, why)
     if flagged:
@@ -1857,7 +1932,12 @@ def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
     Returns:
         The stripped copy.
+
+    Raises:
+        ClassroomFormatError: the solution gates or tags are broken (:func:`check_gates`), so that
+            a missing ``{solution-end}`` never drops the rest of the chapter.
     """
+    check_gates(nb)
     out = copy.deepcopy(nb)
     keep = []
     inside = False
@@ -1937,7 +2017,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd == "reader":
         args.dest.mkdir(parents=True, exist_ok=True)
         for p in sorted(args.src.glob("*.ipynb")):
-            nbformat.write(strip_solutions(nbformat.read(p, as_version=4)), args.dest / p.name)
+            nb = nbformat.read(p, as_version=4)
+            check_gates(nb, p.name)
+            nbformat.write(strip_solutions(nb), args.dest / p.name)
             print(f"{p.name}: solutions removed")
         return 0
     return 2  # pragma: no cover

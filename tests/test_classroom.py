@@ -3,12 +3,16 @@
 For every chapter with exercises (and the small fixture chapter tests/fixtures/99_demo_chapter):
 the instructor edition scores full marks, the untouched student edition scores zero on every
 question without crashing, a student edition filled with the solutions and then reshuffled
-(duplicated, moved, deleted cells, a cell that raises) still scores full marks, the student files
-hold no solution line and no hidden-test line, and each stub keeps its solution's signature.
+(duplicated, moved, deleted cells, a cell that raises) still scores full marks, no line of a
+solution or of a hidden test reaches a file a student receives (student edition, reader edition),
+every exercise has a hidden test, each stub keeps its solution's signature, and broken solution
+gates are errors naming the cell.
 
-Grading starts one Jupyter kernel per submission: 2 per chapter (instructor, untouched student)
-and 5 for the cheap fixture chapter, which also covers every reshuffling edit; the reshuffled
-filled notebook of each real chapter is marked slow. The editions are built once per chapter.
+Grading runs one sandbox per submission (tests/test_grading_sandbox.py attacks it): 2 per chapter
+(instructor, untouched student) and 5 for the cheap fixture chapter, which also covers every
+reshuffling edit; the reshuffled filled notebook of each real chapter is marked slow. The
+editions are built once per chapter. Grading tests skip, saying why, where no sandbox can be made
+(bubblewrap missing: `make system-deps`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ def _has_exercises(nb: Path) -> bool:
         return True  # a malformed chapter must fail the tests below, not be skipped
 
 
+NO_SANDBOX = cr.sandbox_available()
+needs_sandbox = pytest.mark.skipif(NO_SANDBOX is not None, reason=f"no grading sandbox here: {NO_SANDBOX}")
 CHAPTERS = [FIXTURE] + [nb for nb in cr.chapter_notebooks(ROOT) if _has_exercises(nb)]
 IDS = [p.stem for p in CHAPTERS]
 
@@ -138,6 +144,7 @@ def _assert_scores(s: dict, full: list[str], zero: list[str]) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
+@needs_sandbox
 @pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
 def test_instructor_scores_full_marks_and_student_zero(built, nb):
     entry = built(nb)
@@ -150,6 +157,7 @@ def test_instructor_scores_full_marks_and_student_zero(built, nb):
 
 
 @pytest.mark.slow
+@needs_sandbox
 @pytest.mark.parametrize("nb", CHAPTERS[1:], ids=IDS[1:])
 def test_shuffled_filled_student_notebook_scores_full_marks(built, nb):
     """A student who pasted the solutions, duplicated, moved and deleted cells and left a failing
@@ -159,6 +167,7 @@ def test_shuffled_filled_student_notebook_scores_full_marks(built, nb):
     _assert_scores(s, full=["filled_shuffled"], zero=[])
 
 
+@needs_sandbox
 def test_scores_csv_has_one_row_per_student_and_one_column_per_question(built):
     entry = built(FIXTURE)
     if "scores" not in entry:
@@ -167,7 +176,7 @@ def test_scores_csv_has_one_row_per_student_and_one_column_per_question(built):
     text = s["csv"].read_text().splitlines()
     header = text[0].split(",")
     assert header[0] == "student" and set(s["questions"]) <= set(header)
-    assert {"total", "possible", "percent", "error"} <= set(header)
+    assert {"total", "possible", "percent", "error", "notes"} <= set(header)
     assert sorted(line.split(",")[0] for line in text[1:]) == sorted(s["df"].index)
 
 
@@ -257,6 +266,79 @@ def test_student_edition_holds_no_solution_and_no_hidden_test(built, nb):
             assert "hidden=True" in inst
 
 
+def _norm(line: str) -> str:
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def _received_lines(student_dir: Path, chapter_nb: Path) -> set[str]:
+    """Every line, whitespace normalised, of every file a student receives: the student edition's
+    files and the reader edition of the chapter (the book without solutions)."""
+    texts = [_student_text(student_dir)]
+    texts += [c.source for c in cr.strip_solutions(nbformat.read(chapter_nb, as_version=4)).cells]
+    return {_norm(line) for t in texts for line in t.split("\n")}
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
+def test_no_solution_or_hidden_test_line_reaches_a_student(built, nb):
+    """No line of a solution cell (but its def/class header lines, which the stub keeps) and no line
+    of a hidden test appears in any file a student receives, after normalising whitespace; only
+    comment lines and lines of fewer than 6 visible characters (``)``, ``else:``) are exempt. No
+    exemption for lines the chapter shows elsewhere: a public check that repeats a line of the
+    solution's formula gives it away."""
+    entry = built(nb)
+    chapter, ed = entry["chapter"], entry["editions"]
+    received = _received_lines(ed.student.parent, nb)
+
+    def leaks(code: str, skip: set[int]) -> list[str]:
+        lines = [_norm(line) for k, line in enumerate(code.split("\n")) if k not in skip]
+        return sorted({line for line in lines if len(line.replace(" ", "")) >= 6 and not line.startswith("#")
+                       and line in received})
+
+    for ex in chapter.exercises:
+        sol = cr._without_magics(ex.solution)
+        found = leaks(sol, _signature_lines(sol))
+        found += [line for t in ex.solution_text for line in leaks(t, set())]
+        assert not found, f"{nb.name} {ex.label}: solution lines a student receives: {found}"
+        for hidden in ex.hidden:
+            found = leaks(cr._without_magics(hidden), set())
+            assert not found, f"{nb.name} {ex.label}: hidden-test lines a student receives: {found}"
+    # the search finds what it looks for: every solution is in the instructor's files
+    inst = {_norm(line) for line in _student_text(ed.instructor.parent).split("\n")}
+    for ex in chapter.exercises:
+        sol = cr._without_magics(ex.solution)
+        body = [_norm(line) for k, line in enumerate(sol.split("\n")) if k not in _signature_lines(sol)]
+        assert any(line in inst for line in body if len(line) >= 6), ex.label
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
+def test_every_exercise_has_a_hidden_test_in_the_autograder_only(built, nb):
+    entry = built(nb)
+    chapter, ed = entry["chapter"], entry["editions"]
+    spec = cr._read_spec(ed.autograder)
+    for ex, sx in zip(chapter.exercises, spec["exercises"]):
+        assert ex.hidden, f"{nb.name} {ex.label}: no cell tagged exercise-hidden (see the instructor guide)"
+        assert sx["label"] == ex.label and [t["hidden"] for t in sx["tests"]].count(True) == len(ex.hidden)
+    student = nbformat.read(ed.student, as_version=4)
+    assert "Hidden check" not in "\n".join(c.source for c in student.cells)
+
+
+def test_masks_name_what_the_setup_defines():
+    """Every '# Grading masks:' name resolves in the chapter's setup (an alias it imports) or is a
+    module path, so a misspelt mask cannot silently mask nothing."""
+    import importlib
+
+    for nb in CHAPTERS:
+        chapter = cr.parse_chapter(nb)
+        setup = "\n\n".join(s for s in [chapter.parameters, *chapter.setup] if s)
+        bound = cr._module_bindings(ast.parse(cr._without_magics(setup)))
+        for sx in cr.grading_spec(chapter)["exercises"]:
+            for dotted in sx["masks"]:
+                head = dotted.split(".")[0]
+                if head in bound:
+                    continue
+                importlib.import_module(head)  # raises for a name that is neither
+
+
 @pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
 def test_each_stub_keeps_its_solution_signature(built, nb):
     entry = built(nb)
@@ -338,13 +420,47 @@ def test_malformed_chapters_raise_clear_errors(tmp_path):
         cr.parse_chapter(tmp_path / "missing.ipynb")
 
 
+def _gated(*gates):
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    cells = [md("# 01 · T"), md("```{exercise} T\n:label: ex-a\nbody\n```")]
+    cells += [md(g) if g.startswith(("```", ":::")) else _tag(code("def f(x):\n    return x"), "solution")
+              for g in gates]
+    cells += [_tag(code("# Check: exercise ex-a\nassert f(1) == 1"), "exercise-check")]
+    cells += [md("## Summary"), code("print('the rest of the chapter')"), md("more"), md("and more")]
+    return _nb(*cells)
+
+
+@pytest.mark.parametrize("gates, match", [
+    (["```{solution-start} ex-a\n:class: dropdown\n```", "SOL"], "cell 2: this {solution-start} is never closed"),
+    (["```{solution-start} ex-a\n```", "SOL", "```{soluton-end}\n```"], r"cell 4: unknown directive \{soluton-end\}"),
+    (["```{solution-strat} ex-a\n```", "SOL", "```{solution-end}\n```"], r"cell 2: unknown directive \{solution-strat\}"),
+    (["SOL", "```{solution-end}\n```"], r"cell 3: \{solution-end\} with no open"),
+])
+def test_broken_solution_gates_are_errors_naming_the_cell(tmp_path, gates, match):
+    nb = _gated(*gates)
+    nbformat.write(nb, tmp_path / "01_g.ipynb")
+    with pytest.raises(cr.ClassroomFormatError, match=match):
+        cr.parse_chapter(tmp_path / "01_g.ipynb")
+    with pytest.raises(cr.ClassroomFormatError, match=match.replace("cell", "notebook cell")):
+        cr.strip_solutions(nb)  # never a silent drop of the rest of the chapter
+
+
+def test_misspelt_exercise_tag_is_an_error(tmp_path):
+    nb = _gated("```{solution-start} ex-a\n```", "SOL", "```{solution-end}\n```")
+    nb.cells[-4].metadata["tags"] = ["exercise-hiden"]
+    with pytest.raises(cr.ClassroomFormatError, match="unknown exercise tag 'exercise-hiden'.*exercise-hidden"):
+        cr.check_gates(nb)
+    well_formed = _gated("```{solution-start} ex-a\n```", "SOL", "```{solution-end}\n```")
+    assert len(cr.strip_solutions(well_formed).cells) == len(well_formed.cells) - 3
+
+
 def test_setup_pulls_in_only_the_cells_the_exercises_need():
     ch = cr.parse_chapter(FIXTURE)
     setup = "\n".join(ch.setup)
     assert "data = rng.normal" in setup and "cfg = profile_config" in setup
     assert "data.mean() - 1.5" not in setup  # the chapter's own check cell stays out
     assert [ex.label for ex in ch.exercises] == ["ex99-mean", "ex99-softmax", "ex99-runmax"]
-    assert [len(ex.hidden) for ex in ch.exercises] == [1, 0, 1]
+    assert [len(ex.hidden) for ex in ch.exercises] == [1, 1, 1]
 
 
 def test_reader_edition_removes_solutions_and_hidden_checks():
@@ -353,4 +469,4 @@ def test_reader_edition_removes_solutions_and_hidden_checks():
     text = "\n".join(c.source for c in out.cells)
     assert "solution-start" not in text and "total += v" not in text and "Hidden check" not in text
     assert text.count("{exercise}") == 3 and text.count("# Check: exercise") == 3
-    assert len(nb.cells) - len(out.cells) == 3 * 3 + 2  # gates + solution per exercise, 2 hidden
+    assert len(nb.cells) - len(out.cells) == 3 * 3 + 3  # gates + solution + hidden check per exercise
