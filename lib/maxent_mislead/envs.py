@@ -30,7 +30,24 @@ __all__ = ["TwoBranchMDP", "PrecisionBandit", "Obstacle2D", "ContinuousAcrobot",
            "segment_hits_box", "ENV_IDS", "register_envs"]
 
 
-class TwoBranchMDP(gym.Env):
+class _ProjectEnv(gym.Env):
+    """Shared ``reset`` of the chapter's environments: gymnasium's signature (its keyword ``seed``
+    seeds ``self.np_random``), then the subclass's :meth:`_reset` builds the first observation."""
+
+    metadata = {"render_modes": []}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        """gymnasium's reset: seed ``np_random`` when ``seed`` is given, then start an episode.
+
+        Returns ``(obs, {})``."""
+        super().reset(seed=seed)
+        return self._reset(), {}
+
+    def _reset(self) -> np.ndarray:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+
+class TwoBranchMDP(_ProjectEnv):
     """Toy A (reconstruction). Observation: one-hot of {s0, robust, precise} (float32, (3,)).
 
     Step 1 at s0: action ``a < 0`` enters the robust branch, ``a >= 0`` the precise one (reward 0).
@@ -53,11 +70,9 @@ class TwoBranchMDP(gym.Env):
         o[self._state] = 1.0
         return o
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        """Start at s0. Returns ``(obs, {})``."""
-        super().reset(seed=seed)
+    def _reset(self) -> np.ndarray:
         self._state = 0
-        return self._obs(), {}
+        return self._obs()
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         """One step (see the class docstring). Returns ``(obs, reward, terminated, truncated, info)``."""
@@ -69,7 +84,7 @@ class TwoBranchMDP(gym.Env):
         return self._obs(), float(reward), True, False, {"branch": "robust" if self._state == 1 else "precise"}
 
 
-class PrecisionBandit(gym.Env):
+class PrecisionBandit(_ProjectEnv):
     """One-step bandit: action ``a`` in [-1, 1], reward ``reward_fn(a)``, then the episode ends.
 
     Observation: a constant ``[0.0]`` (float32, (1,)), so a policy is one action distribution.
@@ -87,10 +102,8 @@ class PrecisionBandit(gym.Env):
         self.observation_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        """Returns ``([0.0], {})``."""
-        super().reset(seed=seed)
-        return np.zeros(1, dtype=np.float32), {}
+    def _reset(self) -> np.ndarray:
+        return np.zeros(1, dtype=np.float32)
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Pay ``reward_fn(a)`` and end. Returns ``(obs, reward, True, False, {})``."""
@@ -124,7 +137,7 @@ def segment_hits_box(p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.ndar
     return True
 
 
-class Obstacle2D(gym.Env):
+class Obstacle2D(_ProjectEnv):
     """Reach the goal (3, 0) from (0, 0) past a wall ``x in [2, 2.05], |y| <= 2`` (official semantics).
 
     Action: velocity in [-3, 3]^2, ``dt = 1``. The reward is computed from the *planned* segment
@@ -149,12 +162,10 @@ class Obstacle2D(gym.Env):
     def _obs(self) -> np.ndarray:
         return np.array([(self._pos[0] - 2.025) / 2.025, self._pos[1] / 3.0], dtype=np.float32)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        """Start at (0, 0). Returns ``(obs, {})``."""
-        super().reset(seed=seed)
+    def _reset(self) -> np.ndarray:
         self._pos = np.zeros(2)
         self._t = 0
-        return self._obs(), {}
+        return self._obs()
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Move by the (clipped) velocity unless the planned segment meets the wall.
@@ -175,7 +186,7 @@ class Obstacle2D(gym.Env):
         return self._obs(), float(d0 - d1), False, False, {"collision": False, "goal": False}
 
 
-class ContinuousAcrobot(gym.Env):
+class ContinuousAcrobot(_ProjectEnv):
     """Acrobot with a continuous torque on the second joint, rewarded for balancing upright.
 
     Official constants: torque in [-20, 20], ``dt = 0.2``, RK4 integration, reward
@@ -219,12 +230,10 @@ class ContinuousAcrobot(gym.Env):
         t1, t2, dt1, dt2 = self._s
         return np.array([math.cos(t1), math.sin(t1), math.cos(t2), math.sin(t2), dt1, dt2], dtype=np.float32)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        """Start near hanging down. Returns ``(obs, {})``."""
-        super().reset(seed=seed)
+    def _reset(self) -> np.ndarray:
         self._s = self.np_random.uniform(-0.1, 0.1, 4) + np.array([-math.pi / 2, 0.0, 0.0, 0.0])
         self._t = 0
-        return self._obs(), {}
+        return self._obs()
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         """One RK4 step of ``dt = 0.2`` under the clipped torque. Returns the gymnasium 5-tuple."""
@@ -247,7 +256,7 @@ class ContinuousAcrobot(gym.Env):
         return self._obs(), float(reward), False, self._t >= self.MAX_STEPS, {}
 
 
-class BicycleTracking(gym.Env):
+class BicycleTracking(_ProjectEnv):
     """A dynamic bicycle tracking a target that moves on the radius-10 circle (20 s, ``dt = 0.05``).
 
     Official: the target's speed ``min(6, 1 + 0.1 t)`` m/s along the circle, the reward
@@ -289,12 +298,10 @@ class BicycleTracking(gym.Env):
         return np.array([c * dx + s * dy, -s * dx + c * dy, math.cos(err), math.sin(err), vx, vy, r,
                          math.hypot(x, y) - self.RADIUS], dtype=np.float32)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        """Start at (10, 0) heading along the circle at 1 m/s. Returns ``(obs, {})``."""
-        super().reset(seed=seed)
+    def _reset(self) -> np.ndarray:
         self._x = np.array([self.RADIUS, 0.0, math.pi / 2, 1.0, 0.0, 0.0])
         self._t, self._s_target = 0.0, 0.0
-        return self._obs(), {}
+        return self._obs()
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Euler step of the dynamic bicycle; the target advances at ``min(6, 1 + 0.1 t)``."""

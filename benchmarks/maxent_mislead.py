@@ -1,0 +1,124 @@
+"""Benchmark: SAC-AdaEnt's actor-update cost against SB3's SAC, and the AdaEnt landscape test
+(dispatcher: CUDA kernel on a GPU, torch reference otherwise) against a per-row scipy loop.
+
+- Update cost: SAC and SAC-AdaEnt (M in {16, 100} sampled actions per state) on Obstacle2D with
+  a 64x64 MLP and batch 256; the replay buffer is filled with 1000 random steps, then
+  ``train(gradient_steps=...)`` is timed (best of ``n_reps``). SAC-AdaEnt's update also trains the
+  plain critic pair, so the ratio is the whole update's, measured side by side in one run.
+- Landscape test: ``B in {256, 4096}`` states, ``M = 100``: :func:`icml25.kernels.adaent.landscape_similarity`
+  against a Python loop of ``scipy.spatial.distance.cosine`` per row; and
+  :func:`~icml25.kernels.adaent.grid_soft_value` against ``np.log(np.sum(np.exp(...)))`` row by row.
+
+Writes ``benchmarks/results/maxent_mislead.json``.
+
+Usage: ``python benchmarks/maxent_mislead.py [--ms 16 100] [--bs 256 4096] [--n-reps 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy.spatial.distance import cosine
+
+from icml25 import maxent_mislead as maxent
+from icml25.common import backend_label, device_name
+from icml25.kernels import adaent
+
+
+def _filled(model, n_fill: int = 1000):
+    model.learning_starts = n_fill
+    model.learn(n_fill)
+    return model
+
+
+def _time_train(model, gradient_steps: int, n_reps: int) -> float:
+    best = np.inf
+    for _ in range(n_reps):
+        t0 = time.perf_counter()
+        model.train(gradient_steps=gradient_steps, batch_size=256)
+        best = min(best, time.perf_counter() - t0)
+    return best / gradient_steps
+
+
+def bench_updates(ms, gradient_steps, n_reps, rng):
+    sac = _filled(maxent.make_agent("sac", maxent.Obstacle2D(), rng, net_arch=(64, 64)))
+    t_sac = _time_train(sac, gradient_steps, n_reps)
+    rows = []
+    for M in ms:
+        ada = _filled(maxent.make_agent("sac_adaent", maxent.Obstacle2D(), rng, net_arch=(64, 64), n_samples=M))
+        t_ada = _time_train(ada, gradient_steps, n_reps)
+        rows.append(dict(n_samples=M, sac_ms_per_update=1e3 * t_sac, adaent_ms_per_update=1e3 * t_ada,
+                         adaent_over_sac=t_ada / t_sac))
+    return rows
+
+
+def _naive_similarity(qs, qp):
+    out = np.empty(qs.shape[0])
+    for b in range(qs.shape[0]):
+        x, y = qs[b] - qs[b].min(), qp[b] - qp[b].min()
+        out[b] = 1.0 - cosine(x, y)
+    return out
+
+
+def bench_landscape(B, n_reps, rng):
+    qs = rng.normal(size=(B, 100)).astype(np.float32)
+    qp = (qs + rng.normal(scale=0.5, size=(B, 100))).astype(np.float32)
+    best = np.inf
+    for _ in range(n_reps):
+        t0 = time.perf_counter()
+        cos, _ = adaent.landscape_similarity(qs, qp, 0.9)
+        best = min(best, time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    naive = _naive_similarity(qs, qp)
+    t_naive = time.perf_counter() - t0
+    assert np.allclose(cos, naive, atol=1e-4)
+    Q = rng.normal(size=(B, 1000))
+    best_v = np.inf
+    for _ in range(n_reps):
+        t0 = time.perf_counter()
+        v = adaent.grid_soft_value(Q, 0.3, 0.002)
+        best_v = min(best_v, time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    naive_v = np.array([0.3 * np.log(np.sum(np.exp(row / 0.3)) * 0.002) for row in Q])
+    t_naive_v = time.perf_counter() - t0
+    assert np.allclose(v, naive_v, rtol=1e-9)
+    return dict(B=B, M=100, similarity_ms=1e3 * best, naive_similarity_ms=1e3 * t_naive,
+                naive_over_dispatcher=t_naive / best, soft_value_ms=1e3 * best_v,
+                naive_soft_value_ms=1e3 * t_naive_v, naive_over_soft_value=t_naive_v / best_v)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ms", type=int, nargs="+", default=[16, 100])
+    parser.add_argument("--bs", type=int, nargs="+", default=[256, 4096])
+    parser.add_argument("--gradient-steps", type=int, default=20)
+    parser.add_argument("--n-reps", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "maxent_mislead.json")
+    args = parser.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(args.seed)
+    updates = bench_updates(args.ms, args.gradient_steps, args.n_reps, rng)
+    for r in updates:
+        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}))
+    landscape = [bench_landscape(B, args.n_reps, rng) for B in args.bs]
+    for r in landscape:
+        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    record = dict(benchmark="maxent_mislead", device=device_name(), backend=backend_label(), n_reps=args.n_reps,
+                  seed=args.seed, utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), updates=updates,
+                  landscape=landscape)
+    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
