@@ -115,16 +115,18 @@ $(ASSETS): .ci/offline_assets.py .ci/offline_assets.widgets.js
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps
 	$(PYTHON) .ci/offline_assets.py _build/offline-assets
 
-# Debian packages the book's checks need: chromium (browser test, PDF; never a downloaded browser)
-# and npm (the assets). Installed once, as root or with sudo; without them the browser tests skip
-# with a message saying so.
+# Debian packages the book's checks need: chromium (browser test, PDF; never a downloaded browser),
+# npm (the assets) and bubblewrap (the grading sandbox; prlimit comes with util-linux). Installed
+# once, as root or with sudo; without them the browser tests and the grading tests skip with a
+# message saying so, and `make grade` refuses to grade.
 system-deps:
 	@need=""; command -v npm >/dev/null || need="$$need npm"; test -x $(CHROMIUM) || need="$$need chromium"; \
+	command -v bwrap >/dev/null || need="$$need bubblewrap"; \
 	if [ -n "$$need" ]; then \
 	  sudo=$$( [ "$$(id -u)" = 0 ] && echo "" || echo "sudo -n" ); \
 	  echo "installing$$need (apt-get)"; \
 	  { $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$need; } \
-	    || echo "system-deps: could not install$$need; the browser test and make pdf will skip or fail"; \
+	    || echo "system-deps: could not install$$need; the browser test, make pdf and make grade will skip or fail"; \
 	fi
 
 # Every page of _toc.yml in Debian's chromium (Playwright, file:// only, all other requests
@@ -155,7 +157,8 @@ execute: $(STAMP)
 
 # ---------------------------------------------------------------------------------------------
 # Classroom editions (book/instructor_guide.md): for every chapter with exercises, a student and an
-# instructor edition with an otter-grader autograder, graded offline without containers.
+# instructor edition with an otter-grader autograder, graded offline in a bubblewrap sandbox
+# (system-deps installs it): GRADE_FLAGS="--jobs 2 --exercise-time 60" passes options to the grader.
 #   make assignments                                  -> _build/assignments/{student,instructor}/NN_slug/
 #   make grade CHAPTER=02 SUBMISSIONS=path/to/folder  -> _build/assignments/scores-02.csv
 #   make book-nosolutions                             -> the book without solutions, _build/nosolutions/_build/html
@@ -168,7 +171,7 @@ grade: $(STAMP)
 	@test -n "$(CHAPTER)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade CHAPTER=02 SUBMISSIONS=folder-of-notebooks"; exit 2; }
 	@ag=$$(ls _build/assignments/instructor/$(CHAPTER)_*/autograder.zip 2>/dev/null | head -1); \
 	test -n "$$ag" || { echo "no autograder for chapter $(CHAPTER): run make assignments first"; exit 2; }; \
-	$(BIN)/python -m icml25.classroom grade "$$ag" "$(SUBMISSIONS)" --csv _build/assignments/scores-$(CHAPTER).csv
+	$(BIN)/python -m icml25.classroom grade "$$ag" "$(SUBMISSIONS)" --csv _build/assignments/scores-$(CHAPTER).csv $(GRADE_FLAGS)
 
 book-nosolutions: $(STAMP) $(EXECUTED) $(ASSETS)
 	$(BIN)/python -m icml25.classroom reader _build/executed _build/executed-nosolutions

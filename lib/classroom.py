@@ -20,16 +20,19 @@ need, runs ``otter assign`` on it, and lays out
     _build/assignments/instructor/NN_slug/autograder.zip    the autograder bundle
     _build/assignments/instructor/NN_slug/master.ipynb      the generated otter master notebook
 
-Grading is offline and container-free: :func:`grade` calls ``otter.api.grade_submission`` (what
-``otter run`` does) once per submission and writes one CSV row per student with one column per
-question. Tests call the exercise's named functions (their parameters are looked up by name in the
-student's final global environment), so grading survives students adding, moving, duplicating or
-deleting cells.
+Grading is offline and sandboxed (bubblewrap; see the Grading section below and the instructor
+guide): :func:`grade` reads each submission, loads only the top-level definitions its exercises
+name (and what they need) into one masked worker per exercise, runs the public and hidden tests in
+a separate test process the submission's code never runs in, and writes one CSV row per student
+with one column per question. Tests call the exercise's named functions by name, so grading
+survives students adding, moving, duplicating or deleting cells. ``sandbox=False`` keeps otter's
+own unsandboxed path (``otter.api.grade_submission``) for trusted notebooks.
 
 Command line::
 
     python -m icml25.classroom assign [NOTEBOOK ...] [--out _build/assignments] [--run-tests]
     python -m icml25.classroom grade  AUTOGRADER_ZIP SUBMISSIONS_DIR [--csv scores.csv] [--jobs N]
+                                      [--wall S] [--exercise-time S] [--memory-gib G] [--processes N]
     python -m icml25.classroom reader SRC_DIR DEST_DIR     # notebooks with solutions removed
 """
 
@@ -1427,8 +1430,8 @@ def _install_masks(names: Sequence[str], label: str, ns: dict) -> list[str]:
         except (ImportError, AttributeError, KeyError):
             notes.append(f"mask {dotted}: not found")
             continue
-        if isinstance(orig, type) or not callable(orig):
-            notes.append(f"mask {dotted}: not a function")
+        if not callable(orig):
+            notes.append(f"mask {dotted}: not callable")
             continue
         libdir = _library_dir(orig)
         message = (f"exercise {label}: {dotted} is what this exercise asks you to write; "
@@ -1976,6 +1979,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     pg.add_argument("submissions", type=Path, help="a folder of .ipynb submissions (or one notebook)")
     pg.add_argument("--csv", type=Path, default=None, help="default: SUBMISSIONS/../scores.csv")
     pg.add_argument("--jobs", type=int, default=1)
+    pg.add_argument("--wall", type=float, default=Limits.wall, help="seconds per submission (default %(default)s)")
+    pg.add_argument("--exercise-time", type=float, default=Limits.exercise,
+                    help="seconds the student's code of one exercise may run (default %(default)s)")
+    pg.add_argument("--memory-gib", type=float, default=Limits.memory / 2**30,
+                    help="address space per process, GiB (default %(default)s)")
+    pg.add_argument("--processes", type=int, default=Limits.processes,
+                    help="processes and threads per sandbox (default %(default)s)")
+    pg.add_argument("--no-sandbox", action="store_true",
+                    help="otter's own unsandboxed path: the notebooks run as you, in your folders (trusted notebooks only)")
     pr = sub.add_parser("reader", help="copy notebooks with solutions removed (reader edition)")
     pr.add_argument("src", type=Path)
     pr.add_argument("dest", type=Path)
@@ -2007,11 +2019,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.cmd == "grade":
         csv = args.csv or args.submissions.resolve().parent / "scores.csv"
-        df = grade(args.autograder, args.submissions, csv, jobs=args.jobs)
+        limits = Limits(wall=args.wall, exercise=args.exercise_time, memory=int(args.memory_gib * 2**30),
+                        processes=args.processes)
+        try:
+            df = grade(args.autograder, args.submissions, csv, jobs=args.jobs, sandbox=not args.no_sandbox,
+                       limits=limits)
+        except (RuntimeError, ValueError, FileNotFoundError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         import pandas as pd
 
         with pd.option_context("display.width", 200, "display.max_columns", 50):
-            print(df.drop(columns=["error"]) if not df["error"].any() else df)
+            print(df.drop(columns=["error", "notes"]) if not df["error"].any() else df.drop(columns=["notes"]))
+        for student, note in df["notes"].items():
+            if note:
+                print(f"{student}: {note}")
         print(f"scores -> {csv}")
         return 0
     if args.cmd == "reader":
