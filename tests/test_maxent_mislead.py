@@ -323,3 +323,19 @@ P0, R0 = _random_mdp(np.random.default_rng(8), S=3, A=2)
 def test_bad_input_is_refused_naming_the_argument(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+def test_hopper_v5_runs_headless_on_the_pinned_gymnasium():
+    pytest.importorskip("mujoco")
+    env = gym.make("Hopper-v5")
+    check_env(env.unwrapped, skip_render_check=True)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (11,) and np.isfinite(env.step(env.action_space.sample())[1])
+
+
+def test_control_benchmark_reports_the_steps_reached():
+    rows = maxent.control_benchmark(["icml25/Obstacle2D-v0"], ["ppo", "sac"], 300, 1, np.random.default_rng(9),
+                                    seconds=60.0, n_workers=2, net_arch=(8,), n_samples=4, n_eval=1)
+    assert [r["algorithm"] for r in rows] == ["ppo", "sac"]
+    for r in rows:
+        assert 0 < r["steps"] <= 2048 and np.isfinite(r["return"])  # PPO rounds up to whole rollouts
