@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from icml25.checks import (check_bool, check_choice, check_int, check_real, check_rng, check_torch_generator)
-from icml25.kernels import polytope as polytope_kernels
+from icml25.kernels import polytope
 
 from ._checks import _check_labels, _check_states
 
@@ -432,4 +432,4 @@ def project_linear_polytope(h: Any, Phi: Any, xi: Any, n_sweeps: int = 200) -> n
         Phi = Phi.detach().cpu().numpy()
     if isinstance(xi, torch.Tensor):
         xi = xi.detach().cpu().numpy()
-    return polytope_kernels.dykstra_project(h, Phi, xi, n_sweeps)
+    return polytope.dykstra_project(h, Phi, xi, n_sweeps)
