@@ -143,7 +143,7 @@ def generation_experiment(rng: np.random.Generator, *, d: int = 64, n_layers: in
     state is checked (``first_n = 1``); one backup row checks ``first_n_long`` tokens, where the
     generated states lie outside the detector's training distribution.
     ``settings``: SafeFlow variants, dicts of :class:`SteeredGenerator` keywords (``dist``,
-    ``inner_margin``, ``n_steps``, ``lr``, ``lam``). Also run: no defence, ``backup``, and
+    ``inner_margin``, ``n_steps``, ``lr``, ``lam``, and ``first_n`` to override the default). Also run: no defence, ``backup``, and
     mean-difference steering (``alpha`` x direction) ungated and gated by the detector.
 
     Returns: dict ``rows`` (one per defence: ``defence, asr, benign_compliance, flag_first``),
@@ -179,8 +179,10 @@ def generation_experiment(rng: np.random.Generator, *, d: int = 64, n_layers: in
     rows.append(run("SaP backup", SteeredGenerator(model, tok, poly, layer, first_n, "backup")))
     rows.append(run(f"SaP backup, first_n={first_n_long}", SteeredGenerator(model, tok, poly, layer, first_n_long, "backup")))
     for s in settings or [{}]:
+        s = dict(s)
         label = "SaP steer " + ", ".join(f"{k}={v}" for k, v in s.items())
-        rows.append(run(label, SteeredGenerator(model, tok, poly, layer, first_n, "steer", **s)))
+        n_checked = s.pop("first_n", first_n)                       # a setting may check more tokens
+        rows.append(run(label, SteeredGenerator(model, tok, poly, layer, n_checked, "steer", **s)))
     rows.append(run(f"mean-diff x{alpha:g}, ungated", MeanDifferenceGenerator(model, tok, direction, layer, alpha, first_n)))
     rows.append(run(f"mean-diff x{alpha:g}, gated by SaP",
                     MeanDifferenceGenerator(model, tok, direction, layer, alpha, first_n, gate=poly)))
