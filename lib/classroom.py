@@ -632,6 +632,8 @@ def _build_setup(
             own |= _module_bindings(t)
         for t in trees:
             needed |= _free_names(t) - own
+    for _, src in tagged:  # what the exercise-setup cells read themselves
+        needed |= _free_names(_parse(src, where))
     # names defined by earlier exercises' solutions are fine too
     for ex in exercises:
         needed -= set(signatures(ex.solution))

@@ -322,6 +322,21 @@ def test_every_exercise_has_a_hidden_test_in_the_autograder_only(built, nb):
     assert "Hidden check" not in "\n".join(c.source for c in student.cells)
 
 
+@pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
+def test_checks_read_only_the_setup_and_the_exercise_functions(nb):
+    """A check (public or hidden) runs in the grader's test process: it sees the chapter's setup and
+    the functions the exercises name, not a value the student's notebook computed at top level nor
+    another check's local variable."""
+    chapter = cr.parse_chapter(nb)
+    spec = cr.grading_spec(chapter)
+    known = cr._module_bindings(ast.parse(spec["setup"])) if spec["setup"].strip() else set()
+    known |= {f for ex in chapter.exercises for f in ex.functions}
+    for sx in spec["exercises"]:
+        for t in sx["tests"]:
+            unknown = cr._free_names(ast.parse(t["source"])) - known
+            assert not unknown, f"{nb.name} {t['name']}: reads {sorted(unknown)}, which neither the setup nor an exercise defines"
+
+
 def test_masks_name_what_the_setup_defines():
     """Every '# Grading masks:' name resolves in the chapter's setup (an alias it imports) or is a
     module path, so a misspelt mask cannot silently mask nothing."""
