@@ -106,7 +106,8 @@ def _draw_uniforms(y: Any, K: int, rng: Any) -> Any:
     if len(shape) < (2 if floating else 1):
         raise ValueError(f"y must have shape (B, ...) (labels) or (B, K, ...) (probabilities), got {shape}")
     spatial = (shape[0], *shape[2:]) if floating else shape
-    return torch.rand((spatial[0], 2, *spatial[1:]), generator=gen, device=device)
+    # draw on the generator's device (a CPU generator may feed CUDA tensors), then move
+    return torch.rand((spatial[0], 2, *spatial[1:]), generator=gen, device=gen.device if gen is not None else device).to(device)
 
 
 def categorical_corrupt_reference(y: Any, alpha_bar_t: Any, K: int, uniforms: Any) -> Any:
@@ -287,7 +288,9 @@ def gaussian_corrupt(y: Any, alpha_bar_t: Any, eps: Any = None, rng: Any = None)
     torch = _torch()
     if eps is None:
         yt, _ = _to_torch(y, "y", floating=True)
-        eps = torch.randn(yt.shape, generator=check_torch_generator(rng, "rng"), device=yt.device, dtype=yt.dtype)
+        gen = check_torch_generator(rng, "rng")
+        eps = torch.randn(yt.shape, generator=gen, device=gen.device if gen is not None else yt.device,
+                          dtype=yt.dtype).to(yt.device)
         if not isinstance(y, torch.Tensor):
             eps = eps.numpy()
     y, a, e, numpy_in = _check_gaussian(y, alpha_bar_t, eps)

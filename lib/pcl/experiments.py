@@ -64,7 +64,7 @@ def train(model: torch.nn.Module, loss_fn: Callable[..., Any], x: Any, y: torch.
     model.train()
     losses, n_updates, t0 = [], 0, time.perf_counter()
     for _ in range(epochs):
-        perm = torch.randperm(n, generator=gen).to(y.device)
+        perm = torch.randperm(n, generator=gen, device=gen.device if gen is not None else "cpu").to(y.device)
         total = 0.0
         for s in range(0, n, batch):
             idx = perm[s:s + batch]

@@ -174,11 +174,15 @@ def sample_times(B: int, T: int, t_law: str = "uniform", rng: Any = None) -> tup
 
 def _sample_times(B: int, T: int, t_law: str, gen: Any) -> tuple[torch.Tensor, torch.Tensor]:
     if t_law == "low_high":
-        return torch.randint(0, T - 1, (B,), generator=gen), torch.full((B,), T - 1, dtype=torch.long)
-    a = torch.randint(0, T, (B,), generator=gen)
-    b = torch.randint(0, T - 1, (B,), generator=gen)
+        return torch.randint(0, T - 1, (B,), generator=gen, device=_dev(gen)), torch.full((B,), T - 1, dtype=torch.long)
+    a = torch.randint(0, T, (B,), generator=gen, device=_dev(gen))
+    b = torch.randint(0, T - 1, (B,), generator=gen, device=_dev(gen))
     b = b + (b >= a).long()  # uniform over {0..T-1} \ {a}
     return torch.minimum(a, b), torch.maximum(a, b)
+
+
+def _dev(gen: Any) -> Any:
+    return gen.device if gen is not None else "cpu"
 
 
 def _dist(out: torch.Tensor, y: torch.Tensor, label_type: str) -> torch.Tensor:
@@ -308,7 +312,7 @@ def _prior(model: Any, x: Any, label_type: str, gen: Any) -> torch.Tensor:
         B, K, *spatial = shape
         zeros = torch.zeros((B, *spatial), dtype=torch.long, device=dev)
         return label_noise.categorical_corrupt(zeros, torch.zeros(B, device=dev), K, rng=gen)
-    return torch.randn(shape, generator=gen, device=dev) if gen is not None else torch.randn(shape, device=dev)
+    return torch.randn(shape, generator=gen, device=gen.device).to(dev) if gen is not None else torch.randn(shape, device=dev)
 
 
 def _multistep(model: Any, x: Any, ts: list[int], ab: torch.Tensor, label_type: str, recorrupt: str,
