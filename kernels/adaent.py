@@ -76,6 +76,14 @@ def _similarity_torch(q_soft: Any, q_plain: Any, threshold: float) -> tuple[Any,
     return cos, cos < threshold
 
 
+def _finite_cos(cos: Any) -> None:
+    """Refuse a cosine that float32 could not hold (rows whose squared norms overflow, ~1e19)."""
+    ok = bool(cos.isfinite().all()) if _is_torch(cos) else bool(np.isfinite(cos).all())
+    if not ok:
+        raise ValueError("q_soft and q_plain are too large for the float32 landscape test (a row's squared "
+                         "norm overflows); rescale the critic values")
+
+
 def landscape_similarity_reference(q_soft: Any, q_plain: Any, threshold: float) -> tuple[Any, Any]:
     """Cosine similarity of the row-min-shifted soft and plain critic landscapes (reference).
 
@@ -94,14 +102,18 @@ def landscape_similarity_reference(q_soft: Any, q_plain: Any, threshold: float) 
 
     Raises:
         TypeError: not arrays/tensors of reals. ValueError: not 2-d, shapes differ, M < 2,
-        non-finite values (naming ``q_soft`` or ``q_plain``), threshold outside [-1, 1].
+        non-finite values (naming ``q_soft`` or ``q_plain``), values so large that float32
+        squared norms overflow, threshold outside [-1, 1].
     """
     q_soft, q_plain, threshold = _check_pair(q_soft, q_plain, threshold)
     if _is_torch(q_soft):
-        return _similarity_torch(q_soft, q_plain, threshold)
+        cos, mask = _similarity_torch(q_soft, q_plain, threshold)
+        _finite_cos(cos)
+        return cos, mask
     import torch
 
     cos, mask = _similarity_torch(torch.from_numpy(q_soft), torch.from_numpy(q_plain), threshold)
+    _finite_cos(cos)
     return cos.numpy(), mask.numpy()
 
 
@@ -145,15 +157,21 @@ def landscape_similarity(q_soft: Any, q_plain: Any, threshold: float) -> tuple[A
 
             cos, mask = landscape_similarity_gpu(cp.from_dlpack(q_soft.detach().float().contiguous()),
                                                  cp.from_dlpack(q_plain.detach().float().contiguous()), threshold)
-            return torch.from_dlpack(cos), torch.from_dlpack(mask)
-        return _similarity_torch(q_soft, q_plain, threshold)
+            cos, mask = torch.from_dlpack(cos), torch.from_dlpack(mask)
+        else:
+            cos, mask = _similarity_torch(q_soft, q_plain, threshold)
+        _finite_cos(cos)
+        return cos, mask
     if gpu_available():  # pragma: no cover - GPU
         cos, mask = landscape_similarity_gpu(q_soft, q_plain, threshold)
-        return cos.get(), mask.get()
-    import torch
+        cos, mask = cos.get(), mask.get()
+    else:
+        import torch
 
-    cos, mask = _similarity_torch(torch.from_numpy(q_soft), torch.from_numpy(q_plain), threshold)
-    return cos.numpy(), mask.numpy()
+        cos, mask = _similarity_torch(torch.from_numpy(q_soft), torch.from_numpy(q_plain), threshold)
+        cos, mask = cos.numpy(), mask.numpy()
+    _finite_cos(cos)
+    return cos, mask
 
 
 def _check_grid(Q: Any, alpha: Any, da: Any) -> tuple[np.ndarray, float, float]:
@@ -167,7 +185,9 @@ def _check_grid(Q: Any, alpha: Any, da: Any) -> tuple[np.ndarray, float, float]:
 def _grid_soft_value_cpu(Q: np.ndarray, alpha: float, da: float) -> np.ndarray:
     if alpha == 0.0:
         return Q.max(axis=1)
-    return alpha * (logsumexp(Q / alpha, axis=1) + math.log(da))
+    top = Q.max(axis=1)  # shift by the row maximum first: Q / alpha alone overflows for tiny alpha
+    with np.errstate(over="ignore"):  # (Q - top) / alpha -> -inf contributes exactly 0
+        return top + alpha * (logsumexp((Q - top[:, None]) / alpha, axis=1) + math.log(da))
 
 
 def grid_soft_value_reference(Q: np.ndarray, alpha: float, da: float) -> np.ndarray:

@@ -339,3 +339,78 @@ def test_control_benchmark_reports_the_steps_reached():
     assert [r["algorithm"] for r in rows] == ["ppo", "sac"]
     for r in rows:
         assert 0 < r["steps"] <= 2048 and np.isfinite(r["return"])  # PPO rounds up to whole rollouts
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input found in review (each was a silent wrong result or a crash deep inside numpy)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make,action", [
+    (lambda: maxent.Obstacle2D(), [np.nan, 0.0]),       # was a silent -200 "collision"
+    (lambda: maxent.Obstacle2D(), [1.0]),               # was numpy's "cannot reshape"
+    (lambda: maxent.PrecisionBandit(maxent.make_toy_b_reward()), [np.nan]),  # was a NaN reward
+    (lambda: maxent.TwoBranchMDP(), [np.nan]),          # was a silent move to the precise branch
+    (lambda: maxent.ContinuousAcrobot(), [np.inf]),     # was a NaN state
+    (lambda: maxent.BicycleTracking(), [np.nan, 0.0]),
+    (lambda: maxent.BicycleTracking(), [1.0, 0.0, 0.0]),
+])
+def test_env_step_refuses_non_finite_or_wrongly_sized_actions(make, action):
+    env = make()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="action"):
+        env.step(np.array(action))
+
+
+def test_bandit_refuses_a_non_finite_reward():
+    env = maxent.PrecisionBandit(lambda a: np.full_like(a, np.nan))
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="reward_fn"):
+        env.step(np.array([0.1]))
+
+
+@pytest.mark.parametrize("args,match", [
+    (([np.nan, 0.0], [3.0, 0.0], [2.0, -2.0], [2.05, 2.0]), "p0"),   # was True
+    (([0.0, 0.0, 0.0], [3.0, 0.0], [2.0, -2.0], [2.05, 2.0]), "p0"),  # was a numpy broadcast error
+    (([0.0, 0.0], [3.0, 0.0], [2.05, 2.0], [2.0, -2.0]), "lo"),       # lo > hi was a silent False
+])
+def test_segment_hits_box_refuses_bad_points(args, match):
+    with pytest.raises(ValueError, match=match):
+        maxent.segment_hits_box(*(np.array(a) for a in args))
+
+
+def test_soft_value_and_policy_stay_finite_for_tiny_alpha():
+    q = np.array([1e300, -1e300, 0.0])
+    # q / alpha overflowed to inf (value) and NaN (policy) before the row-max shift
+    assert float(maxent.soft_value(q, 1e-300)) == 1e300
+    np.testing.assert_array_equal(maxent.soft_policy(q, 1e-300), [1.0, 0.0, 0.0])
+    P = np.ones((1, 2, 1))
+    res = maxent.soft_value_iteration(P, np.array([[700.0, 0.0]]), 1e-3, 0.0)
+    assert np.isfinite(res.V).all() and abs(res.V[0] - 700.0) < 1e-9
+
+
+def test_landscape_similarity_refuses_values_whose_float32_norm_overflows():
+    from icml25.kernels import adaent
+
+    q = torch.tensor([[1e30, 0.0, 5.0]])
+    with pytest.raises(ValueError, match="q_soft"):  # was cos = NaN, mask False, silently
+        adaent.landscape_similarity(q, q, 0.9)
+
+
+@pytest.mark.parametrize("call,err,match", [
+    (lambda: maxent.precision_bandit_runs("td3", 200, np.random.default_rng(0)), TypeError, "configs"),
+    (lambda: maxent.precision_bandit_runs([dict(algorithm="td3")], 200, np.random.default_rng(0)), TypeError,
+     r"configs\[0\]"),
+    (lambda: maxent.precision_bandit_runs([dict(name="p", algorithm="ppo")], 200, np.random.default_rng(0)),
+     ValueError, "algorithm"),
+    (lambda: maxent.precision_bandit_runs([dict(name="t", algorithm="td3", learning_starts=-1)], 200,
+                                          np.random.default_rng(0)), ValueError, "learning_starts"),
+    (lambda: maxent.grid_mass_near(maxent.make_toy_b_reward(), 0.2, 0.6, 0.1, n_grid=10**13), ValueError, "n_grid"),
+    (lambda: maxent.toy_b_sweep([0.2], n_grid=10**13), ValueError, "n_grid"),
+    (lambda: maxent.two_branch_tables(0.05, n_actions=10**12), ValueError, "n_actions"),
+    (lambda: maxent.SACAdaEnt("MlpPolicy", maxent.Obstacle2D(), n_samples=10**9, batch_size=256,
+                              policy_kwargs=dict(net_arch=[8])), ValueError, "n_samples"),
+])
+def test_more_bad_input_is_refused_up_front(call, err, match):
+    with pytest.raises(err, match=match):
+        call()

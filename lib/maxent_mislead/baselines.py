@@ -41,7 +41,8 @@ def make_agent(algorithm: str, env: Any, rng: np.random.Generator, *, alpha: flo
         alpha: SAC's fixed temperature (``sac``, ``sac_adaent``), >= 0.
         net_arch: hidden layer widths of actor and critics.
         n_samples, threshold: SAC-AdaEnt's landscape test.
-        learning_starts: random steps before the off-policy agents learn, >= 0.
+        learning_starts: random steps before the off-policy agents learn, >= 0 (ignored by PPO,
+            which has no replay buffer; SB3's own default is 100).
         device: torch device (``icml25.common.torch_device(PROFILE)``).
         **kwargs: passed to the SB3 constructor.
 

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from icml25.checks import check_int, check_real
+from icml25.checks import check_budget, check_int, check_real
 
 from ._checks import _check_width
 from .defaults import DEFAULTS
@@ -40,6 +40,8 @@ def two_branch_tables(w: float, r_mid: float = 1.0, r_hi: float = 2.0, r_fail: f
     A = check_int(n_actions, "n_actions", low=2)
     if A % 2:
         raise ValueError(f"n_actions must be even (s0's two halves), got {A}")
+    # P (4, A, 4) and value iteration's few (4, A) arrays, float64
+    check_budget(f"two_branch_tables(n_actions={A})", n_bytes=8.0 * (16 + 16) * A)
     da = 2.0 / A
     a = -1.0 + (np.arange(A) + 0.5) * da
     P = np.zeros((4, A, 4))

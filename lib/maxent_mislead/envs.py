@@ -22,7 +22,7 @@ import numpy as np
 from gymnasium import spaces
 from scipy.interpolate import CubicSpline
 
-from icml25.checks import check_real
+from icml25.checks import check_array, check_real
 
 from ._checks import _check_width
 
@@ -45,6 +45,16 @@ class _ProjectEnv(gym.Env):
 
     def _reset(self) -> np.ndarray:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
+
+    def _action(self, action: Any) -> np.ndarray:
+        """``action`` as a finite float64 vector of the action space's size (else ValueError/TypeError
+        naming ``action``); clipping to the space's bounds is each ``step``'s business."""
+        n = int(np.prod(self.action_space.shape))
+        a = check_array(action, "action", dtype=np.float64)
+        if a.size != n:
+            raise ValueError(f"action must hold {n} value(s) (action space {self.action_space.shape}), "
+                             f"got shape {a.shape}")
+        return a.reshape(n)
 
 
 class TwoBranchMDP(_ProjectEnv):
@@ -76,7 +86,7 @@ class TwoBranchMDP(_ProjectEnv):
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         """One step (see the class docstring). Returns ``(obs, reward, terminated, truncated, info)``."""
-        a = float(np.clip(np.asarray(action, dtype=np.float64).reshape(-1)[0], -1.0, 1.0))
+        a = float(np.clip(self._action(action)[0], -1.0, 1.0))
         if self._state == 0:
             self._state = 1 if a < 0 else 2
             return self._obs(), 0.0, False, False, {}
@@ -106,9 +116,17 @@ class PrecisionBandit(_ProjectEnv):
         return np.zeros(1, dtype=np.float32)
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
-        """Pay ``reward_fn(a)`` and end. Returns ``(obs, reward, True, False, {})``."""
-        a = np.clip(np.asarray(action, dtype=np.float64).reshape(-1)[:1], -1.0, 1.0)
-        return np.zeros(1, dtype=np.float32), float(np.asarray(self.reward_fn(a)).reshape(-1)[0]), True, False, {}
+        """Pay ``reward_fn(a)`` and end. Returns ``(obs, reward, True, False, {})``.
+
+        Raises:
+            ValueError/TypeError: ``action`` not one finite real; ``reward_fn`` returning a
+            non-finite or non-real reward.
+        """
+        a = np.clip(self._action(action), -1.0, 1.0)
+        r = np.asarray(self.reward_fn(a)).reshape(-1)
+        if r.size < 1 or r.dtype.kind not in "biuf" or not np.isfinite(r[0]):
+            raise ValueError(f"reward_fn must return a finite real reward, got {r[:1]!r} at action {float(a[0])}")
+        return np.zeros(1, dtype=np.float32), float(r[0]), True, False, {}
 
 
 def segment_hits_box(p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
@@ -120,9 +138,22 @@ def segment_hits_box(p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.ndar
     Returns:
         True when some point ``p0 + t (p1 - p0)``, ``t`` in [0, 1], lies in the box (no tunnelling
         through a thin wall, whatever the step length).
+
+    Raises:
+        ValueError/TypeError: a point or corner not a finite real (2,) array, or ``lo > hi``
+        somewhere (each naming the argument).
     """
+    p0, p1, lo, hi = (check_array(v, k, shape=(2,), dtype=np.float64)
+                      for v, k in ((p0, "p0"), (p1, "p1"), (lo, "lo"), (hi, "hi")))
+    if np.any(lo > hi):
+        raise ValueError(f"lo must be <= hi elementwise, got lo={lo.tolist()}, hi={hi.tolist()}")
+    return _segment_hits_box(p0, p1, lo, hi)
+
+
+def _segment_hits_box(p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Liang-Barsky clipping of the segment against the box (arguments trusted)."""
     t0, t1 = 0.0, 1.0
-    d = np.asarray(p1, dtype=np.float64) - np.asarray(p0, dtype=np.float64)
+    d = p1 - p0
     for k in range(2):
         if d[k] == 0.0:
             if p0[k] < lo[k] or p0[k] > hi[k]:
@@ -172,10 +203,10 @@ class Obstacle2D(_ProjectEnv):
 
         Returns ``(obs, reward, terminated, truncated, info)``; ``info`` has ``collision`` and ``goal``.
         """
-        v = np.clip(np.asarray(action, dtype=np.float64).reshape(2), -3.0, 3.0)
+        v = np.clip(self._action(action), -3.0, 3.0)
         self._t += 1
         start, end = self._pos.copy(), self._pos + v  # dt = 1
-        if segment_hits_box(start, end, self.WALL_LO, self.WALL_HI):
+        if _segment_hits_box(start, end, self.WALL_LO, self.WALL_HI):
             return self._obs(), -200.0, True, False, {"collision": True, "goal": False}
         d0, d1 = np.linalg.norm(start - self.GOAL), np.linalg.norm(end - self.GOAL)
         self._pos = end
@@ -237,7 +268,7 @@ class ContinuousAcrobot(_ProjectEnv):
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         """One RK4 step of ``dt = 0.2`` under the clipped torque. Returns the gymnasium 5-tuple."""
-        tau = float(np.clip(np.asarray(action, dtype=np.float64).reshape(-1)[0], -self.MAX_TORQUE, self.MAX_TORQUE))
+        tau = float(np.clip(self._action(action)[0], -self.MAX_TORQUE, self.MAX_TORQUE))
         s, h = self._s, self.DT
         k1 = self._dsdt(s, tau)
         k2 = self._dsdt(s + h / 2 * k1, tau)
@@ -305,8 +336,7 @@ class BicycleTracking(_ProjectEnv):
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Euler step of the dynamic bicycle; the target advances at ``min(6, 1 + 0.1 t)``."""
-        acc, delta = np.clip(np.asarray(action, dtype=np.float64).reshape(2), self.action_space.low,
-                             self.action_space.high)
+        acc, delta = np.clip(self._action(action), self.action_space.low, self.action_space.high)
         x, y, psi, vx, vy, r = self._x
         vxs = max(vx, 0.5)  # slip angles need forward speed
         af = delta - math.atan2(vy + self.LF * r, vxs)

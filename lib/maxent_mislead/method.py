@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import logsumexp
 
-from icml25.checks import check_int, check_real
+from icml25.checks import check_budget, check_int, check_real
 from icml25.kernels import adaent
 
 from ._checks import _check_alpha, _check_gamma, _check_mdp, _check_q, _check_width
@@ -69,7 +69,8 @@ def _soft_policy(q: np.ndarray, alpha: float) -> np.ndarray:
     if alpha == 0.0:
         top = q == q.max(axis=-1, keepdims=True)
         return top / top.sum(axis=-1, keepdims=True)
-    z = q / alpha
+    with np.errstate(over="ignore"):  # shift first: q / alpha alone overflows for tiny alpha (-inf is exact here)
+        z = (q - q.max(axis=-1, keepdims=True)) / alpha
     return np.exp(z - logsumexp(z, axis=-1, keepdims=True))
 
 
@@ -192,7 +193,9 @@ def _soft_vi(P: np.ndarray, R: np.ndarray, alpha: float, gamma: float, da: float
         if alpha == 0.0:
             V_new = Q.max(axis=1)
         else:
-            V_new = alpha * (logsumexp(Q / alpha, axis=1) + np.log(da))
+            top = Q.max(axis=1)
+            with np.errstate(over="ignore"):
+                V_new = top + alpha * (logsumexp((Q - top[:, None]) / alpha, axis=1) + np.log(da))
         V_new[terminal] = 0.0
         if np.max(np.abs(V_new - V)) <= tol:
             V = V_new
@@ -323,7 +326,9 @@ def _mass_near(r: np.ndarray, a: np.ndarray, alpha: float, center: float, radius
 
 
 def _action_grid(n_grid: int) -> np.ndarray:
-    """Midpoints of ``n_grid`` equal cells of [-1, 1]."""
+    """Midpoints of ``n_grid`` equal cells of [-1, 1] (refused up front when the grid and the few
+    float64 arrays of its size that the callers build cannot fit in memory)."""
+    check_budget(f"an action grid (n_grid={n_grid})", n_bytes=8.0 * 8 * n_grid)
     return -1.0 + (np.arange(n_grid) + 0.5) * (2.0 / n_grid)
 
 

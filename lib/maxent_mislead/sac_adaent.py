@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from stable_baselines3 import SAC
 from stable_baselines3.common.utils import polyak_update
 
+from icml25.checks import check_budget
 from icml25.kernels import adaent
 
 from ._checks import _check_n_samples, _check_threshold
@@ -50,6 +51,7 @@ class SACAdaEnt(SAC):
 
     Raises:
         ValueError/TypeError: ``n_samples < 2`` or ``threshold`` outside [-1, 1], naming the argument.
+        TooLargeError: ``batch_size * n_samples`` sampled critic inputs cannot fit in memory.
     """
 
     def __init__(self, policy: Any, env: Any, n_samples: int = DEFAULTS.agent.n_samples,
@@ -58,6 +60,16 @@ class SACAdaEnt(SAC):
         self.threshold = _check_threshold(threshold)
         self.switched: list[float] = []
         super().__init__(policy, env, **kwargs)
+        self._check_landscape_budget()
+
+    def _check_landscape_budget(self) -> None:
+        """Refuse up front a landscape test whose (batch_size * n_samples) critic inputs cannot fit."""
+        if not hasattr(self, "critic"):  # _init_setup_model=False: checked when the model is set up
+            return
+        width = max(m.out_features for m in self.critic.modules() if isinstance(m, th.nn.Linear))
+        per_row = int(np.prod(self.observation_space.shape)) + int(np.prod(self.action_space.shape)) + 4 * width
+        check_budget(f"SACAdaEnt(n_samples={self.n_samples}, batch_size={self.batch_size})",
+                     n_bytes=4.0 * self.batch_size * self.n_samples * per_row)
 
     def _setup_model(self) -> None:
         super()._setup_model()
