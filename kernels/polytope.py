@@ -125,7 +125,8 @@ def _check_dykstra_args(X: Any, Phi: Any, xi: Any, n_sweeps: Any) -> tuple[np.nd
         raise ValueError("Phi has a zero row: a facet needs a non-zero normal")
     xi = check_array(xi, "xi", shape=(Phi.shape[0],), dtype=np.float64)
     n_sweeps = check_int(n_sweeps, "n_sweeps", low=1)
-    check_budget(f"dykstra_project(N={N}, K={Phi.shape[0]}, d={d})", n_bytes=8.0 * N * Phi.shape[0] * d * 2)
+    check_budget(f"dykstra_project(N={N}, K={Phi.shape[0]}, d={d}, n_sweeps={n_sweeps})",
+                 n_bytes=8.0 * N * Phi.shape[0] * d * 2, n_operations=4.0 * N * Phi.shape[0] * d * n_sweeps)
     return X, Phi, xi, n_sweeps
 
 
@@ -147,7 +148,8 @@ def dykstra_project_reference(X: np.ndarray, Phi: np.ndarray, xi: np.ndarray, n_
         (N, d) float64 projections.
 
     Raises:
-        ValueError / TypeError: naming the bad argument; ``TooLargeError`` for N K d beyond memory.
+        ValueError / TypeError: naming the bad argument; ``TooLargeError`` for N K d beyond memory or
+        N K d n_sweeps beyond hours of compute.
     """
     X, Phi, xi, n_sweeps = _check_dykstra_args(X, Phi, xi, n_sweeps)
     return _dykstra_cpu(X, Phi, xi, n_sweeps)

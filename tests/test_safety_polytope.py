@@ -295,3 +295,49 @@ def test_generator_refuses_bad_mode_and_layer():
         sap.SteeredGenerator(model, tok, _poly(d=16), 0, mode="fast")
     with pytest.raises(ValueError, match="layer"):
         sap.SteeredGenerator(model, tok, _poly(d=16), 5)
+
+
+# -- bad inputs found in review (each used to crash deep inside torch, hang, or return a wrong value) --
+
+def test_huge_sizes_refused_up_front():
+    from icml25.checks import TooLargeError
+
+    X = np.random.default_rng(0).normal(size=(20, 5)).astype(np.float32)
+    y = np.r_[np.ones(10, int), np.zeros(10, int)]
+    with pytest.raises(TooLargeError, match="F=1000000000"):
+        sap.fit_polytope(X, y, 2, 1, rng=np.random.default_rng(0), F=10**9)
+    with pytest.raises(TooLargeError, match="K=1000000000"):
+        sap.fit_polytope(X, y, 10**9, 1, rng=np.random.default_rng(0), F=8)
+    with pytest.raises(TooLargeError, match="F=1000000"):
+        sap.SafetyPolytope(10**6, 3, 10**6)
+    with pytest.raises(TooLargeError, match="n_sweeps"):
+        sap.project_linear_polytope(X, np.ones((1, 5)), np.array([0.0]), n_sweeps=10**15)
+    with pytest.raises(TooLargeError, match="n_perm"):
+        sap.nmi_permutation_null([0, 1] * 5, ["a", "b"] * 5, 10**12, np.random.default_rng(0))
+
+
+def test_entropy_and_assignment_refuse_non_integer_or_nan():
+    with pytest.raises(TypeError, match="facets"):
+        sap.entropy_bits([0.5, 1.7], 3)                 # used to truncate silently to [0, 1]
+    with pytest.raises(ValueError, match="facets"):
+        sap.entropy_bits([[0, 1], [1, 2]], 3)
+    with pytest.raises(ValueError, match="v must be finite"):
+        _poly(K=3).assign_facets(torch.full((4, 3), float("nan")), torch.tensor([0, 1, 0, 1]), np.random.default_rng(0))
+
+
+def test_metrics_refuse_empty_nan_and_strings():
+    with pytest.raises(ValueError, match="at least one"):
+        sap.detection_report([], [])                    # used to return a dict of NaNs
+    with pytest.raises(ValueError, match="NaN"):
+        sap.facet_category_nmi([0.0, np.nan, 1.0], ["a", "b", "a"])   # used to return 1.0
+    with pytest.raises(TypeError, match="list of strings"):
+        sap.attack_success_rate("sure , here", sap.rule_judge)       # used to judge characters: 0.0
+    with pytest.raises(TypeError, match="bool"):
+        sap.attack_success_rate(["sure"], lambda s: 0.5)
+
+
+def test_projection_refuses_empty_polytope():
+    H = np.zeros((2, 3))
+    Phi = np.array([[1.0, 0, 0], [-1.0, 0, 0]])        # x_1 <= -1 and x_1 >= 1
+    with pytest.raises(ValueError, match="empty"):
+        sap.project_linear_polytope(H, Phi, np.array([-1.0, -1.0]))

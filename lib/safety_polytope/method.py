@@ -20,7 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml25.checks import (check_bool, check_choice, check_int, check_real, check_rng, check_torch_generator)
+from icml25.checks import (check_array, check_bool, check_budget, check_choice, check_int, check_real, check_rng,
+                           check_torch_generator)
 from icml25.kernels import polytope
 
 from ._checks import _check_labels, _check_states
@@ -41,6 +42,7 @@ class ConceptEncoder(nn.Module):
 
         Raises:
             ValueError: d or F < 1. TypeError: rng not a torch.Generator.
+            TooLargeError: ``W_e`` (with Adam's state) cannot fit in memory.
         """
         super().__init__()
         self.d = check_int(d, "d", low=1)
@@ -48,6 +50,7 @@ class ConceptEncoder(nn.Module):
         self.F = check_int(F, "F", low=1) if self.nonlinear else self.d
         rng = check_torch_generator(rng)
         if self.nonlinear:
+            check_budget(f"ConceptEncoder(d={self.d}, F={self.F})", n_bytes=4.0 * 4 * (self.d + 1) * self.F)
             self.linear = nn.Linear(self.d, self.F)
             bound = math.sqrt(6.0 / (self.d + self.F))  # xavier_uniform_, drawn from rng
             with torch.no_grad():
@@ -73,10 +76,12 @@ def entropy_bits(facets: torch.Tensor | np.ndarray, K: int) -> float:
         entropy in bits, in ``[0, log2 K]`` (0 for no samples).
 
     Raises:
-        ValueError: K < 1 or an index outside ``[0, K)``.
+        ValueError: K < 1, facets not 1-D, or an index outside ``[0, K)``.
+        TypeError: facets not integers (a float index such as 1.7 is refused, not truncated).
     """
     K = check_int(K, "K", low=1)
-    f = np.asarray(facets.detach().cpu().numpy() if isinstance(facets, torch.Tensor) else facets).astype(np.int64)
+    f = check_array(facets.detach().cpu().numpy() if isinstance(facets, torch.Tensor) else facets, "facets",
+                    ndim=1, kind="int", dtype=np.int64)
     if f.size and (f.min() < 0 or f.max() >= K):
         raise ValueError(f"facets must lie in [0, {K}), got range [{f.min()}, {f.max()}]")
     return _entropy_bits(f, K)
@@ -109,6 +114,7 @@ class SafetyPolytope(nn.Module):
 
         Raises:
             ValueError: K < 1, d or F < 1, a negative weight or margin. TypeError: bad rng.
+            TooLargeError: the parameters (with Adam's state) cannot fit in memory.
         """
         super().__init__()
         self.K = check_int(K, "K", low=1)
@@ -121,6 +127,8 @@ class SafetyPolytope(nn.Module):
         self.entropy_threshold_frac = check_real(entropy_threshold_frac, "entropy_threshold_frac", low=0.0, high=1.0)
         self.max_attempts = check_int(max_attempts, "max_attempts", low=0)
         rng = check_torch_generator(rng)
+        width = check_int(F, "F", low=1) if check_bool(nonlinear, "nonlinear") else check_int(d, "d", low=1)
+        check_budget(f"SafetyPolytope(K={self.K}, F={width})", n_bytes=4.0 * 4 * (self.K + 1) * width)
         self.encoder = ConceptEncoder(d, F, nonlinear, rng)
         self.d, self.F = self.encoder.d, self.encoder.F
         self.phi = nn.Parameter(torch.randn(self.K, self.F, generator=rng))
@@ -175,11 +183,13 @@ class SafetyPolytope(nn.Module):
             ``(v_assigned (N,), facets (N,) int64, H in bits over unsafe rows, n_reassigned)``.
 
         Raises:
-            ValueError: shapes do not match; labels outside {0, 1}. TypeError: rng.
+            ValueError: shapes do not match; NaN or inf violations; labels outside {0, 1}. TypeError: rng.
         """
         rng = check_rng(rng)
         if not isinstance(v, torch.Tensor) or v.ndim != 2 or v.shape[1] != self.K:
             raise ValueError(f"v must be an (N, {self.K}) tensor of violations")
+        if not bool(torch.isfinite(v).all()):
+            raise ValueError("v must be finite (it holds NaN or inf): violations of NaN states have no argmax")
         y = _check_labels(y, v.shape[0], both=False)
         return _assign_facets(v, y, self.K, self.entropy_assignment, self.entropy_threshold_frac,
                               self.max_attempts, rng)
@@ -281,6 +291,7 @@ def fit_polytope(h: Any, y: Any, K: int, epochs: int, *, rng: np.random.Generato
     Raises:
         ValueError: labels outside {0, 1}, one class only, K < 1, NaN states, bad sizes.
         TypeError: rng not a numpy Generator.
+        TooLargeError: N, F, K or epochs too large for memory or hours of compute (refused up front).
     """
     rng = check_rng(rng)
     h = _check_states(h, "h")
@@ -289,6 +300,10 @@ def fit_polytope(h: Any, y: Any, K: int, epochs: int, *, rng: np.random.Generato
     epochs = check_int(epochs, "epochs", low=1)
     batch = check_int(batch, "batch", low=1)
     lr = check_real(lr, "lr", low=0.0, low_open=True)
+    width = check_int(F, "F", low=1) if check_bool(nonlinear, "nonlinear") else h.shape[1]
+    check_budget(f"fit_polytope(N={h.shape[0]}, F={width}, K={K})",            # the full-data score each epoch
+                 n_bytes=4.0 * 3 * h.shape[0] * (width + K),
+                 n_operations=2.0 * epochs * h.shape[0] * (h.shape[1] + K) * width)
     tg = torch.Generator().manual_seed(int(rng.integers(2**62)))
     poly = SafetyPolytope(h.shape[1], K, F, margin, unsafe_weight, l1_feat, l1_phi, entropy_weight, nonlinear,
                           entropy_assignment, rng=tg)
@@ -424,7 +439,8 @@ def project_linear_polytope(h: Any, Phi: Any, xi: Any, n_sweeps: int = 200) -> n
         (N, d) float64 projections.
 
     Raises:
-        ValueError / TypeError: naming the bad argument (wrong d, zero facet, NaN).
+        ValueError / TypeError: naming the bad argument (wrong d, zero facet, NaN); ValueError when
+        the polytope is empty (checked by a linear program). TooLargeError: sizes beyond memory/compute.
     """
     if isinstance(h, torch.Tensor):
         h = h.detach().cpu().numpy()
@@ -432,4 +448,16 @@ def project_linear_polytope(h: Any, Phi: Any, xi: Any, n_sweeps: int = 200) -> n
         Phi = Phi.detach().cpu().numpy()
     if isinstance(xi, torch.Tensor):
         xi = xi.detach().cpu().numpy()
-    return polytope.dykstra_project(h, Phi, xi, n_sweeps)
+    out = polytope.dykstra_project(h, Phi, xi, n_sweeps)      # validates h, Phi, xi, n_sweeps first
+    _check_nonempty(np.asarray(Phi, dtype=np.float64), np.asarray(xi, dtype=np.float64))
+    return out
+
+
+def _check_nonempty(Phi: np.ndarray, xi: np.ndarray) -> None:
+    """Raise when ``{x : Phi x <= xi}`` is empty: Dykstra then cycles and returns no projection."""
+    from scipy.optimize import linprog
+
+    res = linprog(np.zeros(Phi.shape[1]), A_ub=Phi, b_ub=xi, bounds=(None, None), method="highs")
+    if res.status == 2:
+        raise ValueError("Phi, xi: the polytope {x : Phi x <= xi} is empty (its half-spaces do not intersect), "
+                         "so there is no projection")
