@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_int, check_torch_generator
+from icml25.checks import check_array, check_budget, check_int, check_torch_generator
 from icml25.common import gpu_available
 
 __all__ = [
@@ -74,6 +74,12 @@ def _check_categorical(y: Any, alpha_bar_t: Any, K: Any, uniforms: Any) -> tuple
     if y.is_floating_point():
         if y.ndim < 2 or y.shape[1] != K:
             raise ValueError(f"y (probabilities) must have shape (B, K={K}, ...), got {tuple(y.shape)}")
+        if y.numel():
+            yd = y.detach()
+            if not bool(torch.isfinite(yd).all()) or float(yd.min()) < 0.0 or float(yd.max()) > 1.0:
+                raise ValueError("y (probabilities) must be finite and lie in [0, 1]")
+            if float((yd.sum(1) - 1.0).abs().max()) > 1e-3:
+                raise ValueError("y (probabilities) must sum to 1 over the class axis 1 (within 1e-3)")
         spatial = (y.shape[0], *y.shape[2:])
     else:
         if y.ndim < 1:
@@ -84,14 +90,16 @@ def _check_categorical(y: Any, alpha_bar_t: Any, K: Any, uniforms: Any) -> tuple
     a, _ = _to_torch(alpha_bar_t, "alpha_bar_t", floating=True)
     if a.ndim != 1 or a.shape[0] != spatial[0]:
         raise ValueError(f"alpha_bar_t must have shape (B={spatial[0]},), got {tuple(a.shape)}")
-    if a.numel() and (float(a.min()) < 0.0 or float(a.max()) > 1.0):
-        raise ValueError("alpha_bar_t must lie in [0, 1]")
+    if a.numel() and (not bool(torch.isfinite(a).all()) or float(a.min()) < 0.0 or float(a.max()) > 1.0):
+        raise ValueError("alpha_bar_t must be finite and lie in [0, 1]")
     u, _ = _to_torch(uniforms, "uniforms", floating=True)
     want = (spatial[0], 2, *spatial[1:])
     if tuple(u.shape) != want:
         raise ValueError(f"uniforms must have shape {want}, got {tuple(u.shape)}")
-    if u.numel() and (float(u.min()) < 0.0 or float(u.max()) >= 1.0):
-        raise ValueError("uniforms must lie in [0, 1)")
+    if u.numel() and (not bool(torch.isfinite(u).all()) or float(u.min()) < 0.0 or float(u.max()) >= 1.0):
+        raise ValueError("uniforms must be finite and lie in [0, 1)")
+    check_budget(f"categorical corruption of {spatial} positions into K={K} classes",
+                 n_bytes=4.0 * (K + 3) * float(np.prod(spatial)))
     return y, a.to(y.device, torch.float32), K, u.to(y.device, torch.float32), numpy_in
 
 
@@ -106,6 +114,8 @@ def _draw_uniforms(y: Any, K: int, rng: Any) -> Any:
     if len(shape) < (2 if floating else 1):
         raise ValueError(f"y must have shape (B, ...) (labels) or (B, K, ...) (probabilities), got {shape}")
     spatial = (shape[0], *shape[2:]) if floating else shape
+    check_budget(f"categorical corruption of {tuple(spatial)} positions into K={K} classes",
+                 n_bytes=4.0 * (K + 3) * float(np.prod(spatial)))
     # draw on the generator's device (a CPU generator may feed CUDA tensors), then move
     return torch.rand((spatial[0], 2, *spatial[1:]), generator=gen, device=gen.device if gen is not None else device).to(device)
 
@@ -227,8 +237,8 @@ def _check_gaussian(y: Any, alpha_bar_t: Any, eps: Any) -> tuple[Any, Any, Any, 
     a, _ = _to_torch(alpha_bar_t, "alpha_bar_t", floating=True)
     if a.ndim != 1 or a.shape[0] != y.shape[0]:
         raise ValueError(f"alpha_bar_t must have shape (B={y.shape[0]},), got {tuple(a.shape)}")
-    if a.numel() and (float(a.min()) < 0.0 or float(a.max()) > 1.0):
-        raise ValueError("alpha_bar_t must lie in [0, 1]")
+    if a.numel() and (not bool(torch.isfinite(a).all()) or float(a.min()) < 0.0 or float(a.max()) > 1.0):
+        raise ValueError("alpha_bar_t must be finite and lie in [0, 1]")
     e, _ = _to_torch(eps, "eps", floating=True)
     if tuple(e.shape) != tuple(y.shape):
         raise ValueError(f"eps must have the shape of y {tuple(y.shape)}, got {tuple(e.shape)}")
@@ -315,6 +325,9 @@ def _check_terms(a: Any, b: Any, y: Any) -> tuple[Any, Any, Any, bool]:
             raise ValueError(f"{name} must have the shape of a {tuple(a.shape)}, got {tuple(t.shape)}")
     if a.numel() == 0:
         raise ValueError("a must not be empty")
+    for name, t in (("a", a), ("b", b), ("y", y)):
+        if not bool(torch.isfinite(t.detach()).all()):
+            raise ValueError(f"{name} must be finite (it holds NaN or inf)")
     return a.detach(), b.detach().to(a.device), y.detach().to(a.device), numpy_in
 
 

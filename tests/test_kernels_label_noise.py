@@ -169,3 +169,18 @@ def test_gpu_gaussian_and_terms_match_reference():  # pragma: no cover - GPU
         yc = y.cuda()
         out = label_noise.gaussian_corrupt(yc, a.cuda(), e.cuda())
         assert out.is_cuda
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: label_noise.categorical_corrupt(torch.zeros(2, 4, dtype=torch.long), torch.full((2,), float("nan")), 4), "alpha_bar_t"),
+    (lambda: label_noise.gaussian_corrupt(torch.ones(2, 3), torch.full((2,), float("nan"))), "alpha_bar_t"),
+    (lambda: label_noise.categorical_corrupt_reference(torch.zeros(2, 4, dtype=torch.long), torch.full((2,), 0.5), 4,
+                                                       torch.full((2, 2, 4), float("nan"))), "uniforms"),
+    (lambda: label_noise.categorical_corrupt(torch.full((2, 4, 3), 0.7), torch.full((2,), 0.5), 4), "sum to 1"),
+    (lambda: label_noise.pcl_terms(torch.full((2, 3), float("nan")), torch.ones(2, 3), torch.ones(2, 3)), "a must be finite"),
+])
+def test_review_non_finite_and_unnormalised_inputs_are_refused(call, match):
+    """Review of chapter 19: NaN keep-probabilities or uniforms, unnormalised probabilities and NaN
+    loss inputs used to give a silent result (or a RuntimeError deep in torch.multinomial)."""
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()

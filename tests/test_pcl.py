@@ -116,7 +116,7 @@ def test_pcl_loss_gaussian_terms_by_hand_with_a_hint_blind_model():
     want = float(((x @ model.W.detach() - y) ** 2).mean())
     assert terms["sup_t"] == pytest.approx(want, rel=1e-6) and terms["sup_t2"] == pytest.approx(want, rel=1e-6)
     assert terms["consistency"] == pytest.approx(0.0, abs=1e-12)
-    assert float(loss) == pytest.approx(2.0 * 2 * want, rel=1e-6)
+    assert float(loss.detach()) == pytest.approx(2.0 * 2 * want, rel=1e-6)
 
 
 def test_pcl_loss_gaussian_consistency_by_hand_with_a_hint_copying_model():
@@ -305,5 +305,48 @@ def test_ensemble_of_one_is_the_member():
     (lambda: pcl.linear_gaussian_posterior(np.ones(2), np.ones(3), 0.5), "y_t"),
 ])
 def test_bad_inputs_are_refused_naming_the_argument(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
+
+
+_UNET, _MLP = pcl.HintedUNet(1, 4, base=4), pcl.HintedMLP(3, 2, hidden=8)
+_XU, _YU = torch.randn(2, 1, 8, 8), torch.randint(0, 4, (2, 8, 8))
+
+
+# review of chapter 19: each case used to pass silently (a wrong result) or crash deep inside torch/numpy
+@pytest.mark.parametrize("call, match", [
+    (lambda: pcl.gaussian_label_noise(torch.tensor(1.0), 5, AB), "y"),
+    (lambda: pcl.categorical_label_noise(-torch.rand(2, 4, 8, 8), 5, AB, 4), "probabilities"),
+    (lambda: pcl.categorical_label_noise(torch.full((2, 4, 8, 8), 0.5), 5, AB, 4), "sum to 1"),
+    (lambda: pcl.categorical_label_noise(torch.full((2, 4, 8, 8), float("nan")), 5, AB, 4), "probabilities"),
+    (lambda: pcl.categorical_label_noise(_YU, 5, AB, 4, uniforms=torch.full((2, 2, 8, 8), float("nan"))), "uniforms"),
+    (lambda: pcl.categorical_label_noise(torch.zeros(10, 10_000, dtype=torch.long), 5, AB, 10**6), "K="),
+    (lambda: pcl.categorical_label_noise(torch.zeros(1, 1, dtype=torch.long).expand(10**5, 10**5), 5, AB, 4), "y of shape"),
+    (lambda: pcl.sample_times(10**12, 10), "B="),
+    (lambda: pcl.pcl_loss(_UNET, _XU, _YU[:, :4], AB), "y must have shape"),
+    (lambda: pcl.pcl_loss(_UNET, _XU, _YU[:1], AB), "y must have shape"),
+    (lambda: pcl.pcl_loss(_UNET, torch.randn(2, 3, 8, 8), _YU, AB), "in_ch"),
+    (lambda: pcl.pcl_loss(_UNET, torch.full((2, 1, 8, 8), float("nan")), _YU, AB), "x must be finite"),
+    (lambda: pcl.pcl_loss(_UNET, torch.ones(2, 1, 8, 8, dtype=torch.long), _YU, AB), "x must be a floating"),
+    (lambda: pcl.pcl_loss(_UNET, torch.randn(2, 1, 7, 7), torch.randint(0, 4, (2, 7, 7)), AB), "divisible by 4"),
+    (lambda: pcl.pcl_loss(_MLP, torch.randn(4, 3), torch.randn(4, 5), AB), "y must have shape"),
+    (lambda: pcl.pcl_loss(_MLP, torch.randn(4, 7), torch.randn(4, 2), AB), "x_dim"),
+    (lambda: pcl.pcl_loss(pcl.HintedEGNN(4, 1), torch.randn(2, 5, 3), torch.randn(2, 15), AB), "pos, vel, adj"),
+    (lambda: pcl.pcl_predict(_UNET, torch.randn(1, 8, 8), AB), "x must be 4-D"),
+    (lambda: pcl.pcl_predict(_UNET, torch.randn(0, 1, 8, 8), AB), "at least one sample"),
+    (lambda: pcl.pcl_predict(_UNET, torch.full((2, 1, 8, 8), float("inf")), AB), "x must be finite"),
+    (lambda: pcl.predict_from_hint(_UNET, _XU, _YU[:1], 5, AB), "y must have shape"),
+    (lambda: pcl.hint_dependence(_MLP, torch.randn(4, 3), torch.randn(4, 5), 5, 10, AB), "y must have shape"),
+    (lambda: pcl.sl_loss(pcl.HintedUNet(1, 4, base=4, hint=False), _XU, _YU[:1]), "y must have shape"),
+    (lambda: pcl.sl_predict(pcl.HintedUNet(1, 4, base=4, hint=False), torch.randn(2, 2, 8, 8)), "in_ch"),
+    (lambda: pcl.miou(np.zeros(0, int), np.zeros(0, int), 4), "empty"),
+    (lambda: pcl.mse(np.zeros(0), np.zeros(0)), "empty"),
+    (lambda: pcl.HintedUNet(1, 4, base=10**6), "base="),
+    (lambda: pcl.linear_gaussian(10**13, np.random.default_rng(0)), "n="),
+    (lambda: pcl.linear_gaussian_posterior(np.array([np.nan]), np.zeros(1), 0.5), "x"),
+    (lambda: pcl.train(_Linear(2, 2), lambda *a: None, torch.ones(4, 2), torch.ones(3, 2), 1), "y"),
+    (lambda: pcl.train(_Linear(2, 2), lambda *a: None, torch.ones(0, 2), torch.ones(0, 2), 1), "x"),
+])
+def test_review_bad_inputs_are_refused_naming_the_argument(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()

@@ -13,7 +13,7 @@ import torch
 
 from icml25.checks import check_choice, check_real, check_tensor
 
-from ._checks import _check_labels
+from ._checks import _check_input, _check_labels
 
 __all__ = ["sl_loss", "sl_predict", "ensemble_predict"]
 
@@ -38,15 +38,19 @@ def sl_loss(model: Any, x: Any, y: torch.Tensor, label_type: str | None = None,
         a scalar tensor with gradient.
 
     Raises:
-        ValueError: labels outside [0, K), ``label_smoothing`` outside [0, 1). TypeError: kinds.
+        ValueError: labels outside [0, K), ``y`` not matching the output's shape, ``x`` not
+        matching the network or not finite, ``label_smoothing`` outside [0, 1). TypeError: kinds.
     """
     label_type = _check_sl_model(model, label_type)
     eps = check_real(label_smoothing, "label_smoothing", low=0.0, high=1.0)
     if eps >= 1.0:
         raise ValueError("label_smoothing must be below 1")
+    x = _check_input(model, x)
     out = model(x)
     if label_type == "categorical":
         y = _check_labels(y, out.shape[1])
+        if tuple(y.shape) != (out.shape[0], *out.shape[2:]):
+            raise ValueError(f"y must have shape {(out.shape[0], *out.shape[2:])} to match x, got {tuple(y.shape)}")
         return torch.nn.functional.cross_entropy(out, y, label_smoothing=eps)
     y = check_tensor(y, "y")
     if tuple(y.shape) != tuple(out.shape):
@@ -56,7 +60,19 @@ def sl_loss(model: Any, x: Any, y: torch.Tensor, label_type: str | None = None,
 
 @torch.no_grad()
 def sl_predict(model: Any, x: Any) -> torch.Tensor:
-    """``model(x)`` in eval mode, without gradient (logits or values)."""
+    """``model(x)`` in eval mode, without gradient.
+
+    Args:
+        model: an SL network (``hint=False``). x: its input batch (U-Net ``(B, in_ch, H, W)``,
+            MLP ``(B, x_dim)``, EGNN ``(pos, vel, adj)``).
+
+    Returns:
+        logits ``(B, K, H, W)`` or values ``(B, ...)``.
+
+    Raises:
+        ValueError / TypeError: ``x`` not matching the network (shape, dtype, NaN/inf, empty).
+    """
+    x = _check_input(model, x)
     was = model.training
     model.eval()
     try:

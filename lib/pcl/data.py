@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_budget, check_int, check_probability, check_real, check_rng
+from icml25.checks import check_array, check_budget, check_int, check_probability, check_real, check_rng
 
 __all__ = ["SHAPE_NAMES", "synthetic_shapes", "digits_inpainting", "spring_nbody", "linear_gaussian",
            "linear_gaussian_posterior"]
@@ -149,6 +149,7 @@ def linear_gaussian(n: int, rng: np.random.Generator, a: float = 1.5, s: float =
     """
     n, rng = check_int(n, "n", low=1), check_rng(rng)
     a, s = check_real(a, "a"), check_real(s, "s", low=0.0, low_open=True)
+    check_budget(f"linear_gaussian(n={n})", n_bytes=32.0 * n)
     x = rng.normal(size=(n, 1))
     return {"x": x.astype(np.float32), "y": (a * x + s * rng.normal(size=(n, 1))).astype(np.float32)}
 
@@ -168,9 +169,9 @@ def linear_gaussian_posterior(x: Any, y_t: Any, alpha_bar_t: float, a: float = 1
         float64 array like ``x``.
 
     Raises:
-        ValueError: shapes differ, ``alpha_bar_t`` outside [0, 1], ``s <= 0``.
+        ValueError: shapes differ, NaN/inf in ``x`` or ``y_t``, ``alpha_bar_t`` outside [0, 1], ``s <= 0``.
     """
-    x, y_t = np.asarray(x, float), np.asarray(y_t, float)
+    x, y_t = check_array(x, "x", kind="float"), check_array(y_t, "y_t", kind="float")
     if x.shape != y_t.shape:
         raise ValueError(f"y_t must have the shape of x {x.shape}, got {y_t.shape}")
     ab = check_probability(alpha_bar_t, "alpha_bar_t")

@@ -28,10 +28,13 @@ class PCLDefaults:
         n_steps: inference iterations (paper, n-body: 5).
         label_smoothing: the reviewers' label-smoothing control (0.1, the usual value).
         shapes_size, shapes_K: the synthetic segmentation task (32 x 32, 4 classes) at cpu scale;
-            gpu_shapes_size / gpu_shapes_n: 128 x 128, 20 000 images at paper-like scale.
+            gpu_shapes_size: 128 x 128 on the gpu profile; gpu_shapes_n: 20 000
+            images, a larger size not used by the notebook (its gpu profile trains on 8,000 to fit
+            its 10-minute budget).
         lr, batch: Adam step and batch size of the chapter's trainers (ours, not the paper's).
         digits_mask_frac: fraction of pixels hidden in digits inpainting.
-        nbody_train, nbody_val, nbody_test: trajectories per system (paper). nbody_particles: 5;
+        nbody_train, nbody_val, nbody_test: trajectories per system (paper; ``nbody_val`` is not
+            drawn, as nothing is tuned on it). nbody_particles: 5;
             egnn_layers: 4 (paper).
         ensemble_size: SL models in the ensemble control (reviewer-suggested; 3).
     """

@@ -60,6 +60,10 @@ def train(model: torch.nn.Module, loss_fn: Callable[..., Any], x: Any, y: torch.
     epochs, batch = check_int(epochs, "epochs", low=1), check_int(batch, "batch", low=1)
     lr, gen = check_real(lr, "lr", low=0.0, low_open=True), check_torch_generator(rng, "rng")
     n = _len(x)
+    if n == 0:
+        raise ValueError("x must hold at least one sample")
+    if int(y.shape[0]) != n:
+        raise ValueError(f"y must have as many samples as x ({n}), got {int(y.shape[0])}")
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
     losses, n_updates, t0 = [], 0, time.perf_counter()

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml25.checks import check_choice, check_int, check_tensor, check_torch_generator
+from icml25.checks import check_budget, check_choice, check_int, check_tensor, check_torch_generator
 from icml25.kernels import label_noise
 
-from ._checks import _check_alpha_bar, _check_labels, _check_lams, _check_t
+from ._checks import _check_alpha_bar, _check_input, _check_labels, _check_lams, _check_t, _check_target
 
 __all__ = [
     "LABEL_TYPES", "T_LAWS", "STOPGRADS", "CONSISTENCIES", "RECORRUPTS",
@@ -92,6 +92,8 @@ def gaussian_label_noise(y: torch.Tensor, t: Any, alpha_bar: Any, rng: Any = Non
         TypeError: ``y`` not floating, ``rng`` not a generator.
     """
     y = check_tensor(y, "y")
+    if y.ndim < 1:
+        raise ValueError(f"y must have shape (B, ...), got {tuple(y.shape)}")
     ab = _check_alpha_bar(alpha_bar)
     t = _check_t(t, ab.shape[0], y.shape[0])
     return label_noise.gaussian_corrupt(y, ab[t].to(y.device, y.dtype), rng=_gen(rng))
@@ -121,6 +123,8 @@ def categorical_label_noise(y: torch.Tensor, t: Any, alpha_bar: Any, K: int, uni
     K = check_int(K, "K", low=2)
     if not isinstance(y, torch.Tensor):
         y = torch.as_tensor(np.asarray(y))
+    n_pos = float(y.numel()) / (K if y.is_floating_point() else 1)
+    check_budget(f"categorical_label_noise(y of shape {tuple(y.shape)}, K={K})", n_bytes=4.0 * (K + 3) * n_pos)
     if not y.is_floating_point():
         y = _check_labels(y, K)
     ab = _check_alpha_bar(alpha_bar)
@@ -169,6 +173,7 @@ def sample_times(B: int, T: int, t_law: str = "uniform", rng: Any = None) -> tup
     """
     B, T = check_int(B, "B", low=1), check_int(T, "T", low=2)
     t_law = check_choice(t_law, "t_law", T_LAWS)
+    check_budget(f"sample_times(B={B})", n_bytes=4 * 8.0 * B)
     return _sample_times(B, T, t_law, _gen(rng))
 
 
@@ -263,8 +268,9 @@ def pcl_loss(model: Any, x: Any, y: torch.Tensor, alpha_bar: Any, lam1: float = 
         ``consistency``.
 
     Raises:
-        ValueError: negative ``lam1``/``lam2``, labels outside [0, K), bad ``alpha_bar``, hint
-        shape mismatch, unknown options. TypeError: a model without hints, bad kinds.
+        ValueError: negative ``lam1``/``lam2``, labels outside [0, K), bad ``alpha_bar``, ``x`` or
+        ``y`` not matching the network (channels, size, hint shape), NaN/inf in ``x`` or ``y``,
+        unknown options. TypeError: a model without hints, bad kinds.
     """
     label_type = _check_model(model, label_type)
     lam1, lam2 = _check_lams(lam1, lam2)
@@ -276,13 +282,9 @@ def pcl_loss(model: Any, x: Any, y: torch.Tensor, alpha_bar: Any, lam1: float = 
     if consistency == "kl" and label_type != "categorical":
         raise ValueError("consistency='kl' needs label_type='categorical'")
     gen = _gen(rng)
+    x = _check_input(model, x)
     B = _batch_size(x)
-    if label_type == "categorical":
-        y = _check_labels(y, model.n_classes)
-    else:
-        y = check_tensor(y, "y")
-    if y.shape[0] != B:
-        raise ValueError(f"y must have B={B} rows like x, got {tuple(y.shape)}")
+    y = _check_target(model, x, y, label_type)
     t, t2 = _sample_times(B, ab.shape[0], t_law, gen)
     dev = y.device
     y_t = _corrupt(model, y, ab[t].to(dev), label_type, gen)
@@ -351,8 +353,8 @@ def pcl_predict(model: Any, x: Any, alpha_bar: Any, n_steps: int = 5, label_type
         ``n_steps`` tensors: logits ``(B, K, ...)`` or values ``(B, ...)``.
 
     Raises:
-        ValueError: ``n_steps < 1``, ``ts`` not decreasing or outside [0, T), unknown options.
-        TypeError: a model without hints.
+        ValueError: ``n_steps < 1``, ``ts`` not decreasing or outside [0, T), unknown options,
+        ``x`` not matching the network or not finite. TypeError: a model without hints.
     """
     label_type = _check_model(model, label_type)
     ab = _check_alpha_bar(alpha_bar)
@@ -366,6 +368,7 @@ def pcl_predict(model: Any, x: Any, alpha_bar: Any, n_steps: int = 5, label_type
             raise ValueError(f"ts must be strictly decreasing, got {ts}")
         if not ts:
             raise ValueError("ts must hold at least one step")
+    x = _check_input(model, x)
     was_training = model.training
     model.eval()
     try:
@@ -390,9 +393,10 @@ def predict_from_hint(model: Any, x: Any, y: torch.Tensor, t: Any, alpha_bar: An
     """
     label_type = _check_model(model, None)
     ab = _check_alpha_bar(alpha_bar)
+    x = _check_input(model, x)
     B = _batch_size(x)
     t = _check_t(t, ab.shape[0], B)
-    y = _check_labels(y, model.n_classes) if label_type == "categorical" else check_tensor(y, "y")
+    y = _check_target(model, x, y, label_type)
     gen = _gen(rng)
     was_training = model.training
     model.eval()

@@ -17,13 +17,15 @@ def _pair(pred: Any, y: Any, K: int) -> tuple[np.ndarray, np.ndarray]:
     t = check_array(to_numpy(y), "y", kind="int", low=0, high=K - 1)
     if p.shape != t.shape:
         raise ValueError(f"pred must have the shape of y {t.shape}, got {p.shape}")
+    if p.size == 0:
+        raise ValueError("pred and y must not be empty")
     return p.ravel(), t.ravel()
 
 
 def confusion(pred: Any, y: Any, K: int) -> np.ndarray:
     """``(K, K)`` int64 confusion counts, rows the true class, columns the predicted one.
 
-    Raises: ValueError: labels outside [0, K) or shapes differ.
+    Raises: ValueError: labels outside [0, K), shapes differ, or empty.
     """
     K = check_int(K, "K", low=2)
     p, t = _pair(pred, y, K)
@@ -40,7 +42,7 @@ def miou(pred: Any, y: Any, K: int) -> float:
         mIoU in [0, 1].
 
     Raises:
-        ValueError: labels outside [0, K) or shapes differ.
+        ValueError: labels outside [0, K), shapes differ, or empty.
     """
     C = confusion(pred, y, K)
     tp = np.diag(C).astype(float)
@@ -52,7 +54,7 @@ def miou(pred: Any, y: Any, K: int) -> float:
 def pixel_acc(pred: Any, y: Any, K: int) -> float:
     """Fraction of positions whose predicted class is right.
 
-    Raises: ValueError: labels outside [0, K) or shapes differ.
+    Raises: ValueError: labels outside [0, K), shapes differ, or empty.
     """
     K = check_int(K, "K", low=2)
     p, t = _pair(pred, y, K)
@@ -62,10 +64,12 @@ def pixel_acc(pred: Any, y: Any, K: int) -> float:
 def mse(pred: Any, y: Any) -> float:
     """Mean squared error over all elements.
 
-    Raises: ValueError: shapes differ or not finite.
+    Raises: ValueError: shapes differ, not finite, or empty.
     """
     p = check_array(to_numpy(pred), "pred")
     t = check_array(to_numpy(y), "y")
     if p.shape != t.shape:
         raise ValueError(f"pred must have the shape of y {t.shape}, got {p.shape}")
+    if p.size == 0:
+        raise ValueError("pred and y must not be empty")
     return float(np.mean((p.astype(np.float64) - t) ** 2))

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from icml25.checks import check_bool, check_int
+from icml25.checks import check_bool, check_budget, check_int
 
 __all__ = ["TimeEmbedding", "HintedUNet", "HintedMLP", "HintedEGNN", "n_parameters"]
 
@@ -85,7 +85,10 @@ class HintedUNet(nn.Module):
         base = check_int(base, "base", low=4)
         if base % 4:
             raise ValueError(f"base must be a multiple of 4 (GroupNorm groups), got {base}")
+        # about 280 base^2 weights (plus Adam's two moments): refuse a width that cannot fit
+        check_budget(f"HintedUNet(base={base})", n_bytes=3 * 4.0 * 280 * base * base)
         self.hint, self.n_classes, self.label_type = check_bool(hint, "hint"), n_classes, "categorical"
+        self.in_ch = in_ch
         t_dim = 2 * base if self.hint else None
         self.temb = TimeEmbedding(t_dim) if self.hint else None
         c0 = in_ch + (n_classes if self.hint else 0)
@@ -133,6 +136,7 @@ class HintedMLP(nn.Module):
         x_dim, y_dim = check_int(x_dim, "x_dim", low=1), check_int(y_dim, "y_dim", low=1)
         hidden, n_layers = check_int(hidden, "hidden", low=1), check_int(n_layers, "n_layers", low=1)
         self.hint, self.y_dim, self.label_type = check_bool(hint, "hint"), y_dim, "gaussian"
+        self.x_dim = x_dim
         self.inp = nn.Linear(x_dim + (y_dim if self.hint else 0), hidden)
         self.temb = TimeEmbedding(2 * ((hidden + 1) // 2)) if self.hint else None
         self.t_proj = nn.Linear(2 * ((hidden + 1) // 2), hidden) if self.hint else None
