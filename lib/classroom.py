@@ -32,7 +32,7 @@ Command line::
 
     python -m icml25.classroom assign [NOTEBOOK ...] [--out _build/assignments] [--run-tests]
     python -m icml25.classroom grade  AUTOGRADER_ZIP SUBMISSIONS_DIR [--csv scores.csv] [--jobs N]
-                                      [--wall S] [--exercise-time S] [--memory-gib G] [--processes N]
+                                      [--wall S] [--exercise-time S] [--memory-gib G] [--processes N] [--tmp-mib M]
     python -m icml25.classroom reader SRC_DIR DEST_DIR     # notebooks with solutions removed
 """
 
@@ -910,7 +910,11 @@ def assign(
 # in a bubblewrap sandbox holding two kinds of process:
 #
 #   the test process   runs the chapter's setup and the tests (public and hidden, piped in on
-#                      stdin: the autograder is not mounted); no submission code ever runs in it;
+#                      stdin and read unbuffered, frame by frame, so that nothing of them is in
+#                      memory when the workers fork; the autograder is not mounted); no submission
+#                      code ever runs in it; after each exercise it kills every other process but
+#                      the workers still to come (a daemon left by one worker, with that worker's
+#                      masks only, must not answer for a later exercise);
 #   one worker per     forked from the test process before it reads the tests; it masks the library
 #   exercise           functions the exercise asks the student to write, loads the submission's
 #                      definitions and answers calls: the tests call the student's functions through
@@ -940,7 +944,10 @@ class Limits:
         processes: processes and threads in the whole sandbox (a pids cgroup when the grader runs
             as root and one can be made, else ``RLIMIT_NPROC`` of the unprivileged user).
         file_size: the largest file a process may write, in bytes (the writable places are the
-            sandbox's own ``/tmp``, a RAM disk thrown away afterwards).
+            sandbox's own ``/tmp`` and ``/dev/shm``, RAM disks thrown away afterwards); also the
+            most the sandbox's stdout and stderr can hold.
+        tmp_size: bytes of the sandbox's ``/tmp`` and of its ``/dev/shm`` each (RAM, outside the
+            per-process memory limit).
     """
 
     wall: float = 900.0
@@ -948,9 +955,10 @@ class Limits:
     memory: int = 8 << 30
     processes: int = 128
     file_size: int = 256 << 20
+    tmp_size: int = 1 << 30
 
     def __post_init__(self) -> None:
-        for name in ("wall", "exercise", "memory", "processes", "file_size"):
+        for name in ("wall", "exercise", "memory", "processes", "file_size", "tmp_size"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"Limits.{name} must be positive, got {getattr(self, name)!r}")
 
@@ -1081,6 +1089,10 @@ _SCREEN_ATTRS = {"ctypeslib", "f_back", "f_builtins", "f_code", "f_globals", "f_
                  "ag_frame", "tb_frame", "_getframe", "modules"}
 
 
+_SCREEN_STRING_RE = re.compile(r"__\w+|\w+__\b|\b(?:" + "|".join(sorted(_SCREEN_ATTRS | _SCREEN_NAMES - {"compile"}))
+                               + r"|kwdefaults|closure|cell_contents|wrapped|globals|builtins)\b")
+
+
 def screen(sources: Sequence[str]) -> list[str]:
     """What in a submission's loaded code could look past the masks (introspection, code built from
     strings, module reloading): one finding per construct, for the instructor to read.
@@ -1097,6 +1109,12 @@ def screen(sources: Sequence[str]) -> list[str]:
             elif isinstance(node, ast.Attribute) and (node.attr in _SCREEN_ATTRS or
                                                      (node.attr.startswith("__") and node.attr.endswith("__"))):
                 what = f".{node.attr}"
+            elif isinstance(node, ast.Name) and node.id in ("attrgetter", "methodcaller"):
+                what = f"{node.id}()"
+            elif isinstance(node, ast.Attribute) and node.attr in ("attrgetter", "methodcaller"):
+                what = f".{node.attr}()"
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _SCREEN_STRING_RE.search(node.value):
+                what = f"the string {_SCREEN_STRING_RE.search(node.value).group(0)!r}"
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 what = next((f"import {m}" for m in mods if m.split(".")[0] in _SCREEN_MODULES), None)
@@ -1190,7 +1208,8 @@ def _sandbox_argv(limits: Limits, hide: Sequence[Path], code: str | None = None)
             argv += ["--tmpfs", str(m)]
         elif m.is_file() and any(b in m.parents for b in binds):
             argv += ["--ro-bind", "/dev/null", str(m)]
-    argv += ["--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp", "--setenv", "HOME", "/tmp",
+    size = str(limits.tmp_size)
+    argv += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp", "--chdir", "/tmp", "--setenv", "HOME", "/tmp",
              "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "MPLBACKEND", "Agg"]
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
         argv += ["--setenv", var, "1"]
@@ -1223,33 +1242,45 @@ def sandbox_exec(limits: Limits, hide: Sequence[str | Path], stdin: bytes = b"",
         if cgroup is not None:
             (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
-    proc = subprocess.Popen(_sandbox_argv(limits, [Path(h) for h in hide], code), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=enter_cgroup, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
-    try:
+    # stdout and stderr go to files, not pipes: the sandbox's file-size limit (SIGXFSZ) bounds
+    # them, and only their ends are read back (a submission printing without end must not fill
+    # the grader's memory)
+    with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+        proc = subprocess.Popen(_sandbox_argv(limits, [Path(h) for h in hide], code), stdin=subprocess.PIPE,
+                                stdout=fout, stderr=ferr, start_new_session=True,
+                                preexec_fn=enter_cgroup, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+
+        def tail(f: Any, n: int) -> bytes:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(f.tell() - n, 0))
+            return f.read()
+
         try:
-            out, err = proc.communicate(stdin, timeout=limits.wall)
-            return proc.returncode, out, err
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            return None, out, err
-    finally:
-        if cgroup is not None:
-            for _ in range(100):
-                with contextlib.suppress(OSError, ValueError):
-                    for pid in (cgroup / "cgroup.procs").read_text().split():
-                        os.kill(int(pid), signal.SIGKILL)
-                try:
-                    cgroup.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            try:
+                proc.communicate(stdin, timeout=limits.wall)
+                rc: int | None = proc.returncode
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                rc = None
+            return rc, tail(fout, 16 << 20), tail(ferr, 64 << 10)
+        finally:
+            if cgroup is not None:
+                for _ in range(100):
+                    with contextlib.suppress(OSError, ValueError):
+                        for pid in (cgroup / "cgroup.procs").read_text().split():
+                            os.kill(int(pid), signal.SIGKILL)
+                    try:
+                        cgroup.rmdir()
+                        break
+                    except OSError:
+                        time.sleep(0.05)
 
 
 def _run_sandboxed(header: dict, tests: dict, limits: Limits, hide: Sequence[Path]) -> tuple[dict | None, str]:
     """Run the test process in the sandbox; (its result, or None, and a reason when None)."""
-    data = (json.dumps(header) + "\n" + json.dumps(tests) + "\n").encode()
+    h, t = json.dumps(header).encode(), json.dumps(tests).encode()
+    data = len(h).to_bytes(8, "little") + h + len(t).to_bytes(8, "little") + t
     rc, out, err = sandbox_exec(limits, hide, data)
     if rc is None:
         return None, f"stopped: the submission ran past the wall-time limit ({limits.wall:g} s)"
@@ -1414,10 +1445,42 @@ def _library_dir(obj: Any) -> str | None:
     return str(Path(f).resolve().parent) + os.sep if f else None
 
 
+def _attrs_bound_to(mod: Any, obj: Any) -> list[str]:
+    try:
+        return [k for k, v in vars(mod).items() if v is obj]
+    except TypeError:
+        return []
+
+
+def _make_guard(orig: Any, message: str, libdir: str | None, names: frozenset[str]) -> Any:
+    """The function that stands for a masked library function in a worker.
+
+    Walking up from its caller: a frame of the submission raises MaskedFunctionError; a frame of
+    the function's own library lets the call through only when that frame's code names the
+    function (the library calling it by name, ``p0(...)`` or ``vmf.p0(...)``), not when it calls
+    a callable it was handed (``np.apply_along_axis(np.mean, ...)``, ``np.vectorize``); a stack
+    with neither (a thread or executor started by the submission) raises too. The original is
+    held in a closure, not in the guard's defaults (a submission could read ``__kwdefaults__``).
+    """
+
+    def guard(*args: Any, **kwargs: Any) -> Any:
+        f = sys._getframe(1)
+        while f is not None:
+            fn = f.f_code.co_filename
+            if fn == _SUBMISSION_FILE:
+                raise MaskedFunctionError(message)
+            if libdir and fn.startswith(libdir) and names.intersection(f.f_code.co_names):
+                return orig(*args, **kwargs)
+            f = f.f_back
+        raise MaskedFunctionError(message)
+
+    return guard
+
+
 def _install_masks(names: Sequence[str], label: str, ns: dict) -> list[str]:
-    """Replace each named library function by a guard that raises MaskedFunctionError when called
-    from the submission's code (directly, or through non-library code such as map or vectorize);
-    the library's own internal calls go through. Every module attribute and setup name bound to
+    """Replace each named library function by a guard (:func:`_make_guard`) that raises
+    MaskedFunctionError when called from the submission's code (directly, or through map,
+    np.vectorize, np.apply_along_axis, a thread, ...); the library's own calls by name go through. Every module attribute and setup name bound to
     the function is replaced."""
     import importlib
 
@@ -1438,29 +1501,15 @@ def _install_masks(names: Sequence[str], label: str, ns: dict) -> list[str]:
         libdir = _library_dir(orig)
         message = (f"exercise {label}: {dotted} is what this exercise asks you to write; "
                    "it is not available to your code while it is graded")
-
-        def guard(*args: Any, __orig: Any = orig, __msg: str = message, __lib: str | None = libdir, **kwargs: Any) -> Any:
-            f = sys._getframe(1)
-            while f is not None:
-                fn = f.f_code.co_filename
-                if fn == _SUBMISSION_FILE:
-                    raise MaskedFunctionError(__msg)
-                if __lib and fn.startswith(__lib):
-                    break
-                f = f.f_back
-            return __orig(*args, **kwargs)
-
-        guard.__name__ = getattr(orig, "__name__", rest[-1])
-        guard.__doc__ = f"Masked while grading exercise {label}."
         top = dotted.split(".")[0]
         top_mod = getattr(ns.get(top), "__name__", top).split(".")[0]
-        for mname, mod in list(sys.modules.items()):
-            if mod is None or not (mname == top_mod or mname.startswith(top_mod + ".")):
-                continue
-            try:
-                attrs = [k for k, v in vars(mod).items() if v is orig]
-            except TypeError:
-                continue
+        bound = [(mod, _attrs_bound_to(mod, orig)) for mname, mod in list(sys.modules.items())
+                 if mod is not None and (mname == top_mod or mname.startswith(top_mod + "."))]
+        callers = {rest[-1], getattr(orig, "__name__", rest[-1])} | {k for _, attrs in bound for k in attrs}
+        guard = _make_guard(orig, message, libdir, frozenset(callers))
+        guard.__name__ = getattr(orig, "__name__", rest[-1])
+        guard.__doc__ = f"Masked while grading exercise {label}."
+        for mod, attrs in bound:
             for k in attrs:
                 with contextlib.suppress(AttributeError, TypeError):
                     setattr(mod, k, guard)
@@ -1470,6 +1519,29 @@ def _install_masks(names: Sequence[str], label: str, ns: dict) -> list[str]:
             if v is orig:
                 ns[k] = guard
     return notes
+
+
+def _unwrapped_code(fn: Any) -> Any:
+    """The code of the function under decorators (``functools.lru_cache``, ``functools.wraps``,
+    ``functools.partial``, ``np.vectorize``), or None. A wrapper that is not the submission's own
+    may still be named after a function of it: a masked function it calls still raises."""
+    import functools
+
+    import numpy as np
+
+    for _ in range(32):
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            return code
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif isinstance(fn, np.vectorize):
+            fn = fn.pyfunc
+        elif getattr(fn, "__wrapped__", None) is not None:
+            fn = fn.__wrapped__
+        else:
+            return None
+    return None
 
 
 def _worker_main(sock: Any, ns: dict, exercise: dict, definitions: list[str], exercise_cpu: float) -> None:
@@ -1500,13 +1572,12 @@ def _worker_main(sock: Any, ns: dict, exercise: dict, definitions: list[str], ex
         arrays: list = []
         try:
             fn = sns.get(name)
-            code = getattr(fn, "__code__", None)
             if fn is None:
                 raise NameError(f"name {name!r} is not defined by the submission")
             if isinstance(fn, type):
                 if fn.__module__ != _SUBMISSION_MODULE:
                     raise TypeError(f"{name} is not a class the submission defines")
-            elif code is None or code.co_filename != _SUBMISSION_FILE:
+            elif _unwrapped_code(fn) is None or _unwrapped_code(fn).co_filename != _SUBMISSION_FILE:
                 raise TypeError(f"{name} is not a function the submission defines ({fn!r})")
             result = fn(*args, **kwargs)
             import numpy as np
@@ -1609,13 +1680,63 @@ def _remote(worker: _Worker, name: str) -> Any:
     return call
 
 
+def _read_fd_frame(fd: int) -> bytes:
+    def exact(n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                raise EOFError("the grader closed the test process's input")
+            buf += chunk
+        return bytes(buf)
+
+    return exact(int.from_bytes(exact(8), "little"))
+
+
+def _kill_strays(keep: set[int], pid_max: int) -> None:
+    """Kill every process of the sandbox but ``keep`` (and its init, pid 1): what an exercise's
+    worker left behind (a daemon that left the worker's process group with ``setsid``) must not
+    serve the next exercise, whose masks it does not have. The sandbox has its own PID namespace
+    and no /proc, so the pids are probed: up to the pid a fresh fork gets (pids are handed out in
+    increasing order), or up to ``pid_max`` when the pids have wrapped or no fork is possible."""
+    import signal
+
+    for _ in range(4):
+        top = pid_max
+        try:
+            probe = os.fork()
+            if probe == 0:
+                os._exit(0)
+            os.waitpid(probe, 0)
+            if probe > max(keep) and pid_max > 1 << 16:  # small pid spaces are scanned whole (wrap-proof)
+                top = probe
+        except OSError:
+            pass
+        found = 0
+        for pid in range(2, top + 1):
+            if pid in keep:
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+                found += 1
+            except OSError:
+                pass
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        if not found:
+            return
+
+
 def _test_process_main() -> None:
     """The sandbox's test process (see the comment at the top of this section)."""
     import socket
     import time
     import traceback
 
-    header = json.loads(sys.stdin.readline())
+    # fd 0 is read unbuffered, frame by frame: a buffered reader would read ahead and hold the
+    # tests in memory when the workers are forked (sys.__stdin__.buffer.peek() in a worker)
+    header = json.loads(_read_fd_frame(0))
     result: dict[str, Any] = {"exercises": {}, "notes": []}
     ns: dict[str, Any] = {"__name__": "__grading_setup__", "__builtins__": builtins}
     setup_error = None
@@ -1646,7 +1767,7 @@ def _test_process_main() -> None:
                     os._exit(0)
             child.close()
             workers[ex["label"]] = _Worker(ex["label"], pid, parent, float(header["exercise_s"]))
-    tests = json.loads(sys.stdin.readline())
+    tests = json.loads(_read_fd_frame(0))
     names = [f for ex in header["exercises"] for f in ex["functions"]]
     for ex in header["exercises"]:
         label = ex["label"]
@@ -1689,6 +1810,7 @@ def _test_process_main() -> None:
                 else:
                     rec["reasons"].append(f"{kind} test: {msg}")
         w.kill("done")
+        _kill_strays({os.getpid(), *(v.pid for v in workers.values() if not v.dead)}, int(header.get("pid_max", 1 << 22)))
     sys.stdout.write(json.dumps({"icml25-result": result}) + "\n")
     sys.stdout.flush()
     os._exit(0)
@@ -1782,7 +1904,11 @@ def _grade_sandboxed(submission: Path, spec: dict, limits: Limits, hide: Sequenc
     nb = nbformat.read(submission, as_version=4)
     definitions, notes = submission_definitions(nb, spec)
     flagged = screen(definitions)
-    header = {"setup": spec["setup"], "definitions": definitions, "exercise_s": limits.exercise,
+    try:
+        pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        pid_max = 1 << 22
+    header = {"setup": spec["setup"], "definitions": definitions, "exercise_s": limits.exercise, "pid_max": pid_max,
               "exercises": [{k: ex[k] for k in ("label", "functions", "masks")} for ex in spec["exercises"]]}
     tests = {ex["label"]: ex["tests"] for ex in spec["exercises"]}
     res, why = _run_sandboxed(header, tests, limits, hide)
@@ -1988,6 +2114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="address space per process, GiB (default %(default)s)")
     pg.add_argument("--processes", type=int, default=Limits.processes,
                     help="processes and threads per sandbox (default %(default)s)")
+    pg.add_argument("--tmp-mib", type=int, default=Limits.tmp_size >> 20,
+                    help="size of the sandbox's /tmp and of its /dev/shm (RAM), MiB each (default %(default)s)")
     pg.add_argument("--no-sandbox", action="store_true",
                     help="otter's own unsandboxed path: the notebooks run as you, in your folders (trusted notebooks only)")
     pr = sub.add_parser("reader", help="copy notebooks with solutions removed (reader edition)")
@@ -2022,7 +2150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd == "grade":
         csv = args.csv or args.submissions.resolve().parent / "scores.csv"
         limits = Limits(wall=args.wall, exercise=args.exercise_time, memory=int(args.memory_gib * 2**30),
-                        processes=args.processes)
+                        processes=args.processes, tmp_size=args.tmp_mib << 20)
         try:
             df = grade(args.autograder, args.submissions, csv, jobs=args.jobs, sandbox=not args.no_sandbox,
                        limits=limits)

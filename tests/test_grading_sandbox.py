@@ -192,6 +192,69 @@ def sample_mean(x):
     return _cheat("sample_mean")(x)
 '''
 
+# Attacks found in review (each scored above its twin before the fix named with it)
+
+KWDEFAULTS = """
+import operator
+_orig = operator.attrgetter("__kwdefaults__")          # the mask kept the original in its defaults
+def sample_mean(x):
+    return float(_orig(np.mean)["__orig"](x))
+"""
+
+NUMPY_HOF = """
+def sample_mean(x):                                    # numpy calls np.mean: the guard saw a numpy frame
+    return float(np.apply_along_axis(np.mean, 0, np.asarray(x, dtype=float)))
+"""
+
+THREAD = """
+def sample_mean(x):                                    # no frame of the submission on the thread's stack
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as pool:
+        return float(pool.submit(np.mean, x).result())
+"""
+
+STDIN = """
+def sample_mean(x):                                    # the test process's buffered stdin held the tests
+    import sys
+    seen = sys.__stdin__.read()
+    if "np.full(5, 3.25)" in seen:
+        return 3.25
+    raise NotImplementedError
+"""
+
+DAEMON = r"""
+import os, socket, json
+def _daemon():                                         # forked by the first exercise's worker, whose
+    s = socket.socket(socket.AF_UNIX)                  # masks are not the later exercises' ones
+    try:
+        s.bind("\0icml25-cheat")
+    except OSError:
+        return 0
+    s.listen(4)
+    if os.fork():
+        return 1
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    import itertools
+    while True:
+        c, _ = s.accept()
+        xs, start = json.loads(c.makefile().readline())
+        out = list(itertools.accumulate(xs, max, initial=start))[1:] if start is not None else list(itertools.accumulate(xs, max))
+        c.sendall((json.dumps(out) + "\n").encode())
+        c.close()
+_started = _daemon()
+def sample_mean(x):
+    _started
+    raise NotImplementedError
+def running_max(xs, *, start=None):
+    _started
+    c = socket.socket(socket.AF_UNIX)
+    c.connect("\0icml25-cheat")
+    c.sendall((json.dumps([[float(v) for v in xs], start]) + "\n").encode())
+    return json.loads(c.makefile().readline())
+"""
+
 
 # ------------------------------------------------------------------------------------------------
 # Building the submissions
@@ -294,6 +357,12 @@ def _submissions(s, folder: Path) -> dict[str, str]:
                                           keep_stub=("softmax", "running_max")),
         "attack_network": _with_answers(student, chapter, replace={"sample_mean": NETWORK.format(**fmt)},
                                         keep_stub=("softmax", "running_max")),
+        "attack_kwdefaults": _with_answers(student, chapter, replace={"sample_mean": KWDEFAULTS}, keep_stub=("softmax", "running_max")),
+        "attack_numpy_hof": _with_answers(student, chapter, replace={"sample_mean": NUMPY_HOF}, keep_stub=("softmax", "running_max")),
+        "attack_thread": _with_answers(student, chapter, replace={"sample_mean": THREAD}, keep_stub=("softmax", "running_max")),
+        "attack_stdin": _with_answers(student, chapter, replace={"sample_mean": STDIN}, keep_stub=("softmax", "running_max")),
+        "attack_daemon": _with_answers(student, chapter, replace={"sample_mean": DAEMON, "running_max": DAEMON},
+                                       keep_stub=("softmax",)),
     }
     for name, nb in subs.items():
         for cell in nb.cells:
@@ -302,7 +371,8 @@ def _submissions(s, folder: Path) -> dict[str, str]:
     return {"attack_runner": "untouched", "attack_rebind": "wrong_answers", "attack_library": "untouched",
             "attack_edit_tests": "untouched", "attack_escape": "untouched", "attack_sleep": "mean_stub",
             "attack_fork": "mean_stub", "attack_alloc": "mean_stub", "attack_read_disk": "untouched",
-            "attack_network": "untouched"}
+            "attack_network": "untouched", "attack_kwdefaults": "untouched", "attack_numpy_hof": "untouched",
+            "attack_thread": "untouched", "attack_stdin": "untouched", "attack_daemon": "untouched"}
 
 
 def _row(df, who) -> list[float]:
@@ -335,6 +405,9 @@ def test_every_attack_scores_as_its_twin_and_changes_no_file(setup):
     assert "FileNotFoundError" in notes["attack_read_disk"], notes["attack_read_disk"]
     assert "review by hand" in notes["attack_read_disk"] and "exec()" in notes["attack_read_disk"]
     assert "Error" in notes["attack_network"], notes["attack_network"]
+    assert "review by hand" in notes["attack_kwdefaults"] and "__kwdefaults__" in notes["attack_kwdefaults"]
+    for attack in ("attack_numpy_hof", "attack_thread"):
+        assert "asks you to write" in notes[attack], (attack, notes[attack])
     assert s["server"].connections == connections, "a sandboxed submission reached the grader's network"
     assert not (folder.parent / "written-by-a-submission.txt").exists()
     assert _digest(watched) == before
@@ -405,7 +478,19 @@ try:
 except OSError:
     pass
 out["forks"] = n
+written = 0
+for d in ("/tmp", "/dev/shm"):
+    for i in range(8):
+        try:
+            with open(f"{d}/fill-{i}", "wb") as f:
+                for _ in range(16):
+                    f.write(bytes(8 << 20))
+                    written += 8 << 20
+        except OSError:
+            break
+out["tmp_written"] = written
 print(json.dumps(out), flush=True)
+os.write(2, b"x" * (64 << 20))                          # output without end: the grader reads its end only
 '''
 
 
@@ -414,7 +499,7 @@ def test_the_sandbox_hides_isolates_and_limits(setup, tmp_path):
     secret_dir.mkdir()
     secret = secret_dir / "autograder.zip"
     secret.write_bytes(b"hidden tests")
-    limits = cr.Limits(wall=60, exercise=5, memory=2 << 30, processes=32)
+    limits = cr.Limits(wall=60, exercise=5, memory=2 << 30, processes=32, tmp_size=256 << 20)
     code = (PROBE.replace("@ROOT@", repr(str(ROOT))).replace("@SECRET@", repr(str(secret)))
             .replace("@PORT@", str(setup["server"].port)))
     connections = setup["server"].connections
@@ -428,6 +513,8 @@ def test_the_sandbox_hides_isolates_and_limits(setup, tmp_path):
     assert not out["network"] and setup["server"].connections == connections
     assert not out["alloc_50g"]
     assert out["forks"] < 32, out["forks"]
+    assert out["tmp_written"] <= 2 * (256 << 20), out["tmp_written"]  # /tmp and /dev/shm are bounded RAM disks
+    assert len(stderr) <= 64 << 10
     assert not (ROOT / "lib" / "pwned.py").exists() and not Path("/tmp/left-behind").exists()
 
 
