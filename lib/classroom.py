@@ -1109,6 +1109,11 @@ def screen(sources: Sequence[str]) -> list[str]:
             elif isinstance(node, ast.Attribute) and (node.attr in _SCREEN_ATTRS or
                                                      (node.attr.startswith("__") and node.attr.endswith("__"))):
                 what = f".{node.attr}"
+            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                  and isinstance(node.value, ast.Name) and node.value.id not in ("self", "cls")):
+                what = f"a private name ({node.value.id}.{node.attr})"
+            elif isinstance(node, ast.ImportFrom) and any(a.name.startswith("_") for a in node.names):
+                what = f"a private name (from {node.module} import {next(a.name for a in node.names if a.name.startswith('_'))})"
             elif isinstance(node, ast.Name) and node.id in ("attrgetter", "methodcaller"):
                 what = f"{node.id}()"
             elif isinstance(node, ast.Attribute) and node.attr in ("attrgetter", "methodcaller"):
@@ -1699,6 +1704,7 @@ def _kill_strays(keep: set[int], pid_max: int) -> None:
     serve the next exercise, whose masks it does not have. The sandbox has its own PID namespace
     and no /proc, so the pids are probed: up to the pid a fresh fork gets (pids are handed out in
     increasing order), or up to ``pid_max`` when the pids have wrapped or no fork is possible."""
+    import errno
     import signal
 
     for _ in range(4):
@@ -1716,11 +1722,25 @@ def _kill_strays(keep: set[int], pid_max: int) -> None:
         for pid in range(2, top + 1):
             if pid in keep:
                 continue
+            # through a pidfd: pidfd_open refuses a thread id (EINVAL), and kill() on the id of one
+            # of the test process's own threads would kill the test process
             try:
-                os.kill(pid, signal.SIGKILL)
+                fd = os.pidfd_open(pid)
+            except OSError as exc:
+                if exc.errno != errno.ENOSYS:
+                    continue
+                with contextlib.suppress(OSError):  # no pidfds (Linux < 5.3)
+                    if os.getpgid(pid) != os.getpgid(0):
+                        os.kill(pid, signal.SIGKILL)
+                        found += 1
+                continue
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
                 found += 1
             except OSError:
                 pass
+            finally:
+                os.close(fd)
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0] > 0:
                 pass

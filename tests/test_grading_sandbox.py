@@ -527,3 +527,17 @@ def test_a_runaway_test_process_is_stopped_at_the_wall_time_limit(setup):
                                   "exercises": []}, {}, limits, [])
     assert res is None and "wall-time limit (4 s)" in why
     assert time.perf_counter() - t0 < 30
+
+
+def test_the_screen_flags_routes_past_the_masks():
+    """Unflagged before review: a getter built from a string, strings naming dunders, private
+    library names (chapter 11: ``from icml25.mnl_bandits.model import _variance`` scored with no
+    note). The screen only adds a note; the solutions of every chapter raise none."""
+    found = cr.screen(['import operator\n_g = operator.attrgetter("__kwdefaults__")',
+                       'from icml25.mnl_bandits.model import _variance',
+                       'def f(v):\n    return mnl._oracle(v)',
+                       'def g(self):\n    return self._cache'])
+    assert ".attrgetter()" in found and "the string '__kwdefaults__'" in found
+    assert "a private name (from icml25.mnl_bandits.model import _variance)" in found
+    assert "a private name (mnl._oracle)" in found
+    assert not any("self._cache" in f for f in found)
