@@ -1205,6 +1205,10 @@ def _sandbox_argv(limits: Limits, hide: Sequence[Path], code: str | None = None)
             binds.append(p)
     argv = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
             "--die-with-parent", "--new-session", "--hostname", "grading", *_system_binds()]
+    # The private /tmp and /dev/shm first, then the read-only project and venv on top of them: a
+    # checkout that lives under /tmp (a CI clone) stays visible inside the sandbox.
+    size = str(limits.tmp_size)
+    argv += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp"]
     for b in binds:
         argv += ["--ro-bind", str(b), str(b)]
     masked = [_project_root() / d for d in _HIDDEN_PROJECT_DIRS] + [Path(h).resolve() for h in hide]
@@ -1213,8 +1217,7 @@ def _sandbox_argv(limits: Limits, hide: Sequence[Path], code: str | None = None)
             argv += ["--tmpfs", str(m)]
         elif m.is_file() and any(b in m.parents for b in binds):
             argv += ["--ro-bind", "/dev/null", str(m)]
-    size = str(limits.tmp_size)
-    argv += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp", "--chdir", "/tmp", "--setenv", "HOME", "/tmp",
+    argv += ["--chdir", "/tmp", "--setenv", "HOME", "/tmp",
              "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "MPLBACKEND", "Agg"]
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
         argv += ["--setenv", var, "1"]
