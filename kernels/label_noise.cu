@@ -14,6 +14,18 @@
 // pcl_terms: a, b, y (n,) float32 -> partial (gridDim.x, 3) float64 per-block sums of
 //   (a - y)^2, (b - y)^2, (a - b)^2; the host adds the partials (deterministic, no atomics).
 
+// The class a corrupted position takes when its label is not kept: floor(u K), clamped to K - 1.
+__device__ __forceinline__ int uniform_class(float cls_u, int K) {
+    int c = (int)(cls_u * (float)K);
+    return c > K - 1 ? K - 1 : c;
+}
+
+// Writes class c of position p of sample b as a one-hot column of out (B, K, P).
+__device__ __forceinline__ void write_one_hot(float* __restrict__ out, long long b, long long p, int K,
+                                              long long P, int c) {
+    for (int k = 0; k < K; ++k) out[(b * K + k) * P + p] = (k == c) ? 1.0f : 0.0f;
+}
+
 extern "C" __global__ void categorical_corrupt_labels(const int* __restrict__ y,
                                                       const float* __restrict__ alpha_bar_t,
                                                       const float* __restrict__ u,
@@ -29,10 +41,9 @@ extern "C" __global__ void categorical_corrupt_labels(const int* __restrict__ y,
     if (keep_u < alpha_bar_t[b]) {
         c = y[idx];
     } else {
-        c = (int)(cls_u * (float)K);
-        if (c > K - 1) c = K - 1;
+        c = uniform_class(cls_u, K);
     }
-    for (int k = 0; k < K; ++k) out[(b * K + k) * P + p] = (k == c) ? 1.0f : 0.0f;
+    write_one_hot(out, b, p, K, P, c);
 }
 
 extern "C" __global__ void categorical_corrupt_probs(const float* __restrict__ probs,
@@ -55,10 +66,9 @@ extern "C" __global__ void categorical_corrupt_probs(const float* __restrict__ p
             if (cls_u < acc) { c = k; break; }
         }
     } else {
-        c = (int)(cls_u * (float)K);
-        if (c > K - 1) c = K - 1;
+        c = uniform_class(cls_u, K);
     }
-    for (int k = 0; k < K; ++k) out[(b * K + k) * P + p] = (k == c) ? 1.0f : 0.0f;
+    write_one_hot(out, b, p, K, P, c);
 }
 
 extern "C" __global__ void gaussian_corrupt(const float* __restrict__ y, const float* __restrict__ eps,
