@@ -474,7 +474,8 @@ def load_minilm() -> tuple[Any, Any]:
 
 _PROVENANCE_PACKAGES = (
     "numpy", "scipy", "torch", "cupy-cuda12x", "cupy-cuda13x", "faiss-cpu", "transformers", "peft",
-    "flow-matching", "stable-baselines3", "gymnasium", "mujoco", "icml25",
+    "flow-matching", "stable-baselines3", "gymnasium", "mujoco", "causal-learn", "POT", "gcastle",
+    "scikit-image", "captum", "pettingzoo", "mpe2", "d3rlpy", "icml25",
 )
 
 

@@ -46,6 +46,10 @@ LIB_ALIASES = {
     "safety_polytope": "sap",
     "maxent_mislead": "maxent",
     "pcl": "pcl",
+    "gim": "gim",
+    "p2p": "p2p",
+    "omapl": "omapl",
+    "pars": "pars",
 }
 
 
