@@ -7,6 +7,8 @@ PYTHON      ?= python3
 VENV        := .venv
 BIN         := $(VENV)/bin
 STAMP       := $(VENV)/.installed
+LAB_STAMP   := $(VENV)/.installed-lab
+LAB_ARGS    ?=
 PROFILE     ?= cpu
 SEED        ?= 0
 CHAPTER     ?=
@@ -19,7 +21,7 @@ NOTEBOOKS   := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED    := $(patsubst notebooks/%,_build/executed/%,$(NOTEBOOKS))
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help venv test test-pytest test-render test-browser test-seeds book pdf system-deps execute assignments grade book-nosolutions lab bench lock clean
+.PHONY: help venv learn git-filter test test-pytest test-render test-browser test-seeds book pdf system-deps execute assignments grade book-nosolutions lab bench lock clean
 .DEFAULT_GOAL := help
 
 help:
@@ -32,7 +34,8 @@ help:
 	@echo "make assignments     student and instructor editions with autograders in _build/assignments/"
 	@echo "make grade CHAPTER=02 SUBMISSIONS=dir   grade a folder of student notebooks offline (CSV of scores)"
 	@echo "make book-nosolutions   the book with every solution removed (for a course site)"
-	@echo "make lab             JupyterLab on notebooks/"
+	@echo "make learn CHAPTER=02   your own copy of a chapter's exercises in work/, opened in JupyterLab"
+	@echo "make lab             JupyterLab on notebooks/ (LAB_ARGS passes options, e.g. --no-browser)"
 	@echo "make bench           run benchmarks/*.py (results in benchmarks/results/)"
 	@echo "make lock            regenerate constraints.txt and environment.yml from the venv"
 
@@ -45,7 +48,27 @@ $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
+	@$(MAKE) --no-print-directory git-filter
+	@touch $@ $(LAB_STAMP)
+
+# The learner's install: the book's chapters, the classroom tools and JupyterLab (with
+# jupyterlab-myst), not the test tooling (CUDA compiler wheels, playwright). `make test` installs
+# a superset and marks this one done too.
+$(LAB_STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[lab]"
+	@$(MAKE) --no-print-directory git-filter
 	@touch $@
+
+# Outputs never enter git: nbstripout is this clone's git filter for *.ipynb (cell ids kept, so
+# the committed notebooks are unchanged by it). Skipped outside a git checkout.
+git-filter:
+	@if git rev-parse --git-dir >/dev/null 2>&1 && test -x $(BIN)/nbstripout; then \
+	  $(BIN)/nbstripout --install >/dev/null && \
+	  git config filter.nbstripout.clean '"$(CURDIR)/$(BIN)/python" -m nbstripout --keep-id' && \
+	  git config diff.ipynb.textconv '"$(CURDIR)/$(BIN)/python" -m nbstripout -t --keep-id'; \
+	fi
 
 lock: $(STAMP)
 	$(BIN)/python .ci/lock.py
@@ -179,9 +202,20 @@ book-nosolutions: $(STAMP) $(EXECUTED) $(ASSETS)
 	$(BIN)/jupyter-book build _build/src-nosolutions --path-output _build/nosolutions --warningiserror --nitpick --keep-going --quiet
 	@echo "The book without solutions: file://$(CURDIR)/_build/nosolutions/_build/html/index.html"
 
-lab: $(STAMP)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[lab]"
-	$(BIN)/jupyter lab notebooks/
+# The chapters in JupyterLab (read-only use: outputs are stripped on commit by the git filter).
+lab: $(LAB_STAMP)
+	$(BIN)/jupyter lab notebooks/ $(LAB_ARGS)
+
+# The learner's path: your own copy of a chapter in work/NN_slug/ (untracked; an existing copy
+# is your work and is kept), the whole chapter with each solution replaced by its stub and each
+# public check by grader.check("LABEL"), opened in JupyterLab. LAB_ARGS="--no-browser --port 8899".
+learn: $(LAB_STAMP)
+	@test -n "$(CHAPTER)" || { echo "usage: make learn CHAPTER=02 [LAB_ARGS=...]"; exit 2; }
+	@nb=$$(ls notebooks/$(CHAPTER)_*.ipynb 2>/dev/null | head -1); \
+	test -n "$$nb" || { echo "no notebook notebooks/$(CHAPTER)_*.ipynb"; exit 2; }; \
+	$(BIN)/python -m icml25.learner "$$nb" --dest work; \
+	name=$$(basename $$nb .ipynb); \
+	cd work/$$name && ICML25_RESULTS_DIR=$(CURDIR)/work/results $(CURDIR)/$(BIN)/jupyter lab $$name.ipynb $(LAB_ARGS)
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b; done

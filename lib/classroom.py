@@ -682,13 +682,19 @@ def _identifier(label: str) -> str:
     return ident if not ident[0].isdigit() else f"q_{ident}"
 
 
-def _test_cell(src: str, label: str, kind: str, k: int) -> str:
+def _test_cell(src: str, label: str, kind: str, k: int, functions: Sequence[str] = ()) -> str:
     """An exception-based otter test: the check cell as a function whose parameters are the names
-    it reads, looked up in the student's final global environment (missing names become None)."""
+    it reads, looked up in the student's final global environment (missing names become None).
+    A public test is rewritten by :func:`icml25.learner.feedback_test_source` to explain failures
+    of the exercise's ``functions``."""
     tree = _parse(src, f"exercise {label} {kind} test")
     free = sorted(_free_names(tree))
     fname = f"test_{_identifier(label)}_{kind}_{k}"
     body = _without_magics(src).strip("\n")
+    if kind == "public" and functions:  # feedback a learner can act on (hidden tests: pass or fail)
+        from icml25.learner import feedback_test_source
+
+        body = feedback_test_source(body, label, functions)
     hidden = "true" if kind == "hidden" else "false"
     params = ", ".join(free)
     return (
@@ -705,15 +711,20 @@ def _test_cell(src: str, label: str, kind: str, k: int) -> str:
 _ROLE_RE = re.compile(r"\{(?P<role>[A-Za-z:_-]+)\}`(?P<text>[^`]+)`")
 
 
-def _plain_markdown(text: str) -> str:
-    """MyST roles as plain Jupyter markdown: {math}`x` -> $x$, {prf:ref}`thm` / {cite}`key` -> `thm`."""
-    return _ROLE_RE.sub(lambda m: f"${m['text']}$" if m["role"] == "math" else f"`{m['text']}`", text)
+def _plain_markdown(text: str, labels: dict[str, str] | None = None, bib: dict[str, str] | None = None) -> str:
+    """MyST roles as plain Jupyter markdown (the student edition does not hold the chapter's
+    targets): {math}`x` -> $x$; {prf:ref}`thm02-p0` -> 'the theorem "P0 ..."' (written out from the
+    chapter's labels); {cite}`key` -> 'Author et al. (year)' (from book/references.bib)."""
+    from icml25.learner import write_out_roles
+
+    return write_out_roles(text, labels or {}, bib or {})
 
 
-def _prompt_markdown(k: int, ex: Exercise) -> str:
+def _prompt_markdown(k: int, ex: Exercise, labels: dict[str, str] | None = None,
+                     bib: dict[str, str] | None = None) -> str:
     funcs = ", ".join(f"`{n}`" for n in ex.functions)
     return (
-        f"### Exercise {k}: {ex.title} (`{ex.label}`)\n\n{_plain_markdown(ex.prompt)}\n\n"
+        f"### Exercise {k}: {ex.title} (`{ex.label}`)\n\n{_plain_markdown(ex.prompt, labels, bib)}\n\n"
         f"*Write {funcs} in the cell below; the tests call {'it' if len(ex.functions) == 1 else 'them'} by name.*"
     )
 
@@ -762,9 +773,13 @@ def build_master(chapter: Chapter, *, points: float = 1.0) -> nbformat.NotebookN
     setup = "\n\n".join(s for s in [chapter.parameters.strip(), *chapter.setup] if s)
     if setup:
         cells.append(nbv4.new_code_cell(setup))
+    from icml25.learner import _bib_index, label_index
+
+    labels = label_index(nbformat.read(chapter.path, as_version=4)) if chapter.path.is_file() else {}
+    bib = _bib_index(_project_root() / "book" / "references.bib")
     for k, ex in enumerate(chapter.exercises, start=1):
         cells.append(nbv4.new_raw_cell(f"# BEGIN QUESTION\nname: {ex.label}\npoints: {points}"))
-        cells.append(nbv4.new_markdown_cell(_prompt_markdown(k, ex)))
+        cells.append(nbv4.new_markdown_cell(_prompt_markdown(k, ex, labels, bib)))
         cells.append(nbv4.new_raw_cell("# BEGIN SOLUTION"))
         stub = ex.student_stub()
         quote = '"""' if '"""' not in stub else "'''"
@@ -774,11 +789,11 @@ def build_master(chapter: Chapter, *, points: float = 1.0) -> nbformat.NotebookN
         sol += f"\nr{quote} # BEGIN PROMPT\n" + stub + f"\n{quote} # END PROMPT"
         cells.append(nbv4.new_code_cell(sol))
         for text in ex.solution_text:
-            cells.append(nbv4.new_markdown_cell(_plain_markdown(text)))
+            cells.append(nbv4.new_markdown_cell(_plain_markdown(text, labels, bib)))
         cells.append(nbv4.new_raw_cell("# END SOLUTION"))
         cells.append(nbv4.new_raw_cell("# BEGIN TESTS"))
         for j, src in enumerate(ex.checks, start=1):
-            cells.append(nbv4.new_code_cell(_test_cell(src, ex.label, "public", j)))
+            cells.append(nbv4.new_code_cell(_test_cell(src, ex.label, "public", j, ex.functions)))
         for j, src in enumerate(ex.hidden, start=1):
             cells.append(nbv4.new_code_cell(_test_cell(src, ex.label, "hidden", j)))
         cells.append(nbv4.new_raw_cell("# END TESTS"))

@@ -345,34 +345,54 @@ def set_plot_style() -> None:
     )
 
 
-def static_or_interactive(plot: Callable[..., Any], controls: Mapping[str, Any], **defaults: Any) -> None:
-    """Draw ``plot(**defaults)`` as a static figure, then add controls that redraw it live.
+def static_or_interactive(
+    plot: Callable[..., Any],
+    controls: Mapping[str, Any],
+    *,
+    describe: Mapping[str, str] | None = None,
+    **defaults: Any,
+) -> None:
+    """Draw ``plot(**defaults)`` as a figure, then add controls that redraw that same figure.
 
-    The static figure is what the rendered book, papermill and nbval see; in JupyterLab the
-    ipywidgets controls below it redraw the plot into an output area whenever a value changes.
-    Set ``ICML25_NO_WIDGETS=1`` to skip the controls.
+    The figure is what the rendered book, papermill and nbval see (an ordinary image output). With
+    a live kernel (JupyterLab), moving a control redraws it *in place*: the image output is
+    updated through its display id, so no second figure appears below the controls. Set
+    ``ICML25_NO_WIDGETS=1`` to skip the controls.
 
     Args:
         plot: callable drawing one matplotlib figure from keyword arguments.
         controls: name -> ``ipywidgets`` widget (e.g. ``FloatSlider(min=0, max=10)``); the
             widget's value is set to the default.
-        **defaults: the values of the static figure; every control needs one.
+        describe: name -> what moving that control shows (the caption above the controls); a
+            control without one is captioned by its description.
+        **defaults: the values of the first figure; every control needs one.
 
     Raises:
-        ValueError: a control has no default value.
+        ValueError: a control has no default value, or ``describe`` names no control.
         TypeError: a control is not an ipywidgets widget.
     """
     missing = sorted(set(controls) - set(defaults))
     if missing:
         raise ValueError(f"controls without a default value: {missing}")
+    describe = dict(describe or {})
+    unknown = sorted(set(describe) - set(controls))
+    if unknown:
+        raise ValueError(f"describe names no control: {unknown}")
     import matplotlib.pyplot as plt
+    from IPython.display import display
 
-    plot(**defaults)
-    plt.show()
+    def draw(values: Mapping[str, Any]) -> Any:
+        before = set(plt.get_fignums())
+        plot(**values)
+        new = [n for n in plt.get_fignums() if n not in before]
+        return plt.figure(new[-1]) if new else plt.gcf()
+
+    fig = draw(defaults)
+    handle = display(fig, display_id=True)
+    plt.close(fig)
     if os.environ.get("ICML25_NO_WIDGETS", "0") not in ("", "0"):
         return
     import ipywidgets as widgets
-    from IPython.display import display
 
     for name, w in controls.items():
         if not isinstance(w, widgets.ValueWidget):
@@ -380,19 +400,23 @@ def static_or_interactive(plot: Callable[..., Any], controls: Mapping[str, Any],
         w.value = defaults[name]
         if hasattr(w, "continuous_update"):
             w.continuous_update = False
-    out = widgets.Output()
 
     def redraw(_change: Any = None) -> None:
         values = {**defaults, **{k: w.value for k, w in controls.items()}}
-        with out:
-            out.clear_output(wait=True)
-            plot(**values)
-            plt.show()
+        new = draw(values)
+        if handle is not None:
+            handle.update(new)
+        plt.close(new)
 
     for w in controls.values():
         w.observe(redraw, names="value")
-    display(widgets.VBox([widgets.HTML("<b>Move a control to redraw the figure above here.</b>"),
-                          *controls.values(), out]))
+    items = []
+    for name, w in controls.items():
+        what = describe.get(name) or f"redraws the figure for another value of {getattr(w, 'description', '') or name}"
+        items.append(f"<li><code>{name}</code>: {what}</li>")
+    caption = ("<b>Move a control to redraw the figure above, in place</b> (with a running kernel):"
+               f"<ul style='margin:0'>{''.join(items)}</ul>")
+    display(widgets.VBox([widgets.HTML(caption), *controls.values()]))
 
 
 def show_source(*objs: Any) -> None:
@@ -502,14 +526,17 @@ def _versions() -> dict[str, str]:
 
 
 def results_dir() -> Path:
-    """Where metrics JSON goes: ``$ICML25_RESULTS_DIR`` or ``<repo>/_build/results``.
+    """Where metrics JSON goes: ``$ICML25_RESULTS_DIR``, else ``<repo>/_build/results-interactive``.
 
-    A relative ``$ICML25_RESULTS_DIR`` is taken relative to the repository root, not to the
-    working directory (papermill runs chapters with ``--cwd notebooks``).
+    The book's runs (``make book``, ``make execute``) set ``$ICML25_RESULTS_DIR`` to
+    ``_build/results`` (cpu) or ``data/results`` (gpu); a chapter run by hand in JupyterLab, which
+    does not set it, records in its own folder and never over the book's results. A relative
+    ``$ICML25_RESULTS_DIR`` is taken relative to the repository root, not to the working directory
+    (papermill runs chapters with ``--cwd notebooks``).
     """
     env = os.environ.get(RESULTS_DIR_ENV)
     if not env:
-        return repo_root() / "_build" / "results"
+        return repo_root() / "_build" / "results-interactive"
     path = Path(env)
     return path if path.is_absolute() else repo_root() / path
 
