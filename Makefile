@@ -156,7 +156,7 @@ system-deps:
 # aborted): no failed request, no console error, math typeset, images and widgets shown, search,
 # downloads and launch links; screenshots in _build/screenshots/, counts in _build/browser-report.json.
 test-browser: $(STAMP)
-	ICML25_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/browser/test_book_browser.py \
+	ICML25_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/browser/test_book_browser.py tests/browser/test_lab.py \
 	  -p no:cacheprovider -q -rs
 
 # The whole book as one PDF: the built HTML printed page by page by headless chromium, in
