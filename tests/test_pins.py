@@ -60,3 +60,63 @@ def test_torch_is_pinned_to_the_cpu_wheel_range():
     assert torch_req == ["torch>=2.5,<2.14"]
     major, minor = (int(x) for x in constraints()["torch"].split(".")[:2])
     assert (2, 5) <= (major, minor) < (2, 14)
+
+
+def _extra_requirements(extra: str) -> list:
+    """The requirements of one extra of pyproject.toml, with icml25[...] self-references expanded."""
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    out, todo, seen = list(map(Requirement, project["dependencies"])), [extra], set()
+    while todo:
+        e = todo.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        for r in map(Requirement, extras[e]):
+            if canon(r.name) == "icml25":
+                todo.extend(r.extras)
+            else:
+                out.append(r)
+    return out
+
+
+def test_lab_extra_resolves_under_constraints():
+    """The learner's install (`pip install -c constraints.txt -e ".[lab]"`) resolves: every package
+    it needs, transitively (from the installed distributions' metadata), is pinned in
+    constraints.txt at a version its dependants accept. Offline, so no pip resolution is run."""
+    from importlib import metadata
+
+    from packaging.markers import default_environment
+    from packaging.requirements import Requirement
+
+    pins = constraints()
+    problems, seen = [], set()
+    todo = [(r, "pyproject [lab]") for r in _extra_requirements("lab")]
+    while todo:
+        req, by = todo.pop()
+        name = canon(req.name)
+        pin = pins.get(name)
+        if pin is None and name in {"pip", "setuptools", "wheel"}:  # the venv's own tools (.ci/lock.py)
+            continue
+        if pin is None:
+            problems.append(f"{name} (needed by {by}) is not pinned")
+            continue
+        if req.specifier and not req.specifier.contains(pin, prereleases=True):
+            problems.append(f"{name}=={pin} does not satisfy {req.specifier} (needed by {by})")
+        key = (name, tuple(sorted(req.extras)))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = metadata.distribution(req.name)
+        except metadata.PackageNotFoundError:
+            problems.append(f"{name} is pinned but not installed in this venv")
+            continue
+        for dep in map(Requirement, dist.requires or []):
+            envs = [{**default_environment(), "extra": e} for e in (req.extras or {""})]
+            if dep.marker is None or any(dep.marker.evaluate(env) for env in envs):
+                todo.append((dep, f"{name}{list(req.extras) if req.extras else ''}"))
+    assert not problems, "\n".join(sorted(set(problems)))
+    assert {"jupyterlab", "jupyterlab-myst", "nbstripout", "otter-grader"} <= {k[0] for k in seen}
