@@ -149,9 +149,9 @@ class MPESpreadAdapter:
         o = np.stack([np.asarray(obs[a], dtype=np.float32) for a in self.agents])
         return o, np.asarray(self.env.state(), dtype=np.float32)
 
-    def reset(self, seed: int) -> tuple[np.ndarray, np.ndarray]:
-        """Reset with PettingZoo's integer ``seed``: ``(obs (N, o), state (s,))``."""
-        obs, _ = self.env.reset(seed=int(seed))
+    def reset(self, key: int) -> tuple[np.ndarray, np.ndarray]:
+        """Reset with the integer ``key`` (PettingZoo's ``reset(seed=key)``): ``(obs (N, o), state (s,))``."""
+        obs, _ = self.env.reset(seed=check_int(key, "key", low=0))
         return self._pack(obs)
 
     def step(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, bool]:

@@ -23,7 +23,7 @@ from .networks import HyperMixer, TwoLayerMixer
 
 __all__ = ["GridData", "make_grid_data", "make_agent", "train", "evaluate_grid", "evaluate_mpe", "reward_spearman",
            "preference_accuracy", "bt_hessian_eigs", "hessian_search", "extreme_v_minimiser", "METHODS",
-           "make_mpe_data"]
+           "make_mpe_data", "run_methods"]
 
 METHODS = ("O-MAPL", "BC", "IIPL", "IPL-VDN", "SL-MARL")
 
@@ -265,3 +265,39 @@ def extreme_v_minimiser(q: np.ndarray, beta: float) -> dict[str, float]:
 
     res = optimize.minimize_scalar(J, bracket=(q.min() - beta, q.max() + beta), tol=1e-12)
     return {"argmin": float(res.x), "closed_form": float(beta * (logsumexp(q / beta) - np.log(q.size)))}
+
+
+def run_methods(data: GridData, methods: tuple[str, ...], n_updates: int, batch_size: int, hidden: int,
+                rng: np.random.Generator, n_eval: int, eval_every: int, fraction: float = 1.0, device: str = "cpu",
+                adapter: MPESpreadAdapter | None = None, **overrides: Any) -> list[dict[str, Any]]:
+    """Train each of ``methods`` for ``n_updates`` on ``data`` and evaluate every ``eval_every`` updates.
+
+    Each method's nets are initialised from a torch seed drawn from ``rng`` and its minibatches from
+    a child generator, so the runs are independent and reproducible. Evaluation: ``n_eval`` greedy
+    episodes (CoopGrid, or simple_spread when ``adapter`` is given), the held-out Spearman
+    correlation of ``sum_t r_hat`` with the true return and the held-out preference accuracy
+    (``nan`` for BC, which learns no reward).
+
+    Returns:
+        one record per (method, evaluation step): ``method, step, success, return, spearman, accuracy``.
+    """
+    rng = check_rng(rng)
+    eval_every = check_int(eval_every, "eval_every", low=1)
+    n_eval = check_int(n_eval, "n_eval", low=1)
+    rows: list[dict[str, Any]] = []
+    for m in methods:
+        torch.manual_seed(int(rng.integers(0, 2**31 - 1)))
+        agent = make_agent(m, data, hidden, n_updates, device, **overrides)
+        g_train, g_eval = rng.spawn(2)
+
+        def record(step: int, a: Any, m: str = m) -> None:
+            ev = evaluate_grid(a, data.env, n_eval, np.random.default_rng(g_eval.integers(2**31))) if adapter is None \
+                else evaluate_mpe(a, adapter, n_eval, np.random.default_rng(g_eval.integers(2**31)))
+            learns_reward = m != "BC"
+            rows.append({"method": m, "step": step, **ev,
+                         "spearman": reward_spearman(a, data.test_pool) if learns_reward else float("nan"),
+                         "accuracy": preference_accuracy(a, data.test_pool, data.test_pairs) if learns_reward
+                         else float("nan")})
+
+        train(agent, data, n_updates, batch_size, g_train, fraction, record, eval_every)
+    return rows
