@@ -1,4 +1,4 @@
-"""Kernels of kernels/pars.cu: references against independent loops and torch modules, NVRTC, GPU parity."""
+"""Kernels of kernels/pars_kernels.cu: references against independent loops and torch modules, NVRTC, GPU parity."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from icml25.kernels import compile_ptx
-from icml25.kernels import pars as pk
+from icml25.kernels import pars_kernels
 
 MASK = (1 << 64) - 1
 
@@ -26,7 +26,7 @@ def _layer_args(E=3, B=5, I=4, H=16, seed=0):
 
 
 def test_compiles_with_nvrtc():
-    ptx = compile_ptx("pars")
+    ptx = compile_ptx("pars_kernels")
     for name in ("ensemble_layer", "td_target", "infeasible_actions"):
         assert f".entry {name}" in ptx
 
@@ -34,10 +34,10 @@ def test_compiles_with_nvrtc():
 @pytest.mark.parametrize("layer_norm", [True, False])
 def test_ensemble_layer_matches_per_member_torch_modules(layer_norm):
     x, W, b, g, beta = _layer_args()
-    y = pk.ensemble_layer_reference(x, W, b, g, beta, layer_norm=layer_norm)
+    y = pars_kernels.ensemble_layer_reference(x, W, b, g, beta, layer_norm=layer_norm)
     for e in range(x.shape[0]):
         lin = torch.nn.Linear(4, 16)
-        ln = torch.nn.LayerNorm(16, eps=pk.LN_EPS)
+        ln = torch.nn.LayerNorm(16, eps=pars_kernels.LN_EPS)
         with torch.no_grad():
             lin.weight.copy_(W[e].T)
             lin.bias.copy_(b[e])
@@ -51,8 +51,8 @@ def test_ensemble_layer_matches_per_member_torch_modules(layer_norm):
 def test_ensemble_layer_dispatcher_equals_reference_and_keeps_gradient():
     x, W, b, g, beta = _layer_args(seed=1)
     W.requires_grad_(True)
-    y = pk.ensemble_layer(x, W, b, g, beta)
-    assert torch.equal(y, pk.ensemble_layer_reference(x, W, b, g, beta))
+    y = pars_kernels.ensemble_layer(x, W, b, g, beta)
+    assert torch.equal(y, pars_kernels.ensemble_layer_reference(x, W, b, g, beta))
     y.sum().backward()
     assert W.grad is not None and torch.isfinite(W.grad).all()
 
@@ -60,11 +60,11 @@ def test_ensemble_layer_dispatcher_equals_reference_and_keeps_gradient():
 def test_ensemble_layer_bad_input():
     x, W, b, g, beta = _layer_args()
     with pytest.raises(ValueError, match="W"):
-        pk.ensemble_layer(x, W[:, :2], b, g, beta)
+        pars_kernels.ensemble_layer(x, W[:, :2], b, g, beta)
     with pytest.raises(ValueError, match="beta"):
-        pk.ensemble_layer(x, W, b, g, beta[:, :3])
+        pars_kernels.ensemble_layer(x, W, b, g, beta[:, :3])
     with pytest.raises(ValueError, match="x"):
-        pk.ensemble_layer(x[0], W, b, g, beta)
+        pars_kernels.ensemble_layer(x[0], W, b, g, beta)
 
 
 def test_td_target_against_a_per_member_loop():
@@ -74,11 +74,11 @@ def test_td_target_against_a_per_member_loop():
     r = rng.normal(size=B).astype(np.float32)
     d = (rng.random(B) < 0.2).astype(np.float32)
     members = rng.choice(E, size=3, replace=False)
-    y = pk.td_target(q, members, r, d, 10.0, 0.99)
+    y = pars_kernels.td_target(q, members, r, d, 10.0, 0.99)
     for j in range(B):
         m = min(float(q[e, j]) for e in members)
         assert abs(y[j] - (10.0 * r[j] + 0.99 * (1 - d[j]) * m)) < 1e-3
-    yt = pk.td_target(torch.as_tensor(q), torch.as_tensor(members), torch.as_tensor(r), torch.as_tensor(d), 10.0, 0.99)
+    yt = pars_kernels.td_target(torch.as_tensor(q), torch.as_tensor(members), torch.as_tensor(r), torch.as_tensor(d), 10.0, 0.99)
     assert isinstance(yt, torch.Tensor) and np.allclose(yt.numpy(), y, atol=1e-4)
 
 
@@ -86,19 +86,19 @@ def test_td_target_bad_input():
     q = np.zeros((4, 8), np.float32)
     r = d = np.zeros(8, np.float32)
     with pytest.raises(ValueError, match="members"):
-        pk.td_target(q, [0, 4], r, d, 1.0, 0.9)
+        pars_kernels.td_target(q, [0, 4], r, d, 1.0, 0.9)
     with pytest.raises(ValueError, match="members"):
-        pk.td_target(q, [1, 1], r, d, 1.0, 0.9)
+        pars_kernels.td_target(q, [1, 1], r, d, 1.0, 0.9)
     with pytest.raises(ValueError, match="r"):
-        pk.td_target(q, [0], np.zeros(7, np.float32), d, 1.0, 0.9)
+        pars_kernels.td_target(q, [0], np.zeros(7, np.float32), d, 1.0, 0.9)
     with pytest.raises(ValueError, match="c"):
-        pk.td_target(q, [0], r, d, 0.0, 0.9)
+        pars_kernels.td_target(q, [0], r, d, 0.0, 0.9)
     with pytest.raises(ValueError, match="gamma"):
-        pk.td_target(q, [0], r, d, 1.0, 1.5)
+        pars_kernels.td_target(q, [0], r, d, 1.0, 1.5)
 
 
 def test_infeasible_sampler_is_the_hash_written_out_and_never_lands_in_the_box():
-    a = pk.infeasible_actions(300, 3, 100.0, seed=12345)
+    a = pars_kernels.infeasible_actions(300, 3, 100.0, seed=12345)
     assert a.shape == (300, 3) and a.dtype == np.float32
     mixed = _splitmix_py(12345)
     for i in (0, 1, 7, 899):
@@ -112,18 +112,18 @@ def test_infeasible_sampler_distribution():
     """Signs fair and magnitudes uniform on [U, 2U]: Kolmogorov-Smirnov against scipy's uniform."""
     from scipy import stats
 
-    a = pk.infeasible_actions(20_000, 2, 1000.0, seed=7).ravel()
+    a = pars_kernels.infeasible_actions(20_000, 2, 1000.0, seed=7).ravel()
     assert abs((a > 0).mean() - 0.5) < 0.02                 # 40k fair signs: sd 0.0025
     assert stats.kstest(np.abs(a), stats.uniform(loc=1000.0, scale=1000.0).cdf).pvalue > 1e-3
 
 
 def test_infeasible_sampler_bad_input():
     with pytest.raises(ValueError, match="U"):
-        pk.infeasible_actions(4, 2, 1.0, seed=0)
+        pars_kernels.infeasible_actions(4, 2, 1.0, seed=0)
     with pytest.raises(ValueError, match="B"):
-        pk.infeasible_actions(0, 2, 10.0, seed=0)
+        pars_kernels.infeasible_actions(0, 2, 10.0, seed=0)
     with pytest.raises(ValueError, match="seed"):
-        pk.infeasible_actions(4, 2, 10.0, seed=-1)
+        pars_kernels.infeasible_actions(4, 2, 10.0, seed=-1)
 
 
 @pytest.mark.gpu
@@ -132,13 +132,13 @@ def test_gpu_parity():  # pragma: no cover - GPU
 
     x, W, b, g, beta = _layer_args(E=4, B=33, I=6, H=256, seed=3)
     for ln in (True, False):
-        want = pk.ensemble_layer_reference(x, W, b, g, beta, layer_norm=ln).numpy()
-        got = cp.asnumpy(pk.ensemble_layer_gpu(*(t.numpy() for t in (x, W, b, g, beta)), layer_norm=ln))
+        want = pars_kernels.ensemble_layer_reference(x, W, b, g, beta, layer_norm=ln).numpy()
+        got = cp.asnumpy(pars_kernels.ensemble_layer_gpu(*(t.numpy() for t in (x, W, b, g, beta)), layer_norm=ln))
         assert np.allclose(got, want, atol=1e-4)
     rng = np.random.default_rng(1)
     q = rng.normal(size=(10, 500)).astype(np.float32)
     r, d = rng.normal(size=500).astype(np.float32), (rng.random(500) < 0.1).astype(np.float32)
-    want = pk.td_target_reference(q, [2, 5, 7], r, d, 100.0, 0.99)
-    assert np.allclose(cp.asnumpy(pk.td_target_gpu(q, [2, 5, 7], r, d, 100.0, 0.99)), want, atol=1e-3)
-    want = pk.infeasible_actions_reference(1000, 4, 100.0, 99)
-    assert np.allclose(cp.asnumpy(pk.infeasible_actions_gpu(1000, 4, 100.0, 99)), want, rtol=1e-6)
+    want = pars_kernels.td_target_reference(q, [2, 5, 7], r, d, 100.0, 0.99)
+    assert np.allclose(cp.asnumpy(pars_kernels.td_target_gpu(q, [2, 5, 7], r, d, 100.0, 0.99)), want, atol=1e-3)
+    want = pars_kernels.infeasible_actions_reference(1000, 4, 100.0, 99)
+    assert np.allclose(cp.asnumpy(pars_kernels.infeasible_actions_gpu(1000, 4, 100.0, 99)), want, rtol=1e-6)

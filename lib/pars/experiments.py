@@ -31,7 +31,7 @@ def toy_q_target(s: np.ndarray, a: np.ndarray, c: float) -> np.ndarray:
 
 def fit_toy_critic(layer_norm: bool, c: float, alpha: float, n_steps: int, rng: np.random.Generator,
                    U: float = 100.0, hidden: int = 64, n_data: int = 2048, batch_size: int = 256,
-                   lr: float = 1e-3) -> tuple[EnsembleCritic, dict]:
+                   lr: float = 5e-3) -> tuple[EnsembleCritic, dict]:
     """Fit one critic (E = 1) by regression on Experiment A's data, optionally with the PA term.
 
     Data: states uniform in [-1, 1]^2, actions uniform in [-0.3, 0.3]^2, targets

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from icml25.checks import check_array, check_bool, check_choice, check_int, check_real, check_rng, check_tensor
-from icml25.kernels import pars as pars_kernels
+from icml25.kernels import pars_kernels
 
 from ._checks import _check_actions_in_box
 
@@ -46,7 +46,7 @@ class EnsembleCritic(nn.Module):
     """E independent MLP critics evaluated at once: ``Q(s, a) -> (E, B)``.
 
     Hidden layers ``relu(LN(W x + b))`` (LN before the ReLU, hidden layers only) through the fused
-    kernel dispatcher :func:`icml25.kernels.pars.ensemble_layer`; the output layer is linear with a
+    kernel dispatcher :func:`icml25.kernels.pars_kernels.ensemble_layer`; the output layer is linear with a
     small uniform initialisation (+-3e-3).
 
     Args:
@@ -127,7 +127,7 @@ class Actor(nn.Module):
 def sample_infeasible_actions(B: int, act_dim: int, U: float, rng: np.random.Generator) -> np.ndarray:
     """Infeasible actions for the PA loss: every coordinate uniform in ``[-2U, -U] u [U, 2U]``.
 
-    The draws come from the counter-based sampler :func:`icml25.kernels.pars.infeasible_actions`
+    The draws come from the counter-based sampler :func:`icml25.kernels.pars_kernels.infeasible_actions`
     keyed by one integer drawn from ``rng`` (reconstruction of the official sampler, unverified).
 
     Args:

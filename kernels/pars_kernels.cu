@@ -1,4 +1,4 @@
-// PARS (chapter 15): the fused ensemble layer, the TD target and the infeasible-action sampler.
+// PARS (chapter 15), kernels/pars_kernels.cu: the fused ensemble layer, the TD target and the infeasible-action sampler.
 //
 // Contract (ensemble_layer): x float32 (E, B, I), W float32 (E, I, H), b float32 (E, H), g and
 // beta float32 (E, H) (LayerNorm gain and shift), use_ln in {0, 1}.  For each member e and row b
@@ -7,7 +7,7 @@
 // (var the biased variance over h, as torch.nn.functional.layer_norm), or relu(z) when use_ln == 0.
 // One block per (e, b) row, threads over h; the mean and variance are block reductions in shared
 // memory (2 * blockDim.x floats; blockDim.x a power of two).  Reference: torch einsum +
-// F.layer_norm (kernels/pars.py), equal to 1e-4 in float32.
+// F.layer_norm (kernels/pars_kernels.py), equal to 1e-4 in float32.
 //
 // Contract (td_target): q float32 (E, B) target-critic values at (s', a'), members int32 (k,) the
 // random subset K, r, d float32 (B,) rewards and true-terminal flags (time-outs are not terminals).

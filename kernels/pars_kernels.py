@@ -1,6 +1,6 @@
 """PARS kernels (chapter 15, Kim et al., ICML 2025): ensemble layer, TD target, infeasible sampler.
 
-Three kernels (``pars.cu``), each with a reference (the contract), a CuPy launcher and a
+Three kernels (``pars_kernels.cu``), each with a reference (the contract), a CuPy launcher and a
 dispatcher:
 
 - :func:`ensemble_layer`: ``relu(LN(W[e] x[e] + b[e]))`` for all ``E`` members at once, the hidden
@@ -102,7 +102,7 @@ def ensemble_layer_gpu(x: Any, W: Any, b: Any, g: Any, beta: Any, layer_norm: bo
     E, B, I = (int(v) for v in x.shape)
     H = int(W.shape[2])
     y = cp.empty((E, B, H), dtype=cp.float32)
-    fn = load_module("pars").get_function("ensemble_layer")
+    fn = load_module("pars_kernels").get_function("ensemble_layer")
     fn((E * B,), (_BLOCK,), (x, W, b, g, beta, y, np.int64(E), np.int64(B), np.int64(I), np.int64(H),
                              np.int32(1 if layer_norm else 0), np.float32(LN_EPS)), shared_mem=2 * _BLOCK * 4)
     return y
@@ -193,7 +193,7 @@ def td_target_gpu(q: Any, members: Any, r: Any, d: Any, c: float, gamma: float) 
     mem = cp.asarray(np.asarray(members, dtype=np.int32))
     B = int(q.shape[1])
     out = cp.empty(B, dtype=cp.float32)
-    fn = load_module("pars").get_function("td_target")
+    fn = load_module("pars_kernels").get_function("td_target")
     grid = max(1, min((B + _BLOCK - 1) // _BLOCK, 1024))
     fn((grid,), (_BLOCK,), (q, mem, r, d, out, np.int64(B), np.int32(mem.size), np.float32(c), np.float32(gamma)))
     return out
@@ -267,7 +267,7 @@ def infeasible_actions_gpu(B: int, act_dim: int, U: float, seed: int) -> Any:  #
 
     n = B * act_dim
     out = cp.empty(n, dtype=cp.float32)
-    fn = load_module("pars").get_function("infeasible_actions")
+    fn = load_module("pars_kernels").get_function("infeasible_actions")
     grid = max(1, min((n + _BLOCK - 1) // _BLOCK, 1024))
     fn((grid,), (_BLOCK,), (out, np.int64(n), np.uint64(seed), np.float32(U)))
     return out.reshape(B, act_dim)
