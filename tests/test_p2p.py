@@ -164,6 +164,22 @@ def test_threshold_search_stops_at_the_first_confident_budget():
     assert torch.allclose(tau, torch.ones(3))
 
 
+def test_one_sweep_equals_one_search_per_kappa():
+    torch.manual_seed(1)
+    model = p2p.P2P(p2p.ImportancePredictor(width=8), p2p.SmallCNNClassifier(3, width=4), n_segments=7)
+    # train a step so that confidences spread
+    x = torch.rand(12, 3, 8, 8, generator=torch.Generator().manual_seed(9))
+    g = _groups(9, B=12, H=8, W=8)
+    y = torch.arange(12) % 3
+    p2p.train_p2p(model, x, g, y, 3, 3e-2, 4, torch.Generator().manual_seed(0))
+    sweep = p2p.evaluate_p2p_kappas(model, x, g, y, [0.4, 0.5, 0.7], batch=5)
+    for k in (0.4, 0.5, 0.7):
+        one = p2p.evaluate_p2p(model, x, g, y, kappa=k, batch=12)
+        assert np.allclose(sweep[k]["tau"], one["tau"]) and np.array_equal(sweep[k]["pred"], one["pred"])
+        assert np.array_equal(sweep[k]["mask"], one["mask"])
+    assert len({tuple(np.round(sweep[k]["tau"], 2)) for k in (0.4, 0.5, 0.7)}) > 1  # the kappas differ somewhere
+
+
 def test_fixed_model_refuses_the_search_and_dynamic_needs_tau():
     x, g = torch.rand(1, 3, 6, 6), _groups(B=1, H=6, W=6)
     with pytest.raises(ValueError, match="dynamic"):

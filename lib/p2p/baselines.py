@@ -77,7 +77,7 @@ def captum_masks(model: Any, x: Any, kept: Any, method: str = "saliency", target
 
     Attributions of the black box's ``target`` logit (its prediction when ``None``) from
     ``captum.attr``: ``Saliency`` (|gradient|), ``IntegratedGradients`` (black baseline,
-    ``ig_steps`` steps) or ``Occlusion`` (``window x window`` black patches, stride ``window // 2``);
+    ``ig_steps`` steps) or ``Occlusion`` (non-overlapping ``window x window`` black patches);
     absolute values summed over channels.
 
     Args:
@@ -113,8 +113,8 @@ def captum_masks(model: Any, x: Any, kept: Any, method: str = "saliency", target
     elif method == "integrated_gradients":
         attr = IntegratedGradients(model).attribute(xi, baselines=torch.zeros_like(x), target=target, n_steps=ig_steps)
     else:
-        attr = Occlusion(model).attribute(x, sliding_window_shapes=(C, window, window),
-                                          strides=(C, window // 2, window // 2), baselines=0.0, target=target)
+        attr = Occlusion(model).attribute(x, sliding_window_shapes=(C, window, window), strides=(C, window, window),
+                                          baselines=0.0, target=target, perturbations_per_eval=16)
     model.train(was)
     score = attr.detach().abs().sum(1).flatten(1).cpu().numpy()  # (B, H W)
     out = np.zeros((B, H * W), dtype=bool)

@@ -20,7 +20,7 @@ from .data import make_bam_like
 from .defaults import DEFAULTS
 from .method import REG_VARIANTS, _group_size, anneal_beta, anneal_temperature, p2p_loss, superpixels, to_tensor
 
-__all__ = ["prepare_data", "train_classifier", "train_p2p", "evaluate_classifier", "evaluate_p2p"]
+__all__ = ["prepare_data", "train_classifier", "train_p2p", "evaluate_classifier", "evaluate_p2p", "evaluate_p2p_kappas"]
 
 
 def prepare_data(n_train: int, n_test: int, H: int, n_segments: int, compactness: float, rng: Any,
@@ -235,3 +235,76 @@ def evaluate_p2p(model: Any, x: Any, groups: Any, y: Any, kappa: float | None = 
     res["accuracy"] = float((res["pred"] == np.asarray(y)).mean())
     res["kept"] = res["mask"].reshape(len(y), -1).mean(1)
     return res
+
+
+def evaluate_p2p_kappas(model: Any, x: Any, groups: Any, y: Any, kappas: Any, batch: int = 300,
+                        step: float = DEFAULTS.tau_step, device: str = "cpu") -> dict[float, dict[str, Any]]:
+    """:func:`evaluate_p2p` at several certainty levels from one sweep of the budget grid.
+
+    In eval mode an image's output does not depend on the other images of its batch, so running
+    :meth:`~icml25.p2p.P2P.find_dynamic_threshold` once per ``kappa`` is the same as evaluating
+    every image at ``tau = step, 2 step, ..., 1`` and recording, for each ``kappa``, the first
+    budget at which it is ``kappa``-confident (``1`` if none). This does the latter, stopping once
+    every image has reached the largest ``kappa``: one sweep instead of one per ``kappa``
+    (``tests/test_p2p.py`` checks the equality).
+
+    Args:
+        model: a trained dynamic :class:`~icml25.p2p.P2P`. x, groups, y: test tensors.
+        kappas: certainty levels in (0, 1). batch: images per forward. step: grid step in (0, 1].
+        device: torch device string.
+
+    Returns:
+        ``{kappa: result}``, each result as :func:`evaluate_p2p` returns.
+
+    Raises:
+        ValueError: a fixed-budget model, ``kappa`` outside (0, 1), ``step`` outside (0, 1].
+    """
+    import math
+
+    import torch
+
+    if not model.dynamic:
+        raise ValueError("evaluate_p2p_kappas needs a dynamic P2P (dynamic=True)")
+    ks = [check_real(k, "kappas", low=0.0, low_open=True, high=1.0, high_open=True) for k in kappas]
+    step = check_real(step, "step", low=0.0, low_open=True, high=1.0)
+    batch = check_int(batch, "batch", low=1)
+    model.to(device).eval()
+    G = max(int(groups.max()) + 1, model.n_segments)
+    K = max(1, int(math.ceil(1.0 / step - 1e-9)))
+    fields = ("pred", "tau", "mask", "group_probs", "confidence")
+    keep = {k: {f: [] for f in fields} for k in ks}
+    with torch.no_grad():
+        for i in range(0, len(y), batch):
+            xb, gb = x[i:i + batch].to(device), groups[i:i + batch].to(device)
+            B = len(xb)
+            h = model.predictor.features(xb)
+            rec = {k: None for k in ks}
+            done = {k: torch.zeros(B, dtype=torch.bool) for k in ks}
+            for k_grid in range(1, K + 1):
+                tau = torch.full((B,), min(1.0, k_grid * step), device=device)
+                out = model._forward(xb, h, gb, tau, G, None)
+                conf = torch.softmax(out.logits, 1).max(1).values.cpu()
+                probs = out.group_probs.cpu()
+                if probs.shape[1] < G:
+                    probs = torch.nn.functional.pad(probs, (0, G - probs.shape[1]))
+                now = {"pred": out.logits.argmax(1).cpu(), "tau": tau.cpu(), "mask": (out.mask[:, 0] > 0.5).cpu(),
+                       "group_probs": probs, "confidence": conf}
+                for k in ks:
+                    new = ~done[k] & ((conf >= k) | (k_grid == K))
+                    if rec[k] is None:
+                        rec[k] = {f: v.clone() for f, v in now.items()}
+                    for f in fields:
+                        rec[k][f][new] = now[f][new]
+                    done[k] |= new
+                if all(bool(d.all()) for d in done.values()):
+                    break
+            for k in ks:
+                for f in fields:
+                    keep[k][f].append(rec[k][f])
+    out_all = {}
+    for k in ks:
+        res = {f: torch.cat(v).numpy() for f, v in keep[k].items()}
+        res["accuracy"] = float((res["pred"] == np.asarray(y)).mean())
+        res["kept"] = res["mask"].reshape(len(y), -1).mean(1)
+        out_all[k] = res
+    return out_all

@@ -225,9 +225,9 @@ def selection_rate(group_probs: Any, group_sizes: Any) -> Any:
     """
     p = check_tensor(group_probs, "group_probs", ndim=2)
     s = check_tensor(group_sizes, "group_sizes", shape=tuple(p.shape))
-    if p.numel() and (float(p.min()) < 0 or float(p.max()) > 1):
+    if p.numel() and (float(p.detach().min()) < 0 or float(p.detach().max()) > 1):
         raise ValueError("group_probs must lie in [0, 1]")
-    if s.numel() and (float(s.min()) < 0 or float(s.sum(1).min()) <= 0):
+    if s.numel() and (float(s.detach().min()) < 0 or float(s.detach().sum(1).min()) <= 0):
         raise ValueError("group_sizes must be >= 0 with a positive sum per row")
     return _selection_rate(p, s.to(p))
 
@@ -255,7 +255,7 @@ def threshold_penalty(p_bar: Any, tau: Any, variant: str = DEFAULTS.reg_variant)
         ValueError: rates outside [0, 1], ``tau`` outside (0, 1], unknown ``variant``.
     """
     p = check_tensor(p_bar, "p_bar", ndim=1)
-    if p.numel() and (float(p.min()) < 0 or float(p.max()) > 1):
+    if p.numel() and (float(p.detach().min()) < 0 or float(p.detach().max()) > 1):
         raise ValueError("p_bar must lie in [0, 1]")
     t = _check_tau(tau, "tau", p.shape[0]).to(p)
     return _penalty(p, t, check_choice(variant, "variant", REG_VARIANTS))
