@@ -210,7 +210,7 @@ def build_llm_prompt(summary1: list[str], summary2: list[str]) -> str:
     for name, s in (("summary1", summary1), ("summary2", summary2)):
         if not isinstance(s, list) or not all(isinstance(x, str) for x in s):
             raise TypeError(f"{name} must be a list of strings (summarise_trajectory's output)")
-    head = ["- Team Configuration : three agents on a 5 x 5 grid, three landmarks.",
+    head = ["- Team Configuration : a team of agents on a square grid, with as many landmarks as agents.",
             "- Situation Description : the agents move together for a fixed number of steps; each step costs the "
             "distance from every landmark to its nearest agent, and agents sharing a cell collide.",
             "- Objective : cover every landmark with an agent, quickly and without collisions.",

@@ -47,7 +47,8 @@ class GridSettings:
         size, n_agents, n_landmarks, horizon: the game. eps: the eps-expert's random-action
         probabilities of the expert / medium / poor datasets. n_traj: trajectories per dataset.
         n_pairs: preference pairs. flip_prob: label flips of the noisy annotator.
-        gpu_size, gpu_agents, gpu_pairs, gpu_eval_episodes: the gpu profile's game and sizes.
+        gpu_size, gpu_agents, gpu_horizon, gpu_pairs, gpu_eval_episodes: the gpu profile's game and sizes
+        (the notes' 10 x 10 grid with 6 agents; a horizon of 20 leaves room for the 18-move diagonal).
     """
 
     size: int = 5
@@ -60,6 +61,7 @@ class GridSettings:
     flip_prob: float = 0.1
     gpu_size: int = 10
     gpu_agents: int = 6
+    gpu_horizon: int = 20
     gpu_pairs: int = 20_000
     gpu_eval_episodes: int = 100_000
 
