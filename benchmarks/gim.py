@@ -1,0 +1,104 @@
+"""Benchmark: GIM training speed (MC vs MAP objective) and the likelihood / MMD kernels vs their
+unfused references, measured side by side in one run.
+
+- Training: full-batch Adam steps per second of :meth:`icml25.gim.GIM.fit` with ``mode="mc"`` and
+  ``mode="map"`` on the Hill benchmark at ``d in {10, 30}`` (160 contexts x 50 cells, S = 16),
+  linear SCM (the sufficient-statistic path). Ratio MAP / MC.
+- Likelihood: :func:`icml25.kernels.gim.context_loglik` (sufficient statistics; the CUDA kernel
+  when a GPU is usable) against :func:`~icml25.kernels.gim.context_loglik_unfused` (the per-cell
+  sum), K = 160 contexts, S = 16, n = 50, at d = 10 and 30. Ratio unfused / fused.
+- MMD sums: :func:`icml25.kernels.gim.mmd_sums` over 280 test contexts (the dispatcher: cdist on a
+  CPU, the tiled kernel on a GPU) against a broadcast NumPy computation. Ratio.
+
+Writes ``benchmarks/results/gim.json``.
+
+Usage: ``python benchmarks/gim.py [--ds 10 30] [--n-steps 200] [--n-reps 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from icml25 import gim
+from icml25.common import backend_label, device_name
+
+
+def _best(f, n_reps):
+    best = np.inf
+    for _ in range(n_reps):
+        t0 = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench_training(d, n_steps, n_reps, rng):
+    b = gim.make_benchmark(rng, d=d, exp_degree=2.0)
+    row = dict(d=d, n_steps=n_steps)
+    for mode in ("mc", "map"):
+        t = _best(lambda: gim.fit_gim(b, rng, n_steps=n_steps, mode=mode), n_reps)
+        row[f"{mode}_steps_per_s"] = n_steps / t
+    row["map_over_mc_speed"] = row["map_steps_per_s"] / row["mc_steps_per_s"]
+    return row
+
+
+def bench_kernels(d, n_reps, rng):
+    K, S, n = 160, 16, 50
+    R = torch.as_tensor(rng.normal(size=(K, n, d)))
+    shift = torch.as_tensor(rng.normal(size=(K, S, d)))
+    sigma = torch.as_tensor(rng.uniform(0.5, 1.0, d))
+    SR, SR2 = R.sum(1), (R**2).sum(1)
+    reps = 20
+    t_fused = _best(lambda: [gim.KERNEL.context_loglik(SR, SR2, shift, sigma, n) for _ in range(reps)], n_reps) / reps
+    t_unfused = _best(lambda: [gim.KERNEL.context_loglik_unfused(R, shift, sigma) for _ in range(reps)], n_reps) / reps
+    C, m = 280, 250
+    X, Y = rng.normal(size=(C, n, d)), rng.normal(size=(C, m, d))
+
+    def broadcast():
+        out = np.empty((C, 3))
+        for c in range(C):
+            for t, (a, bb) in enumerate(((X[c], X[c]), (Y[c], Y[c]), (X[c], Y[c]))):
+                out[c, t] = np.exp(-((a[:, None, :] - bb[None, :, :]) ** 2).sum(-1) / 2.0).sum()
+        return out
+
+    t_mmd = _best(lambda: gim.KERNEL.mmd_sums(X, Y, 1.0), n_reps)
+    t_bcast = _best(broadcast, n_reps)
+    return dict(d=d, loglik_fused_ms=1e3 * t_fused, loglik_unfused_ms=1e3 * t_unfused,
+                loglik_unfused_over_fused=t_unfused / t_fused, mmd_dispatcher_s=t_mmd, mmd_broadcast_numpy_s=t_bcast,
+                mmd_broadcast_over_dispatcher=t_bcast / t_mmd)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ds", type=int, nargs="+", default=[10, 30])
+    parser.add_argument("--n-steps", type=int, default=200)
+    parser.add_argument("--n-reps", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "gim.json")
+    args = parser.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(args.seed)
+    training, kernels = [], []
+    for d in args.ds:
+        training.append(bench_training(d, args.n_steps, args.n_reps, rng))
+        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in training[-1].items()}))
+        kernels.append(bench_kernels(d, args.n_reps, rng))
+        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in kernels[-1].items()}))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    record = dict(benchmark="gim", device=device_name(), backend=backend_label(), n_reps=args.n_reps, seed=args.seed,
+                  utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), training=training, kernels=kernels)
+    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
