@@ -3,7 +3,7 @@
 - Updates: O-MAPL, IPL-VDN, IIPL, SL-MARL (phase 2) and BC at batch 32 pairs, ``T = 12``,
   ``N = 3``, hidden 64, one thread; best of ``n_reps`` timings of ``n_updates`` updates each, all
   in one run so the ratios to BC are measured side by side.
-- Environment: ``E`` games stepped with the dispatcher :func:`icml25.kernels.omapl.coopgrid_step`
+- Environment: ``E`` games stepped with the dispatcher :func:`icml25.kernels.omapl_kernels.coopgrid_step`
   (vectorised NumPy here, the CUDA kernel on a GPU) against a Python loop over games and agents.
 
 Writes ``benchmarks/results/omapl.json``.
@@ -23,7 +23,7 @@ import torch
 
 from icml25 import omapl
 from icml25.common import backend_label, device_name
-from icml25.kernels import omapl as omapl_kernels
+from icml25.kernels import omapl_kernels
 
 MOVES = omapl_kernels.MOVES
 

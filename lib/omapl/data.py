@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from icml25.checks import check_array, check_choice, check_int, check_probability, check_real, check_rng
-from icml25.kernels import omapl as omapl_kernels
+from icml25.kernels import omapl_kernels
 
 from ._checks import PairBatch, make_pair_batch
 from .envs import CoopGridEnv, MPESpreadAdapter, grid_observations, mpe_expert_actions
@@ -76,7 +76,7 @@ def generate_offline_dataset(env: CoopGridEnv, eps: float, n_traj: int, rng: np.
                              quality: int = 0) -> Trajectories:
     """``n_traj`` CoopGrid trajectories of the scripted expert with eps-random actions.
 
-    Start states come from ``rng``; the roll-out is the kernel :func:`icml25.kernels.omapl.coopgrid_rollout`
+    Start states come from ``rng``; the roll-out is the kernel :func:`icml25.kernels.omapl_kernels.coopgrid_rollout`
     keyed by a 63-bit seed drawn from ``rng`` (so the CPU and the GPU give identical data).
 
     Args:

@@ -3,7 +3,7 @@
 CoopGrid is our reconstruction of a small cooperative task (the paper's SMAC and MaMuJoCo need
 StarCraft II and offline buffers that are not available): ``N`` agents cover ``L`` landmarks on a
 ``size x size`` grid within ``horizon`` steps. Its step and its scripted expert are the kernels of
-``icml25.kernels.omapl`` (NumPy reference on the CPU, CUDA on a GPU).
+``icml25.kernels.omapl_kernels`` (NumPy reference on the CPU, CUDA on a GPU).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from icml25.checks import check_array, check_int, check_real, check_rng
-from icml25.kernels import omapl as omapl_kernels
+from icml25.kernels import omapl_kernels
 
 __all__ = ["CoopGridEnv", "grid_observations", "MPESpreadAdapter", "mpe_expert_actions"]
 

@@ -8,7 +8,7 @@ team reward is ``r = -D/10 - 0.5 C`` (float32), ``D`` the sum over landmarks of 
 distance to the nearest agent and ``C`` the number of agent pairs on one cell; ``covered`` says
 that every landmark holds an agent.
 
-Kernels (``omapl.cu``), each with a reference (the contract), a CuPy launcher and a dispatcher:
+Kernels (``omapl_kernels.cu``), each with a reference (the contract), a CuPy launcher and a dispatcher:
 
 - :func:`coopgrid_step`: one joint step of ``E`` games (NumPy in, NumPy out; bit-identical).
 - :func:`coopgrid_rollout`: ``horizon`` steps of the scripted eps-expert, with eps-random actions
@@ -130,7 +130,7 @@ def coopgrid_step_gpu(pos: Any, actions: Any, landmarks: Any, size: int) -> tupl
     r = cp.empty(E, dtype=cp.float32)
     cov = cp.empty(E, dtype=cp.int32)
     grid = min(max(1, (E + _BLOCK - 1) // _BLOCK), 65535)
-    load_module("omapl").get_function("coopgrid_step")(
+    load_module("omapl_kernels").get_function("coopgrid_step")(
         (grid,), (_BLOCK,), (pos, actions, landmarks, new, r, cov, np.int64(E), np.int32(N),
                              np.int32(landmarks.shape[1]), np.int32(size)))
     return new, r, cov
@@ -246,7 +246,7 @@ def coopgrid_rollout_gpu(pos0: Any, landmarks: Any, size: int, horizon: int, eps
     positions = cp.empty((E, horizon + 1, N, 2), dtype=cp.int32)
     success = cp.empty(E, dtype=cp.int32)
     grid = min(max(1, (E + _BLOCK - 1) // _BLOCK), 65535)
-    load_module("omapl").get_function("coopgrid_rollout")(
+    load_module("omapl_kernels").get_function("coopgrid_rollout")(
         (grid,), (_BLOCK,), (pos0, landmarks, actions, rewards, positions, success, np.int64(E), np.int32(N),
                              np.int32(landmarks.shape[1]), np.int32(size), np.int32(horizon),
                              np.uint64(seed), np.uint64(eps_threshold(eps))))
@@ -341,7 +341,7 @@ def segment_logits_gpu(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b_next:
     seg = torch.empty(2 * B, dtype=torch.float32, device=ts[0].device)
     logit = torch.empty(B, dtype=torch.float32, device=ts[0].device)
     cps = [cp.from_dlpack(x) for x in (*ts, r, seg, logit)]
-    mod = load_module("omapl")
+    mod = load_module("omapl_kernels")
     grid = min(max(1, (2 * B + _BLOCK - 1) // _BLOCK), 65535)
     mod.get_function("segment_rewards")((grid,), (_BLOCK,), (*cps[:7], np.float32(gamma), cps[7], cps[8],
                                                              np.int64(2 * B), np.int32(T), np.int32(N)))
