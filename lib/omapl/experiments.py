@@ -132,7 +132,7 @@ def train(agent: Any, data: GridData, n_updates: int, batch_size: int, rng: np.r
     fraction = check_real(fraction, "fraction", low=0.0, low_open=True, high=1.0)
     hist = []
     for k in range(n_updates):
-        hist.append(agent.update(data.sample(rng, batch_size, fraction)))
+        hist.append(agent.update(data.sample(rng, batch_size, fraction).to(agent.device)))
         if callback is not None and every and (k + 1) % every == 0:
             callback(k + 1, agent)
     return hist
@@ -177,13 +177,13 @@ def _self_pairs(pool: Trajectories) -> PairBatch:
 
 def reward_spearman(agent: Any, pool: Trajectories) -> float:
     """Spearman correlation of ``sum_t r_hat_t`` with the true return over ``pool``'s trajectories."""
-    scores = agent.segment_returns(_self_pairs(pool))[0].cpu().numpy()
+    scores = agent.segment_returns(_self_pairs(pool).to(agent.device))[0].cpu().numpy()
     return float(stats.spearmanr(scores, pool.returns).statistic)
 
 
 def preference_accuracy(agent: Any, pool: Trajectories, pairs: PreferencePairs) -> float:
     """Fraction of ``pairs`` whose label the agent's segment scores reproduce."""
-    seg = agent.segment_returns(pair_batch(pool, pairs, np.arange(len(pairs)))).cpu().numpy()
+    seg = agent.segment_returns(pair_batch(pool, pairs, np.arange(len(pairs))).to(agent.device)).cpu().numpy()
     return float(((seg[0] > seg[1]).astype(np.int64) == pairs.y).mean())
 
 

@@ -121,7 +121,7 @@ class LocalActor(nn.Module):
         mean, log_std = self._dist(obs, None)
         if deterministic:
             return torch.tanh(mean)
-        noise = torch.randn(mean.shape, generator=rng, dtype=mean.dtype)
+        noise = torch.randn(mean.shape, generator=rng, dtype=mean.dtype, device=mean.device)
         return torch.tanh(mean + log_std.exp() * noise)
 
 
