@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml25.checks import check_array, check_int, check_real, check_rng
+from icml25.checks import check_int, check_real, check_rng
 
 from .baselines import d3rlpy_policy, d3rlpy_q_values, d3rlpy_train
 from .data import PointMazeLite, ReplayBuffer, evaluate_policy

@@ -31,7 +31,6 @@ from torch import nn
 from icml25.checks import check_array, check_bool, check_choice, check_int, check_real, check_rng, check_tensor
 from icml25.kernels import pars_kernels
 
-from ._checks import _check_actions_in_box
 
 __all__ = [
     "EnsembleCritic", "Actor", "sample_infeasible_actions", "q_min_from_data", "pars_critic_loss",
