@@ -53,6 +53,7 @@ def test_ensemble_layer_dispatcher_equals_reference_and_keeps_gradient():
     W.requires_grad_(True)
     y = pars_kernels.ensemble_layer(x, W, b, g, beta)
     assert torch.equal(y, pars_kernels.ensemble_layer_reference(x, W, b, g, beta))
+    assert torch.equal(pars_kernels.ensemble_layer(x, W, b, g, beta, validate=False), y)
     y.sum().backward()
     assert W.grad is not None and torch.isfinite(W.grad).all()
 

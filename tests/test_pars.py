@@ -257,5 +257,9 @@ def test_bad_inputs_name_the_argument():
         pars.PointMazeLite().step(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="name"):
         pars.d3rlpy_algo("bcq")
+    with pytest.raises(ValueError, match="finite"):
+        critic(b["observations"], torch.full((32, 2), float("nan")))
+    with pytest.raises(ValueError, match="a must have shape"):
+        critic(b["observations"], torch.zeros(32, 3))
     with pytest.raises(ValueError, match="expert"):
         pars.normalized_score([1.0], 2.0, 2.0)

@@ -85,7 +85,7 @@ class EnsembleCritic(nn.Module):
         x = torch.cat([s, a], dim=-1) if self.state_dim else a
         h = x.unsqueeze(0).expand(self.E, *x.shape)
         for W, b, g, beta in zip(self.W, self.b, self.g, self.beta):
-            h = pars_kernels.ensemble_layer(h, W, b, g, beta, layer_norm=self.layer_norm)
+            h = pars_kernels.ensemble_layer(h, W, b, g, beta, layer_norm=self.layer_norm, validate=False)
         return h
 
     def forward(self, s: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
@@ -94,6 +94,8 @@ class EnsembleCritic(nn.Module):
             raise ValueError(f"a must have shape (B, {self.act_dim}), got {tuple(a.shape)}")
         if self.state_dim and (s.ndim != 2 or s.shape != (a.shape[0], self.state_dim)):
             raise ValueError(f"s must have shape ({a.shape[0]}, {self.state_dim}), got {tuple(s.shape)}")
+        if not (torch.isfinite(a).all() and (not self.state_dim or torch.isfinite(s).all())):
+            raise ValueError("s and a must be finite")
         h = self.features(s, a)
         return torch.einsum("ebh,eh->eb", h, self.w_out) + self.b_out[:, None]
 
