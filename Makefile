@@ -83,7 +83,8 @@ test: $(STAMP) $(ASSETS) system-deps
 # (--prepare-only) injects PROFILE/SEED, nbval executes and validates; one xdist run.
 test-pytest: _build/prepared/seed$(SEED)/.stamp
 	rm -rf _build/executed-test
-	ICML25_EXECUTED_DIR=_build/executed-test $(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --ignore=tests/fixtures --ignore=tests/browser -m "not slow" \
+	rm -rf _build/results-test
+	ICML25_RESULTS_DIR=$(CURDIR)/_build/results-test ICML25_EXECUTED_DIR=_build/executed-test $(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --ignore=tests/fixtures --ignore=tests/browser -m "not slow" \
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile \
 	  -p no:cacheprovider -q -rs --durations=15
 
@@ -99,7 +100,7 @@ _build/prepared/seed%/.stamp: $(NOTEBOOKS) .ci/nbval_capture.py $(STAMP)
 # The book rendered from the notebooks the nbval run executed (nothing executes again), with
 # warnings as errors.
 test-render: $(STAMP) $(ASSETS)
-	$(BIN)/python .ci/stage_book.py _build/executed-test _build/test-src
+	$(BIN)/python .ci/stage_book.py _build/executed-test _build/test-src --results _build/results-test
 	$(BIN)/jupyter-book build _build/test-src --path-output _build/test-render --warningiserror --nitpick --keep-going --quiet
 
 test-seeds: $(STAMP)
@@ -127,7 +128,7 @@ _build/executed/%.ipynb: | $(STAMP)
 	@mv $(@D)/.partial-$*.ipynb $@
 
 book: $(STAMP) $(EXECUTED) $(ASSETS)
-	$(BIN)/python .ci/stage_book.py _build/executed _build/src
+	$(BIN)/python .ci/stage_book.py _build/executed _build/src --results _build/results
 	$(BIN)/jupyter-book build _build/src --path-output . --warningiserror --nitpick --keep-going --quiet
 	@echo "The book: file://$(CURDIR)/_build/html/index.html"
 
@@ -198,7 +199,7 @@ grade: $(STAMP)
 
 book-nosolutions: $(STAMP) $(EXECUTED) $(ASSETS)
 	$(BIN)/python -m icml25.classroom reader _build/executed _build/executed-nosolutions
-	$(BIN)/python .ci/stage_book.py _build/executed-nosolutions _build/src-nosolutions
+	$(BIN)/python .ci/stage_book.py _build/executed-nosolutions _build/src-nosolutions --results _build/results
 	$(BIN)/jupyter-book build _build/src-nosolutions --path-output _build/nosolutions --warningiserror --nitpick --keep-going --quiet
 	@echo "The book without solutions: file://$(CURDIR)/_build/nosolutions/_build/html/index.html"
 

@@ -7,7 +7,11 @@ the configuration, the front matter and the chosen notebooks into DEST, writing 
 modification time) only when its content changed, so that Sphinx's incremental build re-renders
 exactly what changed.
 
-Usage: python .ci/stage_book.py NOTEBOOK_DIR DEST
+The reproduction page (``book/reproduction.md``) is generated on the way from the chapters'
+claim records, the cpu records of this build (``--results``, default ``_build/results``) and the
+recorded GPU runs (``data/results``): see ``.ci/reproduction.py``.
+
+Usage: python .ci/stage_book.py NOTEBOOK_DIR DEST [--results RESULTS_DIR]
 """
 
 from __future__ import annotations
@@ -46,7 +50,19 @@ def without_injected_parameters(path: Path) -> bytes:
     return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode()
 
 
-def main(notebook_dir: str, dest: str) -> None:
+def reproduction_page(results: Path) -> bytes:
+    """book/reproduction.md with its table generated from the claim records and the runs."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "reproduction.md"
+        subprocess.run([sys.executable, str(ROOT / ".ci" / "reproduction.py"), str(ROOT / "book" / "reproduction.md"),
+                        str(out), "--cpu", str(results), "--gpu", str(ROOT / "data" / "results")], check=True)
+        return out.read_bytes()
+
+
+def main(notebook_dir: str, dest: str, results: str | None = None) -> None:
     dest_path = Path(dest)
     wanted: set[Path] = set()
     for name in ("_config.yml", "_toc.yml"):
@@ -55,7 +71,10 @@ def main(notebook_dir: str, dest: str) -> None:
     for src in (ROOT / "book").rglob("*"):
         if src.is_file():
             dst = dest_path / "book" / src.relative_to(ROOT / "book")
-            sync(src, dst)
+            if src.name == "reproduction.md" and src.parent == ROOT / "book":
+                sync(src, dst, reproduction_page(Path(results or ROOT / "_build" / "results")))
+            else:
+                sync(src, dst)
             wanted.add(dst)
     for src in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         chosen = Path(notebook_dir) / src.name
@@ -70,4 +89,10 @@ def main(notebook_dir: str, dest: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    args = sys.argv[1:]
+    res = None
+    if "--results" in args:
+        i = args.index("--results")
+        res = args[i + 1]
+        del args[i:i + 2]
+    main(*args[:2], results=res)

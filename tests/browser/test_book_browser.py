@@ -256,6 +256,42 @@ def test_search_finds_chapter_02(browser) -> None:
     REPORT["search_hits"] = len(hits)
 
 
+def test_reproduction_page_sorts_and_filters(browser) -> None:
+    """The reproduction report (book/reproduction.md): one row per claim, counts per verdict, and
+    the page's own script (offline) sorts by a column and filters by text and by verdict."""
+    assert "book/reproduction" in DOCNAMES, "book/reproduction is not in _toc.yml"
+    visit = Visit(browser, page_url("book/reproduction"))
+    try:
+        page = visit.page
+        rows = page.locator("#reproduction tbody tr")
+        n = rows.count()
+        assert n >= len(CHAPTERS), f"the reproduction table has {n} rows for {len(CHAPTERS)} chapters"
+        assert page.locator("#repro-controls").is_visible(), "the sorting/filtering script did not run"
+        assert page.locator("table.repro-counts tbody tr").count() == 5
+        page.fill("#repro-filter", "Karger")
+        page.wait_for_timeout(200)
+        visible = page.locator("#reproduction tbody tr:visible").count()
+        assert 0 < visible < n or n == visible == 1, (visible, n)
+        page.fill("#repro-filter", "")
+        page.select_option("#repro-verdict", "holds")
+        shown = page.eval_on_selector_all("#reproduction tbody tr", "rs => rs.filter(r => r.style.display !== 'none')"
+                                          ".map(r => r.getAttribute('data-verdict'))")
+        assert all(v == "holds" for v in shown), shown
+        page.select_option("#repro-verdict", "")
+        page.click("#reproduction thead th:nth-child(2)")
+        page.click("#reproduction thead th:nth-child(2)")  # the second click sorts descending
+        assert page.get_attribute("#reproduction thead th:nth-child(2)", "data-order") == "desc"
+        assert page.eval_on_selector_all(
+            "#reproduction tbody tr td:nth-child(2)",
+            "ts => ts.map(t => t.textContent.trim()).every((t, i, a) => i === 0 || a[i - 1].localeCompare(t) >= 0)"
+        ), "clicking the claim header twice did not sort the rows in descending order"
+        visit.record("book/reproduction")
+        assert not visit.blocked and not visit.failed and not visit.errors, (visit.blocked, visit.failed, visit.errors)
+    finally:
+        visit.close()
+    REPORT["reproduction_rows"] = n
+
+
 def test_screenshots_of_chapter_02(browser) -> None:
     chapter02 = next(c for c in CHAPTERS if Path(c).name.startswith("02_"))
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,306 @@
+"""Claim records: each chapter declares the paper's claims once, and every table judges them.
+
+A chapter module (or package) defines ``CLAIMS``, a list of :class:`Claim`: an identifier, the
+claim in words, the paper's number or direction (with its table or figure), the metric shown as
+"this run", how the run is judged (the check cell that asserts it, or "reported only") and a
+*judge*: a function of the run's metrics that says whether the claim holds, holds in direction
+only, or does not reproduce at this scale. The same records and the same judge give
+
+- the chapter's results table (:func:`claims_table`: claim | paper | this run | GPU run |
+  verdict, for the cpu run in the notebook and the recorded GPU run in ``data/results/``);
+- the book's reproduction page (:func:`reproduction_rows`, rendered by ``.ci/reproduction.py``),
+  one row per claim of every chapter, with the verdict of this build's cpu run and of the GPU run.
+
+A metric the run did not record, a NaN, or a chapter whose run failed is shown as such
+("not recorded", "not recorded (NaN)", "chapter failed: ..."), never dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+__all__ = [
+    "HOLDS",
+    "DIRECTION",
+    "NOT_REPRODUCED",
+    "NOT_RECORDED",
+    "VERDICTS",
+    "Claim",
+    "verdict",
+    "chapter_claims",
+    "claims_table",
+    "load_run",
+    "reproduction_rows",
+    "CHAPTER_MODULES",
+]
+
+HOLDS = "holds"
+DIRECTION = "holds in direction only"
+NOT_REPRODUCED = "does not reproduce at this scale"
+NOT_RECORDED = "not recorded"
+VERDICTS = (HOLDS, DIRECTION, NOT_REPRODUCED, NOT_RECORDED)
+
+#: chapter -> module holding its CLAIMS (the book's chapter modules, book/notation.md)
+CHAPTER_MODULES = {
+    "01": "lowra", "02": "vmf_exploration", "04": "gim", "05": "safety_polytope", "06": "mincut_predictions",
+    "07": "flow_divergence", "09": "p2p", "10": "omapl", "11": "mnl_bandits", "12": "hc_oracles",
+    "15": "pars", "16": "grokking", "17": "maxent_mislead", "19": "pcl",
+}
+
+
+class _Missing(Exception):
+    """A metric the judge needs is absent or not finite."""
+
+
+class _Metrics(dict):
+    """The run's metrics as a judge sees them: a missing or non-finite value stops the judge."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise _Missing(f"{key} not recorded")
+        value = dict.__getitem__(self, key)
+        if _is_nan(value):
+            raise _Missing(f"{key} is NaN")
+        return value
+
+
+def _is_nan(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.lower() in ("nan", "inf", "-inf")
+    try:
+        return isinstance(value, (int, float)) and not math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One claim of a paper, as the book judges it.
+
+    Attributes:
+        id: short identifier, unique within the chapter (``"speedup_eta0"``).
+        claim: the claim in words (what a reader should check).
+        paper: the paper's number or direction, with its table or figure (``"Fig. 3: ..."``).
+        metric: the key of the run's metrics shown as "this run".
+        holds: ``metrics -> bool``: the claim holds at this run's scale.
+        direction: optional ``metrics -> bool``: the weaker statement that the effect points the
+            paper's way (then a failed ``holds`` reads "holds in direction only").
+        judged_by: ``"check: <the check cell's title>"`` when a ``# Check:`` cell asserts it,
+            else ``"reported only"``.
+    """
+
+    id: str
+    claim: str
+    paper: str
+    metric: str
+    holds: Callable[[Mapping[str, Any]], bool]
+    direction: Callable[[Mapping[str, Any]], bool] | None = None
+    judged_by: str = "reported only"
+
+    def __post_init__(self) -> None:
+        for name in ("id", "claim", "paper", "metric", "judged_by"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
+                raise ValueError(f"Claim.{name} must be a non-empty string, got {getattr(self, name)!r}")
+        if not callable(self.holds):
+            raise TypeError(f"Claim.holds must be callable (metrics -> bool), got {type(self.holds).__name__}")
+        if self.direction is not None and not callable(self.direction):
+            raise TypeError("Claim.direction must be callable or None")
+        if not (self.judged_by == "reported only" or self.judged_by.startswith("check: ")):
+            raise ValueError(f"Claim.judged_by must be 'reported only' or 'check: <title>', got {self.judged_by!r}")
+
+
+def verdict(claim: Claim, metrics: Mapping[str, Any] | None) -> str:
+    """The verdict of one claim on one run.
+
+    Args:
+        claim: the claim.
+        metrics: the run's metrics (``None``: no run recorded).
+
+    Returns:
+        one of :data:`VERDICTS`, or ``"not recorded (<why>)"`` when a metric the judge reads is
+        missing or NaN.
+
+    Raises:
+        TypeError: the judge returned something other than a bool (a judge bug, never hidden).
+    """
+    if metrics is None:
+        return NOT_RECORDED
+    m = _Metrics(metrics)
+    try:
+        ok = claim.holds(m)
+        if not isinstance(ok, bool):
+            ok = _judged_bool(ok, claim, "holds")
+        if ok:
+            return HOLDS
+        if claim.direction is not None:
+            d = claim.direction(m)
+            if not isinstance(d, bool):
+                d = _judged_bool(d, claim, "direction")
+            if d:
+                return DIRECTION
+        return NOT_REPRODUCED
+    except _Missing as why:
+        return f"{NOT_RECORDED} ({why})"
+
+
+def _judged_bool(value: Any, claim: Claim, which: str) -> bool:
+    try:
+        import numpy as np
+
+        if isinstance(value, np.bool_):
+            return bool(value)
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"claim {claim.id!r}: {which}(metrics) returned {type(value).__name__}, not bool")
+
+
+def chapter_claims(chapter: str) -> list[Claim]:
+    """The ``CLAIMS`` of a chapter's module (``[]`` when it declares none yet).
+
+    Raises:
+        ValueError: ``chapter`` is not a chapter of the book, or its claims repeat an id.
+    """
+    if chapter not in CHAPTER_MODULES:
+        raise ValueError(f"chapter must be one of {sorted(CHAPTER_MODULES)}, got {chapter!r}")
+    mod = importlib.import_module(f"icml25.{CHAPTER_MODULES[chapter]}")
+    claims = list(getattr(mod, "CLAIMS", []))
+    ids = [c.id for c in claims]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ValueError(f"chapter {chapter}: claim ids repeat: {dup}")
+    for c in claims:
+        if not isinstance(c, Claim):
+            raise TypeError(f"chapter {chapter}: CLAIMS holds a {type(c).__name__}, not a Claim")
+    return claims
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, (int,)) and not isinstance(v, bool):
+        return f"{v}"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return "NaN" if math.isnan(f) else str(f)
+    return f"{f:.4g}"
+
+
+def _value(metrics: Mapping[str, Any] | None, key: str) -> str:
+    if metrics is None:
+        return NOT_RECORDED
+    if key not in metrics:
+        return NOT_RECORDED
+    return _fmt(metrics[key])
+
+
+def load_run(chapter: str, profile: str, folder: str | os.PathLike) -> dict | None:
+    """A recorded run: ``{"metrics", "provenance", "status"}`` or ``None`` when none is recorded.
+
+    A record whose ``status`` is ``"failed"`` (a runner's record of a chapter that did not finish)
+    is returned as is, with its ``error``.
+    """
+    path = Path(folder) / f"{chapter}-{profile}.json"
+    if not path.exists():
+        return None
+    rec = json.loads(path.read_text())
+    rec.setdefault("status", "ok")
+    return rec
+
+
+def _run_metrics(run: dict | None) -> tuple[Mapping[str, Any] | None, str | None]:
+    if run is None:
+        return None, None
+    if run.get("status") == "failed":
+        return None, f"chapter failed: {run.get('error', 'no error recorded')}"
+    return run.get("metrics", {}), None
+
+
+def claims_table(chapter: str, metrics: Mapping[str, Any], *, gpu_folder: str | os.PathLike | None = None) -> "Any":
+    """The chapter's results table from its claim records.
+
+    Args:
+        chapter: two-digit chapter number.
+        metrics: this run's metrics (the dict given to :func:`icml25.common.record_metrics`).
+        gpu_folder: where the GPU run is recorded (default ``data/results``).
+
+    Returns:
+        a ``pandas.DataFrame`` with columns claim, paper, this run, verdict, GPU run, GPU verdict,
+        judged by (one row per claim, in the order declared).
+
+    Raises:
+        ValueError: the chapter declares no claims, or ``metrics`` is not a mapping.
+    """
+    import pandas as pd
+
+    from icml25.common import repo_root
+
+    if not isinstance(metrics, Mapping):
+        raise ValueError(f"metrics must be a mapping, got {type(metrics).__name__}")
+    claims = chapter_claims(chapter)
+    if not claims:
+        raise ValueError(f"chapter {chapter} declares no CLAIMS in icml25.{CHAPTER_MODULES[chapter]}")
+    folder = Path(gpu_folder) if gpu_folder is not None else repo_root() / "data" / "results"
+    gpu, gpu_fail = _run_metrics(load_run(chapter, "gpu", folder))
+    rows = []
+    for c in claims:
+        rows.append({
+            "claim": c.claim,
+            "paper": c.paper,
+            "this run": _value(metrics, c.metric),
+            "verdict": verdict(c, metrics),
+            "GPU run": gpu_fail or _value(gpu, c.metric),
+            "GPU verdict": gpu_fail or verdict(c, gpu),
+            "judged by": c.judged_by,
+        })
+    pd.set_option("display.max_colwidth", None)
+    return pd.DataFrame(rows)
+
+
+def reproduction_rows(cpu_folder: str | os.PathLike, gpu_folder: str | os.PathLike,
+                      chapters: Iterable[str] | None = None) -> list[dict[str, str]]:
+    """One row per claim of every chapter, for the reproduction page.
+
+    Args:
+        cpu_folder: this build's cpu records (``NN-cpu.json``).
+        gpu_folder: the recorded GPU runs (``NN-gpu.json``).
+        chapters: which chapters (default: every chapter of :data:`CHAPTER_MODULES`).
+
+    Returns:
+        dicts with chapter, id, claim, paper, metric, cpu, cpu_verdict, gpu, gpu_verdict,
+        judged_by. A chapter that declares no claims yet gives one row saying so; a chapter whose
+        run is missing or failed keeps its rows, with the verdict saying why.
+    """
+    out: list[dict[str, str]] = []
+    for ch in chapters if chapters is not None else sorted(CHAPTER_MODULES):
+        try:
+            claims = chapter_claims(ch)
+        except ImportError as exc:
+            out.append(_placeholder(ch, f"module not importable: {exc}"))
+            continue
+        if not claims:
+            out.append(_placeholder(ch, "no claim records yet"))
+            continue
+        cpu, cpu_fail = _run_metrics(load_run(ch, "cpu", cpu_folder))
+        gpu, gpu_fail = _run_metrics(load_run(ch, "gpu", gpu_folder))
+        for c in claims:
+            out.append({
+                "chapter": ch, "id": c.id, "claim": c.claim, "paper": c.paper, "metric": c.metric,
+                "cpu": cpu_fail or _value(cpu, c.metric), "cpu_verdict": cpu_fail or verdict(c, cpu),
+                "gpu": gpu_fail or _value(gpu, c.metric), "gpu_verdict": gpu_fail or verdict(c, gpu),
+                "judged_by": c.judged_by,
+            })
+    return out
+
+
+def _placeholder(ch: str, why: str) -> dict[str, str]:
+    return {"chapter": ch, "id": "-", "claim": f"({why})", "paper": "", "metric": "", "cpu": NOT_RECORDED,
+            "cpu_verdict": NOT_RECORDED, "gpu": NOT_RECORDED, "gpu_verdict": NOT_RECORDED, "judged_by": ""}
