@@ -102,9 +102,9 @@ class TwoStage:
         self.models: list[Any] = []
 
     def fit(self, D0: Any, X_ctx: Any, gammas: Any, n_steps: int, S: int, lam1: float, lamI: float,
-            lr: float = 1e-2) -> "TwoStage":
+            lr: float = 1e-2, device: str = "cpu") -> "TwoStage":
         """Stage 1 then stage 2 (arguments as :meth:`GIM.fit`). Raises as :meth:`GIM.fit`."""
-        self.gim.fit(D0, X_ctx, gammas, n_steps, S, lam1, lamI, "free", self.rng, lr=lr)
+        self.gim.fit(D0, X_ctx, gammas, n_steps, S, lam1, lamI, "free", self.rng, lr=lr, device=device)
         self.fit_stage2(gammas)
         return self
 
@@ -174,6 +174,8 @@ def graph_notears(X: Any, lam1: float = 0.1, threshold: float = 0.3) -> np.ndarr
     os.environ.setdefault("CASTLE_BACKEND", "pytorch")
     logging.getLogger().setLevel(logging.WARNING)
     from castle.algorithms import Notears
+
+    logging.getLogger().setLevel(logging.WARNING)      # castle logs every iteration at INFO on the root
 
     X = check_array(X, "X", ndim=2)
     lam1 = check_real(lam1, "lam1", low=0.0)

@@ -30,7 +30,9 @@ class GIMDefaults:
         q_latent: dimension of a drug's feature vector ``z`` (reconstruction).
         hidden: width of the two hidden layers of the GIM network (reconstruction).
         n_steps: full-batch Adam steps of a fit; ``lr`` its learning rate (reconstruction).
-        S: Monte-Carlo intervention samples per context in the ``"mc"`` objective.
+        S: Monte-Carlo intervention samples per context in the ``"mc"`` objective; ``S_map``: the
+            relaxed samples per context of the ``"map"``/``"free"`` objectives (they only smooth
+            the Bernoulli relaxation, so fewer suffice).
         lam1: l1 weight on the SCM's adjacency; ``lamI``: sparse-mechanism-shift weight on the
             expected number of targets per context (reconstruction).
         threshold: |W| above which an edge is kept in the read-out graph (NOTEARS' 0.3).
@@ -50,6 +52,7 @@ class GIMDefaults:
     n_steps: int = 3000
     lr: float = 1e-2
     S: int = 16
+    S_map: int = 4
     lam1: float = 0.02
     lamI: float = 10.0
     threshold: float = 0.3

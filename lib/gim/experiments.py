@@ -24,30 +24,34 @@ def features(split: Split, drop_dose: bool = False) -> np.ndarray:
 
 
 def fit_gim(bench: Benchmark, rng: np.random.Generator, n_steps: int = DEFAULTS.n_steps, mode: str = "map",
-            S: int = DEFAULTS.S, lam1: float = DEFAULTS.lam1, lamI: float = DEFAULTS.lamI, lr: float = DEFAULTS.lr,
+            S: int | None = None, lam1: float = DEFAULTS.lam1, lamI: float = DEFAULTS.lamI, lr: float = DEFAULTS.lr,
             drop_dose: bool = False, use_d0: bool = True, known_graph: bool = False, kind: str = "linear",
-            hidden: int = DEFAULTS.hidden) -> GIM:
+            hidden: int = DEFAULTS.hidden, device: str = "cpu") -> GIM:
     """A GIM fit on the training split of ``bench`` (ablations: ``drop_dose``, ``use_d0``, ``known_graph``).
+
+    ``S`` defaults to ``DEFAULTS.S`` for ``mode="mc"`` and ``DEFAULTS.S_map`` otherwise.
 
     Raises:
         ValueError: as :meth:`GIM.fit`. TypeError: ``rng`` not a Generator.
     """
     rng = check_rng(rng)
+    S = (DEFAULTS.S if mode == "mc" else DEFAULTS.S_map) if S is None else S
     G = features(bench.train, drop_dose)
     d = bench.D0.shape[1]
     scm = SCMModule(d, kind, rng=rng, mask=(bench.W != 0) if known_graph else None)
     model = GIM(scm, GIMNet(G.shape[1], d, hidden, rng=rng))
-    return model.fit(bench.D0, bench.train.X, G, n_steps, S, lam1, lamI if not known_graph else lamI, mode, rng,
-                     lr=lr, use_d0=use_d0)
+    return model.fit(bench.D0, bench.train.X, G, n_steps, S, lam1, lamI, mode, rng,
+                     lr=lr, use_d0=use_d0, device=device)
 
 
 def fit_baselines(bench: Benchmark, rng: np.random.Generator, n_steps: int = DEFAULTS.n_steps,
-                  S: int = DEFAULTS.S) -> dict[str, Any]:
+                  S: int = DEFAULTS.S_map, kind: str = "linear", device: str = "cpu") -> dict[str, Any]:
     """The black-box shift MLP and the two-stage pipeline (MLP and kNN second stages share stage 1)."""
     rng = check_rng(rng)
     bb = BlackBoxShift(rng).fit(bench.D0, bench.train.X, bench.train.gammas)
     d, q = bench.D0.shape[1], bench.train.gammas.shape[1]
-    two = TwoStage(d, q, rng).fit(bench.D0, bench.train.X, bench.train.gammas, n_steps, S, DEFAULTS.lam1, DEFAULTS.lamI)
+    two = TwoStage(d, q, rng, kind=kind).fit(bench.D0, bench.train.X, bench.train.gammas, n_steps, S, DEFAULTS.lam1,
+                                             DEFAULTS.lamI, device=device)
     knn = TwoStage(d, q, rng, regressor="knn")
     knn.gim = two.gim                                          # the same stage-1 fit
     knn.fit_stage2(bench.train.gammas)
@@ -104,17 +108,19 @@ def target_prediction_unseen(model: GIM, bench: Benchmark, two_stage: dict[str, 
 
 
 def graph_comparison(model: GIM, bench: Benchmark, threshold: float = DEFAULTS.threshold,
-                     methods: tuple[str, ...] = ("PC", "GES", "NOTEARS")) -> list[dict]:
-    """SHD to the true graph: the GIM's read-out against PC / GES / NOTEARS on ``D0`` (and pooled cells)."""
-    for m in methods:
+                     methods: tuple[str, ...] = ("PC", "GES", "NOTEARS"),
+                     pooled: tuple[str, ...] = ("PC", "GES")) -> list[dict]:
+    """SHD to the true graph: the GIM's read-out against PC / GES / NOTEARS on ``D0``, and the
+    ``pooled`` ones also on all cells pooled (observational and interventional)."""
+    for m in (*methods, *pooled):
         check_choice(m, "methods", ("PC", "GES", "NOTEARS"))
     true = bench.W != 0
     rows = [dict(method="GIM (D0 + contexts)", shd=shd(model.graph(threshold), true),
                  edges=int(model.graph(threshold).sum()), true_edges=int(true.sum()))]
     fns = {"PC": graph_pc, "GES": graph_ges, "NOTEARS": graph_notears}
-    pooled = np.concatenate([bench.D0, bench.train.X.reshape(-1, bench.D0.shape[1])])
+    pooled_cells = np.concatenate([bench.D0, bench.train.X.reshape(-1, bench.D0.shape[1])])
     for m in methods:
-        for label, data in (("D0", bench.D0), ("pooled", pooled)):
+        for label, data in (("D0", bench.D0), ("pooled", pooled_cells)) if m in pooled else (("D0", bench.D0),):
             A = fns[m](data)
             rows.append(dict(method=f"{m} ({label})", shd=shd(A, true), edges=int(A.sum()), true_edges=int(true.sum())))
     return rows

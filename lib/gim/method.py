@@ -42,10 +42,10 @@ KERNEL = gim
 __all__ = ["KERNEL", "notears_h", "prune_to_dag", "SCMModule", "GIMNet", "GIM"]
 
 
-def _torch_gen(rng: np.random.Generator | None) -> torch.Generator | None:
+def _torch_gen(rng: np.random.Generator | None, device: str = "cpu") -> torch.Generator | None:
     if rng is None:
         return None
-    return torch.Generator().manual_seed(int(check_rng(rng).integers(2**62)))
+    return torch.Generator(device=device).manual_seed(int(check_rng(rng).integers(2**62)))
 
 
 def notears_h(W: Any) -> float:
@@ -193,7 +193,7 @@ class SCMModule(nn.Module):
         ``sum_i R_j^2 = A_j^T M A_j - 2 n b_j (xbar A)_j + n b_j^2``, ``M = sum_i x_i x_i^T``."""
         if isinstance(X, tuple):                                        # linear SCM, moments (n, xbar, M)
             n, xbar, M = X
-            A = torch.eye(self.d, dtype=torch.float64) - self.W * self.offdiag
+            A = torch.eye(self.d, dtype=torch.float64, device=self.W.device) - self.W * self.offdiag
             xa = xbar @ A                                               # (K, d)
             SR2 = torch.einsum("kab,aj,bj->kj", M, A, A) - 2.0 * n * self.b * xa + n * self.b**2
             return n * (xa - self.b), SR2, n
@@ -264,7 +264,8 @@ def _moments(X: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
 
 def _relaxed_bernoulli(logits: torch.Tensor, S: int, tau: float, g: torch.Generator | None) -> torch.Tensor:
     """Gumbel-sigmoid samples ``sigmoid((logits + log U - log(1 - U)) / tau)``, shape ``(K, S, d)``."""
-    U = torch.rand((logits.shape[0], S, logits.shape[1]), generator=g, dtype=logits.dtype).clamp(1e-6, 1 - 1e-6)
+    U = torch.rand((logits.shape[0], S, logits.shape[1]), generator=g, dtype=logits.dtype,
+                   device=logits.device).clamp(1e-6, 1 - 1e-6)
     return torch.sigmoid((logits[:, None, :] + torch.log(U) - torch.log1p(-U)) / tau)
 
 
@@ -276,7 +277,7 @@ def _mc_objective(scm: SCMModule, net: GIMNet, X: torch.Tensor, G: torch.Tensor,
     """
     logits, m = net(G)
     I = _relaxed_bernoulli(logits, S, tau, g)                                      # (K, S, d)
-    eps = torch.randn(I.shape, generator=g, dtype=I.dtype)
+    eps = torch.randn(I.shape, generator=g, dtype=I.dtype, device=I.device)
     psi = m[:, None, :] + torch.exp(net.log_s) * eps                              # psi ~ N(m, s^2)
     ll = scm._log_prob(X, I * psi)                                                 # (K, S)
     return (torch.logsumexp(ll, dim=1) - math.log(S)).sum(), torch.sigmoid(logits)
@@ -333,7 +334,7 @@ class GIM:
 
     def fit(self, D0: Any, X_ctx: Any, gammas: Any, n_steps: int, S: int, lam1: float, lamI: float,
             mode: str, rng: np.random.Generator, lr: float = 1e-2, temperature: float = 0.5,
-            use_d0: bool = True) -> "GIM":
+            use_d0: bool = True, device: str = "cpu") -> "GIM":
         """Maximise the joint objective (module docstring) with full-batch Adam.
 
         ``loss = -(log p(D0) + sum_k obj_k - lamI sum_k sum_j pi_kj) / N + lam1 |A|_1 + alpha h + mu h^2 / 2``
@@ -349,6 +350,8 @@ class GIM:
             mode: ``"mc"``, ``"map"`` or ``"free"`` (module docstring). rng: every draw.
             lr: Adam's step. temperature: final relaxation temperature in (0, 1].
             use_d0: include ``log p(D0)`` (the "no D0" ablation sets False).
+            device: torch device of the training loop (``icml25.common.torch_device(PROFILE)``);
+                the modules return to the CPU afterwards, where the read-outs run.
 
         Returns:
             ``self``; ``history`` holds ``{step, nll, h}`` records, ``context_probs`` / ``context_psi``
@@ -370,9 +373,16 @@ class GIM:
         rng = check_rng(rng)
         lr = check_positive(lr, "lr")
         temperature = check_real(temperature, "temperature", low=0.0, high=1.0, low_open=True)
-        self._fit(torch.as_tensor(D0, dtype=torch.float64)[None], torch.as_tensor(X, dtype=torch.float64),
-                  torch.as_tensor(G, dtype=torch.float64), n_steps, S, lam1, lamI, mode, _torch_gen(rng), lr,
-                  temperature, bool(use_d0))
+        device = check_choice(device, "device", ("cpu", "cuda"))
+        t = lambda a: torch.as_tensor(a, dtype=torch.float64, device=device)  # noqa: E731
+        self.scm.to(device)
+        self.net.to(device)
+        try:
+            self._fit(t(D0)[None], t(X), t(G), n_steps, S, lam1, lamI, mode, _torch_gen(rng, device), lr,
+                      temperature, bool(use_d0))
+        finally:
+            self.scm.cpu()
+            self.net.cpu()
         return self
 
     def _fit(self, D0: torch.Tensor, X: torch.Tensor, G: torch.Tensor, n_steps: int, S: int, lam1: float,
@@ -384,14 +394,14 @@ class GIM:
         params = list(self.scm.parameters()) + (list(self.net.parameters()) if mode != "free" else [])
         ell = psi = None
         if mode in ("map", "free"):
-            ell = torch.full((K, d), -2.0, dtype=torch.float64, requires_grad=True)   # per-context logits
-            psi = torch.zeros((K, d), dtype=torch.float64, requires_grad=True)        # per-context shifts
+            ell = torch.full((K, d), -2.0, dtype=torch.float64, device=X.device, requires_grad=True)  # logits
+            psi = torch.zeros((K, d), dtype=torch.float64, device=X.device, requires_grad=True)      # shifts
             params += [ell, psi]
         opt = torch.optim.Adam(params, lr=lr, foreach=True)
         N = K * n + (D0.shape[1] if use_d0 else 0)  # cells
         alpha, mu, h_prev = 0.0, 1.0, math.inf
         every = max(1, n_steps // 10)
-        zero = torch.zeros((1, 1, d), dtype=torch.float64)
+        zero = torch.zeros((1, 1, d), dtype=torch.float64, device=X.device)
         if self.scm.kind == "linear":                                   # sufficient statistics, once
             X, D0 = _moments(X), _moments(D0)
         for step in range(n_steps):
@@ -416,8 +426,8 @@ class GIM:
                 h_prev = hv
                 self.history.append(dict(step=step + 1, nll=float(nll.detach()), h=hv))
         if ell is not None:
-            self.context_probs = torch.sigmoid(ell).detach().numpy()
-            self.context_psi = psi.detach().numpy()
+            self.context_probs = torch.sigmoid(ell).detach().cpu().numpy()
+            self.context_psi = psi.detach().cpu().numpy()
 
     def weighted_adjacency(self) -> np.ndarray:
         """(d, d) float64 learned edge weights ``i -> j`` (``W``, or MLP column norms)."""
