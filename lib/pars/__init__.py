@@ -6,14 +6,15 @@ and the paper's body could not be read here: the method follows the chapter's pa
 third-party transcription), and every hyper-parameter in :data:`DEFAULTS` is unverified.
 
 Modules: ``defaults`` (:data:`DEFAULTS`), ``method`` (critic ensemble, losses, the agent, the
-probe), ``data`` (PointMazeLite, datasets, buffers), ``baselines`` (d3rlpy 2.8.1), ``experiments``.
+probe), ``claims`` (:data:`CLAIMS`, the paper's claims as the book judges them), ``data`` (PointMazeLite, datasets, buffers), ``baselines`` (d3rlpy 2.8.1), ``experiments``.
 """
 
-from . import baselines, data, defaults, experiments, method
+from . import baselines, claims, data, defaults, experiments, method
 from .baselines import *  # noqa: F401,F403
 from .data import *  # noqa: F401,F403
+from .claims import CLAIMS
 from .defaults import DEFAULTS, ParsDefaults
 from .experiments import *  # noqa: F401,F403
 from .method import *  # noqa: F401,F403
 
-__all__ = ["DEFAULTS", "ParsDefaults", *method.__all__, *data.__all__, *baselines.__all__, *experiments.__all__]
+__all__ = ["CLAIMS", "DEFAULTS", "ParsDefaults", *method.__all__, *data.__all__, *baselines.__all__, *experiments.__all__]
