@@ -5,17 +5,18 @@ Grouped Feature Selection", ICML 2025. The method follows the official code ``mv
 (loss, annealing, correlated logits, threshold search); the networks, the BAM-like data and the
 low-rank sampler are labelled reconstructions (see :mod:`icml25.p2p.method` and :data:`DEFAULTS`).
 
-Modules: ``defaults``, ``method`` (pooling, loss, model), ``metrics``, ``baselines``, ``data``,
+Modules: ``defaults``, ``claims`` (the claim records), ``method`` (pooling, loss, model), ``metrics``, ``baselines``, ``data``,
 ``experiments``.
 """
 
-from . import baselines, data, defaults, experiments, method, metrics
+from . import baselines, claims, data, defaults, experiments, method, metrics
 from .baselines import *  # noqa: F401,F403
 from .data import *  # noqa: F401,F403
+from .claims import CLAIMS
 from .defaults import DEFAULTS, P2PDefaults
 from .experiments import *  # noqa: F401,F403
 from .method import *  # noqa: F401,F403
 from .metrics import *  # noqa: F401,F403
 
-__all__ = ["DEFAULTS", "P2PDefaults", *baselines.__all__, *data.__all__, *experiments.__all__, *method.__all__,
+__all__ = ["DEFAULTS", "P2PDefaults", "CLAIMS", *baselines.__all__, *data.__all__, *experiments.__all__, *method.__all__,
            *metrics.__all__]
