@@ -21,13 +21,14 @@ NOTEBOOKS   := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 EXECUTED    := $(patsubst notebooks/%,_build/executed/%,$(NOTEBOOKS))
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help venv learn git-filter test test-pytest test-render test-browser test-seeds book pdf system-deps execute assignments grade book-nosolutions lab bench lock clean
+.PHONY: help venv learn git-filter execute-all test test-pytest test-render test-browser test-seeds book pdf system-deps execute assignments grade book-nosolutions lab bench lock clean
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make book            build the HTML book in _build/html (executes changed chapters, cpu profile)"
 	@echo "make test            unit + kernel + notebook tests and a render check, offline (what CI runs)"
-	@echo "make test-seeds      every chapter again with SEED=1 and SEED=2"
+	@echo "make test-seeds      every chapter again with SEED=1 and SEED=2 (Ray fan-out)"
+	@echo "make execute-all PROFILE=cpu SEEDS=\"0 1 2\"   every (chapter, seed) as a Ray task, records with provenance"
 	@echo "make pdf             the whole book as one PDF, _build/pdf/book.pdf (headless chromium)"
 	@echo "make test-browser    open every page of a built book in chromium, offline (BOOK_HTML=_build/html)"
 	@echo "make execute CHAPTER=02 PROFILE=gpu [SEED=0]   run one chapter with papermill, record metrics"
@@ -103,13 +104,19 @@ test-render: $(STAMP) $(ASSETS)
 	$(BIN)/python .ci/stage_book.py _build/executed-test _build/test-src --results _build/results-test
 	$(BIN)/jupyter-book build _build/test-src --path-output _build/test-render --warningiserror --nitpick --keep-going --quiet
 
+# Every chapter again with SEED=1 and SEED=2, fanned out on Ray (every # Check: cell must hold);
+# records in _build/results-seeds/, a table of status and wall time per task at the end.
 test-seeds: $(STAMP)
-	@for s in 1 2; do \
-	  rm -rf _build/prepared/seed$$s; \
-	  $(MAKE) --no-print-directory _build/prepared/seed$$s/.stamp SEED=$$s; \
-	  $(OFFLINE) $(BIN)/python -m pytest _build/prepared/seed$$s --nbval-lax --nbval-current-env \
-	    --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile -p no:cacheprovider -q; \
-	done
+	$(OFFLINE) $(BIN)/python -m icml25.runner --profile cpu --seeds 1 2 --results _build/results-seeds \
+	  --out _build/executed-seeds
+
+# make execute-all PROFILE=cpu|gpu SEEDS="0 1 2" [CHAPTERS="02 06"]: every (chapter, seed) as a Ray
+# task (local cluster; RAY_ADDRESS for an existing one; gpu: one GPU per task); records as make
+# execute writes them (cpu: _build/results, gpu: data/results); unchanged tasks are skipped.
+SEEDS    ?= 0
+CHAPTERS ?=
+execute-all: $(STAMP)
+	$(BIN)/python -m icml25.runner --profile $(PROFILE) --seeds $(SEEDS) $(if $(CHAPTERS),--chapters $(CHAPTERS),)
 
 # ---------------------------------------------------------------------------------------------
 # Executing chapters and building the book
