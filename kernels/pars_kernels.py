@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_int, check_real, check_tensor
+from icml25.checks import check_array, check_budget, check_int, check_real, check_tensor
 from icml25.common import gpu_available
 from icml25.kernels import _splitmix64
 
@@ -59,6 +59,9 @@ def _check_layer(x: Any, W: Any, b: Any, g: Any, beta: Any) -> tuple[Any, ...]:
         if tuple(t.shape) != (E, H):
             raise ValueError(f"{name} must have shape (E, H) = ({E}, {H}), got {tuple(t.shape)}")
         out.append(t)
+    for name, t in zip(("W", "b", "g", "beta"), out[1:]):
+        if t.dtype != x.dtype:
+            raise TypeError(f"{name} must have the dtype of x ({x.dtype}), got {t.dtype}")
     return tuple(out)
 
 
@@ -230,11 +233,17 @@ def td_target(q: Any, members: Any, r: Any, d: Any, c: float, gamma: float) -> A
 # ----------------------------------------------------------------------------- infeasible sampler
 
 
+#: the largest guard U whose samples (up to 2U) are finite in float32
+_U_MAX = 1e37
+
+
 def _check_sampler(B: Any, act_dim: Any, U: Any, seed: Any) -> tuple[int, int, float, int]:
     B = check_int(B, "B", low=1)
     act_dim = check_int(act_dim, "act_dim", low=1)
-    U = check_real(U, "U", low=1.0, low_open=True)
+    U = check_real(U, "U", low=1.0, low_open=True, high=_U_MAX)   # 2U must be a finite float32
     seed = check_int(seed, "seed", low=0, high=2**64 - 1)
+    # the reference holds ~4 uint64/float64 work arrays of B * act_dim entries
+    check_budget(f"infeasible_actions(B={B}, act_dim={act_dim})", n_bytes=40.0 * B * act_dim)
     return B, act_dim, U, seed
 
 
@@ -254,7 +263,8 @@ def infeasible_actions_reference(B: int, act_dim: int, U: float, seed: int) -> n
         (B, act_dim) float32, every |a_i| in [U, 2U].
 
     Raises:
-        TypeError / ValueError naming the argument: B or act_dim < 1, U <= 1, seed outside [0, 2^64).
+        TypeError / ValueError naming the argument: B or act_dim < 1, U <= 1 or U > 1e37 (2U must fit
+        float32), seed outside [0, 2^64); TooLargeError: B * act_dim too large for memory.
     """
     B, act_dim, U, seed = _check_sampler(B, act_dim, U, seed)
     mixed = _splitmix64(np.array([seed], dtype=np.uint64))[0]

@@ -143,3 +143,19 @@ def test_gpu_parity():  # pragma: no cover - GPU
     assert np.allclose(cp.asnumpy(pars_kernels.td_target_gpu(q, [2, 5, 7], r, d, 100.0, 0.99)), want, atol=1e-3)
     want = pars_kernels.infeasible_actions_reference(1000, 4, 100.0, 99)
     assert np.allclose(cp.asnumpy(pars_kernels.infeasible_actions_gpu(1000, 4, 100.0, 99)), want, rtol=1e-6)
+
+
+def test_review_kernel_inputs_refused_up_front():
+    """Review: a dtype mix used to fail inside torch.baddbmm, a huge sampler size inside NumPy,
+    and U > 1e37 gave infinite float32 samples."""
+    from icml25.checks import TooLargeError
+
+    x = torch.randn(2, 3, 4, dtype=torch.float64)
+    W, b, g, beta = torch.randn(2, 4, 5), torch.randn(2, 5), torch.ones(2, 5), torch.zeros(2, 5)
+    with pytest.raises(TypeError, match="W must have the dtype of x"):
+        pars_kernels.ensemble_layer(x, W, b, g, beta)
+    with pytest.raises(TooLargeError, match="B="):
+        pars_kernels.infeasible_actions(10**12, 2, 100.0, 0)
+    with pytest.raises(ValueError, match="U"):
+        pars_kernels.infeasible_actions(4, 2, 1e39, 0)
+    assert np.isfinite(pars_kernels.infeasible_actions(4, 2, 1e37, 0)).all()

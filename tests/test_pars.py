@@ -98,7 +98,7 @@ def test_pa_term_adds_alpha_times_the_squared_gap():
     with torch.no_grad():
         q_inf = critic(b["observations"], a_inf)
     pa = float(((q_inf + 5.0) ** 2).mean())
-    assert abs(float(l1) - float(l0) - 0.5 * pa) < 1e-4 * max(1.0, pa)
+    assert abs(float(l1.detach()) - float(l0.detach()) - 0.5 * pa) < 1e-4 * max(1.0, pa)
 
 
 def _plain_td3bc_step(actor, critic1, critic2, actor_tgt, t1, t2, b, rng, beta=0.4):
@@ -263,3 +263,78 @@ def test_bad_inputs_name_the_argument():
         critic(b["observations"], torch.zeros(32, 3))
     with pytest.raises(ValueError, match="expert"):
         pars.normalized_score([1.0], 2.0, 2.0)
+
+
+def test_review_bad_inputs_are_refused_up_front():
+    """Bugs found in review: each used to pass silently or fail deep inside torch/NumPy."""
+    from icml25.checks import TooLargeError
+
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    # sizes that cannot fit are refused before any allocation
+    with pytest.raises(TooLargeError, match="B="):
+        pars.sample_infeasible_actions(10**12, 2, 100.0, rng)
+    with pytest.raises(ValueError, match="U"):       # 2U would overflow float32
+        pars.sample_infeasible_actions(4, 2, 1e38, rng)
+    with pytest.raises(TooLargeError, match="hidden"):
+        pars.EnsembleCritic(2, 2, hidden=10**6, E=10**4)
+    critic = pars.EnsembleCritic(2, 2, hidden=8, E=3)
+    with pytest.raises(TooLargeError, match="extrapolation_probe"):
+        pars.extrapolation_probe(critic, np.zeros((10**4, 2)), np.ones((10**3, 2)), np.ones(10**3))
+    # empty probes used to return NaN with a warning
+    with pytest.raises(ValueError, match="radii"):
+        pars.extrapolation_probe(critic, np.zeros((1, 2)), np.ones((1, 2)), [])
+    with pytest.raises(ValueError, match="s must hold"):
+        pars.extrapolation_probe(critic, np.zeros((0, 2)), np.ones((1, 2)), [1.0])
+    # dtypes and widths name the argument
+    with pytest.raises(TypeError, match="a must have the critic's dtype"):
+        critic(torch.zeros(4, 2, dtype=torch.float64), torch.zeros(4, 2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="s must have shape"):
+        pars.Actor(2, 2, hidden=(8,))(torch.zeros(4, 3))
+    # config fields that used to be accepted
+    base = pars.PARSConfig(2, 2, hidden=8, E=3, actor_hidden=(8,))
+    for field, bad in (("gamma", 1.5), ("gamma", float("nan")), ("lr", 0.0), ("policy_noise", -1.0),
+                       ("noise_clip", -1.0), ("q_min", float("nan")), ("expl_noise", -1.0), ("device", "tpu"),
+                       ("hidden", 0)):
+        with pytest.raises(ValueError, match=f"cfg.{field}"):
+            pars.PARS(base.with_flags(**{field: bad}), rng)
+    agent = pars.PARS(base, rng)
+    good = dict(observations=np.zeros((4, 2), np.float32), actions=np.zeros((4, 2), np.float32),
+                rewards=np.zeros(4, np.float32), next_observations=np.zeros((4, 2), np.float32),
+                terminals=np.zeros(4, np.float32))
+    for bad, match in ((dict(good, terminals=np.full(4, 0.5, np.float32)), "terminals"),
+                       (dict(good, observations=np.zeros((4, 3), np.float32)), "observations"),
+                       (dict(good, next_observations=np.zeros((4, 3), np.float32)), "next_observations"),
+                       ({k: v[:0] for k, v in good.items()}, "at least one")):
+        with pytest.raises(ValueError, match=match):
+            agent.offline_update(bad)
+    with pytest.raises(TypeError, match="batch"):
+        agent.offline_update([1, 2])
+    with pytest.raises(TypeError, match="critic must be"):
+        pars.pars_critic_loss(good, "critic", agent.critic_tgt, agent.actor_tgt, 1.0, 0.0, 0.0, 2, 0.2, 100.0, rng)
+    with pytest.raises(ValueError, match="critic_tgt must match"):
+        pars.pars_critic_loss(good, agent.critic, pars.EnsembleCritic(2, 2, hidden=8, E=1), agent.actor_tgt,
+                              1.0, 0.0, 0.0, 2, 0.2, 100.0, rng)
+    with pytest.raises(ValueError, match="state must have 2 columns"):
+        pars.td3bc_actor_loss(torch.zeros(4, 3), torch.zeros(4, 2), agent.actor, agent.critic, 0.4)
+    with pytest.raises(ValueError, match="state must hold"):
+        pars.td3bc_actor_loss(torch.zeros(0, 2), torch.zeros(0, 2), agent.actor, agent.critic, 0.4)
+    # data: a controller or policy of the wrong shape used to be broadcast silently
+    env = pars.PointMazeLite()
+    with pytest.raises(ValueError, match="controller's output"):
+        pars.generate_dataset(env, lambda e, p, g: np.zeros(2), 0.5, 100, "medium", rng)
+    with pytest.raises(ValueError, match="policy's output"):
+        pars.evaluate_policy(lambda o: np.zeros((1, 2)), env, 3, rng)
+    with pytest.raises(ValueError, match="goals"):
+        pars.waypoint_controller(env, np.zeros((3, 2)), np.zeros((2, 2)))
+    buf = pars.generate_dataset(env, pars.waypoint_controller, 0.5, 64, "medium", rng)
+    with pytest.raises(ValueError, match="observations"):
+        pars.ReplayBuffer(state_dim=3).add(buf.data)
+    narrow = pars.ReplayBuffer({k: (np.zeros((3, 3), np.float32) if v.ndim == 2 else np.zeros(3, np.float32))
+                                for k, v in buf.data.items() if k != "timeouts"})
+    with pytest.raises(ValueError, match="same width"):
+        pars.mixed_batch(buf, narrow, 8, 0.5, rng)
+    with pytest.raises(ValueError, match="a must have shape"):
+        pars.toy_q_target(np.zeros((3, 2)), np.zeros((2, 2)), 1.0)
+    with pytest.raises(ValueError, match=r"variants\[0\]"):
+        pars.extrapolation_experiment([dict(name="x")], 10, rng)

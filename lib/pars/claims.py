@@ -1,6 +1,8 @@
 """The claims of chapter 15 (Kim et al., PARS, ICML 2025), as the book judges them (icml25.claims).
 
-Only the paper's abstract was readable: "paper" states each claim's direction and where the
+Only the paper's abstract and the first page of its arXiv HTML were readable (re-checked in review:
+the official code ``LGAI-Research/pars`` has no obtainable snapshot, and no stored page holds the
+appendix Tables 8-11): "paper" states each claim's direction and where the
 paper makes it, with the numbers of the chapter's prototype or of secondary summaries where
 those are all we have. Thresholds are this book's reading, stated in the claim.
 """
@@ -59,7 +61,9 @@ CLAIMS = [
     ),
     Claim(
         id="pars_beats_td3bc",
-        claim="PARS succeeds more often than TD3+BC offline (by more than 0.05 on PointMazeLite)",
+        claim=("PARS succeeds more often than TD3+BC offline (by more than 0.05 on PointMazeLite; at 1.5k updates "
+               "both use the BC weight beta = 0.4, so success is dominated by behaviour cloning and our TD3+BC "
+               "swings across seeds: one run of 50 episodes per seed, not a test of the paper's claim)"),
         paper="AntMaze average 81.6 offline, above the baselines (secondary summary; Tables 1-2 not read)",
         metric="b_pars_minus_td3bc_success",
         holds=lambda m: m["b_pars_minus_td3bc_success"] > 0.05,

@@ -137,6 +137,10 @@ class PointMazeLite:
 def waypoint_controller(env: PointMazeLite, pos: np.ndarray, goals: np.ndarray) -> np.ndarray:
     """Noise-free expert actions (N, 2): head for the centre of the next cell on the cell path to
     ``goals`` (N, 2), or straight for the goal inside its cell; unit speed, clipped to the box."""
+    if not isinstance(env, PointMazeLite):
+        raise TypeError(f"env must be a PointMazeLite, got {type(env).__name__}")
+    pos = check_array(pos, "pos", shape=(None, 2))
+    goals = check_array(goals, "goals", shape=(pos.shape[0], 2))
     table = env.next_cell_table()
     c_from, c_goal = env.cell(pos), env.cell(goals)
     nxt = table[c_from, c_goal]
@@ -188,7 +192,8 @@ def generate_dataset(env: PointMazeLite, controller: Any, noise: float, n: int, 
     cols = {k: [] for k in ("observations", "actions", "rewards", "next_observations", "terminals", "timeouts")}
     for t in range(T):
         s = env.pos.copy()
-        a = np.clip(controller(env, s, goals) + sig[:, None] * rng.standard_normal((n_envs, 2)), -1.0, 1.0)
+        a_c = check_array(controller(env, s, goals), "controller's output", shape=(n_envs, 2))
+        a = np.clip(a_c + sig[:, None] * rng.standard_normal((n_envs, 2)), -1.0, 1.0)
         s2, r, term, tout = env.step(a)
         if t == T - 1:
             tout = np.where(term > 0, 0.0, 1.0).astype(np.float32)    # each stream's last step ends its episode
@@ -237,6 +242,10 @@ class ReplayBuffer:
     def add(self, transitions: dict) -> None:
         """Append a mapping of transition arrays (the five fields; optional ``timeouts``)."""
         new = ReplayBuffer(transitions).data
+        for k in ("observations", "actions"):
+            if new[k].shape[1] != self.data[k].shape[1]:
+                raise ValueError(f"transitions['{k}'] must have {self.data[k].shape[1]} columns like the buffer, "
+                                 f"got {new[k].shape[1]}")
         self.data = {k: np.concatenate([self.data[k], new[k]]) for k in self.data}
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -263,6 +272,9 @@ def mixed_batch(off: ReplayBuffer, on: ReplayBuffer, batch_size: int, offline_ra
     B = check_int(batch_size, "batch_size", low=1)
     ratio = check_probability(offline_ratio, "offline_ratio")
     rng = check_rng(rng)
+    for k in ("observations", "actions"):
+        if len(on) and off.data[k].shape[1] != on.data[k].shape[1]:
+            raise ValueError(f"off and on must have the same width of '{k}', got {off.data[k].shape[1]} and {on.data[k].shape[1]}")
     n_off = B if len(on) == 0 else int(round(ratio * B))
     parts = [p for p in (off.sample(n_off, rng) if n_off else None, on.sample(B - n_off, rng) if B > n_off else None) if p]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -288,6 +300,8 @@ def evaluate_policy(policy: Any, env: PointMazeLite, n_episodes: int, rng: np.ra
     ``steps`` (mean episode length)."""
     if not callable(policy):
         raise TypeError("policy must be callable")
+    if not isinstance(env, PointMazeLite):
+        raise TypeError(f"env must be a PointMazeLite, got {type(env).__name__}")
     n = check_int(n_episodes, "n_episodes", low=1)
     rng = check_rng(rng)
     obs = env.reset(n, rng)
@@ -295,7 +309,7 @@ def evaluate_policy(policy: Any, env: PointMazeLite, n_episodes: int, rng: np.ra
     ret = np.zeros(n)
     steps = np.zeros(n)
     for _ in range(env.horizon):
-        a = np.clip(np.asarray(policy(obs), dtype=np.float64), -1.0, 1.0)
+        a = np.clip(check_array(policy(obs), "policy's output", shape=(n, 2), dtype=np.float64), -1.0, 1.0)
         a[~alive] = 0.0
         obs, r, term, tout = env.step(a)
         ret += r * alive

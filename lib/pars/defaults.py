@@ -1,7 +1,10 @@
 """The paper's settings for chapter 15 (Kim et al., "PARS", ICML 2025).
 
 Provenance. The official JAX code (``LGAI-Research/pars``) could not be fetched here and the
-paper's appendix tables (Tables 8-11) could not be read: only the abstract was reachable. Every
+paper's appendix tables (Tables 8-11) could not be read: only the abstract and the opening of the
+arXiv HTML were reachable (re-checked in review: ``fetch github:LGAI-Research/pars`` gives no
+snapshot; searching stored pages and code for Tables 8-11 found only abstract pages, a blog
+summary and unofficial re-implementations). Every
 hyper-parameter below comes from the chapter's paper note, which transcribed them from a
 third-party re-implementation of the official YAML configs; they are **unverified** against the
 paper and the official code. Values marked *(inferred)* are ours.

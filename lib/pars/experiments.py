@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml25.checks import check_int, check_real, check_rng
+from icml25.checks import check_array, check_int, check_real, check_rng
 
 from .baselines import d3rlpy_policy, d3rlpy_q_values, d3rlpy_train
 from .data import PointMazeLite, ReplayBuffer, evaluate_policy
@@ -25,6 +25,9 @@ TOY_HALF_WIDTH = 0.3
 def toy_q_target(s: np.ndarray, a: np.ndarray, c: float) -> np.ndarray:
     """Experiment A's ground truth ``Q(s, a) = c (1 - ||a - a0(s)||^2)``, ``a0(s) = (0.1, 0.05) + 0.1 s``
     (our construction: a concave bump whose peak moves with the state)."""
+    s = check_array(s, "s", shape=(None, 2))
+    a = check_array(a, "a", shape=(s.shape[0], 2))
+    c = check_real(c, "c", low=0.0, low_open=True)
     a0 = np.array([0.1, 0.05]) + 0.1 * s
     return c * (1.0 - ((a - a0) ** 2).sum(axis=1))
 
@@ -90,7 +93,9 @@ def extrapolation_experiment(variants: list[dict], n_steps: int, rng: np.random.
     box = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
     box = box[np.abs(box).max(axis=1) > TOY_HALF_WIDTH + 0.1].astype(np.float32)    # feasible, off the data
     rows, rays, critics = [], {}, {}
-    for v in variants:
+    for i, v in enumerate(variants):
+        if not hasattr(v, "keys") or any(k not in v for k in ("name", "layer_norm", "c", "alpha")):
+            raise ValueError(f"variants[{i}] must be a dict with keys name, layer_norm, c, alpha, got {v!r}")
         t0 = time.perf_counter()
         critic, data = fit_toy_critic(bool(v["layer_norm"]), float(v["c"]), float(v["alpha"]), n_steps, rng, U=U)
         with torch.no_grad():

@@ -28,7 +28,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml25.checks import check_array, check_bool, check_choice, check_int, check_real, check_rng, check_tensor
+from icml25.checks import (check_array, check_bool, check_budget, check_choice, check_int, check_real, check_rng,
+                           check_tensor)
 from icml25.kernels import pars_kernels
 
 
@@ -54,7 +55,8 @@ class EnsembleCritic(nn.Module):
         layer_norm: LayerNorm on the hidden layers (PARS) or none (TD3+BC).
 
     Raises:
-        TypeError / ValueError naming the argument.
+        TypeError / ValueError naming the argument; TooLargeError when the parameters (with their
+        gradients, Adam moments and a target copy) cannot fit in memory.
     """
 
     def __init__(self, state_dim: int, act_dim: int, hidden: int = 256, n_layers: int = 2, E: int = 10,
@@ -67,6 +69,9 @@ class EnsembleCritic(nn.Module):
         self.E = check_int(E, "E", low=1)
         self.layer_norm = check_bool(layer_norm, "layer_norm")
         sizes = [self.state_dim + self.act_dim] + [self.hidden] * self.n_layers
+        n_params = self.E * (sum((i + 3) * o for i, o in zip(sizes[:-1], sizes[1:])) + self.hidden + 1)
+        # parameters, gradients, two Adam moments and a target copy: about 5 float32 copies
+        check_budget(f"EnsembleCritic(hidden={self.hidden}, n_layers={self.n_layers}, E={self.E})", n_bytes=20.0 * n_params)
         self.W = nn.ParameterList()
         self.b = nn.ParameterList()
         self.g = nn.ParameterList()
@@ -89,11 +94,23 @@ class EnsembleCritic(nn.Module):
         return h
 
     def forward(self, s: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-        """Q-values (E, B) of states ``s`` (B, state_dim) and actions ``a`` (B, act_dim)."""
+        """Q-values (E, B) of states ``s`` (B, state_dim) and actions ``a`` (B, act_dim).
+
+        Both are float tensors of the parameters' dtype (float32) on the critic's device; NumPy
+        arrays are converted. Raises TypeError / ValueError naming ``s`` or ``a`` (shape, dtype,
+        NaN/inf)."""
+        if not isinstance(a, torch.Tensor):
+            a = check_tensor(a, "a", ndim=2)
+        if not isinstance(s, torch.Tensor):
+            s = check_tensor(s, "s", ndim=2)
         if a.ndim != 2 or a.shape[1] != self.act_dim:
             raise ValueError(f"a must have shape (B, {self.act_dim}), got {tuple(a.shape)}")
         if self.state_dim and (s.ndim != 2 or s.shape != (a.shape[0], self.state_dim)):
             raise ValueError(f"s must have shape ({a.shape[0]}, {self.state_dim}), got {tuple(s.shape)}")
+        dt = self.w_out.dtype
+        for name, t in (("a", a), ("s", s)) if self.state_dim else (("a", a),):
+            if t.dtype != dt:
+                raise TypeError(f"{name} must have the critic's dtype {dt}, got {t.dtype}")
         if not (torch.isfinite(a).all() and (not self.state_dim or torch.isfinite(s).all())):
             raise ValueError("s and a must be finite")
         h = self.features(s, a)
@@ -109,8 +126,8 @@ class Actor(nn.Module):
 
     def __init__(self, state_dim: int, act_dim: int, hidden: tuple[int, ...] = (256, 256), max_action: float = 1.0) -> None:
         super().__init__()
-        check_int(state_dim, "state_dim", low=1)
-        check_int(act_dim, "act_dim", low=1)
+        self.state_dim = check_int(state_dim, "state_dim", low=1)
+        self.act_dim = check_int(act_dim, "act_dim", low=1)
         self.max_action = check_real(max_action, "max_action", low=0.0, low_open=True)
         layers: list[nn.Module] = []
         prev = state_dim
@@ -121,7 +138,13 @@ class Actor(nn.Module):
         self.net = nn.Sequential(*layers)
 
     def forward(self, s: torch.Tensor) -> torch.Tensor:
-        """Actions (B, act_dim) in ``[-max_action, max_action]`` for states (B, state_dim)."""
+        """Actions (B, act_dim) in ``[-max_action, max_action]`` for states (B, state_dim).
+
+        Raises ValueError naming ``s`` when its shape is not (B, state_dim)."""
+        if not isinstance(s, torch.Tensor):
+            s = check_tensor(s, "s", ndim=2)
+        if s.ndim != 2 or s.shape[1] != self.state_dim:
+            raise ValueError(f"s must have shape (B, {self.state_dim}), got {tuple(s.shape)}")
         return self.max_action * self.net(s)
 
 
@@ -183,7 +206,7 @@ def _to_torch(batch: dict, device: Any) -> dict[str, torch.Tensor]:
     return {k: torch.as_tensor(np.asarray(v), dtype=torch.float32, device=device) for k, v in batch.items()}
 
 
-def _check_batch_tensors(batch: Any, act_dim: int) -> dict[str, torch.Tensor]:
+def _check_batch_tensors(batch: Any, act_dim: int, state_dim: int | None = None) -> dict[str, torch.Tensor]:
     if not hasattr(batch, "keys"):
         raise TypeError(f"batch must be a mapping of transition fields, got {type(batch).__name__}")
     need = ("observations", "actions", "rewards", "next_observations", "terminals")
@@ -193,9 +216,18 @@ def _check_batch_tensors(batch: Any, act_dim: int) -> dict[str, torch.Tensor]:
     out = {k: check_tensor(batch[k], f"batch['{k}']", ndim=2 if k in ("observations", "actions", "next_observations") else 1)
            for k in need}
     B = out["observations"].shape[0]
+    if B == 0:
+        raise ValueError("batch must hold at least one transition, got 0 rows")
     for k, v in out.items():
         if v.shape[0] != B:
             raise ValueError(f"batch['{k}'] has {v.shape[0]} rows, batch['observations'] has {B}")
+    for k in ("observations", "next_observations"):
+        if state_dim is not None and out[k].shape[1] != state_dim:
+            raise ValueError(f"batch['{k}'] must have {state_dim} columns, got {out[k].shape[1]}")
+    if out["next_observations"].shape[1] != out["observations"].shape[1]:
+        raise ValueError("batch['next_observations'] must have the width of batch['observations']")
+    if not bool(((out["terminals"] == 0) | (out["terminals"] == 1)).all()):
+        raise ValueError("batch['terminals'] must hold 0 or 1 (true terminals only; time-outs are not terminals)")
     if out["actions"].shape[1] != act_dim:
         raise ValueError(f"batch['actions'] must have {act_dim} columns, got {out['actions'].shape[1]}")
     if float(out["actions"].abs().max()) > 1.0 + 1e-6:
@@ -226,6 +258,16 @@ def pars_critic_loss(batch: dict, critic: EnsembleCritic, critic_tgt: EnsembleCr
         ``U <= 1``, actions outside the box, shape mismatches, ``rng`` not a Generator.
     """
     rng = check_rng(rng)
+    for name, net, cls in (("critic", critic, EnsembleCritic), ("critic_tgt", critic_tgt, EnsembleCritic),
+                           ("actor_tgt", actor_tgt, Actor)):
+        if not isinstance(net, cls):
+            raise TypeError(f"{name} must be an {cls.__name__}, got {type(net).__name__}")
+    if (critic_tgt.E, critic_tgt.state_dim, critic_tgt.act_dim) != (critic.E, critic.state_dim, critic.act_dim):
+        raise ValueError(f"critic_tgt must match critic (E, state_dim, act_dim) = {(critic.E, critic.state_dim, critic.act_dim)}, "
+                         f"got {(critic_tgt.E, critic_tgt.state_dim, critic_tgt.act_dim)}")
+    if (actor_tgt.state_dim, actor_tgt.act_dim) != (critic.state_dim, critic.act_dim):
+        raise ValueError(f"actor_tgt must map {critic.state_dim} state columns to {critic.act_dim} actions, "
+                         f"got {(actor_tgt.state_dim, actor_tgt.act_dim)}")
     c = check_real(c_reward, "c_reward", low=0.0, low_open=True)
     alpha = check_real(alpha, "alpha", low=0.0)
     q_min = check_real(q_min, "q_min")
@@ -234,7 +276,7 @@ def pars_critic_loss(batch: dict, critic: EnsembleCritic, critic_tgt: EnsembleCr
     U = check_real(U, "U", low=1.0, low_open=True)
     gamma = check_real(gamma, "gamma", low=0.0, high=1.0)
     clip = check_real(noise_clip, "noise_clip", low=0.0)
-    b = _check_batch_tensors(batch, critic.act_dim)
+    b = _check_batch_tensors(batch, critic.act_dim, critic.state_dim)
     return _critic_step_loss(b, critic, critic_tgt, actor_tgt, c, alpha, q_min, k, sigma, U, rng, gamma, clip)
 
 
@@ -282,7 +324,16 @@ def td3bc_actor_loss(state: torch.Tensor, action: torch.Tensor, actor: Actor, cr
     """
     beta = check_real(beta, "beta", low=0.0)
     reduce = check_choice(reduce, "reduce", ("min", "mean_k", "first"))
+    if not isinstance(actor, Actor):
+        raise TypeError(f"actor must be an Actor, got {type(actor).__name__}")
+    if not isinstance(critic, EnsembleCritic):
+        raise TypeError(f"critic must be an EnsembleCritic, got {type(critic).__name__}")
     state = check_tensor(state, "state", ndim=2)
+    if state.shape[0] == 0:
+        raise ValueError("state must hold at least one row, got 0")
+    if state.shape[1] != critic.state_dim or actor.state_dim != critic.state_dim:
+        raise ValueError(f"state must have {critic.state_dim} columns (the critic's and actor's state_dim), "
+                         f"got {state.shape[1]}")
     action = check_tensor(action, "action", shape=(state.shape[0], critic.act_dim))
     if float(action.abs().max()) > 1.0 + 1e-6:
         raise ValueError("action must lie in the action box [-1, 1]")
@@ -362,6 +413,18 @@ def _check_config(cfg: Any) -> PARSConfig:
     check_real(cfg.beta, "cfg.beta", low=0.0)
     check_real(cfg.online_beta, "cfg.online_beta", low=0.0)
     check_real(cfg.tau, "cfg.tau", low=0.0, high=1.0)
+    check_real(cfg.gamma, "cfg.gamma", low=0.0, high=1.0)
+    check_real(cfg.lr, "cfg.lr", low=0.0, low_open=True)
+    check_real(cfg.q_min, "cfg.q_min")
+    check_real(cfg.policy_noise, "cfg.policy_noise", low=0.0)
+    check_real(cfg.noise_clip, "cfg.noise_clip", low=0.0)
+    check_real(cfg.expl_noise, "cfg.expl_noise", low=0.0)
+    check_int(cfg.hidden, "cfg.hidden", low=1)
+    check_int(cfg.n_layers, "cfg.n_layers", low=1)
+    try:
+        torch.device(cfg.device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"cfg.device must be a torch device string such as 'cpu' or 'cuda', got {cfg.device!r}") from err
     check_real(cfg.offline_ratio, "cfg.offline_ratio", low=0.0, high=1.0)
     check_choice(cfg.actor_reduce, "cfg.actor_reduce", ("min", "mean_k", "first"))
     check_choice(cfg.online_reduce, "cfg.online_reduce", ("min", "mean_k", "first"))
@@ -430,8 +493,13 @@ class PARS:
 
         Returns:
             floats ``td``, ``pa``, ``q_data``, ``q_infeasible`` and, on actor steps, ``actor``.
+
+        Raises:
+            TypeError / ValueError naming the field: not a mapping, missing fields, an empty batch,
+            mismatched rows or widths, NaN/inf, actions outside the box, terminals not 0/1.
         """
-        b = _check_batch_tensors(_to_torch(batch, self.device), self.cfg.act_dim)
+        b = {k: v.to(self.device, torch.float32)
+             for k, v in _check_batch_tensors(batch, self.cfg.act_dim, self.cfg.state_dim).items()}
         info = self._critic_update(b)
         self.n_updates += 1
         if self.n_updates % self.cfg.policy_freq == 0:
@@ -498,18 +566,24 @@ def extrapolation_probe(critic: EnsembleCritic, s: Any, directions: Any, radii: 
         (D, R) float64: Q averaged over the ensemble and the N states at each ray point.
 
     Raises:
-        TypeError / ValueError naming the argument.
+        TypeError / ValueError naming the argument (empty ``s``, ``directions`` or ``radii`` too);
+        TooLargeError when the N * D * R evaluations cannot fit in memory (all run in one batch).
     """
     if not isinstance(critic, EnsembleCritic):
         raise TypeError(f"critic must be an EnsembleCritic, got {type(critic).__name__}")
     s = check_array(s, "s", ndim=2, dtype=np.float32)
     if s.shape[1] != critic.state_dim:
         raise ValueError(f"s must have {critic.state_dim} columns, got shape {s.shape}")
-    u = check_array(directions, "directions", shape=(None, critic.act_dim), dtype=np.float64)
+    if s.shape[0] == 0:
+        raise ValueError("s must hold at least one probe state, got 0 rows")
+    u = check_array(directions, "directions", shape=(None, critic.act_dim), dtype=np.float64, min_size=1)
     norms = np.linalg.norm(u, axis=1)
     if (norms == 0).any():
         raise ValueError("directions must not contain a zero row")
-    radii = check_array(radii, "radii", ndim=1, dtype=np.float64, low=0.0)
+    radii = check_array(radii, "radii", ndim=1, dtype=np.float64, low=0.0, min_size=1)
+    n_eval = s.shape[0] * len(u) * len(radii)
+    check_budget(f"extrapolation_probe(N={s.shape[0]}, D={len(u)}, R={len(radii)})",
+                 n_bytes=4.0 * n_eval * (critic.state_dim + critic.act_dim + 2 * critic.E * critic.hidden))
     c0 = np.zeros(critic.act_dim) if center is None else check_array(center, "center", shape=(critic.act_dim,), dtype=np.float64)
     u = u / norms[:, None]
     pts = c0[None, None, :] + radii[None, :, None] * u[:, None, :]          # (D, R, da)
