@@ -4,10 +4,10 @@ unfused references, measured side by side in one run.
 - Training: full-batch Adam steps per second of :meth:`icml25.gim.GIM.fit` with ``mode="mc"`` and
   ``mode="map"`` on the Hill benchmark at ``d in {10, 30}`` (160 contexts x 50 cells, S = 16),
   linear SCM (the sufficient-statistic path). Ratio MAP / MC.
-- Likelihood: :func:`icml25.kernels.gim.context_loglik` (sufficient statistics; the CUDA kernel
-  when a GPU is usable) against :func:`~icml25.kernels.gim.context_loglik_unfused` (the per-cell
+- Likelihood: :func:`icml25.kernels.gim_kernels.context_loglik` (sufficient statistics; the CUDA kernel
+  when a GPU is usable) against :func:`~icml25.kernels.gim_kernels.context_loglik_unfused` (the per-cell
   sum), K = 160 contexts, S = 16, n = 50, at d = 10 and 30. Ratio unfused / fused.
-- MMD sums: :func:`icml25.kernels.gim.mmd_sums` over 280 test contexts (the dispatcher: cdist on a
+- MMD sums: :func:`icml25.kernels.gim_kernels.mmd_sums` over 280 test contexts (the dispatcher: cdist on a
   CPU, the tiled kernel on a GPU) against a broadcast NumPy computation. Ratio.
 
 Writes ``benchmarks/results/gim.json``.
@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from icml25 import gim
+from icml25.kernels import gim_kernels
 from icml25.common import backend_label, device_name
 
 
@@ -55,8 +56,8 @@ def bench_kernels(d, n_reps, rng):
     sigma = torch.as_tensor(rng.uniform(0.5, 1.0, d))
     SR, SR2 = R.sum(1), (R**2).sum(1)
     reps = 20
-    t_fused = _best(lambda: [gim.KERNEL.context_loglik(SR, SR2, shift, sigma, n) for _ in range(reps)], n_reps) / reps
-    t_unfused = _best(lambda: [gim.KERNEL.context_loglik_unfused(R, shift, sigma) for _ in range(reps)], n_reps) / reps
+    t_fused = _best(lambda: [gim_kernels.context_loglik(SR, SR2, shift, sigma, n) for _ in range(reps)], n_reps) / reps
+    t_unfused = _best(lambda: [gim_kernels.context_loglik_unfused(R, shift, sigma) for _ in range(reps)], n_reps) / reps
     C, m = 280, 250
     X, Y = rng.normal(size=(C, n, d)), rng.normal(size=(C, m, d))
 
@@ -67,7 +68,7 @@ def bench_kernels(d, n_reps, rng):
                 out[c, t] = np.exp(-((a[:, None, :] - bb[None, :, :]) ** 2).sum(-1) / 2.0).sum()
         return out
 
-    t_mmd = _best(lambda: gim.KERNEL.mmd_sums(X, Y, 1.0), n_reps)
+    t_mmd = _best(lambda: gim_kernels.mmd_sums(X, Y, 1.0), n_reps)
     t_bcast = _best(broadcast, n_reps)
     return dict(d=d, loglik_fused_ms=1e3 * t_fused, loglik_unfused_ms=1e3 * t_unfused,
                 loglik_unfused_over_fused=t_unfused / t_fused, mmd_dispatcher_s=t_mmd, mmd_broadcast_numpy_s=t_bcast,

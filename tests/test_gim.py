@@ -359,3 +359,47 @@ def test_metrics_and_generators_refuse_bad_input():
         gim.LinearSCM(np.zeros((2, 2)), np.zeros(2), np.zeros(2))
     with pytest.raises(ValueError, match="kind"):
         gim.make_benchmark(np.random.default_rng(0), kind="quadratic")
+
+
+def test_sizes_that_cannot_fit_are_refused_up_front():
+    """Review fix: these used to reach numpy and fail with a MemoryError (or swap) deep inside."""
+    from icml25.checks import TooLargeError
+
+    rng = np.random.default_rng(0)
+    with pytest.raises(TooLargeError, match="d=1000000"):
+        gim.random_dag(10**6, 1.0, rng)
+    scm = gim.LinearSCM(gim.random_dag(4, 1.0, rng), np.zeros(4), np.ones(4))
+    with pytest.raises(TooLargeError, match="n=1000000000000"):
+        scm.sample(10**12, rng)
+    with pytest.raises(TooLargeError, match="cells"):
+        gim.wasserstein2(np.zeros((300_000, 2)), np.zeros((300_000, 2)))
+    with pytest.raises(TooLargeError, match="cells"):
+        gim.energy_distance(np.zeros((300_000, 2)), np.zeros((300_000, 2)))
+    model = gim.GIM(gim.SCMModule(4), gim.GIMNet(3, 4, 8))
+    with pytest.raises(TooLargeError, match="n=10000000000"):
+        model.predict(np.zeros((4, 3)), 10**10, rng)
+    with pytest.raises(ValueError, match="n"):
+        model.predict(np.zeros(3), 0, rng)
+
+
+def test_bad_values_are_refused_with_the_argument_named():
+    """Review fix: I > 1 in log_prob was silently accepted, a wrong-width gamma crashed inside
+    torch.nn.Linear, an empty sample gave energy distance NaN, a constant D0 gave z = inf."""
+    rng = np.random.default_rng(0)
+    mod = gim.SCMModule(3)
+    X = torch.randn(2, 5, 3, dtype=torch.float64)
+    ok = torch.full((2, 4, 3), 0.5, dtype=torch.float64)
+    with pytest.raises(ValueError, match="I must lie in"):
+        mod.log_prob(X, 2 * ok + 1, ok)
+    with pytest.raises(ValueError, match="psi must be finite"):
+        mod.log_prob(X, ok, ok * float("nan"))
+    with pytest.raises(ValueError, match="X must be finite"):
+        mod.log_prob(X * float("inf"), ok, ok)
+    with pytest.raises(ValueError, match=r"gamma must be a \(B, 3\) tensor"):
+        gim.GIMNet(3, 4, 8)(torch.zeros(5, 2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="X"):
+        gim.energy_distance(np.zeros((0, 2)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="Y"):
+        gim.wasserstein2(np.ones((3, 2)), np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="D0 must vary"):
+        gim.z_test_scores(np.zeros((10, 3)), rng.normal(size=(2, 10, 3)))

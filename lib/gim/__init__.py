@@ -19,7 +19,7 @@ from .claims import CLAIMS
 from .defaults import DEFAULTS, GIMDefaults
 from .experiments import (dose_response, features, fit_baselines, fit_gim, graph_comparison, ood_mmd,
                           target_inference_observed, target_prediction_unseen)
-from .method import GIM, KERNEL, GIMNet, SCMModule, notears_h, prune_to_dag
+from .method import GIM, GIMNet, SCMModule, notears_h, prune_to_dag
 from .metrics import (energy_distance, median_bandwidth, mmd_rbf, mmd_rbf_many, shd, target_auroc,
                       wasserstein2)
 

@@ -78,11 +78,13 @@ def z_test_scores(D0: Any, X_ctx: Any) -> np.ndarray:
     variance. It flags every variable whose *marginal* moves, so descendants of a target too.
 
     Raises:
-        ValueError: shapes that disagree or non-finite data.
+        ValueError: shapes that disagree, non-finite data, or a variable constant in ``D0``.
     """
     X = _check_contexts(X_ctx, "X_ctx")
     D0 = check_array(D0, "D0", shape=(None, X.shape[2]))
     v0 = D0.var(0, ddof=1)
+    if not np.all(v0 > 0):
+        raise ValueError(f"D0 must vary in every variable (zero observational variance in {np.flatnonzero(v0 <= 0).tolist()})")
     return np.abs(X.mean(1) - D0.mean(0)) / np.sqrt(v0 / X.shape[1] + v0 / D0.shape[0])
 
 
@@ -172,10 +174,10 @@ def graph_notears(X: Any, lam1: float = 0.1, threshold: float = 0.3) -> np.ndarr
     import os
 
     os.environ.setdefault("CASTLE_BACKEND", "pytorch")
-    logging.getLogger().setLevel(logging.WARNING)
-    from castle.algorithms import Notears
+    import castle                                      # its basicConfig puts the root logger at INFO
 
-    logging.getLogger().setLevel(logging.WARNING)      # castle logs every iteration at INFO on the root
+    logging.getLogger().setLevel(logging.WARNING)      # castle logs its backend and every iteration at INFO
+    from castle.algorithms import Notears
 
     X = check_array(X, "X", ndim=2)
     lam1 = check_real(lam1, "lam1", low=0.0)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_int, check_positive, check_real, check_rng, check_choice
+from icml25.checks import check_array, check_budget, check_int, check_positive, check_real, check_rng, check_choice
 
 from ._checks import _check_dag, _topological_order
 
@@ -42,8 +42,10 @@ def random_dag(d: int, exp_degree: float, rng: np.random.Generator) -> np.ndarra
 
     Raises:
         ValueError: ``d < 1`` or ``exp_degree`` outside ``[0, d - 1]``; TypeError: ``rng`` not a Generator.
+        TooLargeError (a ValueError): the ``(d, d)`` draws cannot fit in memory.
     """
     d = check_int(d, "d", low=1)
+    check_budget(f"random_dag(d={d})", n_bytes=5 * 8.0 * d * d)
     exp_degree = check_real(exp_degree, "exp_degree", low=0.0, high=max(d - 1, 0))
     rng = check_rng(rng)
     p = exp_degree / (d - 1) if d > 1 else 0.0
@@ -118,9 +120,11 @@ class LinearSCM:
 
         Raises:
             ValueError: bad ``n``, shapes, ``I`` outside [0, 1], only one of ``I``/``psi``.
+            TooLargeError (a ValueError): ``n`` cells cannot fit in memory.
             TypeError: ``rng`` not a Generator.
         """
         n = check_int(n, "n", low=1)
+        check_budget(f"LinearSCM.sample(n={n})", n_bytes=3 * 8.0 * n * self.d)
         rng = check_rng(rng)
         I, psi = _check_intervention(I, psi, self.d)
         noise = rng.standard_normal((n, self.d)) * self.sigma + self.b + I * psi
@@ -174,6 +178,7 @@ class MLPSCM:
     def sample(self, n: int, rng: np.random.Generator, I: Any = None, psi: Any = None) -> np.ndarray:
         """``n`` cells by ancestral sampling under ``(I, psi)``; (n, d) float64 (see :class:`LinearSCM`)."""
         n = check_int(n, "n", low=1)
+        check_budget(f"MLPSCM.sample(n={n})", n_bytes=8.0 * n * (3 * self.d + 2 * self.A.shape[2]))
         rng = check_rng(rng)
         I, psi = _check_intervention(I, psi, self.d)
         X = np.zeros((n, self.d))
@@ -317,7 +322,8 @@ def make_benchmark(rng: np.random.Generator, d: int = 10, n_train_drugs: int = 4
     """The train / partially OOD (new doses) / fully OOD (new drugs) splits of the paper's Sec. 5.
 
     Defaults are the paper's sizes (verified): 40 drugs x 4 doses x 50 cells, 800 observational
-    cells, 40 x 5 partial-OOD and 20 x 4 full-OOD contexts. The system is a linear-Gaussian SCM
+    cells, 40 x 5 partial-OOD and 20 x 4 full-OOD contexts. The generator itself is a
+    reconstruction (the paper's was not readable). The system is a linear-Gaussian SCM
     (``kind="linear"``, weights ``±U[0.5, 1.5]``, ``sigma ~ U[0.5, 1]``) or a random tanh SCM
     (``kind="mlp"``). With ``standardize`` every split is standardised by the mean and standard
     deviation of ``D0`` (against varsortability; the affine map keeps the SCM linear and the

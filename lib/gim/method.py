@@ -30,16 +30,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml25.checks import check_array, check_choice, check_int, check_positive, check_real, check_rng
-from icml25.kernels import gim
+from icml25.checks import check_array, check_budget, check_choice, check_int, check_positive, check_real, check_rng
+from icml25.kernels import gim_kernels
 
 from ._checks import _check_contexts, _check_gammas, _topological_order
 
-#: the kernel module ``icml25.kernels.gim`` (its name is also the chapter's alias, so the notebook
-#: reaches it through here)
-KERNEL = gim
-
-__all__ = ["KERNEL", "notears_h", "prune_to_dag", "SCMModule", "GIMNet", "GIM"]
+__all__ = ["notears_h", "prune_to_dag", "SCMModule", "GIMNet", "GIM"]
 
 
 def _torch_gen(rng: np.random.Generator | None, device: str = "cpu") -> torch.Generator | None:
@@ -104,7 +100,9 @@ def _prune(A: np.ndarray, threshold: float) -> np.ndarray:
 
 
 class SCMModule(nn.Module):
-    """The learned causal model ``x_j = f_j(x_pa(j)) + b_j + sigma_j eps_j (+ I_j psi_j)``.
+    """The learned causal model ``x_j = f_j(x_pa(j)) + b_j + sigma_j eps_j (+ I_j psi_j)``
+    (a reconstruction: additive-noise Gaussian SCM with shift interventions; the paper's
+    likelihood could not be read).
 
     ``kind="linear"``: ``f(x) = x W`` with a zero diagonal. ``kind="mlp"``: for node ``j`` a
     one-hidden-layer sigmoid MLP on all inputs, whose first-layer column norms are the adjacency
@@ -159,7 +157,7 @@ class SCMModule(nn.Module):
         """``log p(D_k | I_ks, psi_ks) = sum_i sum_j log N(x_kij - f_j(x_ki) - I_ksj psi_ksj; 0, sigma_j^2)``.
 
         No log-determinant: the Jacobian of ``x -> x - f(x)`` is unit-triangular on a DAG. The
-        per-context sums go through the kernel dispatcher :func:`icml25.kernels.gim.context_loglik`.
+        per-context sums go through the kernel dispatcher :func:`icml25.kernels.gim_kernels.context_loglik`.
 
         Args:
             X: (K, n, d) cells. I, psi: (K, S, d) targets (in [0, 1], relaxed) and shifts; every
@@ -169,7 +167,8 @@ class SCMModule(nn.Module):
             (K, S) float64 tensor, differentiable.
 
         Raises:
-            ValueError: shapes that disagree (``X``, ``I``, ``psi``) or non-finite values.
+            ValueError: shapes that disagree (``X``, ``I``, ``psi``), non-finite values, or ``I`` outside
+                [0, 1].
         """
         X = torch.as_tensor(_check_contexts(X, "X", d=self.d)) if not isinstance(X, torch.Tensor) else X
         if X.ndim != 3 or X.shape[2] != self.d:
@@ -180,12 +179,17 @@ class SCMModule(nn.Module):
                 raise ValueError(f"{name} must have shape ({X.shape[0]}, S, {self.d}), got shape {tuple(t.shape)}")
         if I.shape != psi.shape:
             raise ValueError(f"I and psi must have one shape, got {tuple(I.shape)} and {tuple(psi.shape)}")
+        for name, t in (("X", X), ("I", I), ("psi", psi)):
+            if not bool(torch.isfinite(t).all()):
+                raise ValueError(f"{name} must be finite (no NaN or inf)")
+        if bool(((I < 0) | (I > 1)).any()):
+            raise ValueError("I must lie in [0, 1] (a relaxed or 0/1 target indicator)")
         return self._log_prob(X.to(torch.float64), I * psi)
 
     def _log_prob(self, X: torch.Tensor | tuple, shift: torch.Tensor) -> torch.Tensor:
         """``X`` is the cells ``(K, n, d)`` or, for the linear SCM, their :func:`_moments`."""
         SR, SR2, n = self._residual_sums(X)
-        return gim.context_loglik(SR, SR2, shift, self.sigma(), n)
+        return gim_kernels.context_loglik(SR, SR2, shift, self.sigma(), n)
 
     def _residual_sums(self, X: torch.Tensor | tuple) -> tuple[torch.Tensor, torch.Tensor, int]:
         """``(sum_i R, sum_i R^2, n)`` per context, ``R = x - f(x)``. From the moments of a linear
@@ -252,7 +256,14 @@ class GIMNet(nn.Module):
         self.register_buffer("scale", torch.ones(q, dtype=torch.float64))
 
     def forward(self, gamma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(target_logits, shift_mean)``, each ``(B, d)``, for features ``gamma (B, q)``."""
+        """``(target_logits, shift_mean)``, each ``(B, d)``, for features ``gamma (B, q)`` float64.
+
+        Raises:
+            ValueError: ``gamma`` not a ``(B, q)`` tensor.
+        """
+        if not isinstance(gamma, torch.Tensor) or gamma.ndim != 2 or gamma.shape[1] != self.q:
+            shape = tuple(gamma.shape) if hasattr(gamma, "shape") else type(gamma).__name__
+            raise ValueError(f"gamma must be a (B, {self.q}) tensor, got {shape}")
         hdn = self.trunk((gamma - self.loc) / self.scale)
         return self.head_targets(hdn), self.head_shift(hdn)
 
@@ -313,6 +324,10 @@ def _posterior(logits: torch.Tensor, m: torch.Tensor, s: torch.Tensor, sigma: to
 class GIM:
     """A generative intervention model: the SCM ``scm`` and the feature map ``net``, fit jointly.
 
+    The paper's setting (features -> a distribution over interventions in a jointly estimated
+    causal model, MAP prediction); the concrete family and objectives are a reconstruction
+    (module docstring).
+
     Args:
         scm: an :class:`SCMModule`. net: a :class:`GIMNet` on the same ``d``.
 
@@ -336,6 +351,9 @@ class GIM:
             mode: str, rng: np.random.Generator, lr: float = 1e-2, temperature: float = 0.5,
             use_d0: bool = True, device: str = "cpu") -> "GIM":
         """Maximise the joint objective (module docstring) with full-batch Adam.
+
+        A reconstruction: the paper's objectives (MC marginal likelihood vs MAP) and its optimiser
+        could not be read; the form below and every setting are this chapter's (chapter 04, def04-gim).
 
         ``loss = -(log p(D0) + sum_k obj_k - lamI sum_k sum_j pi_kj) / N + lam1 |A|_1 + alpha h + mu h^2 / 2``
         with ``N`` the number of cells; the augmented-Lagrangian ``alpha, mu`` are updated ten times
@@ -502,8 +520,12 @@ class GIM:
 
         Raises:
             ValueError: bad ``gamma``, ``n < 1``, ``threshold`` outside (0, 1). TypeError: ``rng``.
+            TooLargeError (a ValueError): ``B * n`` cells cannot fit in memory.
         """
         G = self._gamma(gamma)
+        n = check_int(n, "n", low=1)
+        check_budget(f"GIM.predict(n={n}) for {G.shape[0]} feature vectors",
+                     n_bytes=4 * 8.0 * G.shape[0] * n * self.scm.d)
         rng = check_rng(rng)
         with torch.no_grad():
             logits, m = self.net(G)

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_positive
-from icml25.kernels import gim
+from icml25.checks import check_array, check_budget, check_positive
+from icml25.kernels import gim_kernels
 
 __all__ = ["median_bandwidth", "mmd_rbf", "mmd_rbf_many", "energy_distance", "wasserstein2", "target_auroc", "shd"]
 
@@ -58,7 +58,7 @@ def mmd_rbf(X: Any, Y: Any, bandwidth: float, unbiased: bool = False) -> float:
 def mmd_rbf_many(X: Any, Y: Any, bandwidth: float, unbiased: bool = False) -> np.ndarray:
     """``MMD^2`` of each of ``C`` context pairs ``X (C, n, d)``, ``Y (C, m, d)``, (C,) float64.
 
-    The block sums come from the kernel dispatcher :func:`icml25.kernels.gim.mmd_sums` (a tiled
+    The block sums come from the kernel dispatcher :func:`icml25.kernels.gim_kernels.mmd_sums` (a tiled
     CUDA kernel on a GPU, ``scipy.spatial.distance.cdist`` otherwise).
 
     Raises:
@@ -70,19 +70,22 @@ def mmd_rbf_many(X: Any, Y: Any, bandwidth: float, unbiased: bool = False) -> np
     h = check_positive(bandwidth, "bandwidth")
     if unbiased and min(X.shape[1], Y.shape[1]) < 2:
         raise ValueError("the unbiased MMD needs at least 2 samples on each side")
-    return _mmd_from_sums(gim.mmd_sums(X, Y, h), X.shape[1], Y.shape[1], bool(unbiased))
+    return _mmd_from_sums(gim_kernels.mmd_sums(X, Y, h), X.shape[1], Y.shape[1], bool(unbiased))
 
 
 def energy_distance(X: Any, Y: Any) -> float:
     """The energy distance ``2 E|x - y| - E|x - x'| - E|y - y'|`` (V-statistics), >= 0.
 
     Raises:
-        ValueError: shapes disagree or non-finite values.
+        ValueError: shapes disagree, an empty sample or non-finite values.
+        TooLargeError (a ValueError): the pairwise distance matrices cannot fit in memory.
     """
     from scipy.spatial.distance import cdist
 
-    X = check_array(X, "X", ndim=2)
-    Y = check_array(Y, "Y", shape=(None, X.shape[1]))
+    X = check_array(X, "X", ndim=2, min_size=1)
+    Y = check_array(Y, "Y", shape=(None, X.shape[1]), min_size=1)
+    check_budget(f"energy_distance({X.shape[0]} x {Y.shape[0]} cells)",
+                 n_bytes=8.0 * (X.shape[0] + Y.shape[0]) ** 2)
     return float(2 * cdist(X, Y).mean() - cdist(X, X).mean() - cdist(Y, Y).mean())
 
 
@@ -90,12 +93,14 @@ def wasserstein2(X: Any, Y: Any) -> float:
     """The 2-Wasserstein distance between the empirical measures of ``X`` and ``Y`` (POT ``ot.emd2``).
 
     Raises:
-        ValueError: shapes disagree or non-finite values.
+        ValueError: shapes disagree, an empty sample or non-finite values.
+        TooLargeError (a ValueError): the ``(n_X, n_Y)`` cost matrix cannot fit in memory.
     """
     import ot
 
-    X = check_array(X, "X", ndim=2)
-    Y = check_array(Y, "Y", shape=(None, X.shape[1]))
+    X = check_array(X, "X", ndim=2, min_size=1)
+    Y = check_array(Y, "Y", shape=(None, X.shape[1]), min_size=1)
+    check_budget(f"wasserstein2({X.shape[0]} x {Y.shape[0]} cells)", n_bytes=3 * 8.0 * X.shape[0] * Y.shape[0])
     M = ot.dist(X, Y, metric="sqeuclidean")
     a, b = np.full(X.shape[0], 1.0 / X.shape[0]), np.full(Y.shape[0], 1.0 / Y.shape[0])
     return float(np.sqrt(max(ot.emd2(a, b, M), 0.0)))

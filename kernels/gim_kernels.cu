@@ -1,5 +1,5 @@
 // Kernels of chapter 04 (generative intervention models), each the fast path of a CPU reference in
-// kernels/gim.py. No CUDA headers: NVRTC built-ins only.
+// kernels/gim_kernels.py. No CUDA headers: NVRTC built-ins only.
 //
 // context_loglik_{f32,f64}: the Gaussian log-likelihood of K contexts under S shift interventions
 //   each, from per-context sufficient statistics of the residuals R = X - f(X) (n cells a context):

@@ -13,7 +13,7 @@ That is ``O(K S d)`` work instead of the ``O(K S n d)`` of the unfused sum over 
 The MMD evaluation over hundreds of test contexts needs the three RBF block sums of every pair of
 samples (:func:`mmd_sums`).
 
-Kernels (``gim.cu``), each with a reference, a CuPy launcher and a dispatcher:
+Kernels (``gim_kernels.cu``), each with a reference, a CuPy launcher and a dispatcher:
 
 - :func:`context_loglik`: torch in, torch out (the reference is differentiable torch, and is what
   training uses on every device; the CUDA kernel serves evaluation without gradients on a GPU).
@@ -116,7 +116,7 @@ def context_loglik_gpu(SR: Any, SR2: Any, shift: Any, sigma: Any, n: int) -> Any
     SR, SR2, shift, sigma = (cp.ascontiguousarray(a, dtype=dt) for a in (SR, SR2, shift, sigma))
     K, S, d = shift.shape
     ll = cp.empty((K, S), dtype=dt)
-    fn = load_module("gim").get_function("context_loglik_f64" if dt == cp.float64 else "context_loglik_f32")
+    fn = load_module("gim_kernels").get_function("context_loglik_f64" if dt == cp.float64 else "context_loglik_f32")
     fn(((K * S + _BLOCK - 1) // _BLOCK,), (_BLOCK,), (SR, SR2, shift, sigma, np.int32(K), np.int32(S),
                                                       np.int32(d), np.int32(n), ll))
     return ll
@@ -196,7 +196,7 @@ def mmd_sums_gpu(X: Any, Y: Any, h: float) -> Any:  # pragma: no cover - GPU
     X, Y = cp.ascontiguousarray(cp.asarray(X, dtype=dt)), cp.ascontiguousarray(cp.asarray(Y, dtype=dt))
     C, n, d = X.shape
     out = cp.zeros((C, 3), dtype=cp.float64)
-    fn = load_module("gim").get_function("mmd_sums_f64" if dt == cp.float64 else "mmd_sums_f32")
+    fn = load_module("gim_kernels").get_function("mmd_sums_f64" if dt == cp.float64 else "mmd_sums_f32")
     fn((C, 3), (_BLOCK,), (X, Y, np.int32(n), np.int32(Y.shape[1]), np.int32(d),
                            (np.float64 if dt == cp.float64 else np.float32)(h), out))
     return out
