@@ -299,3 +299,16 @@ def test_bad_inputs_name_the_argument():
                                       torch.zeros(1, 4, 4, dtype=torch.long), torch.rand(1, 2), [0.5, 0.2], [0])
     with pytest.raises(ValueError, match="method"):
         p2p.captum_masks(p2p.SmallCNNClassifier(3, width=4), torch.rand(1, 3, 8, 8), [0.5], "lime")
+
+
+def test_ablation_claims_are_not_won_against_a_collapsed_ablation():
+    """A pixel-group ablation that did not learn (accuracy < 0.5) cannot make 'superpixels beat pixels' hold."""
+    from icml25.claims import HOLDS, NOT_REPRODUCED, verdict
+
+    claims = {c.id: c for c in p2p.CLAIMS}
+    m = {"p2p_localization": 0.5, "pixel_group_localization": 0.2, "p2p_accuracy_k09": 0.9, "pixel_group_accuracy": 0.2}
+    for cid in ("superpixels_beat_pixels", "superpixels_more_accurate"):
+        assert claims[cid].judged_by == "reported only"
+        assert verdict(claims[cid], m) == NOT_REPRODUCED
+        assert verdict(claims[cid], {**m, "pixel_group_accuracy": 0.7}) == HOLDS
+    assert verdict(claims["superpixels_beat_pixels"], {**m, "pixel_group_accuracy": 0.7, "pixel_group_localization": 0.6}) == NOT_REPRODUCED
