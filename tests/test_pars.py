@@ -132,12 +132,12 @@ def test_ablation_flags_reproduce_plain_td3bc():
                                     np.random.default_rng(9))
     want = _plain_td3bc_step(agent.actor, singles[0], singles[1], agent.actor_tgt, singles[0], singles[1], b,
                              np.random.default_rng(9))
-    assert abs(2 * float(loss) - float(want)) < 1e-4 * max(1.0, float(want))
+    assert abs(2 * float(loss.detach()) - float(want.detach())) < 1e-4 * max(1.0, float(want.detach()))
     la = pars.td3bc_actor_loss(b["observations"], b["actions"], agent.actor, agent.critic, 0.4, reduce="first")
     pi = agent.actor(b["observations"])
     q1 = singles[0](b["observations"], pi)[0]
     want_a = 0.4 * ((pi - b["actions"]) ** 2).sum(1).mean() - q1.mean() / q1.abs().mean()
-    assert abs(float(la) - float(want_a)) < 1e-5
+    assert abs(float(la.detach()) - float(want_a.detach())) < 1e-5
 
 
 def test_offline_update_lowers_the_infeasible_q_with_pa():
