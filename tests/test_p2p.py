@@ -312,3 +312,12 @@ def test_ablation_claims_are_not_won_against_a_collapsed_ablation():
         assert verdict(claims[cid], m) == NOT_REPRODUCED
         assert verdict(claims[cid], {**m, "pixel_group_accuracy": 0.7}) == HOLDS
     assert verdict(claims["superpixels_beat_pixels"], {**m, "pixel_group_accuracy": 0.7, "pixel_group_localization": 0.6}) == NOT_REPRODUCED
+
+
+def test_empty_masks_and_huge_data_are_refused_up_front():
+    with pytest.raises(ValueError, match="mask"):
+        p2p.kept_fraction(np.zeros((0, 4, 4), bool))
+    with pytest.raises(ValueError, match="mask"):
+        p2p.localization_precision(np.zeros((0, 4, 4), bool), np.zeros((0, 4, 4), bool))
+    with pytest.raises(ValueError, match="n = "):
+        p2p.make_bam_like(10**9, 32, np.random.default_rng(0))

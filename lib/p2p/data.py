@@ -61,6 +61,9 @@ def background_images() -> tuple[np.ndarray, ...]:
     return _scenes()
 
 
+_MAX_BYTES = 16 * 2**30  # the largest image array make_bam_like allocates (float32)
+
+
 def make_bam_like(n: int, H: int = 32, rng: Any = None, spurious: bool = False, split: str = "train",
                   spurious_p: float = 0.9) -> dict[str, np.ndarray]:
     """Draw ``n`` images: a scene crop with one coloured digit pasted at a random place.
@@ -87,10 +90,14 @@ def make_bam_like(n: int, H: int = 32, rng: Any = None, spurious: bool = False, 
 
     Raises:
         TypeError: ``rng`` not a Generator, ``spurious`` not a bool. ValueError: ``n < 1``,
-        ``H < 16``, unknown ``split``, ``spurious_p`` outside [0, 1].
+        ``H < 16``, unknown ``split``, ``spurious_p`` outside [0, 1], ``n`` images of ``H x H`` that
+        need more than 16 GiB (refused before anything is allocated).
     """
     n = check_int(n, "n", low=1)
     H = check_int(H, "H", low=16, high=1024)
+    if n * H * H * 3 * 4 > _MAX_BYTES:
+        raise ValueError(f"n = {n} images of {H}x{H} pixels need {n * H * H * 12 / 2**30:.1f} GiB of float32, more than "
+                         f"the {_MAX_BYTES / 2**30:.0f} GiB this function allocates; lower n or H")
     rng = check_rng(rng, "rng")
     spurious = check_bool(spurious, "spurious")
     split = check_choice(split, "split", ("train", "test"))

@@ -29,6 +29,8 @@ def _masks(mask: Any, name: str) -> np.ndarray:
     if getattr(mask, "dtype", None) in (bool, np.bool_) or str(getattr(mask, "dtype", "")) == "torch.bool":
         mask = check_array(mask, name, kind="bool", ndim=(3, 4)).astype(np.float64)
     arr = check_array(mask, name, kind="number", ndim=(3, 4))
+    if arr.size == 0:
+        raise ValueError(f"{name} must hold at least one image of at least one pixel, got shape {arr.shape}")
     if arr.ndim == 4:
         if arr.shape[1] != 1:
             raise ValueError(f"{name} must be (B, H, W) or (B, 1, H, W), got shape {arr.shape}")
