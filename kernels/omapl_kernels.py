@@ -279,6 +279,9 @@ def _check_segments(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b_next: An
     w = check_tensor(w, "w", shape=full)
     v_next = check_tensor(v_next, "v_next", shape=full)
     w_next = check_tensor(w_next, "w_next", shape=full)
+    for name, x in (("w", w), ("w_next", w_next)):
+        if bool((x < 0).any()):
+            raise ValueError(f"{name} must be >= 0 (a monotone mixer)")
     b = check_tensor(b, "b", shape=seg)
     b_next = check_tensor(b_next, "b_next", shape=seg)
     dones = check_tensor(dones, "dones", shape=seg)

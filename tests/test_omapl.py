@@ -282,3 +282,136 @@ def test_mpe_adapter_and_continuous_learner():
     omapl.train(agent, data, 2, 4, rng)
     assert agent.act(pool.obs[0, :1]).shape == (1, 3, 2)
     assert np.isfinite(omapl.evaluate_mpe(agent, ad2, 1, rng)["return"])
+
+
+# ---- review (issue 24): inputs that used to pass silently or crash deep inside numpy / torch -----
+
+
+def test_losses_refuse_negative_next_weights_non_binary_masks_and_empty_batches():
+    t = torch.zeros(2, 3, 4)
+    with pytest.raises(ValueError, match="w_next must be >= 0"):
+        omapl.implied_reward(t, t, t[..., 0], t, -t - 1, t[..., 0], t[..., 0], 0.9)
+    with pytest.raises(ValueError, match="q_loc"):
+        omapl.implied_reward(torch.zeros(4), torch.zeros(4), torch.zeros(()), torch.zeros(4), torch.zeros(4),
+                             torch.zeros(()), torch.zeros(()), 0.9)
+    r = torch.zeros(3, 4)
+    with pytest.raises(ValueError, match="mask"):
+        omapl.preference_loss(r, r, torch.zeros(3), torch.full((2, 3, 4), 3.0))
+    with pytest.raises(ValueError, match="r1"):
+        omapl.preference_loss(torch.zeros(0, 4), torch.zeros(0, 4), torch.zeros(0))
+    with pytest.raises(ValueError, match="mask"):
+        omapl.extreme_v_loss(r, r, 1.0, 1.0, mask=-torch.ones(3, 4))
+    with pytest.raises(ValueError, match="q_bar"):
+        omapl.extreme_v_loss(torch.zeros(0), torch.zeros(0), 1.0, 1.0)
+    with pytest.raises(ValueError, match="mask"):
+        omapl.wbc_loss(-torch.ones(2, 3, 4), torch.zeros(2, 3, 4), torch.full((2, 3, 4), 5.0))
+    with pytest.raises(ValueError, match="logp"):
+        omapl.wbc_loss(torch.zeros(0, 3, 4), torch.zeros(0, 3, 4))
+    with pytest.raises(ValueError, match="dones"):
+        omapl.segment_mask(torch.tensor([0.5, 0.7]))
+    with pytest.raises(ValueError, match="dones"):
+        omapl.segment_mask(torch.tensor(1.0))
+    from icml25.kernels import omapl_kernels
+    q4, s3 = torch.zeros(2, 4, 5, 3), torch.zeros(2, 4, 5)
+    with pytest.raises(ValueError, match="w must be >= 0"):
+        omapl_kernels.segment_logits(q4, -torch.ones_like(q4), s3, q4, torch.ones_like(q4), s3, s3, 0.9)
+
+
+def test_sizes_that_cannot_fit_are_refused_up_front():
+    from icml25.checks import TooLargeError
+    rng = np.random.default_rng(0)
+    with pytest.raises(TooLargeError, match="CoopGrid starts"):
+        omapl.CoopGridEnv(10**12).reset(rng)
+    with pytest.raises(ValueError, match="size"):
+        omapl.CoopGridEnv(1, size=10**7)
+    with pytest.raises(TooLargeError, match="CoopGrid starts"):
+        omapl.make_grid_data(rng, 10**10, 10)
+    d = _data(np.random.default_rng(1))
+    with pytest.raises(TooLargeError, match="make_preference_pairs"):
+        omapl.make_preference_pairs(d.pool, 10**10, rng)
+    with pytest.raises(TooLargeError, match="GridData.sample"):
+        d.sample(rng, 10**10)
+    with pytest.raises(TooLargeError, match="OMAPL"):
+        omapl.make_agent("O-MAPL", d, 10**7, 1)
+    agent = omapl.make_agent("BC", d, 8, 1)
+    with pytest.raises(TooLargeError):
+        omapl.evaluate_grid(agent, d.env, 10**11, rng)
+    with pytest.raises(ValueError, match="n_agents"):
+        omapl.MPESpreadAdapter(10**5)
+    with pytest.raises(ValueError, match="A"):
+        omapl.hessian_search(rng, 1, A=10**6)
+
+
+def test_bad_arguments_are_named_not_crashes_deep_inside():
+    rng = np.random.default_rng(2)
+    d = _data(rng)
+    with pytest.raises(ValueError, match="batch_size"):
+        d.sample(rng, 0)
+    with pytest.raises(ValueError, match="fraction"):
+        d.sample(rng, 4, float("nan"))
+    with pytest.raises(TypeError, match="rng"):
+        d.sample(None, 4)
+    with pytest.raises(ValueError, match="test_frac"):
+        omapl.make_grid_data(rng, 5, 10, test_frac=0.0)
+    with pytest.raises(TypeError, match="pool"):
+        omapl.summarise_trajectory("x", 0)
+    with pytest.raises(TypeError, match="pool"):
+        omapl.annotate_pairs("x", 3, omapl.NoisyOracleAnnotator(0.1, 1.0, rng), rng)
+    with pytest.raises(ValueError, match="sel"):
+        omapl.pair_batch(d.pool, d.pairs, np.array([], dtype=np.int64))
+    with pytest.raises(TypeError, match="overrides"):
+        omapl.make_agent("O-MAPL", d, 8, 1, foo=1)
+    agent = omapl.make_agent("O-MAPL", d, 8, 1)
+    with pytest.raises(TypeError, match="agent"):
+        omapl.train("x", d, 1, 4, rng)
+    with pytest.raises(TypeError, match="data"):
+        omapl.train(agent, "x", 1, 4, rng)
+    with pytest.raises(TypeError, match="env_sizes"):
+        omapl.evaluate_grid(agent, "x", 3, rng)
+    with pytest.raises(TypeError, match="pool"):
+        omapl.reward_spearman(agent, "x")
+    with pytest.raises(ValueError, match="at least 2"):
+        omapl.reward_spearman(agent, omapl.subset(d.pool, np.array([0])))
+    with pytest.raises(TypeError, match="pairs"):
+        omapl.preference_accuracy(agent, d.pool, "x")
+    with pytest.raises(ValueError, match="another pool"):
+        omapl.preference_accuracy(agent, omapl.subset(d.pool, np.array([0, 1])), d.pairs)
+    with pytest.raises(ValueError, match="pairs"):
+        omapl.bt_hessian_eigs(np.zeros((2, 3)), np.zeros((0, 2, 2), int), np.array([]), "linear", np.ones(2))
+    with pytest.raises(ValueError, match="P"):
+        omapl.hessian_search(rng, 2, P=0)
+    with pytest.raises(TypeError, match="methods"):
+        omapl.run_methods(d, "O-MAPL", 1, 4, 8, rng, 2, 1)
+    with pytest.raises(TypeError, match="methods"):
+        omapl.run_methods(d, (), 1, 4, 8, rng, 2, 1)
+    with pytest.raises(TypeError, match="cfg"):
+        omapl.IIPL("x")
+    with pytest.raises(TypeError, match="pos"):
+        omapl.grid_observations(np.zeros((2, 3, 2)), np.zeros((2, 3, 2), int), 5)
+    with pytest.raises(ValueError, match="size"):
+        omapl.grid_observations(np.zeros((2, 3, 2), int), np.zeros((2, 3, 2), int), 0)
+    with pytest.raises(ValueError, match="obs"):
+        omapl.mpe_expert_actions(np.zeros(5), 3)
+    with pytest.raises(ValueError, match="n_landmarks"):
+        omapl.mpe_expert_actions(np.zeros((3, 18)), -1)
+    with pytest.raises(TypeError, match="adapter"):
+        omapl.generate_mpe_dataset("x", 0.1, 2, rng)
+    b = d.batch
+    args = [x.numpy()[:, :0] for x in (b.obs, b.next_obs, b.state, b.next_state, b.actions, b.dones, b.avail)]
+    with pytest.raises(ValueError, match="B, T, N, o >= 1"):
+        omapl.make_pair_batch(*args, b.y.numpy()[:0])
+
+
+def test_networks_name_a_wrong_observation_shape():
+    q, v = omapl.LocalQNet(4, 3, 2, 8), omapl.LocalVNet(4, 2, 8)
+    pi = omapl.LocalActor(4, 3, 2, 8)
+    good, bad = torch.zeros(5, 2, 4), torch.zeros(5, 3, 4)
+    assert q(good, torch.zeros(5, 2, dtype=torch.int64)).shape == (5, 2) and v(good).shape == (5, 2)
+    with pytest.raises(ValueError, match=r"obs must have shape \(\.\.\., 2, 4\)"):
+        q(bad, torch.zeros(5, 3, dtype=torch.int64))
+    with pytest.raises(ValueError, match="obs"):
+        v(torch.zeros(5, 2, 6))
+    with pytest.raises(ValueError, match="obs"):
+        pi.act(bad)
+    with pytest.raises(TypeError, match="obs"):
+        omapl.with_agent_id(torch.zeros(5, 2, 4, dtype=torch.int64))

@@ -8,12 +8,14 @@ the official code (``vietbt/OMAPL``); the environments (CoopGrid) and the LLM st
 labelled reconstructions.
 
 Modules: ``defaults``, ``networks``, ``method`` (losses, :class:`OMAPL`), ``baselines`` (BC, IIPL,
-SL-MARL), ``envs`` (CoopGrid, MPE adapter), ``data`` (datasets, pairs, prompts), ``experiments``.
+SL-MARL), ``envs`` (CoopGrid, MPE adapter), ``data`` (datasets, pairs, prompts), ``experiments``, ``claims``
+(the paper's claims as the book judges them).
 """
 
-from . import baselines, data, envs, experiments, method, networks
+from . import baselines, claims, data, envs, experiments, method, networks
 from ._checks import PairBatch, alive_mask, check_beta, check_gamma, make_pair_batch
 from .baselines import *  # noqa: F401,F403
+from .claims import CLAIMS
 from .data import *  # noqa: F401,F403
 from .defaults import DEFAULTS, GridSettings, LearnerSettings, OMAPLDefaults
 from .envs import *  # noqa: F401,F403
@@ -21,6 +23,6 @@ from .experiments import *  # noqa: F401,F403
 from .method import *  # noqa: F401,F403
 from .networks import *  # noqa: F401,F403
 
-__all__ = ["DEFAULTS", "OMAPLDefaults", "LearnerSettings", "GridSettings", "PairBatch", "make_pair_batch",
+__all__ = ["CLAIMS", "DEFAULTS", "OMAPLDefaults", "LearnerSettings", "GridSettings", "PairBatch", "make_pair_batch",
            "alive_mask", "check_beta", "check_gamma",
            *baselines.__all__, *data.__all__, *envs.__all__, *experiments.__all__, *method.__all__, *networks.__all__]

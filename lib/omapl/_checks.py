@@ -71,7 +71,7 @@ def make_pair_batch(obs: Any, next_obs: Any, state: Any, next_state: Any, action
     ``avail=None`` means continuous actions (then ``actions`` is (2, B, T, N, a) in [-1, 1]).
 
     Raises:
-        TypeError: wrong kinds. ValueError: shape mismatches (named), ``y`` outside {0, 1},
+        TypeError: wrong kinds. ValueError: shape mismatches (named), an empty batch, ``y`` outside {0, 1},
             ``dones`` outside {0, 1}, a row of ``avail`` with every action masked, a discrete
             action that is not available.
     """
@@ -79,6 +79,8 @@ def make_pair_batch(obs: Any, next_obs: Any, state: Any, next_state: Any, action
     if obs.shape[0] != 2:
         raise ValueError(f"obs must have shape (2, B, T, N, o), got {obs.shape}")
     _, B, T, N, o = obs.shape
+    if min(B, T, N, o) < 1:
+        raise ValueError(f"obs must have shape (2, B, T, N, o) with B, T, N, o >= 1, got {obs.shape}")
     next_obs = check_array(next_obs, "next_obs", shape=obs.shape, dtype=np.float32)
     state = check_array(state, "state", ndim=4, dtype=np.float32)
     if state.shape[:3] != (2, B, T):

@@ -70,6 +70,8 @@ class IIPL(OMAPL):
 
     def __init__(self, cfg: OMAPLConfig, device: str = "cpu") -> None:
         """Args as :class:`OMAPL` (the mixer fields are ignored: no mixing)."""
+        if not isinstance(cfg, OMAPLConfig):
+            raise TypeError(f"cfg must be an OMAPLConfig, got {type(cfg).__name__}")
         super().__init__(OMAPLConfig(**{**cfg.__dict__, "mixer": "vdn"}), device)
 
     def implied_rewards(self, batch: PairBatch) -> torch.Tensor:

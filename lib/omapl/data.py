@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_choice, check_int, check_probability, check_real, check_rng
+from icml25.checks import check_array, check_budget, check_choice, check_int, check_probability, check_real, check_rng
 from icml25.kernels import omapl_kernels
 
 from ._checks import PairBatch, make_pair_batch
@@ -108,11 +108,20 @@ def generate_mpe_dataset(adapter: MPESpreadAdapter, noise: float, n_traj: int, r
     """simple_spread trajectories of :func:`~icml25.omapl.envs.mpe_expert_actions` plus Gaussian
     noise of scale ``noise`` (clipped to [-1, 1]); episode seeds drawn from ``rng``.
 
-    Success is every landmark within 0.1 of an agent at the end (our definition)."""
+    Success is every landmark within 0.1 of an agent at the end (our definition).
+
+    Raises:
+        TypeError: ``adapter`` not an :class:`MPESpreadAdapter`, ``rng`` not a Generator.
+        ValueError: ``noise < 0``, ``n_traj < 1``, ``quality < 0``, a dataset too large for memory."""
+    if not isinstance(adapter, MPESpreadAdapter):
+        raise TypeError(f"adapter must be an MPESpreadAdapter, got {type(adapter).__name__}")
+    quality = check_int(quality, "quality", low=0)
     rng = check_rng(rng)
     noise = check_real(noise, "noise", low=0.0)
     n_traj = check_int(n_traj, "n_traj", low=1)
     H, N = adapter.horizon, adapter.n_agents
+    check_budget(f"generate_mpe_dataset(n_traj={n_traj})",
+                 n_bytes=4.0 * n_traj * (H + 1) * (N * adapter.obs_dim + adapter.state_dim + 2 * N + 2))
     obs = np.zeros((n_traj, H + 1, N, adapter.obs_dim), np.float32)
     state = np.zeros((n_traj, H + 1, adapter.state_dim), np.float32)
     acts = np.zeros((n_traj, H, N, 2), np.float32)
@@ -170,6 +179,9 @@ def make_preference_pairs(pool: Trajectories, n_pairs: int, rng: np.random.Gener
     mode = check_choice(mode, "mode", ("quality", "return_bt"))
     flip_prob = check_probability(flip_prob, "flip_prob")
     temperature = check_real(temperature, "temperature", low=0.0, low_open=True)
+    check_budget(f"make_preference_pairs(n_pairs={n_pairs})", n_bytes=8.0 * 8 * n_pairs)
+    if len(pool) < 2:
+        raise ValueError(f"pool must hold at least 2 trajectories to pair, got {len(pool)}")
     levels = np.unique(pool.quality)
     if mode == "quality":
         if levels.size < 2:
@@ -192,7 +204,12 @@ def make_preference_pairs(pool: Trajectories, n_pairs: int, rng: np.random.Gener
 
 def summarise_trajectory(pool: Trajectories, i: int) -> list[str]:
     """The facts an annotator sees about trajectory ``i`` of a CoopGrid pool (the official prompt
-    lists final health and episode length for SMAC; these are CoopGrid's analogues)."""
+    lists final health and episode length for SMAC; these are CoopGrid's analogues).
+
+    Raises:
+        TypeError: ``pool`` not CoopGrid Trajectories. ValueError: ``i`` out of range."""
+    if not isinstance(pool, Trajectories) or pool.avail is None:
+        raise TypeError(f"pool must be CoopGrid Trajectories (discrete actions), got {type(pool).__name__}")
     i = check_int(i, "i", low=0, high=len(pool) - 1)
     N = pool.obs.shape[2]
     L = (pool.obs.shape[3] - 2 - 2 * (N - 1)) // 2
@@ -260,9 +277,18 @@ class NoisyOracleAnnotator:
 
 def annotate_pairs(pool: Trajectories, n_pairs: int, annotator: NoisyOracleAnnotator,
                    rng: np.random.Generator) -> PreferencePairs:
-    """``n_pairs`` random pairs of the pool labelled by ``annotator`` from their prompts."""
+    """``n_pairs`` random pairs of the pool labelled by ``annotator`` from their prompts.
+
+    Raises:
+        TypeError: ``pool``, ``annotator`` or ``rng`` of the wrong kind. ValueError: ``n_pairs < 1``,
+            a pool of fewer than 2 trajectories, more pairs than memory holds."""
+    if not isinstance(pool, Trajectories):
+        raise TypeError(f"pool must be Trajectories, got {type(pool).__name__}")
     rng = check_rng(rng)
     n_pairs = check_int(n_pairs, "n_pairs", low=1)
+    check_budget(f"annotate_pairs(n_pairs={n_pairs})", n_bytes=8.0 * 8 * n_pairs)
+    if len(pool) < 2:
+        raise ValueError(f"pool must hold at least 2 trajectories to pair, got {len(pool)}")
     if not isinstance(annotator, NoisyOracleAnnotator):
         raise TypeError(f"annotator must be a NoisyOracleAnnotator, got {type(annotator).__name__}")
     i1 = rng.integers(0, len(pool), n_pairs)
@@ -273,8 +299,19 @@ def annotate_pairs(pool: Trajectories, n_pairs: int, annotator: NoisyOracleAnnot
 
 
 def pair_batch(pool: Trajectories, pairs: PreferencePairs, sel: np.ndarray) -> PairBatch:
-    """The :class:`PairBatch` of pairs ``sel`` (whole trajectories as segments, ``T = H``)."""
-    sel = check_array(sel, "sel", kind="int", ndim=1, low=0, high=len(pairs) - 1)
+    """The :class:`PairBatch` of pairs ``sel`` (whole trajectories as segments, ``T = H``).
+
+    Raises:
+        TypeError: ``pool`` or ``pairs`` of the wrong kind. ValueError: ``sel`` empty or out of
+            range, a pair that indexes past the pool."""
+    if not isinstance(pool, Trajectories):
+        raise TypeError(f"pool must be Trajectories, got {type(pool).__name__}")
+    if not isinstance(pairs, PreferencePairs):
+        raise TypeError(f"pairs must be PreferencePairs, got {type(pairs).__name__}")
+    sel = check_array(sel, "sel", kind="int", ndim=1, low=0, high=len(pairs) - 1, min_size=1)
+    top = max(int(pairs.idx1.max()), int(pairs.idx2.max()))
+    if top >= len(pool):
+        raise ValueError(f"pairs index trajectories up to {top}, but pool holds {len(pool)}: pairs of another pool?")
     idx = np.stack([pairs.idx1[sel], pairs.idx2[sel]])            # (2, B)
     get = lambda a: a[idx]  # noqa: E731
     avail = None if pool.avail is None else get(pool.avail)[:, :, :-1]

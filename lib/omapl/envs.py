@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_int, check_real, check_rng
+from icml25.checks import check_array, check_budget, check_int, check_real, check_rng
 from icml25.kernels import omapl_kernels
 
 __all__ = ["CoopGridEnv", "grid_observations", "MPESpreadAdapter", "mpe_expert_actions"]
@@ -29,7 +29,18 @@ def grid_observations(pos: np.ndarray, landmarks: np.ndarray, size: int) -> tupl
 
     Returns:
         ``(obs (..., N, 2 + 2 L + 2 (N - 1)) float32, state (..., 2 N + 2 L) float32)``.
+
+    Raises:
+        ValueError: ``pos``/``landmarks`` not (..., N, 2)/(..., L, 2) with the same leading axes,
+            ``size < 1``. TypeError: non-integer positions.
     """
+    size = check_int(size, "size", low=1)
+    pos = check_array(pos, "pos", kind="int")
+    landmarks = check_array(landmarks, "landmarks", kind="int")
+    if pos.ndim < 2 or pos.shape[-1] != 2 or pos.shape[-2] < 1:
+        raise ValueError(f"pos must have shape (..., N, 2), got {pos.shape}")
+    if landmarks.ndim != pos.ndim or landmarks.shape[-1] != 2 or landmarks.shape[:-2] != pos.shape[:-2]:
+        raise ValueError(f"landmarks must have shape ({', '.join(map(str, pos.shape[:-2]))}, L, 2), got {landmarks.shape}")
     N = pos.shape[-2]
     p = pos.astype(np.float32) / size
     lm = landmarks.astype(np.float32) / size
@@ -58,7 +69,7 @@ class CoopGridEnv:
         Raises:
             ValueError: a size out of range (named)."""
         self.n_envs = check_int(n_envs, "n_envs", low=1)
-        self.size = check_int(size, "size", low=2)
+        self.size = check_int(size, "size", low=2, high=2**15)
         self.n_agents = check_int(n_agents, "n_agents", low=1, high=32)
         self.n_landmarks = check_int(n_landmarks, "n_landmarks", low=1, high=self.n_agents)
         self.horizon = check_int(horizon, "horizon", low=1)
@@ -68,9 +79,14 @@ class CoopGridEnv:
         self.t = 0
 
     def sample_starts(self, rng: np.random.Generator, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Uniform start positions (n, N, 2) and distinct landmark cells (n, L, 2) from ``rng``."""
+        """Uniform start positions (n, N, 2) and distinct landmark cells (n, L, 2) from ``rng``.
+
+        Raises:
+            TypeError: ``rng`` not a Generator. ValueError: ``n < 1``, more games than memory holds."""
         rng = check_rng(rng)
         n = self.n_envs if n is None else check_int(n, "n", low=1)
+        check_budget(f"CoopGrid starts (n={n}, size={self.size})",
+                     n_bytes=16.0 * n * (self.size * self.size + 2 * self.n_agents + 2 * self.n_landmarks))
         pos = rng.integers(0, self.size, size=(n, self.n_agents, 2)).astype(np.int32)
         cells = np.argsort(rng.random((n, self.size * self.size)), axis=1)[:, :self.n_landmarks]
         lm = np.stack([cells % self.size, cells // self.size], -1).astype(np.int32)
@@ -109,7 +125,15 @@ def mpe_expert_actions(obs: np.ndarray, n_landmarks: int) -> np.ndarray:
     """A scripted simple_spread expert: each agent heads for a landmark (greedy assignment by
     distance, agents in order), action in [-1, 1]^2 (x, y velocity) -> (N, 2).
 
-    ``obs (N, o)``: simple_spread's ``[vel(2), pos(2), landmark offsets (2 L), ...]``."""
+    ``obs (N, o)``: simple_spread's ``[vel(2), pos(2), landmark offsets (2 L), ...]``.
+
+    Raises:
+        ValueError: ``obs`` not 2-D with at least ``4 + 2 L`` columns, ``n_landmarks < 1``."""
+    n_landmarks = check_int(n_landmarks, "n_landmarks", low=1)
+    obs = check_array(obs, "obs", ndim=2, dtype=np.float32)
+    if obs.shape[1] < 4 + 2 * n_landmarks:
+        raise ValueError(f"obs must have at least {4 + 2 * n_landmarks} columns for {n_landmarks} landmarks, "
+                         f"got shape {obs.shape}")
     N = obs.shape[0]
     rel = obs[:, 4:4 + 2 * n_landmarks].reshape(N, n_landmarks, 2)
     d = np.linalg.norm(rel, axis=-1)
@@ -134,11 +158,14 @@ class MPESpreadAdapter:
     act_dim = 2
 
     def __init__(self, n_agents: int = 3, max_cycles: int = 25, local_ratio: float = 0.5) -> None:
-        """Args: n_agents (= landmarks), max_cycles (horizon), local_ratio (simple_spread's)."""
+        """Args: n_agents (= landmarks, 1 to 64), max_cycles (horizon, 1 to 10^5), local_ratio (simple_spread's).
+
+        Raises:
+            ValueError: a size or ``local_ratio`` out of range (named)."""
         from mpe2 import simple_spread_v3
 
-        self.n_agents = check_int(n_agents, "n_agents", low=1)
-        self.horizon = check_int(max_cycles, "max_cycles", low=1)
+        self.n_agents = check_int(n_agents, "n_agents", low=1, high=64)
+        self.horizon = check_int(max_cycles, "max_cycles", low=1, high=100_000)
         self.env = simple_spread_v3.parallel_env(N=self.n_agents, max_cycles=self.horizon, continuous_actions=True,
                                                  local_ratio=check_real(local_ratio, "local_ratio", low=0.0, high=1.0))
         self.agents = [f"agent_{i}" for i in range(self.n_agents)]

@@ -10,7 +10,7 @@ import torch
 from scipy import optimize, stats
 from scipy.special import logsumexp
 
-from icml25.checks import check_array, check_choice, check_int, check_probability, check_real, check_rng
+from icml25.checks import check_array, check_budget, check_choice, check_int, check_probability, check_real, check_rng
 
 from ._checks import PairBatch
 from .baselines import BC, IIPL, SLMARL
@@ -40,7 +40,18 @@ class GridData:
     env: CoopGridEnv
 
     def sample(self, rng: np.random.Generator, batch_size: int, fraction: float = 1.0) -> PairBatch:
-        """A minibatch of ``batch_size`` training pairs (the first ``fraction`` of them)."""
+        """A minibatch of ``batch_size`` training pairs (the first ``fraction`` of them).
+
+        Raises:
+            TypeError: ``rng`` not a Generator. ValueError: ``batch_size < 1``, ``fraction``
+                outside (0, 1], a batch too large for memory."""
+        rng = check_rng(rng)
+        batch_size = check_int(batch_size, "batch_size", low=1)
+        fraction = check_real(fraction, "fraction", low=0.0, low_open=True, high=1.0)
+        per_pair = sum(x[:, :1].numel() * x.element_size() for x in
+                       (self.batch.obs, self.batch.next_obs, self.batch.state, self.batch.next_state,
+                        self.batch.actions, self.batch.dones, self.batch.mask) if x is not None)
+        check_budget(f"GridData.sample(batch_size={batch_size})", n_bytes=float(per_pair) * batch_size)
         n = max(1, int(round(fraction * len(self.pairs))))
         sel = torch.from_numpy(rng.integers(0, n, batch_size))
         b = self.batch
@@ -67,6 +78,10 @@ def make_grid_data(rng: np.random.Generator, n_traj: int, n_pairs: int, labels: 
     flips; ``"noisy"``: :class:`NoisyOracleAnnotator` on the prompts (BT on returns + flips).
     Held-out pairs are always labelled by the noiseless rule of the same kind (for ``"noisy"``: the
     larger true return, pairs whose returns differ by less than 0.1 left out).
+
+    Raises:
+        TypeError: ``rng`` not a Generator. ValueError: ``labels``, ``flip_prob``, ``eps``, a size
+            or ``test_frac`` out of range (named), or a split with fewer than 2 trajectories a side.
     """
     rng = check_rng(rng)
     labels = check_choice(labels, "labels", ("rule", "noisy"))
@@ -74,6 +89,9 @@ def make_grid_data(rng: np.random.Generator, n_traj: int, n_pairs: int, labels: 
     env = CoopGridEnv(1, size, n_agents, n_agents, horizon)
     parts = [generate_offline_dataset(env, e, n_traj, rng, quality=q) for q, e in enumerate(eps)]
     pool, test = _split(parts, rng, check_real(test_frac, "test_frac", low=0.0, high=0.9))
+    if len(test) < 2 or len(pool) < 2:
+        raise ValueError(f"test_frac = {test_frac} with n_traj = {n_traj} per level leaves {len(pool)} training and "
+                         f"{len(test)} held-out trajectories; both need at least 2")
     if labels == "rule":
         pairs = make_preference_pairs(pool, n_pairs, rng, "quality", flip_prob)
         test_pairs = make_preference_pairs(test, max(1, n_pairs // 4), rng, "quality", 0.0)
@@ -101,8 +119,17 @@ def make_mpe_data(rng: np.random.Generator, n_traj: int, n_pairs: int, noises: t
 def make_agent(method: str, data: GridData, hidden: int, n_updates: int, device: str = "cpu", **overrides: Any) -> Any:
     """The learner of ``method`` (one of :data:`METHODS`, or ``"O-MAPL two-layer"``) sized for ``data``.
 
-    ``overrides`` replace :class:`OMAPLConfig` fields (``beta``, ``lr``, ``mixer_input``...)."""
+    ``overrides`` replace :class:`OMAPLConfig` fields (``beta``, ``lr``, ``mixer_input``...).
+
+    Raises:
+        TypeError: ``data`` not :class:`GridData`, an unknown override. ValueError: an unknown
+            method, a config value out of range or nets too large for memory (named)."""
     method = check_choice(method, "method", (*METHODS, "O-MAPL two-layer"))
+    if not isinstance(data, GridData):
+        raise TypeError(f"data must be GridData (make_grid_data), got {type(data).__name__}")
+    unknown = sorted(set(overrides) - set(OMAPLConfig.__dataclass_fields__))
+    if unknown:
+        raise TypeError(f"unknown OMAPLConfig overrides: {unknown}")
     discrete = data.pool.avail is not None
     act_dim = data.pool.avail.shape[-1] if discrete else data.pool.actions.shape[-1]
     cfg = OMAPLConfig(obs_dim=data.pool.obs.shape[-1], state_dim=data.pool.state.shape[-1],
@@ -125,7 +152,19 @@ def train(agent: Any, data: GridData, n_updates: int, batch_size: int, rng: np.r
           fraction: float = 1.0, callback: Callable[[int, Any], None] | None = None,
           every: int = 0) -> list[dict[str, float]]:
     """``n_updates`` updates on minibatches of ``data`` (first ``fraction`` of its pairs);
-    ``callback(step, agent)`` every ``every`` updates (0: never). Returns the loss records."""
+    ``callback(step, agent)`` every ``every`` updates (0: never). Returns the loss records.
+
+    Raises:
+        TypeError: ``agent`` without ``update``/``device`` (not a learner of :func:`make_agent`),
+            ``data`` not :class:`GridData`, ``rng`` not a Generator, ``callback`` not callable.
+        ValueError: ``n_updates < 0``, ``batch_size < 1``, ``fraction`` outside (0, 1], ``every < 0``."""
+    if not (callable(getattr(agent, "update", None)) and hasattr(agent, "device")):
+        raise TypeError(f"agent must be a learner of make_agent (with update and device), got {type(agent).__name__}")
+    if not isinstance(data, GridData):
+        raise TypeError(f"data must be GridData (make_grid_data), got {type(data).__name__}")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    every = check_int(every, "every", low=0)
     rng = check_rng(rng)
     n_updates = check_int(n_updates, "n_updates", low=0)
     batch_size = check_int(batch_size, "batch_size", low=1)
@@ -139,7 +178,15 @@ def train(agent: Any, data: GridData, n_updates: int, batch_size: int, rng: np.r
 
 
 def evaluate_grid(agent: Any, env_sizes: CoopGridEnv, n_episodes: int, rng: np.random.Generator) -> dict[str, float]:
-    """Greedy decentralised roll-outs: success rate and mean team return over ``n_episodes`` games."""
+    """Greedy decentralised roll-outs: success rate and mean team return over ``n_episodes`` games.
+
+    Raises:
+        TypeError: ``env_sizes`` not a :class:`CoopGridEnv`, ``agent`` without ``act``, ``rng`` not
+            a Generator. ValueError: ``n_episodes < 1`` or more games than memory holds."""
+    if not isinstance(env_sizes, CoopGridEnv):
+        raise TypeError(f"env_sizes must be a CoopGridEnv, got {type(env_sizes).__name__}")
+    if not callable(getattr(agent, "act", None)):
+        raise TypeError(f"agent must have an act method, got {type(agent).__name__}")
     rng = check_rng(rng)
     env = CoopGridEnv(check_int(n_episodes, "n_episodes", low=1), env_sizes.size, env_sizes.n_agents,
                       env_sizes.n_landmarks, env_sizes.horizon)
@@ -153,7 +200,13 @@ def evaluate_grid(agent: Any, env_sizes: CoopGridEnv, n_episodes: int, rng: np.r
 
 
 def evaluate_mpe(agent: Any, adapter: MPESpreadAdapter, n_episodes: int, rng: np.random.Generator) -> dict[str, float]:
-    """Greedy roll-outs in simple_spread: mean team return and our success rate (landmarks within 0.1)."""
+    """Greedy roll-outs in simple_spread: mean team return and our success rate (landmarks within 0.1).
+
+    Raises:
+        TypeError: ``adapter`` not an :class:`MPESpreadAdapter`, ``rng`` not a Generator.
+        ValueError: ``n_episodes < 1``."""
+    if not isinstance(adapter, MPESpreadAdapter):
+        raise TypeError(f"adapter must be an MPESpreadAdapter, got {type(adapter).__name__}")
     rng = check_rng(rng)
     rets, succ = [], []
     N = adapter.n_agents
@@ -176,13 +229,33 @@ def _self_pairs(pool: Trajectories) -> PairBatch:
 
 
 def reward_spearman(agent: Any, pool: Trajectories) -> float:
-    """Spearman correlation of ``sum_t r_hat_t`` with the true return over ``pool``'s trajectories."""
+    """Spearman correlation of ``sum_t r_hat_t`` with the true return over ``pool``'s trajectories.
+
+    Raises:
+        TypeError: ``pool`` not Trajectories, ``agent`` without ``segment_returns`` (BC learns no reward).
+        ValueError: fewer than 2 trajectories."""
+    if not isinstance(pool, Trajectories):
+        raise TypeError(f"pool must be Trajectories, got {type(pool).__name__}")
+    if not callable(getattr(agent, "segment_returns", None)):
+        raise TypeError(f"agent must learn a reward (segment_returns), got {type(agent).__name__}")
+    if len(pool) < 2:
+        raise ValueError(f"pool must hold at least 2 trajectories for a correlation, got {len(pool)}")
     scores = agent.segment_returns(_self_pairs(pool).to(agent.device))[0].cpu().numpy()
     return float(stats.spearmanr(scores, pool.returns).statistic)
 
 
 def preference_accuracy(agent: Any, pool: Trajectories, pairs: PreferencePairs) -> float:
-    """Fraction of ``pairs`` whose label the agent's segment scores reproduce."""
+    """Fraction of ``pairs`` whose label the agent's segment scores reproduce.
+
+    Raises:
+        TypeError: ``agent`` without ``segment_returns``, ``pool``/``pairs`` of the wrong kind.
+        ValueError: no pairs, or pairs that index past ``pool``."""
+    if not callable(getattr(agent, "segment_returns", None)):
+        raise TypeError(f"agent must learn a reward (segment_returns), got {type(agent).__name__}")
+    if not isinstance(pairs, PreferencePairs):
+        raise TypeError(f"pairs must be PreferencePairs, got {type(pairs).__name__}")
+    if len(pairs) == 0:
+        raise ValueError("pairs must hold at least one pair")
     seg = agent.segment_returns(pair_batch(pool, pairs, np.arange(len(pairs))).to(agent.device)).cpu().numpy()
     return float(((seg[0] > seg[1]).astype(np.int64) == pairs.y).mean())
 
@@ -202,12 +275,18 @@ def bt_hessian_eigs(q: np.ndarray, pairs: np.ndarray, y: np.ndarray, mixer: str,
 
     Returns:
         the ``2 A`` eigenvalues in increasing order (float64).
+
+    Raises:
+        ValueError: shapes (named), no pairs, an action outside ``0..A-1``, ``y`` outside {0, 1},
+            negative weights, ``A > 500`` (the dense Hessian is refused). TypeError: wrong kinds.
     """
     q = check_array(q, "q", ndim=2, dtype=np.float64)
     if q.shape[0] != 2:
         raise ValueError(f"q must have shape (2, A), got {q.shape}")
     A = q.shape[1]
-    pairs = check_array(pairs, "pairs", kind="int", ndim=3, low=0, high=A - 1)
+    if not 1 <= A <= 500:
+        raise ValueError(f"q must have shape (2, A) with 1 <= A <= 500 (a dense (2A, 2A) Hessian), got {q.shape}")
+    pairs = check_array(pairs, "pairs", kind="int", ndim=3, low=0, high=A - 1, min_size=1)
     if pairs.shape[1:] != (2, 2):
         raise ValueError(f"pairs must have shape (P, 2, 2), got {pairs.shape}")
     y = check_array(y, "y", kind="number", shape=(pairs.shape[0],)).astype(np.float64)
@@ -238,8 +317,18 @@ def bt_hessian_eigs(q: np.ndarray, pairs: np.ndarray, y: np.ndarray, mixer: str,
 
 def hessian_search(rng: np.random.Generator, n_points: int = 200, A: int = 3, P: int = 8, K: int = 4,
                    scale: float = 3.0) -> dict[str, float]:
-    """Random one-step games and points: the smallest Hessian eigenvalue seen for each mixer."""
+    """Random one-step games and points: the smallest Hessian eigenvalue seen for each mixer.
+
+    Args: rng; n_points >= 1 random games; A (1 to 500) actions per agent; P >= 1 pairs; K >= 1
+    hidden units of the two-layer mixer; scale > 0 of the random Q-tables.
+
+    Raises:
+        TypeError: ``rng`` not a Generator. ValueError: a size or ``scale`` out of range (named)."""
     rng = check_rng(rng)
+    A = check_int(A, "A", low=1, high=500)
+    P = check_int(P, "P", low=1, high=10**6)
+    K = check_int(K, "K", low=1, high=10**4)
+    scale = check_real(scale, "scale", low=0.0, low_open=True)
     out = {"linear": np.inf, "two_layer": np.inf}
     for _ in range(check_int(n_points, "n_points", low=1)):
         q = scale * rng.standard_normal((2, A))
@@ -280,7 +369,17 @@ def run_methods(data: GridData, methods: tuple[str, ...], n_updates: int, batch_
 
     Returns:
         one record per (method, evaluation step): ``method, step, success, return, spearman, accuracy``.
+
+    Raises:
+        TypeError: ``methods`` a string or empty, ``data`` not :class:`GridData`, ``rng`` not a
+            Generator. ValueError: an unknown method, a size out of range (named).
     """
+    if isinstance(methods, str) or not isinstance(methods, (tuple, list)) or not methods:
+        raise TypeError(f"methods must be a non-empty tuple of method names (e.g. ('O-MAPL',)), got {methods!r}")
+    for m in methods:
+        check_choice(m, "methods", (*METHODS, "O-MAPL two-layer"))
+    if not isinstance(data, GridData):
+        raise TypeError(f"data must be GridData (make_grid_data), got {type(data).__name__}")
     rng = check_rng(rng)
     eval_every = check_int(eval_every, "eval_every", low=1)
     n_eval = check_int(n_eval, "n_eval", low=1)

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from icml25.checks import check_array, check_bool, check_choice, check_int, check_real, check_tensor
+from icml25.checks import check_array, check_bool, check_budget, check_choice, check_int, check_real, check_tensor
 
 from ._checks import PairBatch, check_beta, check_gamma
 from .defaults import DEFAULTS
@@ -81,7 +81,18 @@ class OMAPLConfig:
         check_real(self.grad_clip, "grad_clip", low=0.0, low_open=True)
         check_beta(self.beta)
         check_real(self.z_clip, "z_clip", low=0.0, low_open=True)
+        # parameters of the widest nets (q, v, actor and their targets, two mixers) with Adam's two
+        # moments: refuse a size that cannot fit before torch tries to allocate it
+        width = self.obs_dim + self.n_agents + self.act_dim + self.state_dim + self.n_agents * self.act_dim
+        n_params = 6 * (self.hidden * (self.hidden + width)) + 4 * self.mixer_hidden * (width + self.n_agents + 1)
+        check_budget(f"OMAPL(hidden={self.hidden}, mixer_hidden={self.mixer_hidden})", n_bytes=4.0 * 3 * n_params)
         return self
+
+
+def _check_binary(x: torch.Tensor, name: str) -> torch.Tensor:
+    if bool(((x != 0) & (x != 1)).any()):
+        raise ValueError(f"{name} must hold only 0 and 1")
+    return x
 
 
 # ----------------------------------------------------------------------------------------------
@@ -90,8 +101,13 @@ class OMAPLConfig:
 
 
 def segment_mask(dones: torch.Tensor) -> torch.Tensor:
-    """1 up to and including the first done of each segment, 0 after: ``dones (..., T)`` -> ``(..., T)``."""
-    dones = check_tensor(dones, "dones")
+    """1 up to and including the first done of each segment, 0 after: ``dones (..., T)`` -> ``(..., T)``.
+
+    Raises:
+        ValueError: ``dones`` 0-D, non-finite or outside {0, 1}. TypeError: not a float tensor."""
+    dones = _check_binary(check_tensor(dones, "dones"), "dones")
+    if dones.ndim < 1:
+        raise ValueError("dones must have shape (..., T), got a 0-D tensor")
     return (torch.cumsum(dones, -1) - dones < 0.5).to(dones.dtype)
 
 
@@ -108,14 +124,20 @@ def implied_reward(q_loc: torch.Tensor, w: torch.Tensor, b: torch.Tensor, v_next
         (..., T) implied rewards (differentiable in ``q_loc``, ``w``, ``b``).
 
     Raises:
-        ValueError: shape mismatches (named), ``w < 0``, ``dones`` not binary, ``gamma`` outside [0, 1).
+        ValueError: shape mismatches (named), ``w < 0`` or ``w_next < 0``, ``dones`` not binary,
+            ``gamma`` outside [0, 1).
+        TypeError: a non-tensor or an integer tensor.
     """
     q_loc = check_tensor(q_loc, "q_loc")
+    if q_loc.ndim < 2:
+        raise ValueError(f"q_loc must have shape (..., T, N), got shape {tuple(q_loc.shape)}")
     w = check_tensor(w, "w", shape=q_loc.shape)
     if bool((w < 0).any()):
         raise ValueError("w must be >= 0 (a monotone mixer)")
     v_next_loc = check_tensor(v_next_loc, "v_next_loc", shape=q_loc.shape)
     w_next = check_tensor(w_next, "w_next", shape=q_loc.shape)
+    if bool((w_next < 0).any()):
+        raise ValueError("w_next must be >= 0 (a monotone mixer)")
     b = check_tensor(b, "b", shape=q_loc.shape[:-1])
     b_next = check_tensor(b_next, "b_next", shape=q_loc.shape[:-1])
     dones = check_tensor(dones, "dones", shape=q_loc.shape[:-1])
@@ -151,16 +173,19 @@ def preference_loss(r1: torch.Tensor, r2: torch.Tensor, y: torch.Tensor, mask: t
         the scalar loss.
 
     Raises:
-        ValueError: shape mismatches, ``y`` outside {0, 1}, ``reg < 0``, unknown ``form``.
+        ValueError: shape mismatches, an empty batch, ``y`` or ``mask`` outside {0, 1}, ``reg < 0``,
+            unknown ``form``.
     """
     r1 = check_tensor(r1, "r1", ndim=2)
+    if r1.shape[0] == 0 or r1.shape[1] == 0:
+        raise ValueError(f"r1 must hold at least one segment of at least one step, got shape {tuple(r1.shape)}")
     r2 = check_tensor(r2, "r2", shape=r1.shape)
     y = check_tensor(y, "y", shape=r1.shape[:1])
     if bool(((y != 0) & (y != 1)).any()):
         raise ValueError("y must hold only 0 and 1")
     if mask is None:
         mask = torch.ones((2, *r1.shape), dtype=r1.dtype, device=r1.device)
-    mask = check_tensor(mask, "mask", shape=(2, *r1.shape))
+    mask = _check_binary(check_tensor(mask, "mask", shape=(2, *r1.shape)), "mask")
     return _preference_loss(torch.stack([r1, r2]), y.to(r1.dtype), mask.to(r1.dtype), check_real(reg, "reg", low=0.0),
                             check_choice(form, "form", ("paper", "code")))
 
@@ -194,16 +219,19 @@ def extreme_v_loss(q_bar: torch.Tensor, v: torch.Tensor, w: torch.Tensor | float
         the scalar loss.
 
     Raises:
-        ValueError: shapes, ``beta <= 0``, ``clip <= 0``, ``w < 0``.
+        ValueError: shapes, an empty ``q_bar``, ``beta <= 0``, ``clip <= 0``, ``w < 0``, ``mask``
+            outside {0, 1}.
     """
     q_bar = check_tensor(q_bar, "q_bar")
+    if q_bar.numel() == 0:
+        raise ValueError("q_bar must hold at least one value")
     v = check_tensor(v, "v", shape=q_bar.shape)
     if not isinstance(w, torch.Tensor):
         w = torch.full_like(q_bar, check_real(w, "w", low=0.0))
     w = check_tensor(w, "w", shape=q_bar.shape)
     if bool((w < 0).any()):
         raise ValueError("w must be >= 0")
-    mask = torch.ones_like(q_bar) if mask is None else check_tensor(mask, "mask", shape=q_bar.shape)
+    mask = torch.ones_like(q_bar) if mask is None else _check_binary(check_tensor(mask, "mask", shape=q_bar.shape), "mask")
     return _extreme_v(q_bar.detach(), v, w.detach(), check_beta(beta), check_real(clip, "clip", low=0.0, low_open=True),
                       mask, check_bool(normalise, "normalise"))
 
@@ -236,11 +264,13 @@ def wbc_loss(logp: torch.Tensor, z: torch.Tensor, mask: torch.Tensor | None = No
         the scalar loss.
 
     Raises:
-        ValueError: shape mismatches.
+        ValueError: shape mismatches, an empty ``logp``, ``mask`` outside {0, 1}.
     """
     logp = check_tensor(logp, "logp", ndim=3)
+    if logp.numel() == 0:
+        raise ValueError("logp must hold at least one value")
     z = check_tensor(z, "z", shape=logp.shape)
-    mask = torch.ones_like(logp) if mask is None else check_tensor(mask, "mask", shape=logp.shape)
+    mask = torch.ones_like(logp) if mask is None else _check_binary(check_tensor(mask, "mask", shape=logp.shape), "mask")
     return _wbc(logp, z, mask)
 
 

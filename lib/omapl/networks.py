@@ -22,7 +22,15 @@ ACTION_EPS = 1e-6
 
 
 def with_agent_id(obs: torch.Tensor) -> torch.Tensor:
-    """``obs (..., N, o)`` with the one-hot agent id appended: ``(..., N, o + N)``."""
+    """``obs (..., N, o)`` with the one-hot agent id appended: ``(..., N, o + N)``.
+
+    Raises:
+        TypeError: ``obs`` not a floating-point tensor. ValueError: fewer than 2 dimensions."""
+    if not isinstance(obs, torch.Tensor) or not obs.is_floating_point():
+        raise TypeError(f"obs must be a floating-point torch tensor (..., N, o), got {type(obs).__name__}"
+                        + (f" of dtype {obs.dtype}" if isinstance(obs, torch.Tensor) else ""))
+    if obs.ndim < 2:
+        raise ValueError(f"obs must have shape (..., N, o), got {tuple(obs.shape)}")
     N = obs.shape[-2]
     eye = torch.eye(N, dtype=obs.dtype, device=obs.device).expand(*obs.shape[:-1], N)
     return torch.cat([obs, eye], dim=-1)
@@ -31,6 +39,12 @@ def with_agent_id(obs: torch.Tensor) -> torch.Tensor:
 def _mlp(d_in: int, hidden: int, d_out: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
                          nn.Linear(hidden, d_out))
+
+
+def _check_obs(obs: torch.Tensor, n_agents: int, obs_dim: int) -> None:
+    if not isinstance(obs, torch.Tensor) or obs.ndim < 2 or tuple(obs.shape[-2:]) != (n_agents, obs_dim):
+        got = tuple(obs.shape) if isinstance(obs, torch.Tensor) else type(obs).__name__
+        raise ValueError(f"obs must have shape (..., {n_agents}, {obs_dim}), got {got}")
 
 
 class LocalQNet(nn.Module):
@@ -45,10 +59,15 @@ class LocalQNet(nn.Module):
         act_dim = check_int(act_dim, "act_dim", low=1)
         self.net = _mlp(d_in if discrete else d_in + act_dim, check_int(hidden, "hidden", low=1),
                         act_dim if discrete else 1)
+        self.obs_dim, self.n_agents = int(obs_dim), int(n_agents)
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """``q_i(o_i, a_i)`` of the taken actions: obs (..., N, o), actions (..., N) int64 or
-        (..., N, a) float -> (..., N)."""
+        (..., N, a) float -> (..., N).
+
+        Raises:
+            ValueError: ``obs`` not (..., N, o) for this net's ``N`` and ``o``."""
+        _check_obs(obs, self.n_agents, self.obs_dim)
         x = with_agent_id(obs)
         if self.discrete:
             return self.net(x).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
@@ -67,9 +86,11 @@ class LocalVNet(nn.Module):
         super().__init__()
         self.net = _mlp(check_int(obs_dim, "obs_dim", low=1) + check_int(n_agents, "n_agents", low=1),
                         check_int(hidden, "hidden", low=1), 1)
+        self.obs_dim, self.n_agents = int(obs_dim), int(n_agents)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Local values (..., N)."""
+        """Local values (..., N). Raises ValueError: ``obs`` not (..., N, o)."""
+        _check_obs(obs, self.n_agents, self.obs_dim)
         return self.net(with_agent_id(obs)).squeeze(-1)
 
 
@@ -87,8 +108,10 @@ class LocalActor(nn.Module):
         act_dim = check_int(act_dim, "act_dim", low=1)
         self.net = _mlp(check_int(obs_dim, "obs_dim", low=1) + check_int(n_agents, "n_agents", low=1),
                         check_int(hidden, "hidden", low=1), act_dim if discrete else 2 * act_dim)
+        self.obs_dim, self.n_agents = int(obs_dim), int(n_agents)
 
     def _dist(self, obs: torch.Tensor, avail: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        _check_obs(obs, self.n_agents, self.obs_dim)
         out = self.net(with_agent_id(obs))
         if self.discrete:
             return (out.masked_fill(~avail, -1e9) if avail is not None else out,)
