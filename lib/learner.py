@@ -14,8 +14,10 @@ render as they do there), except that
 
 The public tests give feedback a learner can act on (:func:`feedback_test_source`): a stub not yet
 written says which function is still to write; a failing assertion shows the call, what the
-learner's function returned and the values it was compared with. Hidden tests (at grading time)
-say only pass or fail.
+learner's function returned and the values it was compared with (and a variable the check set
+from the learner's call); an error raised inside the learner's function is blamed on it, with its
+line and inputs, once it has escaped the check (so a check's own ``except`` clauses see it
+unchanged). Hidden tests (at grading time) say only pass or fail.
 
 Command line::
 
@@ -40,6 +42,8 @@ import nbformat
 
 __all__ = [
     "StillToWrite",
+    "ErrorInYourFunction",
+    "your_function_raised",
     "guard",
     "require_written",
     "explain",
@@ -53,6 +57,7 @@ __all__ = [
 ]
 
 _GUARD_ALIAS = "_icml25_learner"
+_RAISED_ATTR = "_icml25_raised_in"
 _VAR = "_fb"
 
 
@@ -75,8 +80,9 @@ def guard(fn: Any, name: str, label: str) -> Any:
 
     Returns:
         ``fn`` itself when it is not a plain Python function (a class, a builtin), else a wrapper
-        that raises :class:`StillToWrite` when ``fn``'s own body raises ``NotImplementedError``
-        (the stub), and otherwise behaves exactly like ``fn``. When ``fn`` is ``None``, a callable
+        that behaves exactly like ``fn`` (an exception it raises goes on unchanged, so that a
+        check's ``except`` clauses see what they would have seen) and records on the exception
+        which call raised it, for :func:`your_function_raised`. When ``fn`` is ``None``, a callable
         that raises :class:`StillToWrite` saying the function is not defined.
     """
     if fn is None:
@@ -88,24 +94,86 @@ def guard(fn: Any, name: str, label: str) -> Any:
         return missing
     if not isinstance(fn, types.FunctionType):
         return fn
-    code = fn.__code__
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except NotImplementedError as exc:
-            tb = exc.__traceback__
-            while tb is not None and tb.tb_next is not None:
-                tb = tb.tb_next
-            if tb is not None and tb.tb_frame.f_code is code:
-                raise StillToWrite(
-                    f"`{name}` is still to write (exercise {label}): its body only raises "
-                    "NotImplementedError. Write it in its cell, run that cell, then run this check again."
-                ) from None
+        except Exception as exc:
+            # the exception goes on unchanged (a check may catch it); only an attribute records
+            # where it came from, for your_function_raised once it has escaped the test
+            if not hasattr(exc, _RAISED_ATTR):
+                try:
+                    setattr(exc, _RAISED_ATTR, (fn, name, label, args, kwargs, exc.__traceback__))
+                except Exception:  # noqa: BLE001 - an exception that takes no attributes
+                    pass
             raise
 
     return wrapper
+
+
+class ErrorInYourFunction(Exception):
+    """A public test failed because an exercise function raised (the error is in the learner's code)."""
+
+
+def _where(fn: Any, tb: Any) -> tuple[str, str]:
+    """(the line of ``fn`` the exception passed through, the deepest line it came from)."""
+    import linecache
+
+    mine = deepest = ""
+    while tb is not None:
+        f = tb.tb_frame
+        line = linecache.getline(f.f_code.co_filename, tb.tb_lineno, f.f_globals).strip()
+        if f.f_code is fn.__code__:
+            mine = f"line {tb.tb_lineno - fn.__code__.co_firstlineno + 1} of your {fn.__name__}: {line}"
+            deepest = ""
+        elif mine:
+            deepest = f"{Path(f.f_code.co_filename).name}:{tb.tb_lineno}: {line}"
+        tb = tb.tb_next
+    return mine, deepest
+
+
+def your_function_raised(exc: BaseException) -> None:
+    """Explain an exception that escaped a public test from one of the learner's functions.
+
+    Called by the rewritten test (:func:`feedback_test_source`) only once ``exc`` has left the
+    check's own code, so the explanation cannot change whether the test passes. Returns (and the
+    test re-raises ``exc`` as it was) when ``exc`` did not come from a guarded function.
+
+    Raises:
+        StillToWrite: the function raised ``NotImplementedError`` from its own body.
+        ErrorInYourFunction: it raised anything else.
+    """
+    info = getattr(exc, _RAISED_ATTR, None)
+    if info is None:
+        return
+    fn, name, label, args, kwargs, tb = info
+    mine, deepest = _where(fn, tb)
+    try:
+        import inspect
+
+        bound = inspect.signature(fn).bind(*args, **kwargs).arguments
+        call = [f"      with {k} = {_show(v)}" for k, v in bound.items()]
+    except (TypeError, ValueError):
+        shown = [_show(a, 120) for a in args] + [f"{k}={_show(v, 120)}" for k, v in kwargs.items()]
+        call = [f"      with arguments {', '.join(shown)}"]
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 400 else text[:399] + "…"
+    what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if isinstance(exc, NotImplementedError) and mine and not deepest:  # raised by its own body
+        if _is_stub(fn):
+            head = (f"`{name}` is still to write (exercise {label}): its body only raises NotImplementedError. "
+                    "Write it in its cell, run that cell, then run this check again.")
+        else:
+            head = f"`{name}` raised {what} (exercise {label}): a part of it is still to write"
+        raise StillToWrite("\n".join([head, *([f"  at {mine}"] if mine else []), *call])) from None
+    if not mine:  # the call itself failed: the signature does not match the exercise's
+        lines = [f"exercise {label}: calling your `{name}` raised {what}",
+                 "  (does its signature match the one the exercise asks for?)", *call]
+    else:
+        lines = [f"exercise {label}: your `{name}` raised {what}", f"  at {mine}",
+                 *([f"  from {deepest}"] if deepest else []), *call]
+    raise ErrorInYourFunction("\n".join(lines)) from None
 
 
 def _show(value: Any, width: int = 240) -> str:
@@ -146,7 +214,9 @@ def explain(label: str, test: str, bound: Sequence[tuple[str, str, str]], env: M
         label: the exercise label.
         test: the assertion's condition, as written in the check.
         bound: ``(variable, expression text, role)`` for each sub-expression the rewritten test
-            kept (:func:`feedback_test_source`); role is ``"returned"``, ``"input"`` or ``"value"``.
+            kept (:func:`feedback_test_source`); role is ``"returned"``, ``"input"``, ``"value"``
+            or ``"assigned"`` (then ``variable`` is a name of the check that an earlier statement
+            set from a call of the learner's, and ``expression text`` is that call).
         env: the test function's ``locals()`` when the assertion failed.
         note: the assertion's own message, if it had one.
 
@@ -159,10 +229,14 @@ def explain(label: str, test: str, bound: Sequence[tuple[str, str, str]], env: M
         if var not in env:
             continue
         v = _show(env[var])
+        if v == text and role != "returned":  # a literal: already in the condition's text
+            continue
         if role == "returned":
             lines.append(f"  your {text} returned {v}")
         elif role == "input":
             lines.append(f"      with {text} = {v}")
+        elif role == "assigned":
+            lines.append(f"  {var} is {v}   (from your {text})")
         else:
             lines.append(f"  {text} is {v}")
     if note is not _UNSET and note is not None and str(note):
@@ -217,7 +291,10 @@ def require_written(fn: Any, name: str, label: str) -> None:
 
 class _Unwalrus(ast.NodeTransformer):
     def visit_NamedExpr(self, node: ast.NamedExpr) -> ast.expr:
-        return self.visit(node.value)
+        if node.target.id.startswith(_VAR):
+            return self.visit(node.value)
+        self.generic_visit(node)
+        return node
 
 
 def _text(node: ast.expr) -> str:
@@ -273,7 +350,8 @@ class _Binder(ast.NodeTransformer):
         return node
 
 
-def _rewrite_assert(node: ast.Assert, label: str, functions: set[str], counter: list[int]) -> list[ast.stmt]:
+def _rewrite_assert(node: ast.Assert, label: str, functions: set[str], counter: list[int],
+                    assigned: Mapping[str, str] | None = None) -> list[ast.stmt]:
     """``assert cond, msg`` -> ``_fbwN = (label, text, bound)`` and ``if not cond: fail(_fbwN, locals(), msg)``.
 
     The failing line otter prints is then the short ``fail(...)`` call, and :func:`fail` raises the
@@ -289,6 +367,11 @@ def _rewrite_assert(node: ast.Assert, label: str, functions: set[str], counter: 
         top.comparators = [binder.bind(c, "value") for c in top.comparators]
     elif isinstance(top, ast.Call) and not (isinstance(top.func, ast.Name) and top.func.id in functions):
         top.args = [binder.bind(a, "value") for a in top.args]
+    # names the condition reads that an earlier statement set from one of the learner's calls
+    shown = {v for v, _, _ in binder.bound}
+    for n in dict.fromkeys(x.id for x in ast.walk(node.test) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)):
+        if assigned and n in assigned and n not in shown:
+            binder.bound.append((n, assigned[n], "assigned"))
     counter[0] += 1
     why = f"{_VAR}w{counter[0]}"
     assign = ast.parse(f"{why} = {(label, text, binder.bound)!r}").body[0]
@@ -304,8 +387,36 @@ class _AssertRewriter(ast.NodeTransformer):
     def __init__(self, label: str, functions: set[str]):
         self.label, self.functions, self.counter = label, functions, [0]
 
+        self.assigned: dict[str, str] = {}
+
+    def _calls_exercise(self, node: ast.AST) -> bool:
+        return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in self.functions
+                   for c in ast.walk(node))
+
+    def visit_Assign(self, node: ast.Assign) -> ast.Assign:
+        # `p = f(x)` then `assert p.sum() == 1`: on failure, show p as from the learner's call
+        targets = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        for n in targets:
+            self.assigned.pop(n, None)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and self._calls_exercise(node.value):
+            self.assigned[node.targets[0].id] = f"{node.targets[0].id} = {ast.unparse(node.value)}"
+        self.generic_visit(node)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AugAssign:
+        if isinstance(node.target, ast.Name):
+            self.assigned.pop(node.target.id, None)
+        self.generic_visit(node)
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        outer, self.assigned = self.assigned, {}  # another scope: locals() there holds none of these
+        self.generic_visit(node)
+        self.assigned = outer
+        return node
+
     def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
-        return _rewrite_assert(node, self.label, self.functions, self.counter)
+        return _rewrite_assert(node, self.label, self.functions, self.counter, self.assigned)
 
 
 def _free(tree: ast.AST) -> set[str]:
@@ -340,6 +451,9 @@ def feedback_test_source(src: str, label: str, functions: Sequence[str]) -> str:
     new = _AssertRewriter(label, names).visit(tree)
     ast.fix_missing_locations(new)
     body = ast.unparse(new)
+    if reads:  # an exception escaping the check from a learner's function is explained
+        body = ("try:\n" + "\n".join("    " + ln for ln in body.split("\n"))
+                + f"\nexcept Exception as _fbx:\n    {_GUARD_ALIAS}.your_function_raised(_fbx)\n    raise")
     pre = [f"from icml25 import learner as {_GUARD_ALIAS}"]
     pre += [f"{_GUARD_ALIAS}.require_written({n}, {n!r}, {label!r})" for n in reads]
     pre += [f"{n} = {_GUARD_ALIAS}.guard({n}, {n!r}, {label!r})" for n in reads]
@@ -378,7 +492,13 @@ def label_index(nb: nbformat.NotebookNode) -> dict[str, str]:
 
     Returns:
         label -> e.g. ``'the theorem "P0 of the vMF sampler"'`` or ``'the section "Experiments"'``.
+
+    Raises:
+        TypeError: ``nb`` is not a notebook (a path, a plain dict).
     """
+    if not hasattr(nb, "cells") or not isinstance(getattr(nb, "cells", None), list):
+        raise TypeError(f"nb: expected a notebook read by nbformat (nbformat.read(path, as_version=4)), "
+                        f"got {type(nb).__name__}")
     out: dict[str, str] = {}
     for cell in nb.cells:
         if cell.cell_type != "markdown":
@@ -433,7 +553,16 @@ def write_out_roles(text: str, labels: Mapping[str, str], bib: Mapping[str, str]
 
     Returns:
         The markdown with those roles replaced.
+
+    Raises:
+        TypeError: ``text`` is not a str, or ``labels`` / ``bib`` is not a mapping.
     """
+
+    if not isinstance(text, str):
+        raise TypeError(f"text: expected markdown as a str, got {type(text).__name__}")
+    for arg, value in (("labels", labels), ("bib", bib)):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{arg}: expected a mapping (label_index / the bibliography), got {type(value).__name__}")
 
     def sub(m: re.Match) -> str:
         role, body = m["role"], m["text"]
@@ -557,7 +686,8 @@ def make_learner_copy(chapter: str | Path, dest: str | Path = "work", *, force: 
     A copy that exists already is the learner's work: it is left as it is unless ``force``.
 
     Args:
-        chapter: the chapter notebook, or its two-digit number (looked up in ``notebooks/``).
+        chapter: the chapter notebook, or its two-digit number (``"06"`` or ``6``; looked up in
+            ``notebooks/``).
         dest: the work folder (``work/`` of the repository is in ``.gitignore``).
         force: overwrite an existing copy.
 
@@ -565,19 +695,28 @@ def make_learner_copy(chapter: str | Path, dest: str | Path = "work", *, force: 
         The path of the learner copy.
 
     Raises:
-        FileNotFoundError: no such chapter.
-        ValueError: ``chapter`` names no single notebook.
+        FileNotFoundError: no such chapter (or the number names no single notebook).
+        ValueError: ``chapter`` is not an ``.ipynb`` file.
+        TypeError: ``chapter`` or ``dest`` is neither a path nor (``chapter``) a number.
     """
     from icml25 import classroom
 
+    if isinstance(chapter, int) and not isinstance(chapter, bool) and 0 <= chapter <= 99:
+        chapter = f"{chapter:02d}"
+    if not isinstance(chapter, (str, Path)):
+        raise TypeError(f"chapter: expected a notebook path or a two-digit number, got {type(chapter).__name__}")
+    if not isinstance(dest, (str, Path)):
+        raise TypeError(f"dest: expected a folder path, got {type(dest).__name__}")
     path = Path(chapter)
-    if not path.suffix:
+    if not path.suffix and not path.is_dir():
         found = sorted((classroom._project_root() / "notebooks").glob(f"{chapter}_*.ipynb"))
         if len(found) != 1:
             raise FileNotFoundError(f"chapter: no single notebook notebooks/{chapter}_*.ipynb (found {len(found)})")
         path = found[0]
     if not path.is_file():
         raise FileNotFoundError(f"chapter: no notebook at {path}")
+    if path.suffix != ".ipynb":
+        raise ValueError(f"chapter: {path} is not a notebook (.ipynb)")
     target = Path(dest) / path.stem / path.name
     if target.exists() and not force:
         return target
@@ -601,8 +740,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dest", default="work", help="the work folder (default work/)")
     p.add_argument("--force", action="store_true", help="overwrite an existing learner copy")
     a = p.parse_args(argv)
-    target = Path(a.dest) / Path(a.chapter).stem / (Path(a.chapter).stem + ".ipynb")
-    existed = target.exists() and Path(a.chapter).suffix
+    from icml25 import classroom
+
+    chapter = Path(a.chapter)
+    if not chapter.suffix:  # a number: the notebook it names, to tell whether a copy exists
+        found = sorted((classroom._project_root() / "notebooks").glob(f"{a.chapter}_*.ipynb"))
+        chapter = found[0] if len(found) == 1 else chapter
+    existed = (Path(a.dest) / chapter.stem / chapter.name).exists()
     out = make_learner_copy(a.chapter, a.dest, force=a.force)
     print(f"{'kept your copy' if existed and not a.force else 'wrote'} {out}")
     return 0

@@ -89,7 +89,7 @@ def test_code_that_is_not_the_stub_raising_notimplemented_is_not_called_a_stub()
         return helper()
 
     assert not learner._is_stub(f)
-    with pytest.raises(NotImplementedError, match="deep"):
+    with pytest.raises(learner.ErrorInYourFunction, match="(?s)raised NotImplementedError: deep.*from "):
         _as_test("assert f(1) == 1", ["f"], ["f"])(f)
 
 
@@ -197,3 +197,118 @@ def test_label_index_of_a_chapter():
     assert labels["thm02-p0"].startswith("the theorem ")
     assert any(v.startswith("the exercise ") for v in labels.values())
     json.dumps(labels)
+
+
+def test_an_error_inside_the_learners_function_is_blamed_on_it_with_its_line():
+    """Not the rewritten (walrus) line of the test: the learner's line, the error and the input."""
+    ns: dict = {}
+    exec(compile("def mean(x):\n    total = sum(x)\n    return total / len(y)\n", "<cell-1>", "exec"), ns)
+    t = _as_test("assert mean([1, 2]) == 1.5", ["mean"], ["mean"])
+    with pytest.raises(learner.ErrorInYourFunction) as err:
+        t(ns["mean"])
+    msg = str(err.value)
+    assert "your `mean` raised NameError: name 'y' is not defined" in msg
+    assert "at line 3 of your mean" in msg
+    assert "with x = [1, 2]" in msg
+    assert "_fb" not in msg
+    # a call that does not match the signature says so
+    with pytest.raises(learner.ErrorInYourFunction, match="signature"):
+        t(lambda: 1.5)
+
+
+def test_a_part_still_to_write_is_not_called_an_unwritten_body():
+    def rmax(xs, *, start=None):
+        if start is not None:
+            raise NotImplementedError("start")
+        return max(xs)
+
+    t = _as_test("assert rmax([1, 2]) == 2\nassert rmax([1, 2], start=7) == 7", ["rmax"], ["rmax"])
+    with pytest.raises(learner.StillToWrite) as err:
+        t(rmax)
+    assert "a part of it is still to write" in str(err.value)
+    assert "its body only raises" not in str(err.value)
+
+
+def test_exceptions_the_check_catches_are_unchanged():
+    """The check's own except clauses see the learner's exception as it was (same pass/fail)."""
+    src = (
+        "try:\n"
+        "    f(-1)\n"
+        "    raised = False\n"
+        "except AssertionError:\n"
+        "    raised = True\n"
+        "assert not raised\n"
+        "try:\n"
+        "    f(-2)\n"
+        "except ValueError as e:\n"
+        "    assert 'negative' in str(e)\n"
+    )
+
+    def f(x):
+        if x == -1:
+            raise NotImplementedError("later")  # a part still to write: the check must not pass it
+        raise ValueError("negative input")
+
+    t = _as_test(src, ["f"], ["f"])
+    with pytest.raises(learner.StillToWrite):  # the original check also fails (NotImplementedError)
+        t(f)
+
+    def g(x):
+        if x == -2:
+            raise ValueError("negative input")
+
+    t(g)  # the original passes, and so does the rewrite
+
+
+def test_own_walrus_kept_in_the_shown_text_and_literals_not_repeated():
+    t = _as_test("assert (n := f([3, 1])) == [1, 3], n", ["f"], ["f"])
+    with pytest.raises(AssertionError) as err:
+        t(lambda v: v)
+    msg = str(err.value)
+    assert "assert (n := f([3, 1])) == [1, 3]" in msg
+    assert "with [3, 1] = [3, 1]" not in msg and "[1, 3] is [1, 3]" not in msg
+    assert "the test's note: [3, 1]" in msg
+
+
+def test_a_variable_set_from_the_learners_call_is_shown_when_an_assertion_on_it_fails():
+    t = _as_test("p = sm(np.array([0.0, 1.0]))\nassert abs(p.sum() - 1.0) < 1e-12", ["sm"], ["np", "sm"])
+    with pytest.raises(AssertionError) as err:
+        t(np, lambda z: 2 * z)
+    msg = str(err.value)
+    assert "p is array of shape (2,), float64: [0. 2.]   (from your p = sm(np.array([0.0, 1.0])))" in msg
+    t(np, lambda z: np.exp(z) / np.exp(z).sum())
+    # reassigned from something else: no longer shown as the learner's
+    t2 = _as_test("p = sm(1)\np = 5\nassert p == 4", ["sm"], ["sm"])
+    with pytest.raises(AssertionError) as err:
+        t2(lambda z: z)
+    assert "from your" not in str(err.value)
+
+
+def test_bad_arguments_name_the_argument(tmp_path):
+    with pytest.raises(TypeError, match="chapter"):
+        learner.make_learner_copy(None, tmp_path)
+    with pytest.raises(TypeError, match="dest"):
+        learner.make_learner_copy(FIXTURE, None)
+    with pytest.raises(ValueError, match="chapter: .*README.md is not a notebook"):
+        learner.make_learner_copy(ROOT / "README.md", tmp_path)
+    with pytest.raises(FileNotFoundError, match="chapter"):
+        learner.make_learner_copy(98, tmp_path)  # a number as an int is looked up like "98"
+    with pytest.raises(TypeError, match="text"):
+        learner.write_out_roles(None, {}, {})
+    with pytest.raises(TypeError, match="labels"):
+        learner.write_out_roles("x", None, {})
+    with pytest.raises(TypeError, match="bib"):
+        learner.write_out_roles("x", {}, ["k"])
+    with pytest.raises(TypeError, match="nb: expected a notebook"):
+        learner.label_index(str(FIXTURE))
+
+
+def test_command_line_says_when_it_kept_a_copy_named_by_number(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(classroom, "_project_root", lambda: tmp_path)
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / FIXTURE.name).write_bytes(FIXTURE.read_bytes())
+    (tmp_path / "book").mkdir()
+    learner.main(["99", "--dest", str(tmp_path / "work")])
+    assert capsys.readouterr().out.startswith("wrote ")
+    learner.main(["99", "--dest", str(tmp_path / "work")])
+    assert capsys.readouterr().out.startswith("kept your copy ")
