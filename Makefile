@@ -221,8 +221,8 @@ learn: $(LAB_STAMP)
 	@test -n "$(CHAPTER)" || { echo "usage: make learn CHAPTER=02 [LAB_ARGS=...]"; exit 2; }
 	@nb=$$(ls notebooks/$(CHAPTER)_*.ipynb 2>/dev/null | head -1); \
 	test -n "$$nb" || { echo "no notebook notebooks/$(CHAPTER)_*.ipynb"; exit 2; }; \
-	$(BIN)/python -m icml25.learner "$$nb" --dest work; \
-	name=$$(basename $$nb .ipynb); \
+	$(BIN)/python -m icml25.learner "$$nb" --dest work && \
+	name=$$(basename $$nb .ipynb) && \
 	cd work/$$name && ICML25_RESULTS_DIR=$(CURDIR)/work/results $(CURDIR)/$(BIN)/jupyter lab $$name.ipynb $(LAB_ARGS)
 
 bench: $(STAMP)

@@ -371,13 +371,26 @@ def static_or_interactive(
         ValueError: a control has no default value, or ``describe`` names no control.
         TypeError: a control is not an ipywidgets widget.
     """
+    if not isinstance(controls, Mapping):
+        raise TypeError(f"controls must be a mapping name -> ipywidgets widget, got {type(controls).__name__}")
     missing = sorted(set(controls) - set(defaults))
     if missing:
         raise ValueError(f"controls without a default value: {missing}")
+    if describe is not None and not isinstance(describe, Mapping):
+        raise TypeError(f"describe must be a mapping control name -> text, got {type(describe).__name__}")
     describe = dict(describe or {})
     unknown = sorted(set(describe) - set(controls))
     if unknown:
         raise ValueError(f"describe names no control: {unknown}")
+    bad = sorted(k for k, v in describe.items() if not isinstance(v, str))
+    if bad:
+        raise TypeError(f"describe: the captions of {bad} are not strings")
+    if os.environ.get("ICML25_NO_WIDGETS", "0") in ("", "0"):
+        import ipywidgets as widgets
+
+        for name, w in controls.items():
+            if not isinstance(w, widgets.ValueWidget):
+                raise TypeError(f"control {name!r} must be an ipywidgets value widget, got {type(w).__name__}")
     import matplotlib.pyplot as plt
     from IPython.display import display
 

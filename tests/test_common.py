@@ -157,3 +157,21 @@ def test_results_table_shows_long_paper_claims_whole(tmp_path):
     claim = "O(1) x OPT with the oracle (Dasgupta), constant not stated in the abstract"
     table = common.results_table("99", [("m", claim, 1.0)], gpu_folder=tmp_path)
     assert claim in table._repr_html_()
+
+
+def test_static_or_interactive_refuses_bad_describe_and_controls():
+    import ipywidgets
+
+    ctl = {"kappa": ipywidgets.FloatSlider()}
+    with pytest.raises(TypeError, match="describe must be a mapping"):
+        common.static_or_interactive(lambda kappa: None, ctl, describe=["kappa"], kappa=1.0)
+    with pytest.raises(TypeError, match="not strings"):
+        common.static_or_interactive(lambda kappa: None, ctl, describe={"kappa": 3}, kappa=1.0)
+    with pytest.raises(ValueError, match="names no control"):
+        common.static_or_interactive(lambda kappa: None, ctl, describe={"eta": "x"}, kappa=1.0)
+    with pytest.raises(TypeError, match="controls must be a mapping"):
+        common.static_or_interactive(lambda kappa: None, None, kappa=1.0)
+    drawn = []
+    with pytest.raises(TypeError, match="ipywidgets value widget"):
+        common.static_or_interactive(lambda kappa: drawn.append(kappa), {"kappa": 3}, kappa=1.0)
+    assert not drawn, "a bad control must be refused before the figure is drawn"
