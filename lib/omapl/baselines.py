@@ -148,17 +148,7 @@ class SLMARL(OMAPL):
             target = self.reward(b.state, b.actions)
         loss_q = (b.mask * (r_hat - target).pow(2)).sum() / b.mask.sum()
         self._step(self.opt_q, loss_q)
-        z, loss_v = self._z(b, self.v(b.obs))
-        self._step(self.opt_v, loss_v)
-        logp = self.actor.log_prob(b.obs, b.actions, b.avail)
-        m = b.mask.unsqueeze(-1).expand_as(logp)
-        loss_pi = _wbc(logp.flatten(0, 1), z.detach().flatten(0, 1), m.flatten(0, 1))
-        self._step(self.opt_pi, loss_pi)
-        for tgt, src in ((self.q_target, self.q), (self.v_target, self.v), (self.q_mixer_target, self.q_mixer)):
-            _soft_update(tgt, src, c.tau)
-        if self.two_mixers:
-            _soft_update(self.v_mixer_target, self.v_mixer, c.tau)
-        self.n_updates += 1
+        loss_v, loss_pi = self._value_policy_step(b)
         return {"q": float(loss_q.detach()), "v": float(loss_v.detach()), "pi": float(loss_pi.detach())}
 
     @torch.no_grad()

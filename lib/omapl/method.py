@@ -377,6 +377,27 @@ class OMAPL:
         nn.utils.clip_grad_norm_(params, self.cfg.grad_clip)
         opt.step()
 
+    def _value_policy_step(self, batch: PairBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The learner's steps after the Q step (shared with SL-MARL's phase 2): extreme-V step,
+        weighted-BC actor step, Polyak update of the targets; counts the update.
+
+        Returns:
+            ``(loss_v, loss_pi)``.
+        """
+        c = self.cfg
+        z, loss_v = self._z(batch, self.v(batch.obs))
+        self._step(self.opt_v, loss_v)
+        logp = self.actor.log_prob(batch.obs, batch.actions, batch.avail)
+        m = batch.mask.unsqueeze(-1).expand_as(logp)
+        loss_pi = _wbc(logp.flatten(0, 1), z.detach().flatten(0, 1), m.flatten(0, 1))
+        self._step(self.opt_pi, loss_pi)
+        for tgt, src in ((self.q_target, self.q), (self.v_target, self.v), (self.q_mixer_target, self.q_mixer)):
+            _soft_update(tgt, src, c.tau)
+        if self.two_mixers:
+            _soft_update(self.v_mixer_target, self.v_mixer, c.tau)
+        self.n_updates += 1
+        return loss_v, loss_pi
+
     def update(self, batch: PairBatch) -> dict[str, float]:
         """One O-MAPL update on ``batch`` (a :class:`~icml25.omapl._checks.PairBatch`).
 
@@ -390,17 +411,7 @@ class OMAPL:
         loss_q = _preference_loss(r, batch.y, batch.mask, c.reg, c.reg_form)
         if self.opt_q is not None:
             self._step(self.opt_q, loss_q)
-        z, loss_v = self._z(batch, self.v(batch.obs))
-        self._step(self.opt_v, loss_v)
-        logp = self.actor.log_prob(batch.obs, batch.actions, batch.avail)
-        m = batch.mask.unsqueeze(-1).expand_as(logp)
-        loss_pi = _wbc(logp.flatten(0, 1), z.detach().flatten(0, 1), m.flatten(0, 1))
-        self._step(self.opt_pi, loss_pi)
-        for tgt, src in ((self.q_target, self.q), (self.v_target, self.v), (self.q_mixer_target, self.q_mixer)):
-            _soft_update(tgt, src, c.tau)
-        if self.two_mixers:
-            _soft_update(self.v_mixer_target, self.v_mixer, c.tau)
-        self.n_updates += 1
+        loss_v, loss_pi = self._value_policy_step(batch)
         with torch.no_grad():
             seg = (r * batch.mask).sum(-1)
             acc = ((seg[0] > seg[1]).float() == batch.y).float().mean()
