@@ -419,12 +419,6 @@ class _AssertRewriter(ast.NodeTransformer):
         return _rewrite_assert(node, self.label, self.functions, self.counter, self.assigned)
 
 
-def _free(tree: ast.AST) -> set[str]:
-    loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    stores = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    return loads - stores
-
-
 def feedback_test_source(src: str, label: str, functions: Sequence[str]) -> str:
     """A public check rewritten to explain its failures (the check's logic is unchanged).
 
@@ -447,7 +441,9 @@ def feedback_test_source(src: str, label: str, functions: Sequence[str]) -> str:
     except SyntaxError:
         return src
     names = set(functions)
-    reads = sorted(names & _free(tree))
+    from icml25.classroom import _free_names  # the names the test receives as parameters
+
+    reads = sorted(names & _free_names(tree))
     new = _AssertRewriter(label, names).visit(tree)
     ast.fix_missing_locations(new)
     body = ast.unparse(new)
@@ -591,10 +587,6 @@ def write_out_roles(text: str, labels: Mapping[str, str], bib: Mapping[str, str]
 # ------------------------------------------------------------------------------------------------
 
 
-def _src(cell: Any) -> str:
-    return cell.source if isinstance(cell.source, str) else "".join(cell.source)
-
-
 def learner_notebook(chapter_path: str | Path, student: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The learner copy of a chapter: the whole chapter, solutions replaced by stubs.
 
@@ -624,8 +616,8 @@ def learner_notebook(chapter_path: str | Path, student: nbformat.NotebookNode) -
     checked: set[str] = set()
     grader_added = False
     for cell in nb.cells:
-        src = _src(cell)
-        tags = cell.get("metadata", {}).get("tags", [])
+        src = classroom._source(cell)
+        tags = classroom._tags(cell)
         if cell.cell_type == "markdown":
             if classroom._EXERCISE_RE.search(src):
                 lab = re.search(r"^:label:[ \t]*(\S+)", src, re.M)
