@@ -51,6 +51,7 @@ CHAPTER_MODULES = {
     "01": "lowra", "02": "vmf_exploration", "04": "gim", "05": "safety_polytope", "06": "mincut_predictions",
     "07": "flow_divergence", "09": "p2p", "10": "omapl", "11": "mnl_bandits", "12": "hc_oracles",
     "15": "pars", "16": "grokking", "17": "maxent_mislead", "19": "pcl",
+    "03": "vae_variance_attack", "08": "univlg", "13": "pfeife", "14": "combimots", "18": "peptune",
 }
 
 

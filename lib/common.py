@@ -512,7 +512,8 @@ def load_minilm() -> tuple[Any, Any]:
 _PROVENANCE_PACKAGES = (
     "numpy", "scipy", "torch", "cupy-cuda12x", "cupy-cuda13x", "faiss-cpu", "transformers", "peft",
     "flow-matching", "stable-baselines3", "gymnasium", "mujoco", "causal-learn", "POT", "gcastle",
-    "scikit-image", "captum", "pettingzoo", "mpe2", "d3rlpy", "icml25",
+    "scikit-image", "captum", "pettingzoo", "mpe2", "d3rlpy", "diffusers", "networkx", "rdkit",
+    "synthemol", "pymoo", "p2smi", "xgboost-cpu", "icml25",
 )
 
 

@@ -50,6 +50,11 @@ LIB_ALIASES = {
     "p2p": "p2p",
     "omapl": "omapl",
     "pars": "pars",
+    "vae_variance_attack": "vaa",
+    "univlg": "univlg",
+    "pfeife": "pfeife",
+    "combimots": "combimots",
+    "peptune": "peptune",
 }
 
 
