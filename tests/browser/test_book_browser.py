@@ -363,3 +363,18 @@ def test_relative_links_only() -> None:
         bad += [f"{css.relative_to(HTML)}: url({m})" for m in css_url.findall(text)]
     assert not bad, "absolute or remote resource URLs in the book:\n  " + "\n  ".join(bad[:40])
     REPORT["html_files_scanned"] = len(pages)
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_one_search_entry_per_page(browser, docname: str) -> None:
+    """One visible search control per page at desktop width; the theme's sidebar field is left out
+    (`html_sidebars` in _config.yml), so readers never meet two search boxes on one screen."""
+    visit = Visit(browser, page_url(docname))
+    try:
+        shown = visit.page.evaluate(
+            "() => [...document.querySelectorAll('.search-button-field, .search-button')]"
+            ".filter(e => e.offsetParent !== null && e.getBoundingClientRect().width > 0).length"
+        )
+    finally:
+        visit.close()
+    assert shown == 1, f"{docname}: {shown} visible search controls (want exactly one)"
