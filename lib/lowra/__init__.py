@@ -21,13 +21,15 @@ the K-means features, the 1-bit initial codebook, NormalFloat below 4 bits, and 
 
 The package: ``defaults`` (:data:`DEFAULTS`, the paper's settings), ``method`` (learner and
 assigner), ``packed`` (the packed weight, LoftQ, the LoRA layer), ``baselines`` (NormalFloat),
-``data`` (MiniLM and the sentences) and ``experiments`` (the chapter's loops).
+``data`` (MiniLM and the sentences), ``experiments`` (the chapter's loops) and ``claims``
+(:data:`CLAIMS`, the paper's claims as the book judges them, :mod:`icml25.claims`).
 """
 
 from __future__ import annotations
 
 from icml25.kernels import lowbit
 from icml25.lowra.baselines import nf_channel_codebooks, nf_quantize_tensor
+from icml25.lowra.claims import CLAIMS
 from icml25.lowra.data import load_minilm, make_sentences
 from icml25.lowra.defaults import DEFAULTS, LowRADefaults
 from icml25.lowra.experiments import apply_lowra, distill_finetune, embedding_cosine, mean_pool_embed, sse_vs_budget
@@ -54,6 +56,7 @@ pack_codes = lowbit.pack_codes
 unpack_codes = lowbit.unpack_codes
 
 __all__ = [
+    "CLAIMS",
     "LowRADefaults",
     "DEFAULTS",
     "ALLOWED_BITS",
