@@ -9,7 +9,8 @@ exactly what changed.
 
 The reproduction page (``book/reproduction.md``) is generated on the way from the chapters'
 claim records, the cpu records of this build (``--results``, default ``_build/results``) and the
-recorded GPU runs (``data/results``): see ``.ci/reproduction.py``.
+recorded GPU runs (``data/results``): see ``.ci/reproduction.py``. The execution-statistics page
+(``book/execution.md``) is generated the same way from the same records (``.ci/execution_stats.py``).
 
 Usage: python .ci/stage_book.py NOTEBOOK_DIR DEST [--results RESULTS_DIR]
 """
@@ -62,6 +63,20 @@ def reproduction_page(results: Path) -> bytes:
         return out.read_bytes()
 
 
+def execution_page(results: Path) -> bytes:
+    """book/execution.md with its tables generated from this build's records (``.ci/execution_stats.py``)."""
+    import subprocess
+    import tempfile
+
+    bench = ROOT / "benchmarks" / "results" / "limits_summary.json"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "execution.md"
+        subprocess.run([sys.executable, str(ROOT / ".ci" / "execution_stats.py"), str(ROOT / "book" / "execution.md"),
+                        str(out), "--cpu", str(results), "--gpu", str(ROOT / "data" / "results"),
+                        *(["--bench", str(bench)] if bench.is_file() else [])], check=True)
+        return out.read_bytes()
+
+
 def main(notebook_dir: str, dest: str, results: str | None = None) -> None:
     dest_path = Path(dest)
     wanted: set[Path] = set()
@@ -73,6 +88,8 @@ def main(notebook_dir: str, dest: str, results: str | None = None) -> None:
             dst = dest_path / "book" / src.relative_to(ROOT / "book")
             if src.name == "reproduction.md" and src.parent == ROOT / "book":
                 sync(src, dst, reproduction_page(Path(results or ROOT / "_build" / "results")))
+            elif src.name == "execution.md" and src.parent == ROOT / "book":
+                sync(src, dst, execution_page(Path(results or ROOT / "_build" / "results")))
             else:
                 sync(src, dst)
             wanted.add(dst)

@@ -529,6 +529,20 @@ def _git_commit() -> str | None:
     return (out.stdout.strip() or fallback) if out.returncode == 0 else fallback
 
 
+def _peak_rss_mib() -> float | None:
+    """Peak resident memory of this process so far, in MiB (``getrusage``; None where unavailable).
+
+    A chapter runs in its own kernel process, so this is the chapter's peak memory on the CPU side
+    (GPU memory is not included)."""
+    try:
+        import resource
+
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    except (ImportError, OSError):
+        return None
+    return round(kib / 1024.0, 1)
+
+
 def _versions() -> dict[str, str]:
     versions = {"python": sys.version.split()[0]}
     for pkg in _PROVENANCE_PACKAGES:
@@ -584,7 +598,7 @@ def record_metrics(
     overwrite the canonical seed-0 record that :func:`results_table` shows.
 
     Provenance: package versions, device name, seed, wall time since :func:`seed_everything`
-    (unless given), git commit, host and UTC time.
+    (unless given), peak resident memory of the process (MiB), git commit, host and UTC time.
 
     Args:
         chapter: two-digit chapter number, e.g. ``"02"``.
@@ -612,6 +626,7 @@ def record_metrics(
         "provenance": {
             "seed": _RUN_SEED if seed is None else int(seed),
             "wall_time_s": round(time.perf_counter() - _RUN_START if wall_time_s is None else wall_time_s, 3),
+            "peak_rss_mib": _peak_rss_mib(),
             "device": device_name(),
             "versions": _versions(),
             "git_commit": _git_commit(),
