@@ -22,7 +22,8 @@ The package:
 - ``method``: vMF densities and sampling, :class:`VMFExplorer`, the closed forms :func:`p0`, :func:`p1`;
 - ``baselines``: B-exp, TB-exp, epsilon-greedy, uniform exploration;
 - ``data``: uniform action sets on the sphere, actions at a given cosine;
-- ``experiments``: :func:`mc_prob_curve`.
+- ``experiments``: :func:`mc_prob_curve`;
+- ``claims``: ``CLAIMS``, the paper's claims as the book judges them (:mod:`icml25.claims`).
 
 Conventions: ``rng`` is a ``numpy.random.Generator``; ``d`` the dimension, ``n`` the number of
 actions, ``B`` a batch of states. State vectors ``V`` / mean directions ``mu`` are normalised to
@@ -35,8 +36,9 @@ CUDA kernels when a GPU is usable. vMF draws always come from the NumPy generato
 
 from __future__ import annotations
 
-from . import baselines, data, defaults, experiments, method
+from . import baselines, claims, data, defaults, experiments, method
 from .baselines import *  # noqa: F403 - the public API, listed in each module's __all__
+from .claims import CLAIMS
 from .data import *  # noqa: F403
 from .defaults import *  # noqa: F403
 from .experiments import *  # noqa: F403
@@ -46,4 +48,4 @@ from .method import *  # noqa: F403
 from .data import _orthogonal_unit, _uniform_sphere  # noqa: E402,F401
 from .method import _log_iv, _sample_vmf_rows, _top_m, _wood_cosines  # noqa: E402,F401
 
-__all__ = [*defaults.__all__, *method.__all__, *baselines.__all__, *data.__all__, *experiments.__all__]
+__all__ = ["CLAIMS", *defaults.__all__, *method.__all__, *baselines.__all__, *data.__all__, *experiments.__all__]
