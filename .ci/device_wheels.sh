@@ -53,8 +53,13 @@ declare -A CHAPTER_ROOTS=(
   [10]="pettingzoo mpe2 gymnasium==1.0.0 pygame-ce"
   [15]="colorama dataclasses-json structlog gym-notices gymnasium[mujoco]==1.0.0"
   [17]="cloudpickle gymnasium[mujoco]==1.0.0"
+  [03]="diffusers" [08]="" [13]="diffusers"
+  [14]="rdkit pymoo paretoset dockstring openbabel-wheel chemfunc descriptastorus typed-argument-parser hyperopt tensorboardX pandas-flavor six"
+  [18]="p2smi rdkit xgboost-cpu pymoo"
 )
-declare -A CHAPTER_ALONE=([07]="flow-matching" [09]="captum" [15]="d3rlpy" [17]="stable-baselines3")
+# synthemol and chemprop 1.5.2 depend on torch: carried alone (their other needs are chapter 14's roots)
+declare -A CHAPTER_ALONE=([07]="flow-matching" [09]="captum" [15]="d3rlpy" [17]="stable-baselines3"
+  [14]="synthemol chemprop")
 # sdist-only packages (no wheel on the index), built here into a wheel: gym 0.26.2, which d3rlpy imports
 declare -A CHAPTER_BUILD=([15]="gym")
 ROOTS=(papermill ipykernel ipywidgets)
