@@ -1,3 +1,2 @@
-"""Placeholder: this chapter package is being written (see its issue)."""
-
-__all__: list[str] = []
+"""PepTune (chapter 18): placeholder during construction."""
+from . import chem, model, schedules
