@@ -13,7 +13,8 @@ The package holds
 - :mod:`.metrics`: the run record :class:`History`, ``t1``, ``t2``, norms, the ``t2`` predictor;
 - :mod:`.baselines`: the references (min-norm least squares, ridge, scikit-learn's Lasso, basis
   pursuit by linear programming), each answer checked before it is returned;
-- :mod:`.networks`: the modular-arithmetic MLP, its penalties and training loop.
+- :mod:`.networks`: the modular-arithmetic MLP, its penalties and training loop;
+- :mod:`.claims`: ``CLAIMS``, the paper's claims as the book judges them (:mod:`icml25.claims`).
 
 Everything follows the official code (``Tikquuss/grokking_beyong_l2_norm``) except where a
 docstring says otherwise; the one deliberate change is the deep Hadamard initialisation
@@ -24,6 +25,7 @@ docstring says otherwise; the one deliberate change is the deep Hadamard initial
 from __future__ import annotations
 
 from .baselines import basis_pursuit, lasso_solution, min_norm_solution, ridge_solution
+from .claims import CLAIMS
 from .data import (completion_mask, local_coherence, low_rank_matrix, measurements, modular_dataset, sparse_problems,
                    sparse_signal)
 from .defaults import DEFAULTS, CompletionDefaults, GrokkingDefaults, MLPDefaults, SparseDefaults
@@ -35,6 +37,6 @@ from .networks import EncoderDecoderMLP, regularisation, train_grokking
 # the pure math the chapter shows with show_source (book/authoring.md)
 from .method import _matrix_subgradient, _subgradient_descent  # noqa: F401
 
-from . import baselines, data, defaults, method, metrics, networks  # noqa: E402
+from . import baselines, claims, data, defaults, method, metrics, networks  # noqa: E402
 
-__all__ = [*defaults.__all__, *data.__all__, *method.__all__, *metrics.__all__, *baselines.__all__, *networks.__all__]
+__all__ = ["CLAIMS", *defaults.__all__, *data.__all__, *method.__all__, *metrics.__all__, *baselines.__all__, *networks.__all__]
