@@ -112,6 +112,11 @@ INSPECT_JS = """
                                                                      : 'no saved state and no static figure in its cell'));
     }
   });
+  // display math and code that run past their box without a scrollbar (clipped at the page edge)
+  out.clipped = Array.from(document.querySelectorAll('mjx-container[display="true"], div.math, pre'))
+    .filter(e => e.getBoundingClientRect().width > 0 && e.scrollWidth > e.clientWidth + 2
+                 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+    .map(e => `${e.tagName.toLowerCase()}: ${(e.textContent || '').trim().slice(0, 60)}`);
   out.downloads = Array.from(document.querySelectorAll('a.btn-download-source-button')).map(a => a.href);
   out.links = Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'));
   out.title = document.title;
@@ -202,6 +207,7 @@ def test_page_reads_offline(browser, docname: str) -> None:
         problems += [f"raw \\( or \\[ in the text ({info['rawDelims']}x)"] if info["rawDelims"] else []
         problems += [f"image did not load: {s}" for s in info["brokenImages"]]
         problems += info["widgetProblems"]
+        problems += [f"clipped (runs past its box, no scrollbar): {c}" for c in info["clipped"]]
         assert not problems, f"{docname}:\n  " + "\n  ".join(problems)
     finally:
         visit.close()
@@ -378,3 +384,53 @@ def test_one_search_entry_per_page(browser, docname: str) -> None:
     finally:
         visit.close()
     assert shown == 1, f"{docname}: {shown} visible search controls (want exactly one)"
+
+
+class _Anchors(HTMLParser):
+    """Ids of a page and the hrefs of its links."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if name in ("id", "name") and value:
+                self.ids.add(value)
+            if tag == "a" and name == "href" and value:
+                self.hrefs.append(value.strip())
+
+
+def test_every_internal_link_resolves() -> None:
+    """Each link inside the book reaches an existing page and, with a #fragment, an element with
+    that id; external links are listed in the report, never followed."""
+    pages = [p for p in sorted(HTML.rglob("*.html")) if "_static" not in p.relative_to(HTML).parts]
+    assert pages, f"no HTML pages under {HTML}"
+    parsed: dict[Path, _Anchors] = {}
+
+    def anchors(page: Path) -> _Anchors:
+        if page not in parsed:
+            a = _Anchors()
+            a.feed(page.read_text(errors="replace"))
+            parsed[page] = a
+        return parsed[page]
+
+    dead: list[str] = []
+    external: set[str] = set()
+    for page in pages:
+        for href in anchors(page).hrefs:
+            if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", href):  # http:, mailto:, javascript: ...
+                if href.startswith(("http:", "https:")):
+                    external.add(href)
+                continue
+            path_part, _, frag = href.partition("#")
+            target = page if not path_part else (page.parent / unquote(path_part.split("?")[0])).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                dead.append(f"{page.relative_to(HTML)}: {href} (no such file)")
+            elif frag and target.suffix == ".html" and unquote(frag) not in anchors(target).ids:
+                dead.append(f"{page.relative_to(HTML)}: {href} (no element with id {frag!r})")
+    REPORT["external_links"] = sorted(external)
+    assert not dead, f"{len(dead)} dead internal links:\n  " + "\n  ".join(dead[:40])
