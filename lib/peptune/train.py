@@ -121,13 +121,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--uniform-schedule", action="store_true")
     ap.add_argument("--no-invalid-loss", action="store_true")
     ap.add_argument("--resume", type=Path, default=None)
+    ap.add_argument("--corpus-cache", type=Path, default=None,
+                    help="text file of the corpus: read if it exists (and matches --n-corpus), else written")
     args = ap.parse_args(argv)
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     torch.manual_seed(args.seed)
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    corpus = peptide_corpus(args.n_corpus, residues=tuple(args.residues), seed=args.corpus_seed,
-                            max_tokens=args.max_tokens)
+    cache = args.corpus_cache
+    if cache is not None and cache.exists() and len(cache.read_text().split()) == args.n_corpus:
+        corpus = cache.read_text().split()
+    else:
+        corpus = peptide_corpus(args.n_corpus, residues=tuple(args.residues), seed=args.corpus_seed,
+                                max_tokens=args.max_tokens)
+        if cache is not None:
+            cache.write_text("\n".join(corpus) + "\n")
     print(f"corpus: {len(corpus)} peptides in {time.perf_counter() - t_start:.0f} s", flush=True)
     if args.resume is not None:
         model, extra = load_checkpoint(args.resume)
