@@ -495,54 +495,83 @@ def _quantize(W32: np.ndarray, t: np.ndarray, layout: PackedLayout) -> tuple[np.
 # ---------------------------------------------------------------------------------------------
 # dequantize
 # ---------------------------------------------------------------------------------------------
-def _level_tables(lut_rows: np.ndarray, b: int, bits_per_index: int) -> np.ndarray:
-    """(k, 16) levels -> (k * 2^bits_per_index,) table whose entry r * 2^bits + v holds the
-    ``bits_per_index / b`` float32 levels of the codes packed in the value v (LSB-first),
-    viewed as one opaque item so that ``np.take`` moves them together (bit-exact)."""
-    per = bits_per_index // b
-    values = np.arange(1 << bits_per_index, dtype=np.uint16)
-    codes = (values[:, None] >> (np.arange(per, dtype=np.uint16) * b)) & ((1 << b) - 1)  # (2^bits, per)
-    table = np.ascontiguousarray(lut_rows[:, codes], dtype=np.float32)  # (k, 2^bits, per)
-    return table.view(f"V{4 * per}").reshape(-1)
+#: float32 bytes of output per block of rows: a block's indices, look-ups and scaling stay in cache
+#: (L2/L3) and its result is written to the output once (measured in ``benchmarks/lowra.py``)
+BLOCK_BYTES = 1 << 21
 
 
-def _dequant_rows(pw: PackedWeight, rows: np.ndarray, b: int, dest: np.ndarray | None = None) -> np.ndarray:
+def _level_tables(lut_rows: np.ndarray, b: int) -> tuple[np.ndarray, int]:
+    """(k, 16) levels -> ``(table, index_bits)``: a (k * 2^index_bits,) table whose entry
+    ``r * 2^index_bits + v`` holds the float32 levels of the codes packed in the value ``v``
+    (LSB-first), viewed as one opaque item so that ``np.take`` moves them together (bit-exact).
+
+    ``b = 1`` indexes by half-byte (16 entries of 4 levels: 64 floats a row); ``b = 2, 4`` by byte
+    (256 entries of 4 or 2 levels), built from the half-byte tables by two broadcast copies (the
+    low half-byte holds the byte's first codes)."""
+    k = lut_rows.shape[0]
+    if b == 1:
+        codes = (np.arange(16, dtype=np.uint8)[:, None] >> np.arange(4, dtype=np.uint8)) & 1  # (16, 4)
+        return np.ascontiguousarray(lut_rows[:, codes], dtype=np.float32).view("V16").reshape(-1), 4
+    if b == 2:  # half-byte tables of 2 levels, moved as one uint64
+        codes = (np.arange(16, dtype=np.uint8)[:, None] >> np.array([0, 2], dtype=np.uint8)) & 3  # (16, 2)
+        half = np.ascontiguousarray(lut_rows[:, codes], dtype=np.float32).view(np.uint64).reshape(k, 16)
+        table = np.empty((k, 16, 16, 2), dtype=np.uint64)
+    else:  # b == 4: a half-byte is one code, its table the row's 16 levels
+        half = np.ascontiguousarray(lut_rows, dtype=np.float32)
+        table = np.empty((k, 16, 16, 2), dtype=np.float32)
+    table[:, :, :, 0] = half[:, None, :]  # byte v = 16 hi + lo: the low half-byte's levels first
+    table[:, :, :, 1] = half[:, :, None]
+    return table.view(f"V{32 // b}").reshape(-1), 8
+
+
+def _scale_groups(vals: np.ndarray, scale: np.ndarray, g: int) -> None:
+    """``vals[r, j] *= scale[r, j // g]`` in place, one float32 product per element (torch's
+    vectorised broadcast product when torch is present, NumPy's otherwise; the same IEEE bits)."""
+    k, n = vals.shape
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency of the book
+        blocks = vals.reshape(k, n // g, g)
+        blocks *= scale[:, :, None]
+        return
+    torch.from_numpy(vals).view(k, n // g, g).mul_(torch.from_numpy(scale)[:, :, None])
+
+
+def _dequant_rows(pw: PackedWeight, rows: np.ndarray, b: int, vals_buf: np.ndarray | None = None,
+                  idx_buf: np.ndarray | None = None) -> np.ndarray:
     """``W_hat[c, j] = lut[c, code[c, j]] * absmax[c, j // g]``, float32 (k, n), for the rows
     ``rows`` (all of precision b), by table look-up.
 
-    Each packed byte (or each 4-bit half of it) indexes a per-row table of the levels of the
-    codes it holds, so nothing is unpacked code by code. The 256-entry byte tables pay off for
-    long rows (their build costs 256 * 8 / b floats a row); short rows use 16-entry nibble tables.
-    ``dest``: optional C-contiguous float32 (k, n) array to write into (saves one copy).
+    Each packed byte (``b = 2, 4``) or half-byte (``b = 1``) indexes a per-row table of the levels
+    of the codes it holds (:func:`_level_tables`), so nothing is unpacked code by code: one index
+    per 4 (or 2) output values, one ``np.take`` of 16- (or 8-) byte items, then one product with
+    the group scales. ``vals_buf``/``idx_buf``: optional flat float32/intp scratch buffers of at
+    least ``k * (n + 64)`` and ``k * (n // 2 + 64)`` items (reused across blocks); the result may
+    be a view of ``vals_buf``.
     """
     n, g = pw.layout.n, pw.layout.group
-    per = 8 // b
     nbytes = (n * b + 7) // 8
     k = rows.size
     data = _gather_rows(pw.packed, pw.layout.row_offsets, rows, nbytes)  # (k, nbytes) uint8
-    if n >= 4 * 256 * per:  # byte tables
-        table = _level_tables(pw.lut[rows], b, 8)
-        idx = data.astype(np.intp)
-        idx += (np.arange(k, dtype=np.intp) << 8)[:, None]
-    else:  # nibble tables: low nibble first (LSB-first order)
-        table = _level_tables(pw.lut[rows], b, 4)
-        idx = np.empty((k, nbytes, 2), dtype=np.intp)
-        base = (np.arange(k, dtype=np.intp) << 4)[:, None]
+    table, index_bits = _level_tables(pw.lut[rows], b)
+    n_idx = k * nbytes * (2 if index_bits == 4 else 1)
+    idx = idx_buf[:n_idx] if idx_buf is not None else np.empty(n_idx, dtype=np.intp)
+    if index_bits == 4:  # half-byte indices, low half first (LSB-first order)
+        idx = idx.reshape(k, nbytes, 2)
         np.bitwise_and(data, np.uint8(15), out=idx[:, :, 0], casting="unsafe")
         np.right_shift(data, np.uint8(4), out=idx[:, :, 1], casting="unsafe")
-        idx += base[:, :, None]
-    if dest is not None and nbytes * per == n:  # gather straight into the output rows
-        vals = dest
-        np.take(table, idx, out=dest.view(table.dtype).reshape(idx.shape))
+        np.add(idx, (np.arange(k, dtype=np.intp) << 4)[:, None, None], out=idx)  # row r's table
     else:
-        vals = np.take(table, idx).view(np.float32).reshape(k, nbytes * per)
-        if nbytes * per != n:
-            vals = np.ascontiguousarray(vals[:, :n])
-        if dest is not None:
-            dest[...] = vals
-            vals = dest
-    blocks = vals.reshape(k, n // g, g)
-    blocks *= pw.absmax[rows][:, :, None]  # one float32 product per element, as in the kernel
+        idx = idx.reshape(k, nbytes)
+        np.copyto(idx, data, casting="unsafe")
+        np.add(idx, (np.arange(k, dtype=np.intp) << 8)[:, None], out=idx)
+    width = nbytes * 8 // b  # codes held by a row's bytes (>= n; the last byte may be padding)
+    vals = vals_buf[: k * width] if vals_buf is not None else np.empty(k * width, dtype=np.float32)
+    np.take(table, idx, out=vals.view(table.dtype).reshape(idx.shape), mode="clip")  # indices are in range
+    vals = vals.reshape(k, width)
+    if width != n:
+        vals = np.ascontiguousarray(vals[:, :n])
+    _scale_groups(vals, pw.absmax[rows], g)  # one float32 product per element, as in the kernel
     return vals
 
 
@@ -601,15 +630,28 @@ def _to_float16(src: np.ndarray, out: np.ndarray | None) -> np.ndarray:
 
 
 def _dequantize_numpy(pw: PackedWeight, dt: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
-    """The dense (m, n) weight of a trusted packed weight, one precision class at a time."""
+    """The dense (m, n) weight of a trusted packed weight, in blocks of rows of one precision.
+
+    A block holds about :data:`BLOCK_BYTES` of float32 output, so that its indices, look-ups,
+    scaling and (for float16) cast stay in cache and the output is written once.
+    """
     m, n = pw.layout.m, pw.layout.n
-    f32 = out if (out is not None and dt == np.float32) else np.empty((m, n), dtype=np.float32)
+    out = np.empty((m, n), dtype=dt) if out is None else out
+    rows_per = max(1, BLOCK_BYTES // (4 * n))
+    vals_buf = np.empty(rows_per * (n + 64), dtype=np.float32)
+    idx_buf = np.empty(rows_per * (n // 2 + 64), dtype=np.intp)
+    half = np.empty((rows_per, n), dtype=np.float16) if dt == np.float16 else None
     for b, rows in pw.layout.classes():
-        if rows.size == m or (rows[-1] - rows[0] + 1 == rows.size):  # a contiguous run of rows
-            _dequant_rows(pw, rows, b, dest=f32[rows[0]:rows[-1] + 1])
-        else:
-            f32[rows] = _dequant_rows(pw, rows, b)
-    return f32 if dt == np.float32 else _to_float16(f32, out)
+        for start in range(0, rows.size, rows_per):
+            block = rows[start:start + rows_per]
+            vals = _dequant_rows(pw, block, b, vals_buf, idx_buf)
+            if half is not None:
+                vals = _to_float16(vals, half[: block.size])
+            if block[-1] - block[0] + 1 == block.size:  # a contiguous run of rows
+                out[block[0]:block[-1] + 1] = vals
+            else:
+                out[block] = vals
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

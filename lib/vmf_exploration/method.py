@@ -317,7 +317,7 @@ def sample_vmf(mu: np.ndarray, kappa: float, size: int, rng: np.random.Generator
     d = _check_dim(mu_arr.shape[-1], "mu's dimension d")
     if mu_arr.ndim == 1:
         check_budget(f"sample_vmf(size={size})", n_bytes=32.0 * size * d)
-        mu_rows = np.broadcast_to(_unit_rows(mu_arr, "mu"), (size, d))
+        return _sample_vmf_shared(_unit_rows(mu_arr[None], "mu")[0], kappa, size, rng)
     else:
         if mu_arr.shape[0] != size:
             raise ValueError(
@@ -326,6 +326,47 @@ def sample_vmf(mu: np.ndarray, kappa: float, size: int, rng: np.random.Generator
             )
         mu_rows = _unit_rows(mu_arr, "mu")
     return _sample_vmf_rows(mu_rows, kappa, rng)
+
+
+def _householder_vector(mu: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(v, sigma)`` of the reflection ``H = I - 2 v v^T / |v|^2``, ``v = sigma e_1 - mu``, which
+    maps ``sigma e_1`` to the unit vector ``mu``; ``sigma = -sign(mu_1)`` (+1 when ``mu_1 = 0``)
+    keeps ``|v|^2 = 2 (1 + |mu_1|) >= 2`` away from cancellation."""
+    sigma = -1.0 if mu[0] > 0 else 1.0
+    v = -mu
+    v[0] += sigma
+    return v, sigma
+
+
+def _sample_vmf_shared(mu: np.ndarray, kappa: float, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` vMF draws around one unit ``mu`` (d,); trusted inputs.
+
+    In coordinates where ``mu`` is ``sigma e_1`` a draw is ``x_local = (sigma t, sqrt(1 - t^2) u)``,
+    ``u`` uniform on S^{d-2} (a normalised Gaussian (d-1)-vector), and one Householder reflection
+    maps it onto ``mu``: ``x = H x_local = x_local - (2 / |v|^2) <x_local, v> v`` = t mu +
+    sqrt(1 - t^2) H u, with H u uniform on the unit vectors orthogonal to mu: the distribution of
+    :func:`_sample_vmf_rows` (scipy's ``vonmises_fisher`` rotates the same way). The reflection is
+    a matrix-vector product and a rank-1 update in place (BLAS ``dgemv``, ``dger``), so the (size, d)
+    draws are read and written a handful of times. Cosines first, then the Gaussians.
+    """
+    from scipy.linalg import blas
+
+    d = mu.size
+    if size == 0:
+        return np.empty((0, d))
+    t, one_minus_t2 = _wood_cosines(d, kappa, size, rng)
+    v, sigma = _householder_vector(mu)
+    x = rng.standard_normal((size, d))
+    tail = x[:, 1:]
+    norm2 = np.einsum("ij,ij->i", tail, tail)
+    norm2[norm2 == 0.0] = 1.0  # probability 0; the draw is then t mu, still a unit vector
+    x *= (np.sqrt(np.maximum(one_minus_t2, 0.0)) / np.sqrt(norm2))[:, None]  # column 0 is overwritten next
+    x[:, 0] = sigma * t
+    # x <- x - (2 / |v|^2) (x v) v^T, in place on the Fortran-ordered view x^T (d, size)
+    blas.dger(-2.0 / (v @ v), v, x @ v, a=x.T, overwrite_a=True)
+    # |x| = 1 up to rounding; renormalise so downstream inner products are exact cosines
+    x *= (1.0 / np.sqrt(np.einsum("ij,ij->i", x, x)))[:, None]
+    return x
 
 
 def _sample_vmf_rows(mu_rows: np.ndarray, kappa: float, rng: np.random.Generator) -> np.ndarray:
