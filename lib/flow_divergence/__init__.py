@@ -12,11 +12,13 @@ The package re-exports its public API, so ``icml25.flow_divergence.<name>`` work
 - :mod:`.data`: the Gaussian mixture with an exact path, the checkerboard, Lorenz and
   FitzHugh-Nagumo trajectories;
 - :mod:`.experiments`: training (CFM is the baseline: the same loop with ``lam_div = 0``), the TV
-  bound's integrand, density grids and the histogram distances.
+  bound's integrand, density grids and the histogram distances;
+- :mod:`.claims`: ``CLAIMS``, the paper's claims as the book judges them (:mod:`icml25.claims`).
 """
 
 from __future__ import annotations
 
+from .claims import CLAIMS
 from .data import (GaussianMixture2D, TrajectoryData, checkerboard, fitzhugh_nagumo_trajectories,
                    lorenz_trajectories)
 from .defaults import (DEFAULTS, EvaluationDefaults, FitzHughNagumoDefaults, FlowDivergenceDefaults, LorenzDefaults,
@@ -29,6 +31,6 @@ from .method import (ESTIMATORS, FDM_VARIANTS, PROBE_DISTS, SCHEDULES, PathSampl
 # the pure math the chapter shows with show_source (book/authoring.md)
 from .method import _affine_path, _dm_loss, _fdm_loss, _residual  # noqa: F401
 
-from . import data, defaults, experiments, method  # noqa: E402
+from . import claims, data, defaults, experiments, method  # noqa: E402
 
-__all__ = [*defaults.__all__, *method.__all__, *data.__all__, *experiments.__all__]
+__all__ = ["CLAIMS", *defaults.__all__, *method.__all__, *data.__all__, *experiments.__all__]
