@@ -85,7 +85,7 @@ test: $(STAMP) $(ASSETS) system-deps
 test-pytest: _build/prepared/seed$(SEED)/.stamp
 	rm -rf _build/executed-test
 	rm -rf _build/results-test
-	ICML25_RESULTS_DIR=$(CURDIR)/_build/results-test ICML25_EXECUTED_DIR=_build/executed-test $(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --ignore=tests/fixtures --ignore=tests/browser -m "not slow" \
+	ICML25_PRERENDER=1 ICML25_RESULTS_DIR=$(CURDIR)/_build/results-test ICML25_EXECUTED_DIR=_build/executed-test $(BIN)/python -m pytest tests _build/prepared/seed$(SEED) --ignore=tests/fixtures --ignore=tests/browser -m "not slow" \
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile \
 	  -p no:cacheprovider -q -rs --durations=15
 
@@ -130,7 +130,7 @@ _build/deps.mk: $(NOTEBOOKS) .ci/deps.py $(wildcard lib/*.py lib/*/*.py kernels/
 _build/executed/%.ipynb: | $(STAMP)
 	@mkdir -p $(@D) _build/results
 	@echo "executing $* (PROFILE=cpu SEED=0)"
-	ICML25_RESULTS_DIR=$(CURDIR)/_build/results $(OFFLINE) $(BIN)/papermill --log-level WARNING --no-progress-bar \
+	ICML25_PRERENDER=1 ICML25_RESULTS_DIR=$(CURDIR)/_build/results $(OFFLINE) $(BIN)/papermill --log-level WARNING --no-progress-bar \
 	  --cwd notebooks -p PROFILE cpu -p SEED 0 notebooks/$*.ipynb $(@D)/.partial-$*.ipynb
 	@mv $(@D)/.partial-$*.ipynb $@
 
@@ -226,7 +226,12 @@ learn: $(LAB_STAMP)
 	cd work/$$name && ICML25_RESULTS_DIR=$(CURDIR)/work/results $(CURDIR)/$(BIN)/jupyter lab $$name.ipynb $(LAB_ARGS)
 
 bench: $(STAMP)
-	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+	@start=$$(date +%s); failed=""; \
+	for b in benchmarks/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || failed="$$failed $$b"; done; \
+	echo "== hot loops against this machine's measured limits (benchmarks/_summary.py)"; \
+	$(BIN)/python benchmarks/_summary.py; \
+	echo "make bench: $$(( $$(date +%s) - start )) s wall"; \
+	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 clean:
 	rm -rf _build

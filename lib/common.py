@@ -345,6 +345,14 @@ def set_plot_style() -> None:
     )
 
 
+#: environment variable: "1" when a chapter runs to become a page of the book (make book, make test)
+PRERENDER_ENV = "ICML25_PRERENDER"
+#: seconds a chapter may spend pre-rendering one interactive section's figures (default 20)
+PRERENDER_BUDGET_ENV = "ICML25_PRERENDER_BUDGET_S"
+#: at most this many figures per interactive section in the book
+MAX_FRAMES = 25
+
+
 def static_or_interactive(
     plot: Callable[..., Any],
     controls: Mapping[str, Any],
@@ -356,8 +364,16 @@ def static_or_interactive(
 
     The figure is what the rendered book, papermill and nbval see (an ordinary image output). With
     a live kernel (JupyterLab), moving a control redraws it *in place*: the image output is
-    updated through its display id, so no second figure appears below the controls. Set
-    ``ICML25_NO_WIDGETS=1`` to skip the controls.
+    updated through its display id, so no second figure appears below the controls.
+
+    When the chapter runs to become a page of the book (``ICML25_PRERENDER=1``, set by ``make
+    book`` and ``make test``), there is no kernel behind the page, so instead of widgets it draws
+    the figure for a small grid of control values (at most :data:`MAX_FRAMES`, fewer when one
+    figure is slow: ``ICML25_PRERENDER_BUDGET_S`` seconds per section, default 20) and writes them
+    with plain HTML controls; ``book/_static/frames.js`` swaps the figure when a control moves,
+    offline and without a kernel. Sliders get up to five values (always including the default),
+    dropdowns and selection sliders their options, checkboxes both states. Set
+    ``ICML25_NO_WIDGETS=1`` to draw the static figure only.
 
     Args:
         plot: callable drawing one matplotlib figure from keyword arguments.
@@ -385,7 +401,9 @@ def static_or_interactive(
     bad = sorted(k for k, v in describe.items() if not isinstance(v, str))
     if bad:
         raise TypeError(f"describe: the captions of {bad} are not strings")
-    if os.environ.get("ICML25_NO_WIDGETS", "0") in ("", "0"):
+    no_widgets = os.environ.get("ICML25_NO_WIDGETS", "0") not in ("", "0")
+    prerender = os.environ.get(PRERENDER_ENV, "0") not in ("", "0")
+    if not no_widgets:
         import ipywidgets as widgets
 
         for name, w in controls.items():
@@ -400,16 +418,23 @@ def static_or_interactive(
         new = [n for n in plt.get_fignums() if n not in before]
         return plt.figure(new[-1]) if new else plt.gcf()
 
+    t0 = time.perf_counter()
     fig = draw(defaults)
+    t_draw = time.perf_counter() - t0
     handle = display(fig, display_id=True)
     plt.close(fig)
-    if os.environ.get("ICML25_NO_WIDGETS", "0") not in ("", "0"):
+    if no_widgets:
         return
     import ipywidgets as widgets
 
+    items = []
     for name, w in controls.items():
-        if not isinstance(w, widgets.ValueWidget):
-            raise TypeError(f"control {name!r} must be an ipywidgets value widget, got {type(w).__name__}")
+        what = describe.get(name) or f"redraws the figure for another value of {getattr(w, 'description', '') or name}"
+        items.append(f"<li><code>{name}</code>: {what}</li>")
+    if prerender:
+        _prerendered_controls(draw, controls, defaults, items, t_draw)
+        return
+    for name, w in controls.items():
         w.value = defaults[name]
         if hasattr(w, "continuous_update"):
             w.continuous_update = False
@@ -423,13 +448,133 @@ def static_or_interactive(
 
     for w in controls.values():
         w.observe(redraw, names="value")
-    items = []
-    for name, w in controls.items():
-        what = describe.get(name) or f"redraws the figure for another value of {getattr(w, 'description', '') or name}"
-        items.append(f"<li><code>{name}</code>: {what}</li>")
     caption = ("<b>Move a control to redraw the figure above, in place</b> (with a running kernel):"
                f"<ul style='margin:0'>{''.join(items)}</ul>")
     display(widgets.VBox([widgets.HTML(caption), *controls.values()]))
+
+
+def _control_values(w: Any, default: Any, k: int) -> list[Any]:
+    """Up to ``k`` values of one control for the book's pre-rendered grid, always with ``default``."""
+    import ipywidgets as widgets
+
+    if isinstance(w, (widgets.Checkbox, widgets.ToggleButton)):
+        vals = [False, True]
+    elif isinstance(w, (widgets.SelectionSlider, widgets.Dropdown, widgets.RadioButtons, widgets.ToggleButtons,
+                        widgets.Select, widgets.SelectionRangeSlider)):
+        vals = list(getattr(w, "_options_values", None) or [o[1] if isinstance(o, tuple) else o for o in w.options])
+    elif isinstance(w, (widgets.FloatLogSlider,)):
+        grid = np.linspace(float(w.min), float(w.max), max(k, 1))
+        vals = [float(w.base) ** g for g in grid]
+    elif isinstance(w, (widgets.IntSlider, widgets.FloatSlider, widgets.BoundedIntText, widgets.BoundedFloatText)):
+        lo, hi = float(w.min), float(w.max)
+        step = float(getattr(w, "step", 0) or 0)
+        grid = np.linspace(lo, hi, max(k, 1))
+        if step > 0:
+            grid = lo + np.round((grid - lo) / step) * step
+        is_int = isinstance(w, (widgets.IntSlider, widgets.BoundedIntText))
+        vals = [int(round(g)) if is_int else float(g) for g in grid]
+    else:
+        return [default]
+    if not vals:
+        return [default]
+    # keep the default: replace the nearest value by it (numbers) or put it first (options)
+    if default not in vals:
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals) and isinstance(default, (int, float)):
+            nearest = int(np.argmin([abs(float(v) - float(default)) for v in vals]))
+            vals[nearest] = default
+        else:
+            vals = [default, *vals]
+    uniq: list[Any] = []
+    for v in vals:
+        if not any(v == u for u in uniq):
+            uniq.append(v)
+    if len(uniq) > k:  # options beyond k: keep the default and its neighbours in the list
+        i = next(j for j, u in enumerate(uniq) if u == default)
+        lo = min(max(0, i - k // 2), len(uniq) - k)
+        uniq = uniq[lo:lo + k]
+    return uniq
+
+
+def _frame_grid(controls: Mapping[str, Any], defaults: Mapping[str, Any], n_max: int) -> dict[str, list[Any]]:
+    """Values per control whose product is at most ``n_max`` (sliders start at 5, options at 6)."""
+    import ipywidgets as widgets
+
+    ks = {}
+    for name, w in controls.items():
+        ks[name] = 2 if isinstance(w, (widgets.Checkbox, widgets.ToggleButton)) else (
+            6 if isinstance(w, (widgets.SelectionSlider, widgets.Dropdown, widgets.RadioButtons,
+                                widgets.ToggleButtons, widgets.Select)) else 5)
+    grid = {n: _control_values(w, defaults[n], ks[n]) for n, w in controls.items()}
+    while int(np.prod([len(v) for v in grid.values()])) > max(n_max, 1):
+        name = max(grid, key=lambda n: len(grid[n]))
+        ks[name] = len(grid[name]) - 1
+        grid[name] = _control_values(controls[name], defaults[name], ks[name])
+    return grid
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
+
+
+def _prerendered_controls(
+    draw: Callable[[Mapping[str, Any]], Any],
+    controls: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    items: list[str],
+    t_draw: float,
+) -> None:
+    """The book's kernel-free interactive section: figures for a grid of values, plain HTML controls."""
+    import base64
+    import html
+    import io
+    import itertools
+
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    try:
+        budget = float(os.environ.get(PRERENDER_BUDGET_ENV, "20"))
+    except ValueError:
+        budget = 20.0
+    n_max = min(MAX_FRAMES, int(budget / max(t_draw, 1e-3)))
+    names = list(controls)
+    if n_max < 2:
+        display(HTML(f"<p class='icml25-frames-note'>This figure takes {t_draw:.0f} s to draw, too long to "
+                     "pre-render other values for the book: run the notebook with a kernel to move its controls "
+                     f"({', '.join(names)}).</p>"))
+        return
+    grid = _frame_grid(controls, defaults, n_max)
+    frames = {}
+    for combo in itertools.product(*[range(len(grid[n])) for n in names]):
+        values = {**defaults, **{n: grid[n][i] for n, i in zip(names, combo)}}
+        fig = draw(values)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", bbox_inches="tight")
+        plt.close(fig)
+        frames[",".join(map(str, combo))] = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    e = html.escape
+    rows = []
+    for n in names:
+        vals = grid[n]
+        i0 = next(j for j, v in enumerate(vals) if v == defaults[n])
+        label = e(getattr(controls[n], "description", "") or n)
+        if len(vals) == 1:
+            rows.append(f"<div class='icml25-frames-control'><span>{label}</span> <output>{e(_fmt_value(vals[0]))}"
+                        "</output> <small>(one value in the book)</small></div>")
+            continue
+        labels = e(json.dumps([_fmt_value(v) for v in vals]))
+        rows.append(f"<div class='icml25-frames-control'><label>{label} <input type='range' min='0' "
+                    f"max='{len(vals) - 1}' step='1' value='{i0}' data-name='{e(n)}' data-labels='{labels}'>"
+                    f"</label> <output>{e(_fmt_value(vals[i0]))}</output></div>")
+    caption = (f"<b>Move a control to see the figure above for other values</b> ({len(frames)} figures drawn "
+               "when this page was built; with a running kernel the notebook redraws any value):"
+               f"<ul style='margin:0'>{''.join(items)}</ul>")
+    payload = e(json.dumps({"names": names, "frames": frames}))
+    display(HTML(f"<div class='icml25-frames' data-frames='{payload}'>{caption}{''.join(rows)}</div>"))
 
 
 def show_source(*objs: Any) -> None:

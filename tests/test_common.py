@@ -175,3 +175,77 @@ def test_static_or_interactive_refuses_bad_describe_and_controls():
     with pytest.raises(TypeError, match="ipywidgets value widget"):
         common.static_or_interactive(lambda kappa: drawn.append(kappa), {"kappa": 3}, kappa=1.0)
     assert not drawn, "a bad control must be refused before the figure is drawn"
+
+
+def test_prerendered_grid_keeps_defaults_and_the_frame_cap():
+    import ipywidgets as W
+
+    controls = {"a": W.FloatSlider(min=0.0, max=1.0, step=0.05), "b": W.IntSlider(min=1, max=9),
+                "c": W.Dropdown(options=[("x", "x"), ("y", "y"), ("z", "z")]), "d": W.Checkbox(),
+                "e": W.FloatLogSlider(min=-2, max=2, base=10), "f": W.SelectionSlider(options=[1, 2, 4, 8])}
+    defaults = {"a": 0.33, "b": 4, "c": "y", "d": True, "e": 3.0, "f": 4}
+    for n_max in (2, 7, 25, 100):
+        grid = common._frame_grid(controls, defaults, n_max)
+        assert int(np.prod([len(v) for v in grid.values()])) <= n_max
+        for name, vals in grid.items():
+            assert defaults[name] in vals, (name, vals)
+            assert len(vals) == len({repr(v) for v in vals}), "values repeat"
+    big = common._frame_grid(controls, defaults, 10**6)
+    assert big["c"] == ["x", "y", "z"] and big["d"] == [False, True] and big["f"] == [1, 2, 4, 8]
+    assert min(big["a"]) == 0.0 and max(big["a"]) == 1.0 and len(big["a"]) == 5
+    assert all(isinstance(v, int) for v in big["b"]) and big["b"][0] == 1 and big["b"][-1] == 9
+    assert big["e"][0] == pytest.approx(0.01) and big["e"][-1] == pytest.approx(100.0)
+
+
+def test_static_or_interactive_prerenders_frames_for_the_book(monkeypatch):
+    import json
+    import re
+
+    import IPython.display
+    import ipywidgets as W
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
+    monkeypatch.setenv(common.PRERENDER_ENV, "1")
+    monkeypatch.delenv("ICML25_NO_WIDGETS", raising=False)
+    calls = []
+
+    def plot(k, flag):
+        calls.append((k, flag))
+        fig, ax = plt.subplots(figsize=(2, 2))
+        ax.plot([0, 1], [0, k if flag else -k])
+
+    common.static_or_interactive(plot, {"k": W.IntSlider(min=1, max=3), "flag": W.Checkbox()},
+                                 describe={"k": "the slope"}, k=2, flag=False)
+    html = [o for o in shown if isinstance(o, IPython.display.HTML)]
+    assert len(html) == 1 and not any(isinstance(o, W.Widget) for o in shown), "the book gets no dead widgets"
+    text = html[0].data
+    payload = json.loads(__import__("html").unescape(re.search(r"data-frames='([^']*)'", text).group(1)))
+    assert payload["names"] == ["k", "flag"]
+    assert sorted(payload["frames"]) == sorted(f"{i},{j}" for i in range(3) for j in range(2))
+    assert len(set(payload["frames"].values())) == 6, "each value pair draws its own figure"
+    assert "the slope" in text and "max='2'" in text
+    assert calls[0] == (2, False) and len(calls) == 1 + 6
+
+
+def test_static_or_interactive_skips_frames_of_a_slow_figure(monkeypatch):
+    import IPython.display
+    import ipywidgets as W
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
+    monkeypatch.setenv(common.PRERENDER_ENV, "1")
+    monkeypatch.setenv(common.PRERENDER_BUDGET_ENV, "0")
+    monkeypatch.delenv("ICML25_NO_WIDGETS", raising=False)
+    calls = []
+    common.static_or_interactive(lambda k: (calls.append(k), plt.subplots()), {"k": W.IntSlider(min=1, max=3)}, k=2)
+    assert calls == [2]
+    assert "too long to pre-render" in shown[-1].data

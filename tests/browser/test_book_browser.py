@@ -434,3 +434,40 @@ def test_every_internal_link_resolves() -> None:
                 dead.append(f"{page.relative_to(HTML)}: {href} (no element with id {frag!r})")
     REPORT["external_links"] = sorted(external)
     assert not dead, f"{len(dead)} dead internal links:\n  " + "\n  ".join(dead[:40])
+
+
+def test_sliders_work_without_a_kernel(browser) -> None:
+    """Every chapter's interactive section has pre-rendered figures (icml25.common, ICML25_PRERENDER);
+    moving a slider swaps the figure above it, offline, with no kernel."""
+    checked, missing = 0, []
+    for docname in CHAPTERS:
+        visit = Visit(browser, page_url(docname))
+        try:
+            found = visit.page.evaluate("() => document.querySelectorAll('.icml25-frames').length")
+            note = visit.page.evaluate("() => document.querySelectorAll('.icml25-frames-note').length")
+            if not found:
+                if not note:
+                    missing.append(docname)
+                continue
+            result = visit.page.evaluate(
+                """() => {
+                  const panel = document.querySelector('.icml25-frames');
+                  if (!panel.classList.contains('icml25-frames-ready')) return 'frames.js did not run';
+                  const input = panel.querySelector('input[type=range]');
+                  if (!input) return 'no slider';
+                  const cell = panel.closest('.cell') || panel.parentElement;
+                  const imgs = Array.from(cell.querySelectorAll('img')).filter(i => !panel.contains(i));
+                  const img = imgs[imgs.length - 1];
+                  const before = img.src;
+                  input.value = String((+input.value + 1) % (+input.max + 1));
+                  input.dispatchEvent(new Event('input'));
+                  return img.src !== before && img.src.startsWith('data:image/png') ? 'ok' : 'image unchanged';
+                }"""
+            )
+            assert not visit.blocked and not visit.failed and not visit.errors, (visit.blocked, visit.failed, visit.errors)
+        finally:
+            visit.close()
+        assert result == "ok", f"{docname}: {result}"
+        checked += 1
+    assert not missing, f"chapters whose interactive section has no pre-rendered figures: {missing}"
+    REPORT["sliders_checked"] = checked
