@@ -1,0 +1,158 @@
+"""The loops the chapter's cells call (chapter 13): plan comparisons, memory, UNet, virtual D."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from icml25.checks import check_int, check_rng
+
+from .cost import CommModel, replay_makespan, stage_costs
+from .graph import OpGraph
+from .planner import Plan, balanced_time_splits, fixed_plan, optimal_splits_dp, plan, uniform_count_splits
+from .runtime import PipelineRunner, grads_single_process
+from .schedule import in_flight
+
+__all__ = ["fit_comm_model", "baseline_plans", "run_plan", "compare_plans", "memory_experiment",
+           "virtual_device_plans", "max_grad_error", "comm_bench_sizes"]
+
+
+def comm_bench_sizes(scale: float = 1.0) -> np.ndarray:
+    """Transfer sizes ``4 b w h`` bytes, b in {1, 2, 4}, w = h in {100, 400, 800, 3200} (Sec. 4,
+    ``device_bench.py``), multiplied by ``scale`` (the cpu profile uses smaller ones).
+
+    Returns: (k,) int64 sorted unique sizes (at least 4 bytes).
+    """
+    from .defaults import DEFAULTS
+
+    s = sorted({max(4, int(4 * b * w * w * scale)) for b in DEFAULTS.comm_bench_b for w in DEFAULTS.comm_bench_wh})
+    return np.asarray(s, np.int64)
+
+
+def fit_comm_model(runner: PipelineRunner, sizes: Sequence[int], n_reps: int = 5) -> tuple[CommModel, np.ndarray, np.ndarray]:
+    """Benchmark gloo transfers between ranks 0 and 1 and fit the biased ReLU.
+
+    Returns:
+        ``(model, bytes, ms)``. Raises: as :meth:`PipelineRunner.benchmark_p2p`.
+    """
+    x, y = runner.benchmark_p2p(sizes, n_reps)
+    return CommModel.fit(x, y), x, y
+
+
+def baseline_plans(g: OpGraph, D: int, M: int, comm: CommModel) -> dict[str, Plan]:
+    """Uniform-count, balanced-time and min-max DP splits (S = D, Pfeife's 1F1B schedule).
+
+    Returns: ``{"uniform": Plan, "balanced": Plan, "dp": Plan}``.
+    """
+    order = np.arange(g.n)
+    cost = g.f_ms + g.b_ms
+    return {name: fixed_plan(g, order, s, D, M, comm) for name, s in
+            [("uniform", uniform_count_splits(g.n, D)), ("balanced", balanced_time_splits(cost, D)),
+             ("dp", optimal_splits_dp(cost, D))]}
+
+
+def max_grad_error(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    """Largest absolute difference between two gradient dicts (inf when their keys differ)."""
+    if set(a) != set(b):
+        return float("inf")
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Sequence[torch.Tensor],
+             target: torch.Tensor, comm: CommModel, n_steps: int, ref_grads: dict | None = None) -> dict:
+    """Load ``p``, run one warm-up and ``n_steps`` measured steps on our runtime.
+
+    Returns:
+        dict: predicted_ms, replay_ms (cost model on the measured per-event CPU times, median
+        step), busy_cpu_ms (D,) and wall_ms (medians over steps), bottleneck_ms, grad_err (first
+        step vs ``ref_grads``), peak_live_mb, peak_act_bytes, events of the median step.
+    """
+    M = p.M
+    mb = tuple(t[: t.shape[0] // M] for t in inputs)
+    runner.load_plan(gm, p, mb)
+    first = runner.step(inputs, target, return_grads=ref_grads is not None)
+    steps = [runner.step(inputs, target) for _ in range(check_int(n_steps, "n_steps", low=1))]
+    busy = np.array([s["busy_cpu_ms"] for s in steps])
+    i_med = int(np.argsort(busy.max(1))[len(steps) // 2])
+    med = steps[i_med]
+    C = stage_costs(g, p.order, p.splits, p.D).C
+    replay = replay_makespan(p.schedule, med["dur_ms"], C, comm, med["opt_ms"])[0]
+    return dict(predicted_ms=p.predicted_ms, replay_ms=float(replay), busy_cpu_ms=np.median(busy, 0),
+                bottleneck_ms=float(np.median(busy.max(1))), wall_ms=float(np.median([s["wall_ms"] for s in steps])),
+                grad_err=max_grad_error(first["grads"], ref_grads) if ref_grads is not None else float("nan"),
+                loss=first["loss"], peak_live_mb=med["peak_live_mb"], peak_act_bytes=med["peak_act_bytes"],
+                events=med["events"], dur_ms=med["dur_ms"])
+
+
+def compare_plans(runner: PipelineRunner, gm: Any, g: OpGraph, inputs: Sequence[torch.Tensor], target: torch.Tensor,
+                  M: int, comm: CommModel, capacity_bytes: float, rng: np.random.Generator, n_steps: int,
+                  torch_steps: int = 1) -> tuple[dict[str, Plan], dict[str, dict]]:
+    """Experiment (2): uniform, balanced, DP and Pfeife plans, predicted vs measured, both runtimes.
+
+    The order of the runs is interleaved (uniform, balanced, dp, pfeife) once; core PyTorch runs
+    ``Schedule1F1B`` on the same splits for each L = 1 plan.
+
+    Returns:
+        ``(plans, results)``: results[name] from :func:`run_plan` plus ``torch`` (wall_ms,
+        busy_cpu_ms, grad_err) when core PyTorch ran.
+    """
+    rng = check_rng(rng)
+    D = runner.D
+    plans = baseline_plans(g, D, M, comm)
+    plans["pfeife"] = plan(g, D, M, capacity_bytes, comm, rng)
+    _, ref = grads_single_process(gm, inputs, target)
+    res = {}
+    for name, p in plans.items():
+        res[name] = run_plan(runner, gm, g, p, inputs, target, comm, n_steps, ref)
+        if p.S == D:
+            out = runner.run_torch_pipelining(gm, p.order, p.splits, inputs, target, M, "1f1b", n_steps=torch_steps + 1)
+            st = out["steps"][1:]
+            res[name]["torch"] = dict(wall_ms=float(np.median([s["wall_ms"] for s in st])),
+                                      busy_cpu_ms=np.median([s["busy_cpu_ms"] for s in st], 0),
+                                      grad_err=max_grad_error(out["grads"], ref))   # lr = 0: every step's gradients
+    return plans, res
+
+
+def memory_experiment(runner: PipelineRunner, gm: Any, g: OpGraph, splits: Any, inputs: Sequence[torch.Tensor],
+                      target: torch.Tensor, M: int, comm: CommModel) -> dict[str, dict]:
+    """Experiment (3): GPipe vs 1F1B on the same splits: memory model, counted saved bytes and
+    live micro-batches per rank (from the runner's ``saved_tensors_hooks`` count).
+
+    Returns:
+        ``{"gpipe": {...}, "1f1b": {...}}`` with model_peak_bytes (D,), in_flight (D,),
+        peak_live_mb (D,), peak_act_bytes (D,), predicted_ms.
+    """
+    out = {}
+    for kind in ("gpipe", "1f1b"):
+        p = fixed_plan(g, np.arange(g.n), splits, runner.D, M, comm, schedule=kind)
+        mb = tuple(t[: t.shape[0] // M] for t in inputs)
+        runner.load_plan(gm, p, mb)
+        r = runner.step(inputs, target)
+        out[kind] = dict(model_peak_bytes=p.peak_bytes, in_flight=np.array(in_flight(p.schedule)),
+                         peak_live_mb=r["peak_live_mb"], peak_act_bytes=r["peak_act_bytes"], predicted_ms=p.predicted_ms,
+                         schedule=p.schedule)
+    return out
+
+
+def virtual_device_plans(g: OpGraph, Ds: Sequence[int], M: int, comm: CommModel, capacity_bytes: float,
+                         rng: np.random.Generator, loop_cnts: Sequence[int] = (1, 2)) -> list[dict]:
+    """Experiment (5): plans for virtual D (profiled costs, a given comm model), search time.
+
+    Returns:
+        one row per D: D, S, L, predicted_ms, uniform_ms, dp_ms, search_s, n_evaluated.
+    """
+    rng = check_rng(rng)
+    rows = []
+    for D in Ds:
+        D = check_int(D, "Ds", low=1)
+        t0 = time.perf_counter()
+        p = plan(g, D, M, capacity_bytes, comm, rng, loop_cnts=loop_cnts)
+        dt = time.perf_counter() - t0
+        base = baseline_plans(g, D, M, comm)
+        rows.append(dict(D=D, S=p.S, L=p.L, loop_batch=p.loop_batch, prefetch_fwd=p.prefetch_fwd,
+                         predicted_ms=p.predicted_ms, uniform_ms=base["uniform"].predicted_ms,
+                         dp_ms=base["dp"].predicted_ms, search_s=dt, n_evaluated=p.n_evaluated))
+    return rows
