@@ -5,13 +5,15 @@ Braverman, Ergun, Wang and Zhou, "Learning-Augmented Hierarchical Clustering", I
 from the abstract, and the noise model and the algorithms here are labelled reconstructions.
 
 Modules: ``defaults`` (:data:`DEFAULTS`), ``trees`` (trees, objectives, the exact DP), ``oracle``
-(the splitting oracle), ``method`` (the oracle algorithms), ``baselines``, ``data``, ``experiments``.
+(the splitting oracle), ``method`` (the oracle algorithms), ``baselines``, ``data``, ``experiments``,
+``claims`` (:data:`CLAIMS`, the paper's claims as the book judges them, :mod:`icml25.claims`).
 """
 
 # trees first: it and _checks import each other (_checks needs the Tree class)
 from .trees import (Tree, balanced_tree, dasgupta_cost, enumerate_binary_trees, mw_revenue, optimal_tree,
                     random_binary_tree, same_tree, triplet_revenue)
 from .baselines import LINKAGES, linkage_tree, random_tree, spectral_tree
+from .claims import CLAIMS
 from .data import hard_instance_search, hsbm, linkage_gap, random_graph
 from .defaults import DEFAULTS, HCOraclesDefaults
 from .experiments import decoy_comparison, hsbm_comparison, insertion_queries, mw_scaling, ratio_sweep
@@ -20,7 +22,7 @@ from .method import (all_triplet_counts, build_from_counts, build_insertion, bui
 from .oracle import AmplifiedOracle, SplittingOracle, amplify
 
 __all__ = [
-    "DEFAULTS", "HCOraclesDefaults",
+    "CLAIMS", "DEFAULTS", "HCOraclesDefaults",
     "Tree", "random_binary_tree", "balanced_tree", "enumerate_binary_trees", "same_tree",
     "dasgupta_cost", "mw_revenue", "triplet_revenue", "optimal_tree",
     "SplittingOracle", "AmplifiedOracle", "amplify",
