@@ -73,7 +73,9 @@ def build_cache(dataset: SyntheticRGBDScenes, backbone: Backbone2D, k: int = 8) 
     B, V = rgb.shape[:2]
     check_budget(f"build_cache(n_scenes={n})", n_bytes=float(B) * V * 64 * 16 * 16 * 4 * 3)
     backbone.eval()
-    feats = torch.cat([backbone(rgb[i:i + 64].flatten(0, 1)) for i in range(0, B, 64)]).view(B, V, *backbone(rgb[:1, 0]).shape[1:])
+    dev = next(backbone.parameters()).device
+    feats = torch.cat([backbone(rgb[i:i + 64].flatten(0, 1).to(dev)).cpu() for i in range(0, B, 64)])
+    feats = feats.view(B, V, *feats.shape[1:])
     pts = np.stack([s.points for s in dataset.scenes]).astype(np.float64)     # (n, N, 3)
     centre = pts.mean(1)
     scale = np.sqrt(((pts - centre[:, None]) ** 2).sum(-1).mean(1))
@@ -118,7 +120,7 @@ def make_batch(cache: SceneCache, picks: Sequence[int], model: UniVLG) -> tuple[
 
 def train_grounding(model: UniVLG, sources: Sequence[SceneCache], n_steps: int, rng: np.random.Generator,
                     batch_size: int = 8, lr: float = 1e-3, time_limit_s: float | None = None,
-                    weight_decay: float = 0.05) -> dict:
+                    weight_decay: float = 0.05, device: str = "cpu") -> dict:
     """Train the grounding model (the backbone and MiniLM stay frozen), batches alternating
     between the ``sources`` (3D scenes, and lifted 2D images for co-training).
 
@@ -129,7 +131,7 @@ def train_grounding(model: UniVLG, sources: Sequence[SceneCache], n_steps: int, 
         model: a :class:`UniVLG`; sources: scene caches, visited round-robin; n_steps: updates;
         rng: generator for the batches; batch_size: expressions per batch; lr: peak learning rate;
         time_limit_s: stop early after this many seconds of process CPU time (None: no limit);
-        weight_decay: AdamW's.
+        weight_decay: AdamW's; device: ``icml25.common.torch_device(PROFILE)`` (the model moves there).
 
     Returns:
         ``{"loss": [...], "steps": int, "cpu_s": float}``.
@@ -143,6 +145,7 @@ def train_grounding(model: UniVLG, sources: Sequence[SceneCache], n_steps: int, 
     lr = check_real(lr, "lr", low=0.0, low_open=True)
     if not sources or any(len(s.samples) == 0 for s in sources):
         raise ValueError("sources must be non-empty scene caches with expressions")
+    model.to(device)
     params = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith(("backbone.", "text._bert."))]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     warm = max(1, n_steps // 20)
@@ -156,7 +159,7 @@ def train_grounding(model: UniVLG, sources: Sequence[SceneCache], n_steps: int, 
     for step in range(n_steps):
         src = sources[step % len(sources)]
         picks = rng.choice(len(src.samples), size=min(bs, len(src.samples)), replace=False)
-        views, sentences, targets, pad = make_batch(src, picks, model)
+        views, sentences, targets, pad = _to(make_batch(src, picks, model), device)
         preds = model.forward_3d(views, sentences)
         loss = set_loss(preds, targets, pad)
         opt.zero_grad()
@@ -171,8 +174,16 @@ def train_grounding(model: UniVLG, sources: Sequence[SceneCache], n_steps: int, 
     return {"loss": losses, "steps": step + 1, "cpu_s": time.process_time() - t0}
 
 
+def _to(batch: tuple, device: str) -> tuple:
+    views, sentences, targets, pad = batch
+    if device == "cpu":
+        return batch
+    return ({k: v.to(device) for k, v in views.items()}, sentences,
+            [{k: v.to(device) for k, v in t.items()} for t in targets], pad.to(device))
+
+
 @torch.no_grad()
-def evaluate_grounding(model: UniVLG, cache: SceneCache, batch_size: int = 32) -> dict:
+def evaluate_grounding(model: UniVLG, cache: SceneCache, batch_size: int = 32, device: str = "cpu") -> dict:
     """Ground every expression of ``cache``; the box is the extent of the predicted mask (or the
     box decoder's box), compared with the extent of the true mask.
 
@@ -183,13 +194,13 @@ def evaluate_grounding(model: UniVLG, cache: SceneCache, batch_size: int = 32) -
         ``{"iou": (n,), "mask_iou": (n,), "kind": [...], "relation": [...], "acc25": float, "acc50": float}``
         (box IoU per expression; mask IoU NaN for the box decoder).
     """
-    model.eval()
+    model.to(device).eval()
     ious, mious, kinds, rels = [], [], [], []
     pred_boxes, gt_boxes = [], []
     for s in range(0, len(cache.samples), batch_size):
         picks = list(range(s, min(s + batch_size, len(cache.samples))))
         views, sentences, targets, pad = make_batch(cache, picks, model)
-        out = model.forward_3d(views, sentences)[-1]
+        out = {k: v.cpu() for k, v in model.forward_3d(_to((views, sentences, targets, pad), device)[0], sentences)[-1].items()}
         for b, p in enumerate(picks):
             i, j = cache.samples[p]
             e = cache.dataset[i].expressions[j]

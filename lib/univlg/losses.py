@@ -203,16 +203,16 @@ def set_loss(preds: Sequence[dict], targets: Sequence[dict], text_pad: torch.Ten
     Returns:
         scalar loss.
     """
-    total = torch.zeros(())
+    total = torch.zeros((), device=text_pad.device)
     for pred in preds:
         for b, tgt in enumerate(targets):
             cost = match_costs(pred, b, tgt["masks"], tgt["pmap"], tgt.get("boxes"))
-            rows, cols = hungarian_match(cost.numpy())
-            rows_t, cols_t = torch.from_numpy(rows), torch.from_numpy(cols)
+            rows, cols = hungarian_match(cost.cpu().numpy())
+            rows_t, cols_t = torch.from_numpy(rows).to(text_pad.device), torch.from_numpy(cols).to(text_pad.device)
             Q = pred["ground"].shape[1]
-            pm = torch.zeros(Q, tgt["pmap"].shape[1])
+            pm = torch.zeros(Q, tgt["pmap"].shape[1], device=text_pad.device)
             pm[rows_t] = tgt["pmap"][cols_t]
-            qw = torch.full((Q,), no_object)
+            qw = torch.full((Q,), no_object, device=text_pad.device)
             qw[rows_t] = 1.0
             loss = w["token"] * _token_loss(pred["ground"][b], pm, ~text_pad[b], qw)
             if "masks" in pred:

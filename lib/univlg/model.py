@@ -124,7 +124,7 @@ class RelPos3DAttention(nn.Module):
         rel = xyz[idx] - xyz[:, None, :]                     # (N, k, 3) offsets p_j - p_i
         for pe, qkv, out, n1, n2, ffn in zip(self.pe, self.qkv, self.out, self.n1, self.n2, self.ffn):
             q, k, v = qkv(n1(f)).chunk(3, dim=-1)
-            pe0 = pe(torch.zeros(1, 3, dtype=f.dtype))        # the query's PE, PE(0)
+            pe0 = pe(torch.zeros(1, 3, dtype=f.dtype, device=f.device))        # the query's PE, PE(0)
             att = knn_attention.neighbour_attention(q + pe0, k, v, idx, pe(rel) - pe0, heads=self.heads, validate=False)
             f = f + out(att)
             f = f + ffn(n2(f))
@@ -214,14 +214,14 @@ class LangCondMaskDecoder(nn.Module):
         B, M, _ = feats.shape
         Fv = feats
         Z = torch.cat([self.query.expand(B, -1, -1), text], dim=1)
-        zpad = torch.cat([torch.zeros(B, self.Q, dtype=torch.bool), text_pad], dim=1)
+        zpad = torch.cat([torch.zeros(B, self.Q, dtype=torch.bool, device=feats.device), text_pad], dim=1)
         preds = [self._predict(Z, Fv, text_pad)]
         for L in self.layers:
             attn_mask = None
             if self.masks:
                 blocked = (preds[-1]["masks"].sigmoid() < 0.5).detach()            # (B, Q, M)
                 blocked = blocked & ~blocked.all(-1, keepdim=True)                  # all-false rows reset
-                full = torch.cat([blocked, torch.zeros(B, Z.shape[1] - self.Q, M, dtype=torch.bool)], 1)
+                full = torch.cat([blocked, torch.zeros(B, Z.shape[1] - self.Q, M, dtype=torch.bool, device=feats.device)], 1)
                 attn_mask = full.repeat_interleave(self.heads, dim=0)
             zn = L.n[0](Z)
             Z = Z + L.cross(zn, Fv + pos, Fv, attn_mask=attn_mask, need_weights=False)[0]       # (a)
@@ -318,8 +318,8 @@ class UniVLG(nn.Module):
         if len(text) != B:
             raise ValueError(f"text must hold {B} sentences, got {len(text)}")
         S = int(round(M ** 0.5))
-        v, u = torch.meshgrid(torch.arange(S), torch.arange(S), indexing="ij")
-        xyz = torch.stack([u / S - 0.5, torch.zeros(S, S), 0.5 - v / S], -1).reshape(1, M, 3).float().expand(B, -1, -1)
+        v, u = torch.meshgrid(torch.arange(S, device=x.device), torch.arange(S, device=x.device), indexing="ij")
+        xyz = torch.stack([u / S - 0.5, torch.zeros_like(u, dtype=torch.float32), 0.5 - v / S], -1).reshape(1, M, 3).float().expand(B, -1, -1)
         return self.decode(x, xyz, text)
 
     def forward_3d(self, views: dict, text: Sequence[str], use_3d_layers: bool | None = None) -> list[dict]:
@@ -360,6 +360,6 @@ class UniVLG(nn.Module):
         pts = xyz.reshape(B, N, 3).float()
         use = self.cfg.use_3d if use_3d_layers is None else bool(use_3d_layers)
         if use and self.adapter is not None:
-            offs = (torch.arange(B) * N)[:, None, None]
+            offs = (torch.arange(B, device=x.device) * N)[:, None, None]
             x = self.adapter(x.reshape(B * N, -1), pts.reshape(B * N, 3), (idx.long() + offs).reshape(B * N, -1)).reshape(B, N, -1)
         return self.decode(x, pts, text)

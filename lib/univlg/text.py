@@ -82,7 +82,8 @@ class TextEncoder(nn.Module):
             chunk = todo[i:i + 64]
             enc = self.tokenizer(chunk, padding=True, return_offsets_mapping=True, return_tensors="pt")
             off = enc.pop("offset_mapping").numpy()
-            h = self._bert(**enc).last_hidden_state
+            dev = next(self._bert.parameters()).device
+            h = self._bert(**{k: v.to(dev) for k, v in enc.items()}).last_hidden_state.cpu()
             for j, s in enumerate(chunk):
                 L = int(enc["attention_mask"][j].sum())
                 self._cache[s] = (h[j, :L].float().clone(), off[j, :L].copy())
@@ -116,4 +117,5 @@ class TextEncoder(nn.Module):
         maps = None
         if spans is not None:
             maps = [positive_map(off, sp, S) for (_, off), sp in zip(toks, spans)]
-        return self.proj(feats), pad, maps
+        dev = self.proj[0].weight.device
+        return self.proj(feats.to(dev)), pad.to(dev), maps

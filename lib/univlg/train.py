@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-seconds", type=str, default="300", help="CPU-second limit per variant (one value, or one per variant, comma-separated)")
     ap.add_argument("--pretrain-steps", type=int, default=150)
     ap.add_argument("--data-seed", type=int, default=1000)
+    ap.add_argument("--n-val", type=int, default=60, help="validation scenes (a seed of their own)")
     ap.add_argument("--merge", nargs="*", default=None, help="partial files to merge into univlg_weights.pt")
     a = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -54,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out)
     if a.merge is not None:
         blobs = [torch.load(p, map_location="cpu", weights_only=True) for p in a.merge]
+        for b in blobs[1:]:   # every partial run pretrains the same backbone (same seeds, one thread)
+            if any(not torch.equal(b["backbone"][k], blobs[0]["backbone"][k]) for k in blobs[0]["backbone"]):
+                raise SystemExit("the partial runs' backbones differ: rerun them with the same --data-seed and sizes")
         merged = {"backbone": blobs[0]["backbone"], "variants": {}, "meta": {"runs": []}}
         for b in blobs:
             merged["variants"].update(b["variants"])
@@ -74,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     pre = ex.pretrain_backbone(backbone, ds2, a.pretrain_steps, np.random.default_rng(seed + 1))
     c3, c2 = ex.build_cache(ds3, backbone), ex.build_cache(ds2, backbone)
     scarce = ex.build_cache(SyntheticRGBDScenes(a.n_scarce, 3, 32, np.random.default_rng(seed + 2)), backbone)
-    val = ex.build_cache(SyntheticRGBDScenes(60, 3, 32, np.random.default_rng(seed + 3)), backbone)
+    val = ex.build_cache(SyntheticRGBDScenes(a.n_val, 3, 32, np.random.default_rng(seed + 3)), backbone)
     setup = {"full": (dict(), [c3, c2]), "no3d": (dict(use_3d=False), [c3, c2]), "box": (dict(decoder="box"), [c3, c2]),
              "scarce_3donly": (dict(), [scarce]), "scarce_cotrain": (dict(), [scarce, c2])}
     models, meta = {}, {"command": " ".join(["python -m icml25.univlg.train", *(argv if argv is not None else sys.argv[1:])]),
