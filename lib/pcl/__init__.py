@@ -7,10 +7,12 @@ categorical kernel, law of ``t, t'``, stop-gradient, consistency distance, infer
 re-corruption are labelled reconstructions, each an option (see :data:`DEFAULTS`).
 
 Modules: ``defaults``, ``method`` (corruption, loss, inference), ``networks``, ``baselines``,
-``metrics``, ``data``, ``experiments``.
+``metrics``, ``data``, ``experiments``, ``claims`` (:data:`CLAIMS`, the paper's claims as the book
+judges them, :mod:`icml25.claims`).
 """
 
 from .baselines import ensemble_predict, sl_loss, sl_predict
+from .claims import CLAIMS
 from .data import (SHAPE_NAMES, digits_inpainting, linear_gaussian, linear_gaussian_posterior, spring_nbody,
                    synthetic_shapes)
 from .defaults import DEFAULTS, PCLDefaults
@@ -22,7 +24,7 @@ from .metrics import confusion, miou, mse, pixel_acc
 from .networks import HintedEGNN, HintedMLP, HintedUNet, TimeEmbedding, n_parameters
 
 __all__ = [
-    "DEFAULTS", "PCLDefaults",
+    "CLAIMS", "DEFAULTS", "PCLDefaults",
     "LABEL_TYPES", "T_LAWS", "STOPGRADS", "CONSISTENCIES", "RECORRUPTS",
     "ddpm_alpha_bar", "gaussian_label_noise", "categorical_label_noise", "embedding_label_noise",
     "sample_times", "pcl_loss", "inference_times", "pcl_predict", "predict_from_hint", "hint_dependence",
