@@ -79,7 +79,7 @@ def bench_mctg(model, objectives, B: int, n_reps: int) -> dict:
     try:
         best, share = np.inf, np.nan
         for r in range(n_reps):
-            mc = pt.MCTG(model, objectives.score_fns(), num_children=B, num_iter=1, steps=32, front_size=32,
+            mc = pt.MCTG(model, objectives.score_fns(), num_children=B, num_iter=1, n_steps=32, front_size=32,
                          rng=np.random.default_rng(r))
             fwd[0] = 0.0
             t0 = time.perf_counter()
@@ -101,7 +101,7 @@ def main() -> None:
     profile_config("cpu")   # one thread, as the chapter's cpu profile
     model, _ = pt.load_shipped()
     tok = model.tokenizer
-    corpus = pt.corpus_for(tok, 200, seed=7)
+    corpus = pt.corpus_for(tok, 200, np.random.default_rng(7))
     objectives = pt.PeptideObjectives(n_estimators=30).fit(corpus, np.random.default_rng(0))
     L = model.config["max_len"]
     out = {"device": device_name(), "backend": backend_label(), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -19,7 +19,7 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="module")
 def corpus():
-    return pt.peptide_corpus(60, seed=11)
+    return pt.peptide_corpus(60, rng=11)
 
 
 @pytest.fixture(scope="module")
@@ -100,13 +100,13 @@ def test_corpus_valid_distinct_seeded(corpus):
     assert len(corpus) == 60 and len(set(corpus)) == 60
     assert all(pt.is_valid_peptide(s) for s in corpus)
     state = random.getstate()
-    again = pt.peptide_corpus(60, seed=11)
+    again = pt.peptide_corpus(60, rng=11)
     assert again == corpus and random.getstate() == state   # seeded, global random restored
-    assert pt.peptide_corpus(10, seed=12) != corpus[:10]
+    assert pt.peptide_corpus(10, rng=12) != corpus[:10]
 
 
 def test_corpus_modifications_present():
-    c = pt.peptide_corpus(80, seed=3, p_nmethyl=1.0, p_cyclic=1.0, cyclizations=("SS",), p_noncanonical=0.0)
+    c = pt.peptide_corpus(80, rng=np.random.default_rng(3), p_nmethyl=1.0, p_cyclic=1.0, cyclizations=("SS",), p_noncanonical=0.0)
     from rdkit import Chem
 
     nme = Chem.MolFromSmarts("[CH3][NX3]([CX4])[CX3]=O")
@@ -226,7 +226,7 @@ def test_q_xt_rate_and_code_cap():
 def test_mdlm_loss_weights_and_backward(tiny, tok, corpus):
     x, b = (torch.from_numpy(a) for a in tok.encode_batch(corpus[:8], 96))
     g = torch.Generator().manual_seed(1)
-    parts = pt.mdlm_loss(tiny, x, b, generator=g)
+    parts = pt.mdlm_loss(tiny, x, b, rng=g)
     assert torch.isfinite(parts.loss) and parts.invalid > 0 and 0 <= parts.argmax_valid <= 1
     parts.loss.backward()
     assert all(p.grad is not None for p in tiny.parameters() if p.requires_grad)
@@ -234,7 +234,7 @@ def test_mdlm_loss_weights_and_backward(tiny, tok, corpus):
     # at t = 1 every token is masked w.p. 1 - eps; the NLL part is then the mean of w_l (-log p(x0_l))
     # with w_l = 1/t = 1 (log-linear) and w/t = 3 (bond tokens, LogPoly w = 3)
     t = torch.ones(8)
-    off = pt.mdlm_loss(tiny, x, b, t=t, invalid_loss=False, generator=torch.Generator().manual_seed(2))
+    off = pt.mdlm_loss(tiny, x, b, t=t, invalid_loss=False, rng=torch.Generator().manual_seed(2))
     assert off.invalid == 0.0
     z = torch.full_like(x, tok.mask_id)
     with torch.no_grad():
@@ -257,11 +257,11 @@ def test_mdlm_loss_bad_inputs(tiny, tok, corpus):
 
 def test_sample_and_reverse_step(tiny, tok):
     g = torch.Generator().manual_seed(0)
-    out = pt.sample(tiny, 5, 40, 6, generator=g)
+    out = pt.sample(tiny, 5, 40, 6, rng=g)
     assert out.shape == (5, 40) and not (out == tok.mask_id).any()
     z = torch.full((3, 40), tok.mask_id)
     z[:, :4] = 5
-    zs = pt.reverse_step(tiny, z, 0.9, 0.5, generator=g)
+    zs = pt.reverse_step(tiny, z, 0.9, 0.5, rng=g)
     assert torch.equal(zs[:, :4], z[:, :4])
     for bad, match in [(dict(t=1.5), "t"), (dict(s=0.95), "s must be < t")]:
         with pytest.raises(ValueError, match=match):
@@ -302,7 +302,7 @@ def test_shipped_checkpoint_loads_and_matches_readme():
     assert digest in readme, "data/18-peptune/README.md must quote the checkpoint's sha256"
     model, extra = pt.load_shipped()
     assert extra["steps"] > 0 and extra["evals"]
-    out = pt.sample(model, 4, model.config["max_len"], 4, generator=torch.Generator().manual_seed(0))
+    out = pt.sample(model, 4, model.config["max_len"], 4, rng=torch.Generator().manual_seed(0))
     assert out.shape == (4, model.config["max_len"]) and not (out == model.mask_id).any()
 
 
@@ -329,7 +329,7 @@ def _fake_scores(K):
 
 
 def test_mctg_runs_logs_and_backs_up(tiny):
-    mc = pt.MCTG(tiny, _fake_scores(3), num_children=4, num_iter=5, steps=6, front_size=5, L=40,
+    mc = pt.MCTG(tiny, _fake_scores(3), num_children=4, num_iter=5, n_steps=6, front_size=5, L=40,
                  rng=np.random.default_rng(0), strict=False)
     smiles, S = mc.run()
     assert len(mc.log) == 5 and mc.valid_fraction.shape == (5,)
@@ -343,8 +343,8 @@ def test_mctg_runs_logs_and_backs_up(tiny):
 
 
 def test_mctg_rollout_from_node_time_vs_code_restart(tiny):
-    a = pt.MCTG(tiny, _fake_scores(2), num_children=2, num_iter=1, steps=10, L=20, rng=np.random.default_rng(0))
-    b = pt.MCTG(tiny, _fake_scores(2), num_children=2, num_iter=1, steps=10, L=20, rng=np.random.default_rng(0),
+    a = pt.MCTG(tiny, _fake_scores(2), num_children=2, num_iter=1, n_steps=10, L=20, rng=np.random.default_rng(0))
+    b = pt.MCTG(tiny, _fake_scores(2), num_children=2, num_iter=1, n_steps=10, L=20, rng=np.random.default_rng(0),
                 rollout_restart=True)
     assert np.allclose(a.times[4:][0], a.times[4]) and len(a.times[4:]) == 7
     z = torch.full((2, 20), tiny.mask_id)
@@ -359,11 +359,11 @@ def test_mctg_bad_inputs(tiny):
         pt.MCTG(tiny, _fake_scores(2), invalid_penalty=-1)
     with pytest.raises(ValueError, match="score_fns"):
         pt.MCTG(tiny, [])
-    bad = pt.MCTG(tiny, [lambda s: np.full(len(s), np.nan)], num_children=2, num_iter=1, steps=2, L=20,
+    bad = pt.MCTG(tiny, [lambda s: np.full(len(s), np.nan)], num_children=2, num_iter=1, n_steps=2, L=20,
                   rng=np.random.default_rng(0), strict=False)
     with pytest.raises(ValueError, match="NaN"):
         bad.score(["CC(=O)NC", "CC(=O)NCC"])
-    wrong = pt.MCTG(tiny, [lambda s: np.zeros(len(s) + 1)], num_children=2, num_iter=1, steps=2, L=20,
+    wrong = pt.MCTG(tiny, [lambda s: np.zeros(len(s) + 1)], num_children=2, num_iter=1, n_steps=2, L=20,
                     rng=np.random.default_rng(0), strict=False)
     with pytest.raises(ValueError, match="shape"):
         wrong.score(["CC(=O)NC"])

@@ -63,14 +63,14 @@ def generation_metrics(smiles: Sequence[str], train_smiles: Sequence[str], stric
 
 
 def best_of_n(model: MaskedDiffusionTransformer, score: Callable[[list[str]], np.ndarray], calls: int, L: int,
-              steps: int, rng: np.random.Generator, batch: int = 64, max_samples: int | None = None,
+              n_steps: int, rng: np.random.Generator, batch: int = 64, max_samples: int | None = None,
               strict: bool = True) -> dict:
     """Best-of-N unguided sampling at a classifier budget of ``calls`` valid samples.
 
     Args:
         model: the denoiser. score: ``list[str] -> (n, K)`` scores.
         calls: classifier calls (valid samples scored), >= 1.
-        L, steps: sampler length and reverse steps. rng: NumPy generator.
+        L, n_steps: sampler length and reverse steps. rng: NumPy generator.
         batch: samples per draw. max_samples: stop drawing after this many samples (default
             ``20 * calls``), so a model with low validity ends with fewer calls.
 
@@ -85,7 +85,7 @@ def best_of_n(model: MaskedDiffusionTransformer, score: Callable[[list[str]], np
     drawn = 0
     while len(valid_smiles) < calls and drawn < cap:
         n = min(batch, cap - drawn)
-        smi = model.tokenizer.decode_batch(sample(model, n, L, steps, generator=g).numpy())
+        smi = model.tokenizer.decode_batch(sample(model, n, L, n_steps, rng=g).numpy())
         drawn += n
         valid_smiles += [s for s in smi if is_valid_peptide(s, strict=strict)]
     valid_smiles = valid_smiles[:calls]

@@ -182,7 +182,7 @@ def peptide_corpus(
     cyclizations: Iterable[str] = CYCLIZATIONS,
     p_cyclic: float = 0.5,
     p_nmethyl: float = 0.2,
-    seed: int = 0,
+    rng: np.random.Generator | int = 1234,
     max_tokens: int | None = 96,
     max_tries: int = 20,
 ) -> list[str]:
@@ -195,8 +195,9 @@ def peptide_corpus(
     amide nitrogens is methylated (p2smi ``add_n_methylation``). Entries failing the strict
     :func:`is_valid_peptide` or longer than ``max_tokens`` tokens are dropped and redrawn.
 
-    p2smi draws from Python's global :mod:`random`; it is seeded with ``seed`` here and its state
-    restored afterwards.
+    p2smi draws from Python's global :mod:`random`: it is seeded here from ``rng`` (a NumPy
+    generator; an int is used as the key itself, 1234 for the shipped checkpoint's corpus) and its
+    state is restored afterwards.
 
     Returns:
         ``n`` distinct SMILES strings.
@@ -228,7 +229,7 @@ def peptide_corpus(
 
     lists = genPeps.get_amino_acid_lists()
     state = random.getstate()
-    random.seed(int(seed))
+    random.seed(_corpus_key(rng))
     out: dict[str, None] = {}
     try:
         attempts = 0
@@ -265,6 +266,14 @@ def peptide_corpus(
     finally:
         random.setstate(state)
     return list(out)
+
+
+def _corpus_key(rng: np.random.Generator | int) -> int:
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return int(rng)
+    from icml25.checks import check_rng
+
+    return int(check_rng(rng).integers(2**62))
 
 
 def _draw_letters(length: int, p_nc: float, p_d: float, lists) -> str:
@@ -315,6 +324,7 @@ class SmilesTokenizer:
 
     @property
     def vocab_size(self) -> int:
+        """Number of tokens, the two specials included."""
         return len(self.itos)
 
     def can_encode(self, smiles: str) -> bool:

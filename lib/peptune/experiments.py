@@ -30,19 +30,20 @@ def load_shipped(path: str | Path | None = None) -> tuple[MaskedDiffusionTransfo
     return load_checkpoint(Path(path) if path is not None else repo_root() / CHECKPOINT)
 
 
-def corpus_for(tokenizer: SmilesTokenizer, n: int, seed: int, **kw) -> list[str]:
+def corpus_for(tokenizer: SmilesTokenizer, n: int, rng: np.random.Generator, **kw: object) -> list[str]:
     """``n`` corpus peptides (:func:`peptide_corpus`) that ``tokenizer`` can encode."""
     n = check_int(n, "n", low=1)
+    key = int(check_rng(rng).integers(2**62))
     out: list[str] = []
     extra = 0
     while len(out) < n:
-        got = peptide_corpus(n + extra, seed=seed, **kw)
+        got = peptide_corpus(n + extra, rng=key, **kw)
         out = [s for s in got if tokenizer.can_encode(s)][:n]
         extra += max(8, n // 10)
     return out
 
 
-def ablation_runs(corpus: list[str], steps: int, d: int, layers: int, heads: int, L: int, seed: int,
+def ablation_runs(corpus: list[str], n_steps: int, d: int, layers: int, heads: int, L: int, rng: np.random.Generator,
                   eval_n: int, eval_steps: int, batch: int = 32, lr: float = 2e-3) -> dict:
     """Train one fresh small model per variant (PepTune, uniform schedule, no invalid loss).
 
@@ -53,17 +54,19 @@ def ablation_runs(corpus: list[str], steps: int, d: int, layers: int, heads: int
     tok = SmilesTokenizer.from_corpus(corpus)
     ids, bonds = encode_corpus(corpus, tok, L)
     variants = {"peptune": {}, "uniform_schedule": {"uniform_schedule": True}, "no_invalid_loss": {"invalid_loss": False}}
-    torch.manual_seed(seed)
+    rng = check_rng(rng)
+    key = int(rng.integers(2**62))
+    torch.manual_seed(key)
     init = MaskedDiffusionTransformer(tok, d=d, layers=layers, heads=heads, max_len=L).state_dict()
     out = {}
     for name, kw in variants.items():
         model = MaskedDiffusionTransformer(tok, d=d, layers=layers, heads=heads, max_len=L)
         model.load_state_dict(init)
         t0 = time.process_time()
-        log = train_model(model, ids, bonds, steps, batch=batch, lr=lr, warmup=10, seed=seed,
-                          log_every=max(1, steps // 10), **kw)
-        g = torch.Generator().manual_seed(seed + 1)
-        smi = tok.decode_batch(sample(model, eval_n, L, eval_steps, generator=g).numpy())
+        log = train_model(model, ids, bonds, n_steps, batch=batch, lr=lr, warmup=10,
+                          rng=torch.Generator().manual_seed(key), log_every=max(1, n_steps // 10), **kw)
+        g = torch.Generator().manual_seed(key + 1)
+        smi = tok.decode_batch(sample(model, eval_n, L, eval_steps, rng=g).numpy())
         out[name] = {"log": log, "valid_strict": validity(smi, True), "valid_lenient": validity(smi, False),
                      "loss_first": log[0]["loss"], "loss_last": log[-1]["loss"],
                      "nll_first": log[0]["nll"], "nll_last": log[-1]["nll"],
@@ -71,15 +74,15 @@ def ablation_runs(corpus: list[str], steps: int, d: int, layers: int, heads: int
     return out
 
 
-def unguided_pool(model: MaskedDiffusionTransformer, n: int, L: int, steps: int, rng: np.random.Generator) -> list[str]:
+def unguided_pool(model: MaskedDiffusionTransformer, n: int, L: int, n_steps: int, rng: np.random.Generator) -> list[str]:
     """``n`` unguided samples (SMILES) from ``model``."""
     rng = check_rng(rng)
     g = torch.Generator().manual_seed(int(rng.integers(2**62)))
-    return model.tokenizer.decode_batch(sample(model, n, L, steps, generator=g).numpy())
+    return model.tokenizer.decode_batch(sample(model, n, L, n_steps, rng=g).numpy())
 
 
 def compare_methods(model: MaskedDiffusionTransformer, objectives: PeptideObjectives, pool: list[str],
-                    train_smiles: list[str], num_children: int, num_iter: int, steps: int, front_size: int,
+                    train_smiles: list[str], num_children: int, num_iter: int, n_steps: int, front_size: int,
                     invalid_penalty: float, rng: np.random.Generator, L: int | None = None) -> dict:
     """MCTG, best-of-N (first valid samples of ``pool``, equal calls) and NSGA-II (equal calls).
 
@@ -89,7 +92,7 @@ def compare_methods(model: MaskedDiffusionTransformer, objectives: PeptideObject
     """
     rng = check_rng(rng)
     t0 = time.process_time()
-    mc = MCTG(model, objectives.score_fns(), num_children=num_children, num_iter=num_iter, steps=steps,
+    mc = MCTG(model, objectives.score_fns(), num_children=num_children, num_iter=num_iter, n_steps=n_steps,
               invalid_penalty=invalid_penalty, front_size=front_size, L=L, rng=rng)
     front_smiles, front_scores = mc.run()
     t_mctg = time.process_time() - t0
@@ -117,18 +120,20 @@ def compare_methods(model: MaskedDiffusionTransformer, objectives: PeptideObject
     }
 
 
-def penalty_grid(model: MaskedDiffusionTransformer, objectives: PeptideObjectives, penalties, children,
-                 num_iter: int, steps: int, front_size: int, seed: int, L: int | None = None) -> dict:
+def penalty_grid(model: MaskedDiffusionTransformer, objectives: PeptideObjectives, penalties: list[float],
+                 children: list[int],
+                 num_iter: int, n_steps: int, front_size: int, rng: np.random.Generator, L: int | None = None) -> dict:
     """Small MCTG runs over a grid of ``invalid_penalty`` x ``num_children`` (for the widget).
 
     Returns ``{(penalty, children): {"valid_fraction": (iters,), "front": (f, K)}}``.
     """
+    rng = check_rng(rng)
     out = {}
     for lam in penalties:
         for m in children:
-            mc = MCTG(model, objectives.score_fns(), num_children=int(m), num_iter=num_iter, steps=steps,
+            mc = MCTG(model, objectives.score_fns(), num_children=int(m), num_iter=num_iter, n_steps=n_steps,
                       invalid_penalty=float(lam), front_size=front_size, L=L,
-                      rng=np.random.default_rng([seed, int(m), int(1000 * lam)]))
+                      rng=np.random.default_rng(rng.integers(2**62)))
             _, F = mc.run()
             out[(float(lam), int(m))] = {"valid_fraction": mc.valid_fraction, "front": F}
     return out

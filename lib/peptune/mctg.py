@@ -31,7 +31,7 @@ import torch
 
 from icml25.checks import check_int, check_real, check_rng
 from icml25.kernels import dominance
-from icml25.kernels.mdlm_sampler import pareto_reward
+from icml25.kernels import mdlm_sampler
 
 from .chem import is_valid_peptide
 from .model import MaskedDiffusionTransformer, denoise_argmax, reverse_step, rollout, time_grid
@@ -39,7 +39,7 @@ from .model import MaskedDiffusionTransformer, denoise_argmax, reverse_step, rol
 __all__ = ["MCTG", "Node", "ParetoFront", "check_scores"]
 
 
-def check_scores(S, n: int, K: int, name: str = "scores") -> np.ndarray:
+def check_scores(S: np.ndarray, n: int, K: int, name: str = "scores") -> np.ndarray:
     """``S`` as a finite ``(n, K)`` float64 array, or ``ValueError`` naming ``name``."""
     S = np.asarray(S, dtype=np.float64)
     if S.shape != (n, K):
@@ -116,7 +116,7 @@ class MCTG:
             valid rollouts of each iteration.
         num_children: ``M``, children per expansion (>= 1; paper 50).
         num_iter: iterations (>= 1; paper 128).
-        steps: reverse steps of the time grid (>= 1; paper 128).
+        n_steps: reverse steps of the time grid (>= 1; paper 128).
         invalid_penalty: ``lambda_inv`` (>= 0; paper 0.5).
         front_size: the front's cap (>= 1; paper 100).
         L: sequence length (default the model's ``max_len``).
@@ -129,7 +129,7 @@ class MCTG:
     """
 
     def __init__(self, model: MaskedDiffusionTransformer, score_fns: Sequence[Callable[[list[str]], np.ndarray]],
-                 num_children: int = 50, num_iter: int = 128, steps: int = 128, invalid_penalty: float = 0.5,
+                 num_children: int = 50, num_iter: int = 128, n_steps: int = 128, invalid_penalty: float = 0.5,
                  front_size: int = 100, L: int | None = None, rng: np.random.Generator | None = None,
                  rollout_restart: bool = False, strict: bool = True, eps: float = 1e-5):
         if not isinstance(model, MaskedDiffusionTransformer):
@@ -141,7 +141,7 @@ class MCTG:
         self.K = len(self.score_fns)
         self.M = check_int(num_children, "num_children", low=1)
         self.num_iter = check_int(num_iter, "num_iter", low=1)
-        self.steps = check_int(steps, "steps", low=1)
+        self.steps = check_int(n_steps, "n_steps", low=1)
         self.lam = check_real(invalid_penalty, "invalid_penalty", low=0.0)
         self.front = ParetoFront(self.K, check_int(front_size, "front_size", low=1))
         self.L = check_int(L if L is not None else model.config["max_len"], "L", low=1, high=model.config["max_len"])
@@ -151,7 +151,8 @@ class MCTG:
         self.strict = bool(strict)
         self.times = time_grid(self.steps, eps)
         self.eps = eps
-        self.root = Node(torch.full((self.L,), model.mask_id, dtype=torch.long), 0, np.zeros(self.K))
+        self.root = Node(torch.full((self.L,), model.mask_id, dtype=torch.long, device=model.pos.device), 0,
+                         np.zeros(self.K))
         self.log: list[dict] = []
         self.calls = 0
         self.all_valid: list[tuple[str, np.ndarray]] = []
@@ -175,7 +176,7 @@ class MCTG:
         """``M`` children of ``node``: one batched reverse step ``t_k -> t_{k+1}``; ``(M, L)`` ids."""
         z = node.tokens[None].expand(self.M, -1).clone()
         t, s = float(self.times[node.step]), float(self.times[node.step + 1])
-        return reverse_step(self.model, z, t, s, generator=self.gen)
+        return reverse_step(self.model, z, t, s, rng=self.gen)
 
     @torch.no_grad()
     def rollout(self, z: torch.Tensor, step: int) -> torch.Tensor:
@@ -205,7 +206,7 @@ class MCTG:
         R = np.zeros_like(S)
         idx = np.flatnonzero(valid)
         if idx.size:
-            R[idx] = pareto_reward(S[idx].astype(np.float32), self.front.scores.astype(np.float32))[0]
+            R[idx] = mdlm_sampler.pareto_reward(S[idx].astype(np.float32), self.front.scores.astype(np.float32))[0]
             for i in idx:
                 self.front.add(smiles[i], S[i])
                 self.all_valid.append((smiles[i], S[i]))
@@ -231,7 +232,7 @@ class MCTG:
         else:
             kids = self.expand(leaf)
             done = self.rollout(kids.clone(), leaf.step + 1)
-        smiles = self.model.tokenizer.decode_batch(done.numpy())
+        smiles = self.model.tokenizer.decode_batch(done.cpu().numpy())
         valid, S = self.score(smiles)
         R = self.rewards(smiles, valid, S)
         if leaf.step < self.steps:

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
 from icml25.checks import check_bool, check_int, check_real
-from icml25.kernels.mdlm_sampler import reverse_step_kernel
+from icml25.kernels import mdlm_sampler
 
 from .chem import SmilesTokenizer, is_valid_peptide
 from .schedules import BondDependentSchedule, loss_weight
@@ -120,14 +121,14 @@ def subs_log_probs(logits: torch.Tensor, z_t: torch.Tensor, mask_id: int) -> tor
     return torch.where(visible[..., None], copy, logp)
 
 
-def q_xt(x0: torch.Tensor, mask_prob: torch.Tensor, mask_id: int, generator: torch.Generator | None = None,
+def q_xt(x0: torch.Tensor, mask_prob: torch.Tensor, mask_id: int, rng: torch.Generator | None = None,
          max_mask_frac: float | None = None) -> torch.Tensor:
     """Forward process: mask each token of ``x0 (B, L)`` independently with ``mask_prob`` (broadcast).
 
     ``max_mask_frac`` is the official code's variant (labelled option): at most that fraction
     (0.75 there) of the non-pad length is masked, keeping the *first* masked positions.
     """
-    u = torch.rand(x0.shape, generator=generator, device=x0.device)
+    u = torch.rand(x0.shape, generator=rng).to(x0.device)
     m = u < mask_prob
     if max_mask_frac is not None:
         cap = ((x0 != 0).sum(-1, keepdim=True).float() * max_mask_frac).long()
@@ -135,9 +136,9 @@ def q_xt(x0: torch.Tensor, mask_prob: torch.Tensor, mask_id: int, generator: tor
     return torch.where(m, torch.full_like(x0, mask_id), x0)
 
 
-def sample_times(n: int, generator: torch.Generator | None = None, eps_t: float = 1e-3) -> torch.Tensor:
+def sample_times(n: int, rng: torch.Generator | None = None, eps_t: float = 1e-3) -> torch.Tensor:
     """Antithetic training times in ``[eps_t, 1]``: ``((u/n + i/n) mod 1)(1 − eps_t) + eps_t``."""
-    u = torch.rand(n, generator=generator)
+    u = torch.rand(n, generator=rng)
     t = (u / n + torch.arange(n) / n) % 1
     return (1 - eps_t) * t + eps_t
 
@@ -175,7 +176,7 @@ class LossParts:
 
 def mdlm_loss(model: MaskedDiffusionTransformer, x0: torch.Tensor, bond_mask: torch.Tensor,
               schedule: BondDependentSchedule | None = None, invalid_loss: bool = True,
-              generator: torch.Generator | None = None, t: torch.Tensor | None = None,
+              rng: torch.Generator | None = None, t: torch.Tensor | None = None,
               strict: bool = True, max_mask_frac: float | None = None, invalid_weight: float = 1.0) -> LossParts:
     """PepTune's training loss on a batch (Sec. 3.3, continuous-time NELBO + invalid loss).
 
@@ -188,7 +189,7 @@ def mdlm_loss(model: MaskedDiffusionTransformer, x0: torch.Tensor, bond_mask: to
         x0: (B, L) clean ids. bond_mask: (B, L) bool, peptide-bond tokens.
         schedule: default ``BondDependentSchedule()``; ``uniform=True`` for the ablation.
         invalid_loss: add the invalid loss (ablation: False).
-        generator: torch RNG for times and masks. t: (B,) times (default antithetic).
+        rng: torch generator for times and masks (None: torch's global one). t: (B,) times (default antithetic).
         strict: validity rule of the invalid loss. max_mask_frac: the code's 75 % cap (option).
         invalid_weight: multiplier of the invalid term (1 in the paper).
 
@@ -204,15 +205,16 @@ def mdlm_loss(model: MaskedDiffusionTransformer, x0: torch.Tensor, bond_mask: to
     schedule = schedule or BondDependentSchedule()
     B = x0.shape[0]
     if t is None:
-        t = sample_times(B, generator)
+        t = sample_times(B, rng)
     t = torch.as_tensor(t, dtype=torch.float32)
     if t.shape != (B,) or (t < 0).any() or (t > 1).any():
         raise ValueError("t must be a (B,) tensor in [0, 1]")
+    t = t.to(x0.device)
     tt = t[:, None].expand_as(x0)
     bond = bond_mask.bool()
     p_mask = schedule.mask_prob(tt, bond)
     w = loss_weight(schedule.sigma(tt, bond), schedule.dsigma(tt, bond))
-    z = q_xt(x0, p_mask, model.mask_id, generator, max_mask_frac)
+    z = q_xt(x0, p_mask, model.mask_id, rng, max_mask_frac)
     logp = subs_log_probs(model(z), z, model.mask_id)
     nll_tok = -logp.gather(-1, x0[..., None]).squeeze(-1) * (z == model.mask_id)
     nll = (w * nll_tok).mean()
@@ -222,25 +224,25 @@ def mdlm_loss(model: MaskedDiffusionTransformer, x0: torch.Tensor, bond_mask: to
     else:
         with torch.no_grad():
             _, valid = invalid_penalty(logp, model.tokenizer, strict=strict)
-        inv = torch.zeros((), dtype=nll.dtype)
+        inv = torch.zeros((), dtype=nll.dtype, device=nll.device)
     return LossParts(loss=nll + inv, nll=float(nll.detach()), invalid=float(inv.detach()),
                      argmax_valid=float(valid.mean()))
 
 
-def _gumbel(shape, generator: torch.Generator | None, device) -> torch.Tensor:
-    u = torch.rand(shape, generator=generator, device=device).clamp_(1e-10, 1.0 - 1e-7)
+def _gumbel(shape, rng: torch.Generator | None, device) -> torch.Tensor:
+    u = torch.rand(shape, generator=rng).clamp_(1e-10, 1.0 - 1e-7).to(device)
     return -torch.log(-torch.log(u))
 
 
 @torch.no_grad()
 def reverse_step(model: MaskedDiffusionTransformer, z_t: torch.Tensor, t: float, s: float,
-                 gumbel: torch.Tensor | None = None, generator: torch.Generator | None = None,
+                 gumbel: torch.Tensor | None = None, rng: torch.Generator | None = None,
                  p_x0: torch.Tensor | None = None) -> torch.Tensor:
     """One reverse step ``z_t -> z_s`` (Sec. 3.4) through the fused kernel.
 
     Args:
         model: the denoiser. z_t: (B, L) ids. t, s: times with ``0 <= s < t <= 1``.
-        gumbel: (B, L, V) standard Gumbel noise (default: drawn with ``generator``).
+        gumbel: (B, L, V) standard Gumbel noise (default: drawn with the torch generator ``rng``).
         p_x0: (B, L, V) denoiser probabilities, if already computed for ``z_t``.
 
     Returns:
@@ -258,8 +260,8 @@ def reverse_step(model: MaskedDiffusionTransformer, z_t: torch.Tensor, t: float,
     if p_x0 is None:
         p_x0 = subs_log_probs(model(z_t), z_t, model.mask_id).exp()
     if gumbel is None:
-        gumbel = _gumbel(p_x0.shape, generator, p_x0.device)
-    return reverse_step_kernel(p_x0, z_t, t, s, gumbel, model.mask_id)
+        gumbel = _gumbel(p_x0.shape, rng, p_x0.device)
+    return mdlm_sampler.reverse_step_kernel(p_x0, z_t, t, s, gumbel, model.mask_id)
 
 
 @torch.no_grad()
@@ -271,59 +273,59 @@ def denoise_argmax(model: MaskedDiffusionTransformer, z: torch.Tensor) -> torch.
     return torch.where(z == model.mask_id, logp.argmax(-1), z)
 
 
-def time_grid(steps: int, eps: float = 1e-5, t_start: float = 1.0) -> np.ndarray:
-    """``steps + 1`` times from ``t_start`` down to ``eps`` (MDLM's ``linspace``)."""
-    return np.linspace(t_start, eps, steps + 1)
+def time_grid(n_steps: int, eps: float = 1e-5, t_start: float = 1.0) -> np.ndarray:
+    """``n_steps + 1`` times from ``t_start`` down to ``eps`` (MDLM's ``linspace``)."""
+    return np.linspace(t_start, eps, n_steps + 1)
 
 
 @torch.no_grad()
 def rollout(model: MaskedDiffusionTransformer, z: torch.Tensor, times: np.ndarray,
-            generator: torch.Generator | None = None) -> torch.Tensor:
+            rng: torch.Generator | None = None) -> torch.Tensor:
     """Run the reverse steps ``times[0] -> times[1] -> ...`` then arg-max noise removal."""
     for a, b in zip(times[:-1], times[1:]):
-        z = reverse_step(model, z, float(a), float(b), generator=generator)
+        z = reverse_step(model, z, float(a), float(b), rng=rng)
     return denoise_argmax(model, z)
 
 
 @torch.no_grad()
-def sample(model: MaskedDiffusionTransformer, n: int, L: int, steps: int,
-           generator: torch.Generator | None = None, eps: float = 1e-5, batch: int = 256) -> torch.Tensor:
-    """Unguided samples: ``n`` all-mask sequences of length ``L`` through ``steps`` reverse steps.
+def sample(model: MaskedDiffusionTransformer, n: int, L: int, n_steps: int,
+           rng: torch.Generator | None = None, eps: float = 1e-5, batch: int = 256) -> torch.Tensor:
+    """Unguided samples: ``n`` all-mask sequences of length ``L`` through ``n_steps`` reverse steps (``rng``: torch generator).
 
     Returns:
         (n, L) int64 ids (no ``[MASK]`` left).
 
     Raises:
-        ValueError: ``n, L, steps < 1``, ``L`` > the model's ``max_len``.
+        ValueError: ``n, L, n_steps < 1``, ``L`` > the model's ``max_len``.
     """
     n = check_int(n, "n", low=1)
     L = check_int(L, "L", low=1, high=model.config["max_len"])
-    steps = check_int(steps, "steps", low=1)
+    n_steps = check_int(n_steps, "n_steps", low=1)
     check_real(eps, "eps", low=0.0, high=1.0, low_open=True, high_open=True)
     was = model.training
     model.eval()
     out = []
-    times = time_grid(steps, eps)
+    times = time_grid(n_steps, eps)
     for i in range(0, n, batch):
-        z = torch.full((min(batch, n - i), L), model.mask_id, dtype=torch.long)
-        out.append(rollout(model, z, times, generator))
+        z = torch.full((min(batch, n - i), L), model.mask_id, dtype=torch.long, device=model.pos.device)
+        out.append(rollout(model, z, times, rng).cpu())
     model.train(was)
     return torch.cat(out)
 
 
-def sample_smiles(model: MaskedDiffusionTransformer, n: int, L: int, steps: int,
-                  generator: torch.Generator | None = None) -> list[str]:
+def sample_smiles(model: MaskedDiffusionTransformer, n: int, L: int, n_steps: int,
+                  rng: torch.Generator | None = None) -> list[str]:
     """:func:`sample` decoded to SMILES strings."""
-    return model.tokenizer.decode_batch(sample(model, n, L, steps, generator).numpy())
+    return model.tokenizer.decode_batch(sample(model, n, L, n_steps, rng).numpy())
 
 
-def save_checkpoint(model: MaskedDiffusionTransformer, path, extra: dict | None = None) -> None:
+def save_checkpoint(model: MaskedDiffusionTransformer, path: str | Path, extra: dict | None = None) -> None:
     """Save weights (fp32), config and vocabulary to ``path``."""
     torch.save({"state_dict": {k: v.detach().float() for k, v in model.state_dict().items()},
                 "config": model.config, "vocab": model.tokenizer.itos[2:], "extra": extra or {}}, path)
 
 
-def load_checkpoint(path) -> tuple[MaskedDiffusionTransformer, dict]:
+def load_checkpoint(path: str | Path) -> tuple[MaskedDiffusionTransformer, dict]:
     """Load a :func:`save_checkpoint` file -> ``(model in eval mode, extra)``.
 
     Raises:

@@ -28,7 +28,7 @@ __all__ = [
     "descriptor_scores",
     "morgan_bits",
     "morgan_counts",
-    "rgd_reference",
+    "rgd_ligand",
 ]
 
 #: The five objectives, every one maximised (hemolysis enters as non-hemolysis, 1 - p).
@@ -70,7 +70,7 @@ def morgan_counts(smiles: Sequence[str], n_bits: int = _N_BITS) -> np.ndarray:
     return out
 
 
-def rgd_reference() -> str:
+def rgd_ligand() -> str:
     """SMILES of cyclo(RGDfK) (head-to-tail, D-Phe), built by p2smi."""
     import p2smi.utilities.smilesgen as smilesgen
 
@@ -141,7 +141,7 @@ class PeptideObjectives:
         self.label_noise = check_probability(label_noise, "label_noise")
         if self.label_noise >= 0.5:
             raise ValueError(f"label_noise must be < 0.5, got {label_noise}")
-        self.reference = reference or rgd_reference()
+        self.reference = reference or rgd_ligand()
         self._ref_packed = tanimoto.pack_bits(morgan_bits([self.reference]))
         self.models: list = []
         self.calls = 0

@@ -51,16 +51,16 @@ class LogPoly:
         self.eps = _check_eps(eps)
         self.derivative = check_choice(derivative, "derivative", ("exact", "code"))
 
-    def mask_prob(self, t) -> torch.Tensor:
+    def mask_prob(self, t: float | torch.Tensor) -> torch.Tensor:
         """``1 - alpha_t = (1 - eps) t^w``; ``t`` in [0, 1] (tensor or float)."""
         t = _as_time(t)
         return (1 - self.eps) * t**self.w
 
-    def sigma(self, t) -> torch.Tensor:
+    def sigma(self, t: float | torch.Tensor) -> torch.Tensor:
         """Total noise ``sigma(t) = -log(1 - (1 - eps) t^w)``."""
         return -torch.log1p(-self.mask_prob(t))
 
-    def dsigma(self, t) -> torch.Tensor:
+    def dsigma(self, t: float | torch.Tensor) -> torch.Tensor:
         """``d sigma / dt`` (exact, or the official code's expression)."""
         t = _as_time(t)
         den = 1 - (1 - self.eps) * t**self.w
@@ -112,14 +112,14 @@ class BondDependentSchedule:
         b = a if self.uniform else getattr(self.bond, fn)(t)
         return torch.where(is_bond, b, a)
 
-    def mask_prob(self, t, is_bond=None) -> torch.Tensor:
+    def mask_prob(self, t: float | torch.Tensor, is_bond: torch.Tensor | None = None) -> torch.Tensor:
         """Mask probability of each token; ``t`` broadcast against ``is_bond`` (bool)."""
         return self._pick("mask_prob", t, is_bond)
 
-    def sigma(self, t, is_bond=None) -> torch.Tensor:
+    def sigma(self, t: float | torch.Tensor, is_bond: torch.Tensor | None = None) -> torch.Tensor:
         """``sigma`` of each token."""
         return self._pick("sigma", t, is_bond)
 
-    def dsigma(self, t, is_bond=None) -> torch.Tensor:
+    def dsigma(self, t: float | torch.Tensor, is_bond: torch.Tensor | None = None) -> torch.Tensor:
         """``d sigma / dt`` of each token."""
         return self._pick("dsigma", t, is_bond)

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -37,20 +38,20 @@ def encode_corpus(smiles: list[str], tokenizer: SmilesTokenizer, length: int) ->
     return torch.from_numpy(ids), torch.from_numpy(bonds)
 
 
-def train_model(model: MaskedDiffusionTransformer, ids: torch.Tensor, bonds: torch.Tensor, steps: int,
+def train_model(model: MaskedDiffusionTransformer, ids: torch.Tensor, bonds: torch.Tensor, n_steps: int,
                 batch: int = 64, lr: float = 1e-3, warmup: int = 200, weight_decay: float = 0.075,
-                uniform_schedule: bool = False, invalid_loss: bool = True, seed: int = 0,
-                max_seconds: float | None = None, log_every: int = 50, callback=None,
+                uniform_schedule: bool = False, invalid_loss: bool = True, rng: torch.Generator | None = None,
+                max_seconds: float | None = None, log_every: int = 50, callback: Callable | None = None,
                 optimizer: torch.optim.Optimizer | None = None) -> list[dict]:
-    """AdamW training of ``model`` on ``ids``/``bonds`` for ``steps`` steps (or ``max_seconds``).
+    """AdamW training of ``model`` on ``ids``/``bonds`` for ``n_steps`` steps (or ``max_seconds``).
 
     Args:
         model: the denoiser (trained in place).
         ids, bonds: (N, L) encoded corpus and its peptide-bond mask.
-        steps: optimiser steps (>= 1). batch: batch size.
+        n_steps: optimiser steps (>= 1). batch: batch size.
         lr, warmup, weight_decay: AdamW with linear warm-up then constant (paper's shape).
         uniform_schedule: ablation, every token log-linear. invalid_loss: ablation switch.
-        seed: torch RNG seed for batches, times and masks.
+        rng: torch generator for batches, times and masks (None: torch's global one).
         max_seconds: stop early after this wall time.
         log_every: a log row every this many steps. callback: ``callback(step, model)`` at each log.
 
@@ -59,22 +60,23 @@ def train_model(model: MaskedDiffusionTransformer, ids: torch.Tensor, bonds: tor
         over the last ``log_every`` steps).
 
     Raises:
-        ValueError: ``steps``/``batch`` < 1, mismatched shapes, ``lr <= 0``.
+        ValueError: ``n_steps``/``batch`` < 1, mismatched shapes, ``lr <= 0``.
     """
-    steps = check_int(steps, "steps", low=1)
+    n_steps = check_int(n_steps, "n_steps", low=1)
     batch = check_int(batch, "batch", low=1)
     check_real(lr, "lr", low=0.0, low_open=True)
     if ids.shape != bonds.shape or ids.dim() != 2:
         raise ValueError(f"ids and bonds must be (N, L) of one shape, got {tuple(ids.shape)}, {tuple(bonds.shape)}")
-    g = torch.Generator().manual_seed(int(seed))
+    g = rng
     sched = BondDependentSchedule(uniform=uniform_schedule)
     opt = optimizer or torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.999), weight_decay=weight_decay)
     warm = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / max(1, warmup)))
     model.train()
     log, acc, t0 = [], [], time.perf_counter()
-    for step in range(1, steps + 1):
+    for step in range(1, n_steps + 1):
         idx = torch.randint(0, ids.shape[0], (batch,), generator=g)
-        parts = mdlm_loss(model, ids[idx], bonds[idx], sched, invalid_loss=invalid_loss, generator=g)
+        dev = model.pos.device
+        parts = mdlm_loss(model, ids[idx].to(dev), bonds[idx].to(dev), sched, invalid_loss=invalid_loss, rng=g)
         opt.zero_grad(set_to_none=True)
         parts.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -82,7 +84,7 @@ def train_model(model: MaskedDiffusionTransformer, ids: torch.Tensor, bonds: tor
         warm.step()
         acc.append((float(parts.loss.detach()), parts.nll, parts.invalid, parts.argmax_valid))
         done = max_seconds is not None and time.perf_counter() - t0 > max_seconds
-        if step % log_every == 0 or step == steps or done:
+        if step % log_every == 0 or step == n_steps or done:
             a = np.mean(acc, axis=0)
             log.append({"step": step, "loss": float(a[0]), "nll": float(a[1]), "invalid": float(a[2]),
                         "argmax_valid": float(a[3]), "seconds": time.perf_counter() - t0})
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     if cache is not None and cache.exists() and len(cache.read_text().split()) == args.n_corpus:
         corpus = cache.read_text().split()
     else:
-        corpus = peptide_corpus(args.n_corpus, residues=tuple(args.residues), seed=args.corpus_seed,
+        corpus = peptide_corpus(args.n_corpus, residues=tuple(args.residues), rng=args.corpus_seed,
                                 max_tokens=args.max_tokens)
         if cache is not None:
             cache.write_text("\n".join(corpus) + "\n")
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     def evaluate(step: int, m: MaskedDiffusionTransformer) -> None:
         if step % args.eval_every:
             return
-        smi = sample_smiles(m, args.eval_n, args.max_tokens, args.eval_steps, generator=g_eval)
+        smi = sample_smiles(m, args.eval_n, args.max_tokens, args.eval_steps, rng=g_eval)
         row = {"step": prev_steps + step, "valid_strict": validity(smi, True), "valid_lenient": validity(smi, False),
                "seconds": time.perf_counter() - t_start}
         evals.append(row)
@@ -180,12 +182,12 @@ def main(argv: list[str] | None = None) -> None:
     log = train_model(model, ids, bonds, args.steps, batch=args.batch, lr=args.lr,
                       warmup=0 if args.resume else 200,
                       uniform_schedule=args.uniform_schedule, invalid_loss=not args.no_invalid_loss,
-                      seed=args.seed, max_seconds=budget, log_every=50, callback=cb2)
+                      rng=torch.Generator().manual_seed(args.seed), max_seconds=budget, log_every=50, callback=cb2)
     log_all.extend(log)
     for row in log[-3:]:
         print(json.dumps(row), flush=True)
     final = log[-1]["step"] if log else 0
-    smi = sample_smiles(model, 256, args.max_tokens, args.eval_steps, generator=g_eval)
+    smi = sample_smiles(model, 256, args.max_tokens, args.eval_steps, rng=g_eval)
     evals.append({"step": prev_steps + final, "valid_strict": validity(smi, True),
                   "valid_lenient": validity(smi, False), "seconds": time.perf_counter() - t_start, "n": 256})
     print(json.dumps(evals[-1]), flush=True)
