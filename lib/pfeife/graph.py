@@ -199,11 +199,15 @@ def _tensor_bytes(v: Any) -> int:
     return 0
 
 
-def _median_ms(fn: Any, n_reps: int) -> float:
+def _median_ms(fn: Any, n_reps: int, sync: bool = False) -> float:
     ts = []
     for _ in range(n_reps):
+        if sync:
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         fn()
+        if sync:
+            torch.cuda.synchronize()
         ts.append((time.perf_counter() - t0) * 1e3)
     return float(np.median(ts))
 
@@ -249,6 +253,7 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
     f_ms, w_b, a_b, t_b, o_b, opt_ms = ([] for _ in range(6))
     in_used, p_used, edges, e_bytes = [], [], [], []
     opt_rate = _optimizer_ms_per_byte()
+    sync = bool(inputs[0].is_cuda)               # time CUDA ops to completion
     all_param_ptrs = {p.data_ptr() for p in gm.parameters()} | {b.data_ptr() for b in gm.buffers()}
     for node in gm.graph.nodes:
         if node.op == "get_attr":
@@ -273,7 +278,7 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
         if not isinstance(out, torch.Tensor):
             raise ValueError(f"op {node.name} returns {type(out).__name__}; Pfeife's graph needs one tensor per op")
         with torch.no_grad():
-            f_ms.append(_median_ms(run, n_reps))
+            f_ms.append(_median_ms(run, n_reps, sync))
         saved: dict[int, int] = {}
         leaf = {a.name: env[a.name].detach().requires_grad_(True) for a in deps
                 if a.name in index and isinstance(env[a.name], torch.Tensor) and env[a.name].is_floating_point()}
@@ -302,7 +307,7 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
                 edges.append((index[a.name], i))
                 e_bytes.append(max(1, _tensor_bytes(env[a.name])))
     f = np.asarray(f_ms, dtype=np.float64)
-    rho = _fb_ratio(gm, inputs, n_reps)
+    rho = _fb_ratio(gm, inputs, n_reps, sync)
     b = rho * f                                    # b_i = rho f_i (the paper's global ratio)
     return OpGraph(
         names=tuple(n.name for n in ops), f_ms=f, b_ms=b, w_bytes=np.asarray(w_b, np.int64),
@@ -312,7 +317,7 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
         fb_ratio=rho, micro_batch=int(inputs[0].shape[0]))
 
 
-def _fb_ratio(gm: fx.GraphModule, inputs: tuple, n_reps: int) -> float:
+def _fb_ratio(gm: fx.GraphModule, inputs: tuple, n_reps: int, sync: bool = False) -> float:
     """``rho = (t(forward + backward) - t(forward)) / t(forward)`` of the whole graph, with gradients
     on (Sec. 2: Pfeife measures one global backward/forward ratio)."""
     def fwd() -> Any:
@@ -323,8 +328,8 @@ def _fb_ratio(gm: fx.GraphModule, inputs: tuple, n_reps: int) -> float:
         fwd().float().pow(2).mean().backward()
 
     fwd_bwd()                                      # warm-up
-    t_f = _median_ms(fwd, n_reps)
-    t_fb = _median_ms(fwd_bwd, n_reps)
+    t_f = _median_ms(fwd, n_reps, sync)
+    t_fb = _median_ms(fwd_bwd, n_reps, sync)
     gm.zero_grad(set_to_none=True)
     return float(max(t_fb - t_f, 0.0) / max(t_f, 1e-9))
 
