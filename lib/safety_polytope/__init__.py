@@ -9,11 +9,13 @@ Experiment D are this chapter's reconstructions at CPU scale.
 
 Modules: ``defaults`` (:data:`DEFAULTS`), ``method`` (polytope, loss, fit, steering, projection),
 ``generation`` (hidden states, :class:`SteeredGenerator`), ``baselines``, ``metrics``, ``data``,
-``lm`` (the small causal LM), ``experiments`` (the loops the notebook calls).
+``lm`` (the small causal LM), ``experiments`` (the loops the notebook calls), ``claims`` (:data:`CLAIMS`,
+the paper's claims as the book judges them, :mod:`icml25.claims`).
 """
 
-from . import baselines, data, defaults, experiments, generation, lm, method, metrics
+from . import baselines, claims, data, defaults, experiments, generation, lm, method, metrics
 from .baselines import *  # noqa: F401,F403
+from .claims import CLAIMS
 from .data import *  # noqa: F401,F403
 from .defaults import DEFAULTS, SafetyPolytopeDefaults
 from .experiments import *  # noqa: F401,F403
@@ -22,5 +24,5 @@ from .lm import *  # noqa: F401,F403
 from .method import *  # noqa: F401,F403
 from .metrics import *  # noqa: F401,F403
 
-__all__ = ["DEFAULTS", "SafetyPolytopeDefaults", *method.__all__, *generation.__all__, *baselines.__all__,
+__all__ = ["CLAIMS", "DEFAULTS", "SafetyPolytopeDefaults", *method.__all__, *generation.__all__, *baselines.__all__,
            *metrics.__all__, *data.__all__, *lm.__all__, *experiments.__all__]
