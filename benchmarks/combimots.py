@@ -100,7 +100,7 @@ def bench_dominance(n: int, n_reps: int, rng: np.random.Generator, max_sort_n: i
 def bench_rollouts(n_rollouts: int, n_blocks: int, seed: int = 0) -> dict:
     from icml25 import combimots as cm
 
-    blocks, reactions = cm.load_real_space(n_blocks, seed=seed)
+    blocks, reactions = cm.load_real_space(n_blocks, rng=np.random.default_rng(seed))
     refs = cm.load_reference_inhibitors()
     warm = cm.stand_in_objectives(refs)
     block_F = warm(list(blocks["smiles"]))
@@ -114,11 +114,11 @@ def bench_rollouts(n_rollouts: int, n_blocks: int, seed: int = 0) -> dict:
 
     obj = fresh()
     t0 = time.process_time()
-    tree = cm.ParetoMCTS(obj, blocks, reactions, num_expand_nodes=25, seed=seed).run(n_rollouts)
+    tree = cm.ParetoMCTS(obj, blocks, reactions, num_expand_nodes=25, rng=np.random.default_rng(seed)).run(n_rollouts)
     t_ours = time.process_time() - t0
     obj2 = fresh()
     t0 = time.process_time()
-    sm = cm.run_synthemol(blocks, reactions, cm.scalarize(obj2), n_rollouts, num_expand_nodes=25, seed=seed)
+    sm = cm.run_synthemol(blocks, reactions, cm.scalarize(obj2), n_rollouts, num_expand_nodes=25, rng_seed=seed)
     t_sm = time.process_time() - t0
     return {"n_rollouts": n_rollouts, "n_blocks": n_blocks, "ours_s": t_ours, "synthemol_s": t_sm,
             "rollouts_per_s_ours": n_rollouts / t_ours, "rollouts_per_s_synthemol": n_rollouts / t_sm,

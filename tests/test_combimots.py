@@ -26,7 +26,7 @@ SOME = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", ERLOTINIB, CRIZOTINIB, "NCCc1c
 
 @pytest.fixture(scope="module")
 def small_space():
-    return cm.load_real_space(n_blocks=450, seed=3, min_per_slot=12)
+    return cm.load_real_space(n_blocks=450, rng=np.random.default_rng(3), min_per_slot=12)
 
 
 def _cheap_objective():
@@ -81,9 +81,9 @@ def test_subsample_keeps_min_per_slot_and_restricts_allowed_sets(small_space):
     for r in reactions:
         for a in r.allowed:
             assert len(a) >= 12 and a <= keep
-    again, _ = cm.load_real_space(n_blocks=450, seed=3, min_per_slot=12)
+    again, _ = cm.load_real_space(n_blocks=450, rng=np.random.default_rng(3), min_per_slot=12)
     assert again["smiles"].tolist() == blocks["smiles"].tolist()
-    other, _ = cm.load_real_space(n_blocks=450, seed=4, min_per_slot=12)
+    other, _ = cm.load_real_space(n_blocks=450, rng=np.random.default_rng(4), min_per_slot=12)
     assert other["smiles"].tolist() != blocks["smiles"].tolist()
 
 
@@ -126,14 +126,15 @@ def test_reactant_matches_needs_explicit_hs_and_the_allowed_set(small_space):
 
 
 def test_load_real_space_bad_inputs():
+    rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="n_blocks"):
-        cm.load_real_space(n_blocks=50)
+        cm.load_real_space(n_blocks=50, rng=rng)
     with pytest.raises(ValueError, match="n_blocks"):
-        cm.load_real_space(n_blocks=0)
+        cm.load_real_space(n_blocks=0, rng=rng)
     with pytest.raises(ValueError, match="min_per_slot"):
-        cm.load_real_space(n_blocks=100, min_per_slot=0)
-    with pytest.raises(ValueError, match="seed"):
-        cm.load_real_space(n_blocks=1000, seed=-1)
+        cm.load_real_space(n_blocks=100, rng=rng, min_per_slot=0)
+    with pytest.raises(TypeError, match="rng"):
+        cm.load_real_space(n_blocks=1000)
 
 
 def test_reduce_search_space_matches_rdkit(small_space):
@@ -304,7 +305,7 @@ def test_pareto_mask_and_sort_are_the_shared_kernels():
 @pytest.fixture(scope="module")
 def tree(small_space):
     blocks, reactions = small_space
-    return cm.ParetoMCTS(_cheap_objective(), blocks, reactions, num_expand_nodes=10, seed=0).run(40)
+    return cm.ParetoMCTS(_cheap_objective(), blocks, reactions, num_expand_nodes=10, rng=np.random.default_rng(0)).run(40)
 
 
 def test_every_molecule_replays_and_counts_one_oracle_call(tree, small_space):
@@ -340,14 +341,15 @@ def test_visit_counts_and_values_add_up(tree):
 
 def test_same_seed_same_search(small_space):
     blocks, reactions = small_space
-    a = cm.ParetoMCTS(_cheap_objective(), blocks, reactions, num_expand_nodes=10, seed=5).run(15)
-    b = cm.ParetoMCTS(_cheap_objective(), blocks, reactions, num_expand_nodes=10, seed=5).run(15)
+    a = cm.ParetoMCTS(_cheap_objective(), blocks, reactions, num_expand_nodes=10, rng=np.random.default_rng(5)).run(15)
+    b = cm.ParetoMCTS(_cheap_objective(), blocks, reactions, num_expand_nodes=10, rng=np.random.default_rng(5)).run(15)
     assert [r["smiles"] for r in a.recipes()] == [r["smiles"] for r in b.recipes()]
 
 
 def test_parallel_sibling_selection_picks_only_pareto_children(small_space):
     blocks, reactions = small_space
-    t = cm.ParetoMCTS(_cheap_objective(), blocks, reactions, c=0.0, num_expand_nodes=10, diversity=False, seed=0)
+    t = cm.ParetoMCTS(_cheap_objective(), blocks, reactions, c=0.0, num_expand_nodes=10, diversity=False,
+                      rng=np.random.default_rng(0))
     kids = t._children(t.root)
     ucb = np.stack([k.P for k in kids]) * 0.0        # c = 0 and nothing visited: all UCBs are 0, all tie
     assert dominance.pareto_mask(ucb).all()
@@ -355,27 +357,30 @@ def test_parallel_sibling_selection_picks_only_pareto_children(small_space):
     assert len(picks) > 5                          # uniform among the tied front, not the first child
 
 
-def test_parettomcts_bad_inputs(small_space):
+def test_paretomcts_bad_inputs(small_space):
     blocks, reactions = small_space
     obj = _cheap_objective()
+    with pytest.raises(TypeError, match="rng"):
+        cm.ParetoMCTS(obj, blocks, reactions)
+    r0 = np.random.default_rng(0)
     with pytest.raises(ValueError, match="c"):
-        cm.ParetoMCTS(obj, blocks, reactions, c=-1)
+        cm.ParetoMCTS(obj, blocks, reactions, c=-1, rng=r0)
     with pytest.raises(ValueError, match="variant"):
-        cm.ParetoMCTS(obj, blocks, reactions, variant="nope")
+        cm.ParetoMCTS(obj, blocks, reactions, variant="nope", rng=r0)
     with pytest.raises(ValueError, match="max_reactions"):
-        cm.ParetoMCTS(obj, blocks, reactions, max_reactions=0)
+        cm.ParetoMCTS(obj, blocks, reactions, max_reactions=0, rng=r0)
     with pytest.raises(ValueError, match="num_expand_nodes"):
-        cm.ParetoMCTS(obj, blocks, reactions, num_expand_nodes=0)
+        cm.ParetoMCTS(obj, blocks, reactions, num_expand_nodes=0, rng=r0)
     with pytest.raises(TypeError, match="objective_fn"):
-        cm.ParetoMCTS(3, blocks, reactions)
+        cm.ParetoMCTS(3, blocks, reactions, rng=r0)
     with pytest.raises(ValueError, match="objective_fn"):
-        cm.ParetoMCTS(lambda s: np.full((len(s), 2), np.nan), blocks, reactions)
+        cm.ParetoMCTS(lambda s: np.full((len(s), 2), np.nan), blocks, reactions, rng=r0)
     with pytest.raises(ValueError, match="objective_fn"):
-        cm.ParetoMCTS(lambda s: -np.ones((len(s), 2)), blocks, reactions)
+        cm.ParetoMCTS(lambda s: -np.ones((len(s), 2)), blocks, reactions, rng=r0)
     with pytest.raises(ValueError, match="blocks"):
-        cm.ParetoMCTS(obj, pd.DataFrame({"x": []}), reactions)
+        cm.ParetoMCTS(obj, pd.DataFrame({"x": []}), reactions, rng=r0)
     with pytest.raises(ValueError, match="n_rollouts"):
-        cm.ParetoMCTS(obj, blocks, reactions, num_expand_nodes=5).run(-1)
+        cm.ParetoMCTS(obj, blocks, reactions, num_expand_nodes=5, rng=r0).run(-1)
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -419,7 +424,7 @@ def test_validity_detects_a_forged_recipe(small_space):
 def test_synthemol_generator_runs_on_the_same_space(small_space):
     blocks, reactions = small_space
     obj = _cheap_objective()
-    out = cm.run_synthemol(blocks, reactions, cm.scalarize(obj), n_rollouts=8, num_expand_nodes=10, seed=0)
+    out = cm.run_synthemol(blocks, reactions, cm.scalarize(obj), n_rollouts=8, num_expand_nodes=10, rng_seed=0)
     assert out and cm.validity(out, reactions) == 1.0
     scores = [r["score"] for r in out]
     assert scores == sorted(scores, reverse=True)
@@ -439,7 +444,8 @@ def test_nsga2_returns_valid_distinct_products(small_space):
 
 def test_compare_and_summarize(small_space):
     blocks, reactions = small_space
-    runs = cm.compare_methods(_cheap_objective(), blocks, reactions, 10, 8, 10.0, 0, with_nsga2=False)
+    runs = cm.compare_methods(_cheap_objective(), blocks, reactions, 10, 8, 10.0, np.random.default_rng(0),
+                              with_nsga2=False)
     assert set(runs) == {"pmcts", "synthemol", "random"}
     assert runs["random"].n_oracle_calls == runs["pmcts"].n_oracle_calls
     m = cm.summarize(runs, reactions, [ERLOTINIB])
@@ -450,7 +456,7 @@ def test_compare_and_summarize(small_space):
     front_best = runs["pmcts"].F[runs["pmcts"].front()].max(axis=0)
     assert np.allclose(front_best, runs["pmcts"].F.max(axis=0))   # a per-objective best is never dominated
     with pytest.raises(ValueError, match="n_rollouts"):
-        cm.compare_methods(_cheap_objective(), blocks, reactions, 0, 8, 10.0, 0)
+        cm.compare_methods(_cheap_objective(), blocks, reactions, 0, 8, 10.0, np.random.default_rng(0))
 
 
 def test_claims_are_well_formed():

@@ -46,13 +46,14 @@ def _synthemol_reactions(reactions: Sequence[Reaction]) -> tuple:
 
 
 def run_synthemol(blocks: pd.DataFrame, reactions: Sequence[Reaction], score_fn: Callable[[str], float],
-                  n_rollouts: int, c: float = 10.0, num_expand_nodes: int | None = None, seed: int = 0) -> list[dict]:
+                  n_rollouts: int, c: float = 10.0, num_expand_nodes: int | None = None, rng_seed: int = 0) -> list[dict]:
     """SyntheMol's MCTS (``synthemol.generate.Generator``), maximising ``score_fn``, one reaction per molecule.
 
     Args:
         blocks: DataFrame (``smiles``, ``reagent_id``); reactions: the space (its allowed sets are copied).
         score_fn: SMILES -> float >= 0 (e.g. :func:`scalarize`). n_rollouts: rollouts (>= 1).
-        c: SyntheMol's ``explore_weight``. num_expand_nodes: its expansion cap. seed: its ``rng_seed``.
+        c: SyntheMol's ``explore_weight``. num_expand_nodes: its expansion cap. rng_seed: its ``rng_seed``
+            (SyntheMol seeds its own ``numpy.random.default_rng``).
 
     Returns:
         Its finished molecules, best first: dicts with ``smiles``, ``score``, ``reaction_id``, ``reactants``
@@ -69,18 +70,18 @@ def run_synthemol(blocks: pd.DataFrame, reactions: Sequence[Reaction], score_fn:
     by_id = {r.reaction_id: r for r in reactions}
     gen = Generator(building_block_smiles_to_id=ids, max_reactions=1, scoring_fn=score_fn, explore_weight=c,
                     num_expand_nodes=num_expand_nodes, optimization="maximize",
-                    reactions=_synthemol_reactions(reactions), rng_seed=int(seed),
+                    reactions=_synthemol_reactions(reactions), rng_seed=check_int(rng_seed, "rng_seed", low=0),
                     no_building_block_diversity=False, store_nodes=False, verbose=False)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         nodes = gen.generate(n_rollout=n_rollouts)
     inv = {v: k for k, v in ids.items()}
+    del by_id
     out = []
     for node in nodes:
         log = node.construction_log[-1]
         reactants = tuple(inv.get(i, "") for i in log["building_block_ids"])
         out.append({"smiles": node.molecules[0], "score": float(node.P), "reaction_id": int(log["reaction_id"]),
                     "reactants": reactants, "reagent_ids": tuple(int(i) for i in log["building_block_ids"])})
-    del by_id
     return out
 
 

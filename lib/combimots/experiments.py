@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from icml25.checks import check_int, check_real
+from icml25.checks import check_int, check_real, check_rng
 
 from .baselines import nsga2_block_pairs, run_synthemol, scalarize
 from .method import ParetoMCTS
@@ -47,7 +47,7 @@ class MethodRun:
 
 
 def compare_methods(objective: ObjectiveVector, blocks: pd.DataFrame, reactions: Sequence[Reaction],
-                    n_rollouts: int, num_expand_nodes: int | None, c: float, seed: int,
+                    n_rollouts: int, num_expand_nodes: int | None, c: float, rng: np.random.Generator,
                     with_nsga2: bool = True) -> dict[str, MethodRun]:
     """Pareto MCTS, SyntheMol's ``Generator`` (same rollouts, scalarised objective), random REAL products and
     NSGA-II (both at Pareto MCTS's oracle budget), all on ``objective`` over one space.
@@ -56,7 +56,7 @@ def compare_methods(objective: ObjectiveVector, blocks: pd.DataFrame, reactions:
         objective: the D-objective oracle (cached: a molecule scored once costs once, for all methods).
         blocks, reactions: the space. n_rollouts: rollouts of both tree searches (>= 1).
         num_expand_nodes: expansion cap of both tree searches. c: exploration weight of both.
-        seed: seed of every draw (tree searches, random products, NSGA-II).
+        rng: the generator of every draw (Pareto MCTS, SyntheMol's ``rng_seed``, random products, NSGA-II).
 
     Returns:
         ``{"pmcts": ..., "synthemol": ..., "random": ..., "nsga2": ...}`` of :class:`MethodRun`.
@@ -66,11 +66,12 @@ def compare_methods(objective: ObjectiveVector, blocks: pd.DataFrame, reactions:
     """
     n_rollouts = check_int(n_rollouts, "n_rollouts", low=1)
     c = check_real(c, "c", low=0.0)
-    rng = np.random.default_rng(seed)
+    rng = check_rng(rng)
+    tree_rng, sm_seed = np.random.default_rng(rng.integers(2**63)), int(rng.integers(2**31))
     runs: dict[str, MethodRun] = {}
 
     t = time.process_time()
-    tree = ParetoMCTS(objective, blocks, reactions, c=c, num_expand_nodes=num_expand_nodes, seed=seed).run(n_rollouts)
+    tree = ParetoMCTS(objective, blocks, reactions, c=c, num_expand_nodes=num_expand_nodes, rng=tree_rng).run(n_rollouts)
     recs = tree.recipes()
     runs["pmcts"] = MethodRun("Pareto MCTS (CombiMOTS)", recs, np.stack([r["objectives"] for r in recs]),
                               tree.n_oracle_calls, time.process_time() - t, {"tree": tree})
@@ -78,7 +79,7 @@ def compare_methods(objective: ObjectiveVector, blocks: pd.DataFrame, reactions:
 
     t = time.process_time()
     before = objective.n_calls
-    sm = run_synthemol(blocks, reactions, scalarize(objective), n_rollouts, c=c, num_expand_nodes=num_expand_nodes, seed=seed)
+    sm = run_synthemol(blocks, reactions, scalarize(objective), n_rollouts, c=c, num_expand_nodes=num_expand_nodes, rng_seed=sm_seed)
     runs["synthemol"] = MethodRun("SyntheMol MCTS (scalarised)", sm, objective([r["smiles"] for r in sm]),
                                   len(sm), time.process_time() - t, {"new_calls": objective.n_calls - before})
 
@@ -94,7 +95,7 @@ def compare_methods(objective: ObjectiveVector, blocks: pd.DataFrame, reactions:
     return runs
 
 
-def summarize(runs: dict[str, MethodRun], reactions: Sequence[Reaction], train_smiles: Sequence[str],
+def summarize(methods: dict[str, MethodRun], reactions: Sequence[Reaction], train_smiles: Sequence[str],
               tol: float = 0.02) -> dict[str, float]:
     """Metrics of a comparison (keys ``<method>_<metric>``) and the claims' derived quantities.
 
@@ -106,9 +107,9 @@ def summarize(runs: dict[str, MethodRun], reactions: Sequence[Reaction], train_s
     method found).
     """
     m: dict[str, float] = {}
-    best_any = np.max(np.concatenate([r.F for r in runs.values() if len(r.F)]), axis=0)
+    best_any = np.max(np.concatenate([r.F for r in methods.values() if len(r.F)]), axis=0)
     D = len(best_any)
-    for key, run in runs.items():
+    for key, run in methods.items():
         F = run.F
         front = run.front()
         m[f"{key}_n"] = len(run.recipes)
@@ -122,9 +123,9 @@ def summarize(runs: dict[str, MethodRun], reactions: Sequence[Reaction], train_s
         m[f"{key}_cpu_s"] = float(run.cpu_s)
         for d in range(D):
             m[f"{key}_best_{d}"] = float(F[:, d].max()) if len(F) else float("nan")
-    p = runs["pmcts"]
+    p = methods["pmcts"]
     k = max(2, int(p.front().size))
-    m["synthemol_topk_div"] = diversity(runs["synthemol"].smiles[:k])
+    m["synthemol_topk_div"] = diversity(methods["synthemol"].smiles[:k])
     m["topk"] = k
     front_best = p.F[p.front()].max(axis=0)
     m["pmcts_front_gap"] = float(np.max(best_any - front_best))
@@ -135,19 +136,23 @@ def summarize(runs: dict[str, MethodRun], reactions: Sequence[Reaction], train_s
 
 def front_grid(objective: ObjectiveVector, blocks: pd.DataFrame, reactions: Sequence[Reaction], n_rollouts: int,
                num_expand_nodes: int | None, cs: Sequence[float], variants: Sequence[str],
-               diversities: Sequence[bool], seed: int) -> dict[tuple, np.ndarray]:
+               diversities: Sequence[bool], rng: np.random.Generator) -> dict[tuple, np.ndarray]:
     """Pareto MCTS's finished molecules for every (c, variant, diversity) of a small grid (the widget's data).
+
+    Every run starts from the same state of one generator drawn from ``rng`` (common random numbers), so
+    the runs differ by their settings only.
 
     Returns:
         ``{(c, variant, diversity): (n, D) objectives}``.
     """
     n_rollouts = check_int(n_rollouts, "n_rollouts", low=1)
+    key = int(check_rng(rng).integers(2**63))
     out = {}
     for c in cs:
         for v in variants:
             for dv in diversities:
                 tree = ParetoMCTS(objective, blocks, reactions, c=c, variant=v, num_expand_nodes=num_expand_nodes,
-                                  diversity=dv, seed=seed).run(n_rollouts)
+                                  diversity=dv, rng=np.random.default_rng(key)).run(n_rollouts)
                 out[(float(c), v, bool(dv))] = tree.objectives()
     return out
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from icml25.checks import check_array, check_bool, check_choice, check_int, check_real
+from icml25.checks import check_array, check_bool, check_choice, check_int, check_real, check_rng
 from icml25.kernels import dominance
 
 from ._checks import _check_objectives
@@ -145,7 +145,8 @@ class ParetoMCTS:
         num_expand_nodes: at most this many block children per expansion, drawn afresh at every visit as
             SyntheMol does without ``store_nodes`` (None: all).
         diversity: multiply the UCB by :func:`diversity_factor`.
-        seed: seed of the search's generator (``numpy.random.default_rng(seed)``, the official ``rng_seed``).
+        rng: the generator of the search's draws (expansion subsets, ties on the front; the official code's
+            ``default_rng(rng_seed)``).
 
     Attributes:
         n_oracle_calls: distinct product SMILES scored (the oracle budget; blocks not counted).
@@ -154,12 +155,13 @@ class ParetoMCTS:
     Raises:
         ValueError (naming the argument): ``c < 0``, unknown ``variant``, ``max_reactions < 1``,
         ``num_expand_nodes < 1``, objectives with NaN or negative values, no block fitting any slot.
+        TypeError: ``rng`` not a ``numpy.random.Generator``, ``objective_fn`` not callable.
     """
 
     def __init__(self, objective_fn: Callable[[list[str]], np.ndarray], blocks: pd.DataFrame,
                  reactions: Sequence[Reaction], c: float = DEFAULTS.c, variant: str = DEFAULTS.variant,
                  max_reactions: int = DEFAULTS.max_reactions, num_expand_nodes: int | None = None,
-                 diversity: bool = True, seed: int = 0) -> None:
+                 diversity: bool = True, rng: np.random.Generator | None = None) -> None:
         if not callable(objective_fn):
             raise TypeError("objective_fn must be callable: list[str] -> (n, D) array")
         self.c = check_real(c, "c", low=0.0)
@@ -167,7 +169,7 @@ class ParetoMCTS:
         self.max_reactions = check_int(max_reactions, "max_reactions", low=1)
         self.num_expand_nodes = None if num_expand_nodes is None else check_int(num_expand_nodes, "num_expand_nodes", low=1)
         self.diversity = check_bool(diversity, "diversity")
-        self.rng = np.random.default_rng(check_int(seed, "seed", low=0))
+        self.rng = check_rng(rng)
         if "smiles" not in getattr(blocks, "columns", ()):
             raise ValueError("blocks must be a DataFrame with columns 'smiles' and 'reagent_id'")
         self.reactions = list(reactions)

@@ -108,6 +108,7 @@ class Reaction:
             raise ValueError(f"allowed must have {len(self.reactant_smarts)} slots, got {len(allowed)}")
         self.allowed = None if allowed is None else tuple(frozenset(a) for a in allowed)
         self.block_set = frozenset() if block_set is None else frozenset(block_set)
+        self._matches: dict[str, list[int]] = {}   # SMILES -> slots (the allowed sets never change)
 
     @property
     def n_reactants(self) -> int:
@@ -126,10 +127,12 @@ class Reaction:
         allowed set. Returns slot indices in increasing order (empty for an invalid SMILES)."""
         if not isinstance(smiles, str):
             raise TypeError(f"smiles must be a string, got {type(smiles).__name__}")
-        slots = self.smarts_matches(smiles)
-        if self.allowed is not None and smiles in self.block_set:
-            slots = [i for i in slots if smiles in self.allowed[i]]
-        return slots
+        if smiles not in self._matches:
+            slots = self.smarts_matches(smiles)
+            if self.allowed is not None and smiles in self.block_set:
+                slots = [i for i in slots if smiles in self.allowed[i]]
+            self._matches[smiles] = slots
+        return list(self._matches[smiles])
 
     def run(self, reactants: Sequence[str]) -> list[str]:
         """Products of the reaction on ``reactants`` (one SMILES per slot, in slot order).
@@ -194,7 +197,8 @@ def _build_reactions(mapping: dict[int, dict[int, frozenset[str]]], keep: frozen
     return reactions
 
 
-def load_real_space(n_blocks: int | None = None, seed: int = 0, min_per_slot: int = 30) -> tuple[pd.DataFrame, list[Reaction]]:
+def load_real_space(n_blocks: int | None = None, rng: np.random.Generator | None = None,
+                    min_per_slot: int = 30) -> tuple[pd.DataFrame, list[Reaction]]:
     """Enamine REAL building blocks and the 13 REAL reactions, optionally a stratified subsample.
 
     The full space has 139,493 block rows (137,656 distinct SMILES; the first id of a repeated SMILES is
@@ -204,7 +208,7 @@ def load_real_space(n_blocks: int | None = None, seed: int = 0, min_per_slot: in
 
     Args:
         n_blocks: blocks to keep (None: all).
-        seed: key of the subsample (the same seed gives the same space).
+        rng: the generator of the subsample's draws (needed when ``n_blocks`` is given).
         min_per_slot: blocks guaranteed per reaction slot.
 
     Returns:
@@ -213,15 +217,17 @@ def load_real_space(n_blocks: int | None = None, seed: int = 0, min_per_slot: in
 
     Raises:
         ValueError: ``n_blocks`` too small for ``min_per_slot`` on every slot, negative sizes.
+        TypeError: ``n_blocks`` given without a ``numpy.random.Generator`` ``rng``.
         ModuleNotFoundError: synthemol missing.
     """
-    seed = check_int(seed, "seed", low=0)
+    from icml25.checks import check_rng
+
     min_per_slot = check_int(min_per_slot, "min_per_slot", low=1)
     blocks, mapping, _ = _read_real()
     if n_blocks is None:
         return blocks.copy(), _build_reactions(mapping, frozenset(blocks["smiles"]))
     n_blocks = check_int(n_blocks, "n_blocks", low=1)
-    rng = np.random.default_rng(seed)
+    rng = check_rng(rng)
     chosen: set[str] = set()
     for rid, reactants, _ in REAL_TEMPLATES:
         for i in range(len(reactants)):
