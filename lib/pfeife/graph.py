@@ -200,22 +200,27 @@ def _tensor_bytes(v: Any) -> int:
 
 
 def _median_ms(fn: Any, n_reps: int, sync: bool = False) -> float:
+    """Median time of ``fn()`` in ms: CUDA wall time (synchronised) on a GPU, else the thread's CPU
+    time (``time.thread_time``), which other processes on a shared machine do not inflate."""
+    clock = time.perf_counter if sync else time.thread_time
     ts = []
     for _ in range(n_reps):
         if sync:
             torch.cuda.synchronize()
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
         if sync:
             torch.cuda.synchronize()
-        ts.append((time.perf_counter() - t0) * 1e3)
+        ts.append((clock() - t0) * 1e3)
     return float(np.median(ts))
 
 
 def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: int = 5) -> OpGraph:
     """Profile every op of ``gm`` on one micro-batch ``inputs`` (Sec. 2, "profiling").
 
-    Each op is run ``n_reps`` times on its recorded inputs (median wall time, ms). Saved
+    Each op is run ``n_reps`` times on its recorded inputs, as the runtime runs it (gradients
+    recorded, inputs from other ops requiring grad; median thread CPU time in ms, or synchronised
+    wall time for CUDA inputs). Saved
     activations are counted with ``torch.autograd.graph.saved_tensors_hooks`` (parameters and
     tensors seen twice excluded). Run it on an idle core with one thread.
 
@@ -277,8 +282,6 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
             out = run()
         if not isinstance(out, torch.Tensor):
             raise ValueError(f"op {node.name} returns {type(out).__name__}; Pfeife's graph needs one tensor per op")
-        with torch.no_grad():
-            f_ms.append(_median_ms(run, n_reps, sync))
         saved: dict[int, int] = {}
         leaf = {a.name: env[a.name].detach().requires_grad_(True) for a in deps
                 if a.name in index and isinstance(env[a.name], torch.Tensor) and env[a.name].is_floating_point()}
@@ -294,6 +297,9 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             run(g_args, g_kwargs)
         a_b.append(sum(saved.values()))
+        # forward time as the pipeline runs it: autograd recording on, saved tensors hooked
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            f_ms.append(_median_ms(lambda: run(g_args, g_kwargs), n_reps, sync))
         env[node.name] = out
         pbytes = sum(interp.fetch_attr(p).numel() * interp.fetch_attr(p).element_size() for p in params)
         w_b.append(2 * pbytes)
@@ -328,7 +334,7 @@ def _fb_ratio(gm: fx.GraphModule, inputs: tuple, n_reps: int, sync: bool = False
         fwd().float().pow(2).mean().backward()
 
     fwd_bwd()                                      # warm-up
-    t_f = _median_ms(fwd, n_reps, sync)
+    t_f = _median_ms(fwd, n_reps, sync)            # forward with autograd recording, as in the runtime
     t_fb = _median_ms(fwd_bwd, n_reps, sync)
     gm.zero_grad(set_to_none=True)
     return float(max(t_fb - t_f, 0.0) / max(t_f, 1e-9))
