@@ -83,10 +83,10 @@ def compare_losses(vae: Any, images: Any, losses: Sequence[str], rng: np.random.
 
 
 def sweep(vae: Any, images: Any, losses: Sequence[str], rng: np.random.Generator, eps_grid: Sequence[float],
-          steps_grid: Sequence[int], alpha: float) -> list[dict[str, Any]]:
+          steps_grid: Sequence[int], alpha: float, steps_eps: float | None = None) -> list[dict[str, Any]]:
     """Median V ratio for each loss over an ``eps`` grid (at ``max(steps_grid)`` steps) and a steps
-    grid (at ``eps_grid``'s largest value); one PGD run per (loss, eps): the steps grid is read off
-    the trace of the run at the largest ``eps``.
+    grid (at ``steps_eps``, default the largest ``eps``, which must be in ``eps_grid``); one PGD run per
+    (loss, eps): the steps grid is read off the trace of the run at ``steps_eps``.
 
     Returns:
         rows ``{"loss", "eps", "n_steps", "v_ratio_median", "dlogvar_mean"}``.
@@ -99,6 +99,9 @@ def sweep(vae: Any, images: Any, losses: Sequence[str], rng: np.random.Generator
     steps_grid = [check_int(s, "steps_grid", low=1) for s in steps_grid]
     if not eps_grid or not steps_grid:
         raise ValueError("eps_grid and steps_grid must be non-empty")
+    s_eps = max(eps_grid) if steps_eps is None else check_positive(steps_eps, "steps_eps")
+    if s_eps not in eps_grid:
+        raise ValueError(f"steps_eps must be one of eps_grid {eps_grid}, got {s_eps}")
     T = max(steps_grid)
     start = int(rng.integers(2**63))
     rows = []
@@ -106,7 +109,7 @@ def sweep(vae: Any, images: Any, losses: Sequence[str], rng: np.random.Generator
         for e in eps_grid:
             _, tr = pgd_protect(vae, images, name, np.random.default_rng(start), eps=e, alpha=alpha, n_steps=T,
                                 align_every=T + 1)
-            for s in (steps_grid if e == max(eps_grid) else [T]):
+            for s in (steps_grid if e == s_eps else [T]):
                 rows.append({"loss": name, "eps": e, "n_steps": s, "v_ratio_median": float(np.median(tr["v_ratio"][s])),
                              "dlogvar_mean": float(np.mean(tr["dlogvar"][s]))})
     return rows
