@@ -13,6 +13,13 @@ The variants are timed side by side in one run, interleaved (round-robin, order 
 repetition), on one torch thread; each number is the median CPU time (``time.process_time``) of
 the ``n_reps`` repetitions, which is robust to other processes sharing the machine.
 
+Against the machine's limit (``_limits``, measured once in this process, one thread): both loops
+are compute-bound; FLOPs are counted by torch's ``FlopCounterMode`` over one call of the timed
+closure (matrix products, forward and backward; elementwise work is not counted, so the
+fractions are lower bounds), per second over the fp32 BLAS rate. Baseline ratios: CFM's step
+time over the FDM variant's (the price of the divergence term), and ``vmap(jacrev)``'s time over
+the forward-mode reference's.
+
     .venv/bin/python benchmarks/flow_divergence.py [--quick]
 
 writes ``benchmarks/results/flow_divergence.json``.
@@ -31,10 +38,13 @@ import numpy as np
 import torch
 
 from icml25 import flow_divergence as fdm
+import _limits
 from icml25.common import device_name, gpu_available
 from icml25.kernels import flow_divergence
 
 TRAIN_VARIANTS = ("cfm", "fdm_exact", "fdm_hutchinson")
+LIMITS: dict = {}  # the machine's limits, measured once in main()
+LOOPS: list = []  # hot-loop entries (_limits), filled by the benchmarks
 
 
 def _train_step_fn(model: torch.nn.Module, variant: str, batch: int, d: int, rng: torch.Generator):
@@ -86,6 +96,13 @@ def bench_training(dims, batch: int, n_reps: int) -> dict:
         ms = _interleaved(fns, n_reps)
         out[str(d)] = {"ms": ms, "fdm_over_cfm": {"exact": ms["fdm_exact"] / ms["cfm"],
                                                   "hutchinson": ms["fdm_hutchinson"] / ms["cfm"]}}
+        flops = {v: _limits.torch_flops(fns[v]) for v in TRAIN_VARIANTS}
+        out[str(d)]["flops"] = flops
+        for v in TRAIN_VARIANTS:
+            LOOPS.append(_limits.compute_bound(
+                f"{v} training step (VelocityMLP 128x3, Adam)", f"d={d}, batch={batch}", flops[v], ms[v] / 1e3, LIMITS,
+                precision="fp32", baseline=None if v == "cfm" else "CFM step",
+                ratio=None if v == "cfm" else ms["cfm"] / ms[v], counted="torch FlopCounterMode (matmuls, fwd+bwd)"))
         print(f"train d={d:2d}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in ms.items())
               + f"  ratios exact {out[str(d)]['fdm_over_cfm']['exact']:.2f}"
               + f" hutchinson {out[str(d)]['fdm_over_cfm']['hutchinson']:.2f}", flush=True)
@@ -132,6 +149,12 @@ def bench_likelihood(dims, n_points: int, n_steps: int, n_reps: int) -> dict:
                                 lambda: fdm.log_likelihood(model, x1, n_steps, exact=True, use_kernel=False)),
         }
         ms = _interleaved(fns, n_reps, warmup=1)
+        for name, baseline in (("forward_mode_reference", "vmap(jacrev) loop"), ("lib_vjp_loop", "vmap(jacrev) loop")):
+            flops = _limits.torch_flops(fns[name])
+            LOOPS.append(_limits.compute_bound(
+                f"exact-divergence log-likelihood ({name})", f"d={d}, {n_points} points, {n_steps} steps", flops,
+                ms[name] / 1e3, LIMITS, precision="fp32", baseline=baseline, ratio=ms["jacrev_loop"] / ms[name],
+                counted="torch FlopCounterMode (matmuls)"))
         ref = results["forward_mode_reference"]
         agree = {k: float((v - ref).abs().max()) for k, v in results.items() if k != "forward_mode_reference"}
         out[str(d)] = {"ms": ms, "speedup_vs_jacrev": ms["jacrev_loop"] / ms["forward_mode_reference"],
@@ -172,9 +195,12 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "flow_divergence.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)
+    global LIMITS
+    LIMITS = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(LIMITS), flush=True)
     train_dims = (2, 8) if args.quick else (2, 8, 32)
     t_start = time.perf_counter()
-    training = bench_training(train_dims, batch=256, n_reps=5 if args.quick else 25)
+    training = bench_training(train_dims, batch=256, n_reps=5 if args.quick else 15)
     likelihood = bench_likelihood((2, 8), n_points=1000, n_steps=20, n_reps=3 if args.quick else 7)
     record = {
         "benchmark": "flow_divergence",
@@ -186,7 +212,7 @@ def main() -> None:
                  "vs the chapter's VJP loop"),
         "training_step": training,
         "likelihood_eval": likelihood,
-        "settings": {"hidden": 128, "depth": 3, "batch": 256, "train_n_reps": 5 if args.quick else 25,
+        "settings": {"hidden": 128, "depth": 3, "batch": 256, "train_n_reps": 5 if args.quick else 15,
                      "loglik_points": 1000, "loglik_steps": 20, "torch_threads": torch.get_num_threads()},
         "device": device_name(),
         "gpu_available": gpu_available(),
@@ -197,6 +223,7 @@ def main() -> None:
     if gpu_available():  # pragma: no cover - needs a GPU
         record["gpu_euler_kernel"] = bench_gpu_kernel()
     record["wall_seconds"] = time.perf_counter() - t_start
+    _limits.attach(record, LIMITS, LOOPS)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")

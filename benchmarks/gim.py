@@ -10,6 +10,14 @@ unfused references, measured side by side in one run.
 - MMD sums: :func:`icml25.kernels.gim_kernels.mmd_sums` over 280 test contexts (the dispatcher: cdist on a
   CPU, the tiled kernel on a GPU) against a broadcast NumPy computation. Ratio.
 
+Against the machine's limits (``_limits``, measured once in this process, one thread): the
+likelihood is memory-bound, bytes = the float64 inputs read and the output written once (fused:
+SR, SR2 (K, d), shift (K, S, d), out (K, S); unfused: R (K, n, d), shift, out), over the copy
+bandwidth, baseline ratio unfused / fused; the MMD sums are compute-bound, FLOPs = 3 d per pair of
+points (difference, square, sum; the exponentials not counted) over n^2 + m^2 + n m pairs per
+context, over the fp64 BLAS rate, baseline ratio broadcast NumPy / dispatcher. The training loop
+(autograd + Adam on a small SCM) is dominated by framework overhead and is not given a limit.
+
 Writes ``benchmarks/results/gim.json``.
 
 Usage: ``python benchmarks/gim.py [--ds 10 30] [--n-steps 200] [--n-reps 3]``
@@ -28,6 +36,10 @@ import torch
 from icml25 import gim
 from icml25.kernels import gim_kernels
 from icml25.common import backend_label, device_name
+
+import _limits
+
+LIMITS: dict = {}  # the machine's limits, measured once in main()
 
 
 def _best(f, n_reps):
@@ -70,7 +82,20 @@ def bench_kernels(d, n_reps, rng):
 
     t_mmd = _best(lambda: gim_kernels.mmd_sums(X, Y, 1.0), n_reps)
     t_bcast = _best(broadcast, n_reps)
-    return dict(d=d, loglik_fused_ms=1e3 * t_fused, loglik_unfused_ms=1e3 * t_unfused,
+    fused_bytes = 8.0 * (2 * K * d + K * S * d + K * S)
+    unfused_bytes = 8.0 * (K * n * d + K * S * d + K * S)
+    mmd_flops = 3.0 * d * C * (n * n + m * m + n * m)
+    loops = [
+        _limits.memory_bound("GIM context log-likelihood (sufficient statistics)", f"K={K}, S={S}, n={n}, d={d}",
+                             fused_bytes, t_fused, LIMITS, baseline="per-cell sum (unfused)",
+                             ratio=t_unfused / t_fused, counted="float64 inputs read + output written"),
+        _limits.memory_bound("GIM context log-likelihood (per-cell sum)", f"K={K}, S={S}, n={n}, d={d}",
+                             unfused_bytes, t_unfused, LIMITS, counted="float64 inputs read + output written"),
+        _limits.compute_bound("MMD kernel sums (dispatcher)", f"C={C}, n={n}, m={m}, d={d}", mmd_flops, t_mmd, LIMITS,
+                              baseline="broadcast NumPy", ratio=t_bcast / t_mmd,
+                              counted="3 d FLOPs per pair (exp not counted)"),
+    ]
+    return dict(hot_loops=loops, d=d, loglik_fused_ms=1e3 * t_fused, loglik_unfused_ms=1e3 * t_unfused,
                 loglik_unfused_over_fused=t_unfused / t_fused, mmd_dispatcher_s=t_mmd, mmd_broadcast_numpy_s=t_bcast,
                 mmd_broadcast_over_dispatcher=t_bcast / t_mmd)
 
@@ -87,16 +112,21 @@ def main(argv=None):
 
     threadpool_limits(limits=1)
     torch.set_num_threads(1)
+    global LIMITS
+    LIMITS = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(LIMITS), flush=True)
     rng = np.random.default_rng(args.seed)
-    training, kernels = [], []
+    training, kernels, loops = [], [], []
     for d in args.ds:
         training.append(bench_training(d, args.n_steps, args.n_reps, rng))
         print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in training[-1].items()}))
         kernels.append(bench_kernels(d, args.n_reps, rng))
+        loops += kernels[-1].pop("hot_loops")
         print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in kernels[-1].items()}))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     record = dict(benchmark="gim", device=device_name(), backend=backend_label(), n_reps=args.n_reps, seed=args.seed,
                   utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), training=training, kernels=kernels)
+    _limits.attach(record, LIMITS, loops)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")
 

@@ -9,6 +9,13 @@ algorithm vs SciPy's average linkage.
   ``build_nearlinear_mw`` (K = 64, p = 0.75) and of SciPy's average linkage, with their MW ratios
   to the best tree found.
 
+Against the machine's limit (``_limits``, measured once in this process, one thread): triplet
+counting is a gather over the LCA-size matrix, memory-bound in form: bytes = 24 per ordered
+triple (three int64 entries of S read; the hashes are computed, the (n, n) counts written once),
+per second over the copy bandwidth (S fits in cache at these n, so this says how far the hashing
+keeps the loop from streaming). Baseline ratio: the naive loop's time over the reference's.
+The MW comparison (Python-level tree building) is not given a limit.
+
 Writes ``benchmarks/results/hc_oracles.json``.
 
 Usage: ``python benchmarks/hc_oracles.py [--sizes 64 128 256] [--depths 6 7 8 9 10] [--n-reps 3]``
@@ -26,6 +33,10 @@ import numpy as np
 from icml25 import hc_oracles as hco
 from icml25.common import backend_label, device_name
 from icml25.kernels import triplets
+
+import _limits
+
+LIMITS: dict = {}  # the machine's limits, measured once in main()
 
 MASK = (1 << 64) - 1
 
@@ -76,7 +87,10 @@ def bench_counts(n, n_reps, rng):
     t_naive = time.perf_counter() - t0
     assert np.array_equal(naive, C[rows]), "naive loop and reference disagree"
     naive_rate = len(rows) * (n - 1) * (n - 2) / t_naive
-    return dict(n=n, triple_evaluations=evals, reference_seconds=best, reference_triples_per_s=evals / best,
+    loop = _limits.memory_bound("triplet counts (dispatcher)", f"n={n}", 24.0 * evals + 4.0 * n * n, best, LIMITS,
+                                baseline="naive per-triple loop", ratio=(evals / best) / naive_rate,
+                                counted="24 bytes per ordered triple + counts written")
+    return dict(hot_loops=[loop], n=n, triple_evaluations=evals, reference_seconds=best, reference_triples_per_s=evals / best,
                 naive_triples_per_s=naive_rate, reference_over_naive=(evals / best) / naive_rate)
 
 
@@ -101,10 +115,14 @@ def main(argv=None):
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1)
+    global LIMITS
+    LIMITS = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(LIMITS), flush=True)
     rng = np.random.default_rng(args.seed)
-    counts = []
+    counts, loops = [], []
     for n in args.sizes:
         counts.append(bench_counts(n, args.n_reps, rng))
+        loops += counts[-1].pop("hot_loops")
         print(json.dumps({k: round(v, 5) if isinstance(v, float) else v for k, v in counts[-1].items()}))
     mw = []
     for depth in args.depths:
@@ -113,6 +131,7 @@ def main(argv=None):
     args.out.parent.mkdir(parents=True, exist_ok=True)
     record = dict(benchmark="hc_oracles", device=device_name(), backend=backend_label(), n_reps=args.n_reps,
                   seed=args.seed, utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), counts=counts, mw=mw)
+    _limits.attach(record, LIMITS, loops)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")
 

@@ -10,7 +10,14 @@ numbers are comparable between machines.
     .venv/bin/python benchmarks/kernels_mips.py                      # CPU: n = 1e4, 1e5, 2e5
     .venv/bin/python benchmarks/kernels_mips.py --n 100000 1000000   # e.g. on the GPU machine
 
-Output: ``<results_dir>/bench-kernels_mips-<cpu|gpu>.json`` (see :func:`icml25.common.results_dir`).
+Output: ``<results_dir>/bench-kernels_mips-<cpu|gpu>.json`` (see :func:`icml25.common.results_dir`),
+and the same record as ``benchmarks/results/kernels_mips.json`` for the cross-chapter table.
+
+Against the machine's limits (``_limits``, measured once in this process, one thread): every case
+is compute-bound, FLOPs = 2 B n d (the score inner products, float32; the running argmax, the
+Gumbel noise and the early exit of ``first_beater`` are not counted, so its count is an upper
+bound of the work done and the others' fractions are lower bounds), over the fp32 BLAS rate.
+The baseline ratio (with a GPU) is the reference's time over the kernel's.
 """
 
 from __future__ import annotations
@@ -31,8 +38,11 @@ except ImportError:  # pragma: no cover
     def threadpool_limits(limits=None):
         return nullcontext()
 
+import _limits
 from icml25.common import device_name, gpu_available, results_dir
 from icml25.kernels import mips
+
+LIMITS: dict = {}  # the machine's limits, measured once in main()
 
 
 def _median_seconds(fn, repeats: int, sync=lambda: None) -> float:
@@ -50,7 +60,7 @@ def _median_seconds(fn, repeats: int, sync=lambda: None) -> float:
 def run(ns: list[int], B: int, d: int, repeats: int, gumbel_reference_max_n: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     use_gpu = gpu_available()
-    rows = []
+    rows, loops = [], []
     for n in ns:
         V = rng.standard_normal((B, d)).astype(np.float32)
         X = rng.standard_normal((n, d)).astype(np.float32)
@@ -76,9 +86,20 @@ def run(ns: list[int], B: int, d: int, repeats: int, gumbel_reference_max_n: int
                 row["gpu_s"] = _median_seconds(lambda: dispatcher(V, table, *rest), repeats)
                 row["speedup"] = row["reference_s"] / row["gpu_s"]
             row["reference_s_per_decision"] = row["reference_s"] / B
+            row["fraction_of_fp32_blas"] = 2.0 * B * n * d / row["reference_s"] / LIMITS["fp32_flops"]
+            loops.append(_limits.compute_bound(f"{name} (NumPy reference)", f"n={n}, B={B}, d={d}",
+                                               2.0 * B * n * d, row["reference_s"], LIMITS, precision="fp32",
+                                               counted="2 B n d (score inner products)"))
+            if use_gpu:  # pragma: no cover - needs a GPU
+                loops[-1].update(baseline=None)
+                loops.append(_limits.compute_bound(f"{name} (CUDA kernel via dispatcher)", f"n={n}, B={B}, d={d}",
+                                                   2.0 * B * n * d, row["gpu_s"], LIMITS, precision="fp32",
+                                                   baseline="NumPy reference", ratio=row["speedup"],
+                                                   counted="2 B n d; against the CPU's fp32 BLAS rate"))
             print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
             rows.append(row)
-    return {"device": device_name(), "gpu": use_gpu, "rows": rows}
+    return _limits.attach({"benchmark": "kernels_mips", "device": device_name(), "gpu": use_gpu, "rows": rows},
+                          LIMITS, loops)
 
 
 def main() -> Path:
@@ -96,11 +117,17 @@ def main() -> Path:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     with threadpool_limits(limits=1):
+        global LIMITS
+        LIMITS = _limits.measure()  # once, under the same thread policy as the timings
+        print(_limits.describe(LIMITS), flush=True)
         result = run(args.n, args.B, args.d, args.repeats, args.gumbel_reference_max_n)
     out = args.out or results_dir() / f"bench-kernels_mips-{'gpu' if result['gpu'] else 'cpu'}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    mirror = Path(__file__).resolve().parent / "results" / "kernels_mips.json"
+    mirror.parent.mkdir(parents=True, exist_ok=True)
+    mirror.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out} and {mirror}")
     return out
 
 

@@ -13,7 +13,13 @@ CPU times are process CPU seconds (``time.process_time``), robust to other proce
 shared machine; everything timed is single-threaded.
 
 Throughput is reported as GB/s of output written and GB/s of packed input read (codes, and codes
-+ absmax + LUT). On a machine with a usable GPU (CuPy) it also times the CUDA kernels
++ absmax + LUT). Against the machine's limit (``_limits``: a large NumPy copy, read + write bytes,
+measured in the same process and thread policy): the dequantization is memory-bound, its bytes
+are the packed codes read plus the dense output written (``packed.nbytes + m n itemsize``; the
+absmax, LUT and offsets, 2 % of the codes' size at group 64, are left out, as the issue counts
+them), timed into a reused output buffer like the copy, and the fraction is those bytes per second
+over the measured copy bandwidth; its baseline ratio is the dense fp16 copy of the same shape
+(copy seconds / dequantization seconds). The fresh-allocation times are kept beside them. On a machine with a usable GPU (CuPy) it also times the CUDA kernels
 (``dequantize_mixed_gpu`` f32/f16, ``quantize_mixed_gpu``, the fused ``dequant_matmul_gpu`` at
 B = 1) with CUDA events, checks them against the reference, and gives the dequant kernel's
 bandwidth (bytes read + written) as a fraction of (a) the theoretical peak 2 x memory clock x bus
@@ -35,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+import _limits
 from icml25.common import device_name, gpu_available
 from icml25.kernels import lowbit as lb
 
@@ -49,6 +56,7 @@ SHAPES = {
     "llama7b_up_11008x4096": (11008, 4096),
 }
 QUICK = ("minilm_attn_384x384", "minilm_ffn_in_1536x384", "llama7b_attn_4096x4096")
+LIMITS: dict = {}  # the machine's limits, measured once in main()
 
 
 def make_layer(m: int, n: int, rng: np.random.Generator):
@@ -123,6 +131,8 @@ def cpu_rows(name: str, m: int, n: int, rng: np.random.Generator, repeats: int) 
     t_f16 = median_seconds(lambda: lb.dequantize_mixed_reference(*args, out_dtype=np.float16), repeats)
     buf32 = np.empty((m, n), np.float32)  # a reused output buffer: no fresh pages to fault in
     t_f32_buf = median_seconds(lambda: lb.dequantize_mixed_reference(*args, out=buf32), repeats)
+    buf16 = np.empty((m, n), np.float16)
+    t_f16_buf = median_seconds(lambda: lb.dequantize_mixed_reference(*args, out_dtype=np.float16, out=buf16), repeats)
     tp, to, tb, tl, ta = (torch.from_numpy(a) for a in (packed, offsets, row_bits, lut, absmax))
     ref = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, GROUP)
     torch_matches = bool(np.array_equal(torch_dequantize(tp, to, tb, tl, ta, n, GROUP).numpy(), ref))
@@ -146,6 +156,7 @@ def cpu_rows(name: str, m: int, n: int, rng: np.random.Generator, repeats: int) 
         "dequant_reference_f32_s": t_f32,
         "dequant_reference_f16_s": t_f16,
         "dequant_reference_f32_into_buffer_s": t_f32_buf,
+        "dequant_reference_f16_into_buffer_s": t_f16_buf,
         "dequant_torch_f32_s": t_torch,
         "torch_matches_reference": torch_matches,
         "dense_f16_copyto_s": t_copy,
@@ -160,10 +171,24 @@ def cpu_rows(name: str, m: int, n: int, rng: np.random.Generator, repeats: int) 
         "ratio_reference_f16_over_dense_f16_copy": t_f16 / t_copy,
         "ratio_torch_over_reference_f32": t_torch / t_f32,
     }
+    counted = "packed codes read + dense output written (m n itemsize); into a reused buffer"
+    row["hot_loops"] = [
+        _limits.memory_bound(f"LowRA dequantize (NumPy reference, fp32 out) {name}", f"{m}x{n}",
+                             codes_bytes + 4 * elements, t_f32_buf, LIMITS, baseline="dense fp16 copy",
+                             ratio=t_copy / t_f32_buf, counted=counted),
+        _limits.memory_bound(f"LowRA dequantize (NumPy reference, fp16 out) {name}", f"{m}x{n}",
+                             codes_bytes + 2 * elements, t_f16_buf, LIMITS, baseline="dense fp16 copy",
+                             ratio=t_copy / t_f16_buf, counted=counted),
+    ]
+    row["fraction_of_copy_f32_into_buffer"] = row["hot_loops"][0]["fraction_of_limit"]
+    row["fraction_of_copy_f16_into_buffer"] = row["hot_loops"][1]["fraction_of_limit"]
+    row["fraction_of_copy_f32_fresh"] = (codes_bytes + 4 * elements) / t_f32 / LIMITS["copy_Bps"]
     print(f"{name:24s} quantize {quantize_s:6.3f}s  dequant f32 {1e3 * t_f32:7.2f} ms "
           f"({row['gbs_out_reference_f32']:.2f} GB/s out; {1e3 * t_f32_buf:7.2f} ms into a buffer), "
           f"f16 {1e3 * t_f16:7.2f} ms, torch {1e3 * t_torch:7.2f} ms, fp16 copy {1e3 * t_copy:6.2f} ms "
-          f"-> f16 dequant / copy {row['ratio_reference_f16_over_dense_f16_copy']:.1f}x", flush=True)
+          f"-> f16 dequant / copy {row['ratio_reference_f16_over_dense_f16_copy']:.1f}x; "
+          f"{row['fraction_of_copy_f32_into_buffer']:.1%} (f32) / {row['fraction_of_copy_f16_into_buffer']:.1%} (f16) "
+          f"of the copy bandwidth", flush=True)
     return row
 
 
@@ -234,6 +259,10 @@ def gpu_rows(name: str, m: int, n: int, rng: np.random.Generator, peak: dict) ->
         if peak.get("theoretical_Bps"):
             row[f"dequant_{label}_fraction_of_theoretical_peak"] = moved / seconds / peak["theoretical_Bps"]
         row[f"dequant_{label}_fraction_of_measured_copy"] = moved / seconds / peak["measured_copy_Bps"]
+        if LIMITS.get("gpu"):
+            row.setdefault("hot_loops", []).append(_limits.memory_bound(
+                f"LowRA dequantize (CUDA kernel, {label} out) {name}", f"{m}x{n}", moved, seconds, LIMITS,
+                on_gpu=True, counted="packed codes + absmax + LUT + offsets read + dense output written"))
     dense16 = cp.asarray(W.astype(np.float16))
     row["dense_f16_clone_s"] = gpu_median_seconds(lambda: dense16.copy(), 20)
     row["ratio_dequant_f16_over_dense_f16_clone"] = row["dequant_f16_s"] / row["dense_f16_clone_s"]
@@ -268,6 +297,9 @@ def main() -> None:
     except ImportError:  # pragma: no cover
         pass
     names = QUICK if args.quick else tuple(SHAPES)
+    global LIMITS
+    LIMITS = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(LIMITS), flush=True)
     rng = np.random.default_rng(0)
     started = time.perf_counter()
     cpu = {name: cpu_rows(name, *SHAPES[name], rng, args.repeats) for name in names}
@@ -296,6 +328,8 @@ def main() -> None:
         "torch": torch.__version__,
         "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     })
+    loops = [loop for part in ("cpu", "gpu") for row in record.get(part, {}).values() for loop in row.pop("hot_loops", [])]
+    _limits.attach(record, LIMITS, loops)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")

@@ -9,6 +9,13 @@
   against a Python loop of ``scipy.spatial.distance.cosine`` per row; and
   :func:`~icml25.kernels.adaent.grid_soft_value` against ``np.log(np.sum(np.exp(...)))`` row by row.
 
+Against the machine's limit (``_limits``, measured once in this process, one thread): the
+landscape test and the soft value are memory-bound: bytes = the inputs read once and the outputs
+written once (similarity: two (B, 100) float32 arrays in, (B,) cosines and flags out; soft value:
+the (B, 1000) float64 grid in, (B,) out), per second over the copy bandwidth; baseline ratios: the
+naive per-row loops' times over the dispatcher's. The SAC updates (SB3, framework-bound) are not
+given a limit.
+
 Writes ``benchmarks/results/maxent_mislead.json``.
 
 Usage: ``python benchmarks/maxent_mislead.py [--ms 16 100] [--bs 256 4096] [--n-reps 3]``
@@ -28,6 +35,10 @@ from scipy.spatial.distance import cosine
 from icml25 import maxent_mislead as maxent
 from icml25.common import backend_label, device_name
 from icml25.kernels import adaent
+
+import _limits
+
+LIMITS: dict = {}  # the machine's limits, measured once in main()
 
 
 def _filled(model, n_fill: int = 1000):
@@ -87,7 +98,15 @@ def bench_landscape(B, n_reps, rng):
     naive_v = np.array([0.3 * np.log(np.sum(np.exp(row / 0.3)) * 0.002) for row in Q])
     t_naive_v = time.perf_counter() - t0
     assert np.allclose(v, naive_v, rtol=1e-9)
-    return dict(B=B, M=100, similarity_ms=1e3 * best, naive_similarity_ms=1e3 * t_naive,
+    loops = [
+        _limits.memory_bound("AdaEnt landscape similarity (dispatcher)", f"B={B}, M=100", 2 * qs.nbytes + 5.0 * B, best,
+                             LIMITS, baseline="per-row scipy cosine loop", ratio=t_naive / best,
+                             counted="two (B, M) float32 in + (B,) out"),
+        _limits.memory_bound("AdaEnt grid soft value (dispatcher)", f"B={B}, grid=1000", Q.nbytes + 8.0 * B, best_v,
+                             LIMITS, baseline="per-row NumPy logsumexp", ratio=t_naive_v / best_v,
+                             counted="(B, 1000) float64 in + (B,) out"),
+    ]
+    return dict(hot_loops=loops, B=B, M=100, similarity_ms=1e3 * best, naive_similarity_ms=1e3 * t_naive,
                 naive_over_dispatcher=t_naive / best, soft_value_ms=1e3 * best_v,
                 naive_soft_value_ms=1e3 * t_naive_v, naive_over_soft_value=t_naive_v / best_v)
 
@@ -105,17 +124,22 @@ def main(argv=None):
 
     threadpool_limits(limits=1)
     torch.set_num_threads(1)
+    global LIMITS
+    LIMITS = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(LIMITS), flush=True)
     rng = np.random.default_rng(args.seed)
     updates = bench_updates(args.ms, args.gradient_steps, args.n_reps, rng)
     for r in updates:
         print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}))
     landscape = [bench_landscape(B, args.n_reps, rng) for B in args.bs]
+    loops = [loop for r in landscape for loop in r.pop("hot_loops")]
     for r in landscape:
         print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     record = dict(benchmark="maxent_mislead", device=device_name(), backend=backend_label(), n_reps=args.n_reps,
                   seed=args.seed, utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), updates=updates,
                   landscape=landscape)
+    _limits.attach(record, LIMITS, loops)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")
 

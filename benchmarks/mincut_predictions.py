@@ -9,6 +9,13 @@ n = 600, k = 100, t = 10) it measures
 - the wall time of one ``networkx.stoer_wagner`` call,
 
 and the ratios "expected time to a min cut" = trials x seconds/trial against Stoer–Wagner.
+Against the machine's limit (``_limits``, measured once in this process): one contraction trial
+is memory-bound (a pass of exponential clocks over the edge list, a sort by clock, union-find):
+bytes per trial = 32 m + 4 n (each edge's two int64 endpoints and float64 weight read, its float64
+clock key written, the n int32 labels written; the sort's passes are not counted, so the
+fraction is a lower bound), per second over the measured copy bandwidth. Baseline ratio of
+boosted Karger (eta = 0): Karger's expected time to a min cut over boosted Karger's.
+
 Writes ``benchmarks/results/mincut_predictions.json``.
 
 Usage: ``python benchmarks/mincut_predictions.py [--sizes 100 300 600] [--n-reps 5] [--cap 20000]``
@@ -24,7 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from icml25 import mincut_predictions as mc
+import _limits
 from icml25.common import backend_label, device_name
+
+LIMITS: dict = {}  # the machine's limits, measured once in main()
 
 
 def seconds_per_trial(graph, rng, p=None, n_trials=64, n_reps=3):
@@ -61,6 +71,17 @@ def bench_size(n, n_reps, cap, rng):
         row[f"{tag}_seconds_to_min_cut"] = row[f"{tag}_mean_trials"] * row[f"{tag}_seconds_per_trial"]
         row[f"{tag}_over_stoer_wagner"] = row[f"{tag}_seconds_to_min_cut"] / sw_seconds
     row["karger_over_boosted_eta0"] = row["karger_seconds_to_min_cut"] / row["boosted_eta0_seconds_to_min_cut"]
+    trial_bytes = 32.0 * graph.m + 4.0 * n
+    row["hot_loops"] = [
+        _limits.memory_bound("Karger contraction trial", f"n={n}, m={graph.m}", trial_bytes,
+                             row["karger_seconds_per_trial"], LIMITS, baseline="networkx.stoer_wagner (one call)",
+                             ratio=1.0 / row["karger_over_stoer_wagner"], counted="32 m + 4 n bytes per trial"),
+        _limits.memory_bound("boosted Karger contraction trial (eta=0)", f"n={n}, m={graph.m}", trial_bytes,
+                             row["boosted_eta0_seconds_per_trial"], LIMITS,
+                             baseline="Karger, expected time to a min cut", ratio=row["karger_over_boosted_eta0"],
+                             counted="32 m + 4 n bytes per trial"),
+    ]
+    row["karger_trial_fraction_of_copy"] = row["hot_loops"][0]["fraction_of_limit"]
     return row
 
 
@@ -78,15 +99,20 @@ def main(argv=None):
         torch.set_num_threads(1)
     except ImportError:  # pragma: no cover
         pass
+    global LIMITS
+    LIMITS = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(LIMITS), flush=True)
     rng = np.random.default_rng(args.seed)
-    rows = []
+    rows, loops = [], []
     for n in args.sizes:
         row = bench_size(n, args.n_reps, args.cap, rng)
+        loops += row.pop("hot_loops")
         rows.append(row)
         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     record = dict(benchmark="mincut_predictions", device=device_name(), backend=backend_label(), n_reps=args.n_reps,
                   cap=args.cap, seed=args.seed, utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=rows)
+    _limits.attach(record, LIMITS, loops)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")
 

@@ -8,6 +8,13 @@ into their history and one fit. Then ``reps`` rounds of select + update are time
     .venv/bin/python benchmarks/mnl_bandits.py [--quick]
 
 writes ``benchmarks/results/mnl_bandits.json``.
+
+Against the machine's limit (``_limits``, measured once in this process, one thread): a round is
+counted as compute, FLOPs = 2 N d^2 + 2 N d (the utility x^T w and the bonus x^T H^{-1} x of each of
+the N items, which every algorithm computes in its select; its fit or update is not counted, so
+this is a lower bound), per second over the fp64 BLAS rate: at N = 100, d = 5 the fraction says
+how much of a round is Python and call overhead. Baseline ratio: UCB-MNL's round time at the same
+t over the algorithm's.
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ import numpy as np
 
 from icml25 import mnl_bandits as mnl
 from icml25.common import device_name, gpu_available
+
+import _limits
+
+LIMITS: dict = {}  # the machine's limits, measured once in main()
 
 
 def _feedback(env: mnl.MNLBanditEnv, rng: np.random.Generator):
@@ -86,6 +97,9 @@ def main() -> None:
     rng = np.random.default_rng(0)
     results: dict[str, dict[str, float]] = {}
     with mnl._single_thread_blas():
+        global LIMITS
+        LIMITS = _limits.measure()  # once, under the thread policy of the timings
+        print(_limits.describe(LIMITS), flush=True)
         for name in mnl.ALGORITHMS:
             results[name] = {}
             for t in ts:
@@ -95,6 +109,12 @@ def main() -> None:
                 results[name][str(t)] = 1e3 * time_rounds(alg, env, reps)
                 print(f"{name:10s} t={t:6d}: {results[name][str(t)]:.3f} ms/round", flush=True)
     ratios = {name: results[name][str(ts[-1])] / results[name][str(ts[0])] for name in results}
+    flops = 2.0 * N * d * d + 2.0 * N * d
+    loops = [_limits.compute_bound(f"{name} round (select + update)", f"t={t}, N={N}, d={d}, K={K}", flops,
+                                   results[name][str(t)] / 1e3, LIMITS, baseline="UCB-MNL round",
+                                   ratio=results["UCB-MNL"][str(t)] / results[name][str(t)],
+                                   counted="2 N d^2 + 2 N d (utilities and bonuses of select)")
+             for name in results for t in (ts[0], ts[-1])]
     record = {
         "benchmark": "mnl_bandits",
         "what": "median CPU milliseconds (process_time) of one select+update round at round t (N=100, d=5, K=5, uniform rewards)",
@@ -106,6 +126,7 @@ def main() -> None:
         "python": platform.python_version(),
         "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    _limits.attach(record, LIMITS, loops)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")

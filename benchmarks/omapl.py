@@ -6,6 +6,13 @@
 - Environment: ``E`` games stepped with the dispatcher :func:`icml25.kernels.omapl_kernels.coopgrid_step`
   (vectorised NumPy here, the CUDA kernel on a GPU) against a Python loop over games and agents.
 
+Against the machine's limits (``_limits``, measured once in this process, one thread): an update
+is compute-bound in form, FLOPs by torch's ``FlopCounterMode`` over one update (matmuls, forward
+and backward), per second over the fp32 BLAS rate, baseline ratio BC's update time over the
+method's; the CoopGrid step is memory-bound, bytes = 88 per game (positions, actions, landmarks
+read as int32; new positions and the float32 reward written), over the copy bandwidth, baseline
+ratio the Python loop's time over the dispatcher's.
+
 Writes ``benchmarks/results/omapl.json``.
 
 Usage: ``python benchmarks/omapl.py [--n-updates 50] [--n-reps 3] [--es 256 4096]``
@@ -25,13 +32,18 @@ from icml25 import omapl
 from icml25.common import backend_label, device_name
 from icml25.kernels import omapl_kernels
 
+import _limits
+
+LIMITS: dict = {}  # the machine's limits, measured once in main()
+LOOPS: list = []  # hot-loop entries, filled by the measurements
+
 MOVES = omapl_kernels.MOVES
 
 
 def bench_updates(n_updates: int, n_reps: int, rng: np.random.Generator) -> list[dict]:
     data = omapl.make_grid_data(rng, 100, 300, "rule")
     batches = [data.sample(rng, 32) for _ in range(n_updates)]
-    rows = {}
+    rows, flops = {}, {}
     for m in ("BC", "O-MAPL", "IPL-VDN", "IIPL", "SL-MARL"):
         torch.manual_seed(0)
         agent = omapl.make_agent(m, data, 64, 0, lr=3e-3)   # SL-MARL: reward_updates = 0, phase 2 timed
@@ -42,6 +54,12 @@ def bench_updates(n_updates: int, n_reps: int, rng: np.random.Generator) -> list
                 agent.update(b)
             best = min(best, (time.perf_counter() - t0) / n_updates)
         rows[m] = best
+        flops[m] = _limits.torch_flops(lambda: agent.update(batches[0]))
+    for m, t in rows.items():
+        LOOPS.append(_limits.compute_bound(f"{m} update", "batch 32 pairs, T=12, N=3, hidden 64", flops[m], t, LIMITS,
+                                           precision="fp32", baseline=None if m == "BC" else "BC update",
+                                           ratio=None if m == "BC" else rows["BC"] / t,
+                                           counted="torch FlopCounterMode (matmuls, fwd+bwd)"))
     return [dict(method=m, ms_per_update=1e3 * t, over_bc=t / rows["BC"]) for m, t in rows.items()]
 
 
@@ -75,6 +93,9 @@ def bench_env(es: list[int], n_reps: int, rng: np.random.Generator) -> list[dict
             t0 = time.perf_counter()
             _loop_step(pos, acts, lm, 5)
             t_loop = min(t_loop, time.perf_counter() - t0)
+        LOOPS.append(_limits.memory_bound("CoopGrid step (dispatcher)", f"E={E} games, N=3", 88.0 * E, t_vec, LIMITS,
+                                          baseline="Python loop over games", ratio=t_loop / t_vec,
+                                          counted="88 bytes per game"))
         rows.append(dict(E=E, vectorised_steps_per_s=E / t_vec, loop_steps_per_s=E / t_loop,
                          vectorised_over_loop=t_loop / t_vec))
     return rows
@@ -87,6 +108,9 @@ def main() -> None:
     ap.add_argument("--es", type=int, nargs="+", default=[256, 4096])
     args = ap.parse_args()
     torch.set_num_threads(1)
+    global LIMITS
+    LIMITS = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(LIMITS), flush=True)
     rng = np.random.default_rng(0)
     out = {
         "device": device_name(),
@@ -97,6 +121,7 @@ def main() -> None:
         "updates": bench_updates(args.n_updates, args.n_reps, rng),
         "env_steps": bench_env(args.es, args.n_reps, rng),
     }
+    _limits.attach(out, LIMITS, LOOPS)
     path = Path(__file__).resolve().parent / "results" / "omapl.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")

@@ -11,6 +11,13 @@
   ``torch.distributions.Categorical`` on the marginal ``alpha_bar e_y + (1 - alpha_bar) / K``.
 
 All timings interleave the compared variants in each repetition and keep the best of ``n_reps``.
+Against the machine's limits (``_limits``, measured once in this process, one thread): the
+training steps and inference are compute-bound, FLOPs by torch's ``FlopCounterMode`` over one call
+(convolutions and matmuls, forward and backward), per second over the fp32 BLAS rate; baseline
+ratios SL's time over PCL's. The corruption is memory-bound: bytes = labels and uniforms read,
+one-hot output written, per second over the copy bandwidth; baseline ratio the naive
+Categorical route's time over the dispatcher's.
+
 Writes ``benchmarks/results/pcl.json``.
 
 Usage: ``python benchmarks/pcl.py [--n-reps 5]``
@@ -29,6 +36,11 @@ import torch
 from icml25 import pcl
 from icml25.common import backend_label, device_name
 from icml25.kernels import label_noise
+
+import _limits
+
+LIMITS: dict = {}  # the machine's limits, measured once in main()
+LOOPS: list = []  # hot-loop entries, filled by the measurements
 
 
 def _best(fns: dict, n_reps: int) -> dict:
@@ -63,6 +75,12 @@ def bench_train_step(n_reps: int) -> dict:
 
     step_sl(), step_pcl()  # warm-up
     best = _best({"sl": step_sl, "pcl": step_pcl}, n_reps)
+    for name, fn in (("sl", step_sl), ("pcl", step_pcl)):
+        LOOPS.append(_limits.compute_bound(f"{name.upper()} training step (U-Net)", "batch 32, 32x32, K=4",
+                                           _limits.torch_flops(fn), best[name], LIMITS, precision="fp32",
+                                           baseline=None if name == "sl" else "SL step",
+                                           ratio=None if name == "sl" else best["sl"] / best["pcl"],
+                                           counted="torch FlopCounterMode (convs + matmuls, fwd+bwd)"))
     return {"batch": 32, "size": 32, "sl_step_s": best["sl"], "pcl_step_s": best["pcl"],
             "pcl_over_sl": best["pcl"] / best["sl"], "sl_params": pcl.n_parameters(sl), "pcl_params": pcl.n_parameters(hinted)}
 
@@ -99,6 +117,12 @@ def bench_corruption(n_reps: int) -> list[dict]:
                       "reference": lambda: label_noise.categorical_corrupt_reference(y, a, K, u),
                       "naive": naive}, n_reps)
         n = B * size * size
+        out = label_noise.categorical_corrupt(y, a, K, uniforms=u)
+        LOOPS.append(_limits.memory_bound("categorical label corruption (dispatcher)", f"B={B}, {size}x{size}, K={K}",
+                                          y.numel() * y.element_size() + u.numel() * 4 + a.numel() * 4
+                                          + out.numel() * out.element_size(), best["dispatcher"], LIMITS,
+                                          baseline="naive torch Categorical", ratio=best["naive"] / best["dispatcher"],
+                                          counted="labels + uniforms read, one-hot written"))
         rows.append({"B": B, "size": size, "positions": n, "dispatcher_per_s": n / best["dispatcher"],
                      "reference_per_s": n / best["reference"], "naive_categorical_per_s": n / best["naive"],
                      "dispatcher_over_reference": best["reference"] / best["dispatcher"],
@@ -115,6 +139,9 @@ def main(argv=None):
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1)
+    global LIMITS
+    LIMITS = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(LIMITS), flush=True)
     train = bench_train_step(args.n_reps)
     print(json.dumps(train))
     infer = bench_inference(args.n_reps)
@@ -125,6 +152,7 @@ def main(argv=None):
     record = dict(benchmark="pcl", device=device_name(), backend=backend_label(), n_reps=args.n_reps, threads=1,
                   utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), train_step=train, inference=infer,
                   corruption=corrupt)
+    _limits.attach(record, LIMITS, LOOPS)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")
 

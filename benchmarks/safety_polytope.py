@@ -9,6 +9,14 @@ Writes ``benchmarks/results/safety_polytope.json``. Every ratio is measured side
   the ratio is ~1, recorded as such);
 - the fused violation statistics (reference) against the same torch expressions.
 
+Against the machine's limits (``_limits``, measured once in this process, one thread): the Dykstra
+projection is compute-bound, FLOPs = 6 K d per point per sweep (per constraint: the residual's
+inner product with the normal, 2d, and the correction and its bookkeeping, 4d), per second over
+the fp64 BLAS rate, baseline ratio the reference's time over the dispatcher's; the violation
+statistics are memory-bound, bytes = the (N, K) float32 scores and (N,) labels read and the (N,)
+statistic written, over the copy bandwidth, baseline ratio the torch expressions' time over the
+dispatcher's. The training epochs and SafeFlow (autograd, small batches) are not given a limit.
+
 Run: ``nice -n 10 .venv/bin/python benchmarks/safety_polytope.py``.
 """
 
@@ -25,6 +33,8 @@ from icml25 import safety_polytope as sap
 from icml25.common import backend_label, device_name, profile_config
 from icml25.kernels import polytope
 
+import _limits
+
 
 def _best(fn, n_reps=3):
     out = []
@@ -37,6 +47,8 @@ def _best(fn, n_reps=3):
 
 def main() -> None:
     profile_config("cpu")  # one thread, as the chapter's cpu profile
+    limits = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(limits), flush=True)
     rng = np.random.default_rng(0)
     N, d, F, K = 640, 384, 512, 10
     X = rng.normal(size=(N, d)).astype(np.float32)
@@ -73,9 +85,20 @@ def main() -> None:
         torch.where(torch.from_numpy(yv) == 1, torch.relu(1.0 + v).sum(1), 2.0 * torch.relu(1.0 - mx))
 
     t_t = _best(torch_expr)
+    loops = [
+        _limits.compute_bound("Dykstra projection (NumPy reference)", "512 points, K=8, d=64, 50 sweeps",
+                              6.0 * 8 * 64 * 50 * 512, t_ref, limits, counted="6 K d FLOPs per point per sweep"),
+        _limits.compute_bound(f"Dykstra projection (dispatcher, {backend_label()})", "512 points, K=8, d=64, 50 sweeps",
+                              6.0 * 8 * 64 * 50 * 512, t_dis, limits, baseline="NumPy reference", ratio=t_ref / t_dis,
+                              counted="6 K d FLOPs per point per sweep"),
+        _limits.memory_bound("polytope violation statistics (dispatcher)", "N=1e5, K=50",
+                             C.nbytes + xiv.nbytes + yv.nbytes + 4.0 * C.shape[0], t_k, limits,
+                             baseline="torch expressions", ratio=t_t / t_k, counted="scores + labels read, (N,) written"),
+    ]
     rows.append({"what": "violation statistics, N=1e5, K=50", "a": "torch expressions", "a_s": t_t,
                  "b": f"dispatcher ({backend_label()})", "b_s": t_k, "ratio_b_over_a": t_k / t_t})
     out = {"device": device_name(), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows}
+    _limits.attach(out, limits, loops)
     path = Path(__file__).resolve().parent / "results" / "safety_polytope.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")

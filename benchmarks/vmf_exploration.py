@@ -14,7 +14,17 @@ Measures, side by side in one process and on one thread:
 2. sampler throughput (samples/s) of ``icml25.vmf_exploration.sample_vmf`` vs
    ``scipy.stats.vonmises_fisher`` at d = 32, kappa = 10.
 
-Every timing is the median of ``--repeats`` runs after one warm-up run. Results go to
+Every timing is the median of ``--repeats`` runs after one warm-up run.
+
+Against the machine's limits (``_limits``, measured once in this process, one thread):
+
+- vMF-exp + exact index and B-exp are compute-bound (the (B, n) inner products): FLOPs =
+  2 B n d per decision batch (the score matmul; the argmax, the softmax and the draws are not
+  counted, so the fraction is a lower bound), over the fp32 BLAS rate (the exact index runs in
+  float32; B-exp's scores are counted against the same rate). Baseline ratio: B-exp time / time.
+- the sampler is memory-bound in form (it writes ``size x d`` float64 and reads it back a few
+  times): bytes = 8 size d written once; its fraction of the copy bandwidth says how far
+  the Gaussian draws keep it from streaming. Baseline ratio: scipy's time / ours. Results go to
 ``benchmarks/results/vmf_exploration.json`` with provenance (versions, CPU, date, command).
 
 Usage::
@@ -42,7 +52,10 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
+import _limits  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results" / "vmf_exploration.json"
+LIMITS: dict = {}  # the machine's limits, measured once in main()
 
 
 def median_time(fn: Callable[[], object], repeats: int) -> float:
@@ -132,6 +145,14 @@ def bench_decisions(sizes: list[int], d: int, kappa: float, batch: int, repeats:
             "hnsw_params": {"M": hnsw.M, "ef_construction": hnsw.ef_construction, "ef_search": hnsw.ef_search},
             "recall_at_1": recall,
         }
+        flops = 2.0 * batch * n * d
+        row["hot_loops"] = [
+            _limits.compute_bound("vMF-exp decision, exact MIPS (vMF draw + mips_argmax)", f"n={n}, B={batch}, d={d}",
+                                  flops, t_e, LIMITS, precision="fp32", baseline="B-exp (faster of icml25 / torch)",
+                                  ratio=t_b / t_e, counted="2 B n d (score matmul only)"),
+            _limits.compute_bound("B-exp decision (softmax over all actions)", f"n={n}, B={batch}, d={d}",
+                                  flops, t_b, LIMITS, precision="fp32", counted="2 B n d (score matmul only)"),
+        ]
         print(f"n={n:>9,}: B-exp {row['boltzmann_ms']:.4f} ms | vMF+exact {row['vmf_exact_ms']:.4f} ms | "
               f"vMF+HNSW {row['vmf_hnsw_ms']:.4f} ms per decision | speed-up HNSW {row['speedup_hnsw_vs_boltzmann']:.1f}x "
               f"| build {build:.1f} s | recall@1 {recall:.3f}", flush=True)
@@ -152,6 +173,11 @@ def bench_sampler(d: int, kappa: float, size: int, repeats: int, rng: np.random.
     t_scipy = median_time(lambda: dist.rvs(size, random_state=rng), repeats)
     out = {"d": d, "kappa": kappa, "size": size, "ours_per_s": size / t_ours, "scipy_per_s": size / t_scipy,
            "ratio": t_scipy / t_ours}
+    out["hot_loops"] = [_limits.memory_bound(
+        "vMF sampler (sample_vmf, Wood + Householder)", f"{size} draws, d={d}, kappa={kappa:g}", 8.0 * size * d,
+        t_ours, LIMITS, baseline="scipy.stats.vonmises_fisher", ratio=t_scipy / t_ours,
+        counted="8 size d bytes of output written once")]
+    out["fraction_of_copy"] = out["hot_loops"][0]["fraction_of_limit"]
     print(f"sampler d={d} kappa={kappa}: ours {out['ours_per_s']:.3g}/s, scipy {out['scipy_per_s']:.3g}/s, "
           f"ours/scipy throughput ratio {out['ratio']:.2f}", flush=True)
     return out
@@ -166,7 +192,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--kappa", type=float, default=10.0, help="vMF concentration / inverse temperature")
     parser.add_argument("--batch", type=int, default=256, help="states per decision batch (default 256)")
     parser.add_argument("--repeats", type=int, default=None, help="timing repeats (default 7; --quick: 3)")
-    parser.add_argument("--sampler-size", type=int, default=None, help="draws per sampler timing (default 200000)")
+    parser.add_argument("--sampler-size", type=int, default=None, help="draws per sampler timing (default 100000, the issue's setting)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"JSON output (default {RESULTS})")
     args = parser.parse_args(argv)
@@ -175,7 +201,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     sizes = args.sizes or ([2_000, 10_000] if args.quick else [10_000, 100_000, 200_000])
     repeats = args.repeats or (3 if args.quick else 7)
-    sampler_size = args.sampler_size or (20_000 if args.quick else 200_000)
+    sampler_size = args.sampler_size or (20_000 if args.quick else 100_000)
     if min(sizes) < 1 or args.d < 2 or args.batch < 1 or repeats < 1:
         parser.error("sizes, batch and repeats must be >= 1 and d >= 2")
 
@@ -190,6 +216,9 @@ def main(argv: list[str] | None = None) -> dict:
         pass
     from icml25.common import device_name, gpu_available
 
+    global LIMITS
+    LIMITS = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(LIMITS), flush=True)
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     decisions = bench_decisions(sizes, args.d, args.kappa, args.batch, repeats, rng)
@@ -214,6 +243,8 @@ def main(argv: list[str] | None = None) -> dict:
             "host": platform.node(),
         },
     }
+    loops = [loop for row in decisions for loop in row.pop("hot_loops")] + sampler.pop("hot_loops")
+    _limits.attach(record, LIMITS, loops)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")
