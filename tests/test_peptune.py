@@ -432,3 +432,15 @@ def test_nsga2_and_best_of_n(objectives, tiny):
         pt.best_of_n(tiny, objectives.score, 0, 30, 4, np.random.default_rng(0))
     with pytest.raises(ValueError, match="pop_size"):
         pt.nsga2_residues(objectives.score, 5, pop_size=1, n_gen=2, rng=np.random.default_rng(0))
+
+
+def test_experiment_loops_run_small(tiny, corpus, objectives):
+    rows = pt.repair_validity(tiny, corpus[:4], [0.0001, 0.5], 4, np.random.default_rng(0))
+    assert [r["t0"] for r in rows] == [0.0001, 0.5]
+    assert rows[0]["masked_fraction"] < 0.05 and rows[0]["exact"] >= 0.75   # almost nothing masked: copied back
+    assert all(0 <= r["valid_strict"] <= r["valid_lenient"] <= 1 for r in rows)
+    abl = pt.ablation_runs(corpus[:20], 3, 16, 1, 2, 96, np.random.default_rng(0), eval_n=2, eval_steps=2, batch=4)
+    assert set(abl) == {"peptune", "uniform_schedule", "no_invalid_loss"}
+    assert abl["peptune"]["nll_first"] == pytest.approx(abl["no_invalid_loss"]["nll_first"], rel=1e-5)  # same init and batch
+    res = pt.compare_methods(tiny, objectives, corpus[:6], corpus[6:], 3, 2, 3, 4, 0.5, np.random.default_rng(0), L=30)
+    assert res["mctg"].root.N == 2 and res["hv_nsga"] >= 0 and res["nsga_calls"] <= 6
