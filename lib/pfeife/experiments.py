@@ -89,11 +89,12 @@ def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Seque
 
 def compare_plans(runner: PipelineRunner, gm: Any, g: OpGraph, inputs: Sequence[torch.Tensor], target: torch.Tensor,
                   M: int, comm: CommModel, capacity_bytes: float, rng: np.random.Generator, n_steps: int,
-                  torch_steps: int = 1) -> tuple[dict[str, Plan], dict[str, dict]]:
+                  torch_steps: int = 1, loop_cnts: Sequence[int] = (1, 2, 3)) -> tuple[dict[str, Plan], dict[str, dict]]:
     """Experiment (2): uniform, balanced, DP and Pfeife plans, predicted vs measured, both runtimes.
 
     The order of the runs is interleaved (uniform, balanced, dp, pfeife) once; core PyTorch runs
-    ``Schedule1F1B`` on the same splits for each L = 1 plan.
+    ``Schedule1F1B`` on the same splits for each L = 1 plan. ``loop_cnts`` limits the planner's
+    loop counts.
 
     Returns:
         ``(plans, results)``: results[name] from :func:`run_plan` plus ``torch`` (wall_ms,
@@ -102,7 +103,7 @@ def compare_plans(runner: PipelineRunner, gm: Any, g: OpGraph, inputs: Sequence[
     rng = check_rng(rng)
     D = runner.D
     plans = baseline_plans(g, D, M, comm)
-    plans["pfeife"] = plan(g, D, M, capacity_bytes, comm, rng)
+    plans["pfeife"] = plan(g, D, M, capacity_bytes, comm, rng, loop_cnts=loop_cnts)
     _, ref = grads_single_process(gm, inputs, target)
     res = {}
     for name, p in plans.items():
