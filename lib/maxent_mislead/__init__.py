@@ -9,7 +9,8 @@ through the code index).
 Modules: ``defaults`` (:data:`DEFAULTS`), ``method`` (soft values, thresholds, (soft) value
 iteration, the extension), ``envs`` (gymnasium environments under ``icml25/``), ``data`` (toy
 tables and rewards), ``sac_adaent`` (:class:`SACAdaEnt`), ``baselines`` (SB3 agents),
-``experiments`` (the chapter's loops).
+``experiments`` (the chapter's loops), ``claims`` (:data:`CLAIMS`, the paper's claims as the book judges
+them, :mod:`icml25.claims`).
 """
 
 from .defaults import DEFAULTS, AgentDefaults, ControlDefaults, MaxEntMisleadDefaults, ToyADefaults, ToyBDefaults
@@ -20,13 +21,14 @@ from .envs import (ENV_IDS, BicycleTracking, ContinuousAcrobot, Obstacle2D, Prec
 from .data import make_toy_b_reward, toy_b_reward, two_branch_tables
 from .sac_adaent import SACAdaEnt
 from .baselines import ALGORITHMS, evaluate, make_agent, policy_action, start_actor_at
+from .claims import CLAIMS
 from .experiments import control_benchmark, obstacle_comparison, precision_bandit_runs, toy_a_sweep, toy_b_sweep
 
-from . import baselines, data, defaults, envs, experiments, method, sac_adaent
+from . import baselines, claims, data, defaults, envs, experiments, method, sac_adaent
 
 __all__ = sorted(set(defaults.__all__ if hasattr(defaults, "__all__") else []) | {
     "DEFAULTS", "MaxEntMisleadDefaults", "ToyADefaults", "ToyBDefaults", "AgentDefaults", "ControlDefaults",
-} | set(method.__all__) | set(envs.__all__) | set(data.__all__) | set(sac_adaent.__all__)
+} | {"CLAIMS"} | set(method.__all__) | set(envs.__all__) | set(data.__all__) | set(sac_adaent.__all__)
     | set(baselines.__all__) | set(experiments.__all__))
 
 register_envs()
