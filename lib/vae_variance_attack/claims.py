@@ -92,11 +92,12 @@ CLAIMS = [
     ),
     Claim(
         id="identity_erased",
-        claim="after a DreamBooth-style fine-tune on LA-protected images, identity accuracy of the generations is at most 2x chance",
+        claim=("after a DreamBooth-style fine-tune on LA-protected images, identity accuracy of the generations is at "
+               "most 2x chance, while the clean fine-tune's is above 2x chance (else the victim learned nothing to erase)"),
         paper="generations become noise, identity completely erased (abstract; CelebA-HQ, VGGFace2)",
         metric="victim_idacc_la",
-        holds=lambda m: m["victim_idacc_la"] <= 2 * m["chance"],
-        direction=lambda m: m["victim_idacc_la"] < m["victim_idacc_clean"],
+        holds=lambda m: m["victim_idacc_la"] <= 2 * m["chance"] < m["victim_idacc_clean"],
+        direction=lambda m: m["victim_idacc_la"] < m["victim_idacc_clean"] and m["victim_idacc_clean"] > 2 * m["chance"],
     ),
     Claim(
         id="fdfr_raised",
@@ -108,10 +109,11 @@ CLAIMS = [
     ),
     Claim(
         id="la_beats_aspl_victim",
-        claim="the victim fine-tuned on LA-protected images keeps less identity than on ASPL-protected ones",
+        claim=("the victim fine-tuned on LA-protected images keeps less identity than on ASPL-protected ones "
+               "(judged only when the clean fine-tune's identity accuracy is above 2x chance)"),
         paper="LA/LE outperform ASPL (UNet-loss) protection (summary: ASPL and Mist keep low variance)",
         metric="victim_idacc_aspl",
-        holds=lambda m: m["victim_idacc_la"] < m["victim_idacc_aspl"],
-        direction=lambda m: m["victim_idacc_la"] <= m["victim_idacc_aspl"],
+        holds=lambda m: m["victim_idacc_la"] < m["victim_idacc_aspl"] and m["victim_idacc_clean"] > 2 * m["chance"],
+        direction=lambda m: m["victim_idacc_la"] <= m["victim_idacc_aspl"] and m["victim_idacc_clean"] > 2 * m["chance"],
     ),
 ]
