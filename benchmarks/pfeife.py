@@ -5,7 +5,8 @@ error, planner time and the batched scorer's throughput.
   balanced-time, min-max DP and Pfeife's planner. Each is run on our gloo runtime and on core
   PyTorch's ``Schedule1F1B`` (same splits, same two worker processes), ``--n-steps`` steps per
   round after a warm-up, ``--n-rounds`` rounds interleaving the plans so that the machine's load
-  hits them alike. Reported: median step wall time, median bottleneck busy CPU time, the
+  hits them alike. Reported: median step wall time, median over rounds of the bottleneck busy CPU time (per
+  round: each compute event's minimum thread CPU time over its steps, ``pfeife.min_busy_ms``), the
   prediction error against the cost model replayed from measured events, and ratios to the
   uniform plan measured in this one run.
 - Planner: wall time of ``pfeife.plan`` for D = 2 and virtual D = 8 on the same profile.

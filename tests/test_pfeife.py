@@ -447,3 +447,25 @@ def test_shutdown_leaves_no_child():
     assert not [c for c in mp.active_children() if c.pid in pids]
     with pytest.raises(RuntimeError, match="shut down"):
         r.benchmark_p2p([10])
+
+
+def _fake_step(cpus: list[list[float]], opt: list[float]) -> dict:
+    return dict(events=[[(j, 0, 0, 0.0, 0.0, 0.0, c) for j, c in enumerate(r)] for r in cpus], opt_ms=np.array(opt))
+
+
+def test_min_busy_ms_takes_each_events_minimum_over_steps():
+    # rank 0: events (2, 5) then (4, 1); a load spike on one event in one step must not count
+    steps = [_fake_step([[2.0, 4.0], [3.0]], [0.5, 0.2]), _fake_step([[5.0, 1.0], [9.0]], [0.1, 0.3])]
+    np.testing.assert_allclose(pfeife.min_busy_ms(steps), [2.0 + 1.0 + 0.1, 3.0 + 0.2])
+    # never more than any single step's busy time, equal when the steps agree
+    one = _fake_step([[2.0, 4.0], [3.0]], [0.5, 0.2])
+    np.testing.assert_allclose(pfeife.min_busy_ms([one, one]), [6.5, 3.2])
+
+
+def test_min_busy_ms_bad_inputs():
+    with pytest.raises(ValueError, match="steps"):
+        pfeife.min_busy_ms([])
+    a = _fake_step([[2.0, 4.0], [3.0]], [0.5, 0.2])
+    b = _fake_step([[2.0], [3.0]], [0.5, 0.2])
+    with pytest.raises(ValueError, match="steps"):
+        pfeife.min_busy_ms([a, b])

@@ -10,6 +10,13 @@ import notebook cells). Loss: each micro-batch's MSE times 1/M (so gradients equ
 full-batch mean's); core PyTorch instead divides the accumulated gradients by M (``scale_grads``).
 Our runtime uses blocking receives with a timeout and asynchronous sends, not the official
 communication threads and NCCL (reconstruction at CPU scale).
+
+API names differ from the chapter's issue (26), which sketched ``PipelineRunner(gm, plan)`` and
+``.load_plan(p)``: here ``PipelineRunner(D)`` takes only the number of ranks (the workers outlive
+plans: one runner serves every plan and core PyTorch's schedules, started once), and
+``load_plan(gm, plan, example_inputs)`` ships a plan's stage programs (one example micro-batch
+records the shapes of the receive buffers). ``.step(inputs, target)`` and ``.shutdown()`` are as
+the issue wrote them.
 """
 
 from __future__ import annotations
@@ -230,6 +237,9 @@ def _shutdown(procs: list, cmd_qs: list) -> None:
 
 class PipelineRunner:
     """D spawned ranks on gloo/127.0.0.1 that execute pipeline plans (Sec. 5, runtime).
+
+    Issue 26 sketched ``PipelineRunner(gm, plan)``; the runner takes only ``D`` and each plan is
+    sent with :meth:`load_plan` (see the module docstring).
 
     Args:
         D: number of ranks (>= 2). timeout_s: startup, receive and step timeout in seconds.
