@@ -399,7 +399,12 @@ def load_models(folder: str | Path, device: str = "cpu") -> dict[str, Any]:
     """
     import torch
     from diffusers import AutoencoderKL, UNet2DModel
-    from safetensors.torch import load_file
+    from safetensors.numpy import load_file
+
+    def f32(arrays: dict) -> dict:
+        # float16 -> float32 in NumPy (exact): torch's half conversion asks cpuinfo for F16C, which
+        # fails where /proc and /sys are hidden (the classroom's grading sandbox)
+        return {n: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)) for n, a in arrays.items()}
 
     folder = Path(folder)
     if not (folder / "models.json").exists():
@@ -408,8 +413,8 @@ def load_models(folder: str | Path, device: str = "cpu") -> dict[str, Any]:
     vaes = []
     for v in rec["vaes"]:
         m = AutoencoderKL.from_config(v["config"])
-        m.load_state_dict({n: t.to(torch.float32) for n, t in load_file(folder / v["file"]).items()})
+        m.load_state_dict(f32(load_file(folder / v["file"])))
         vaes.append(m.to(device).eval().requires_grad_(False))
     u = UNet2DModel.from_config(rec["unet"]["config"])
-    u.load_state_dict({n: t.to(torch.float32) for n, t in load_file(folder / rec["unet"]["file"]).items()})
+    u.load_state_dict(f32(load_file(folder / rec["unet"]["file"])))
     return {"vaes": vaes, "unet": u.to(device).eval(), "n_train": int(rec["n_train"]), "meta": rec.get("meta", {})}
