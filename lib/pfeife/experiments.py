@@ -86,7 +86,8 @@ def min_busy_ms(steps: Sequence[dict]) -> np.ndarray:
 
 
 def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Sequence[torch.Tensor],
-             target: torch.Tensor, comm: CommModel, n_steps: int, ref_grads: dict | None = None) -> dict:
+             target: torch.Tensor, comm: CommModel, n_steps: int, ref_grads: dict | None = None,
+             keep_steps: bool = False) -> dict:
     """Load ``p``, run one warm-up and ``n_steps`` measured steps on our runtime.
 
     Returns:
@@ -95,7 +96,8 @@ def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Seque
         time over the steps, summed per rank), bottleneck_ms (its max over ranks),
         busy_median_ms / bottleneck_median_ms (plain medians over steps, reported), wall_ms
         (median over steps), grad_err (first
-        step vs ``ref_grads``), peak_live_mb, peak_act_bytes, events of the median step.
+        step vs ``ref_grads``), peak_live_mb, peak_act_bytes, events of the median step; with
+        ``keep_steps`` also ``steps`` (the measured step reports, for pooling over rounds).
     """
     M = p.M
     mb = tuple(t[: t.shape[0] // M] for t in inputs)
@@ -113,17 +115,20 @@ def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Seque
                 bottleneck_median_ms=float(np.median(busy.max(1))), wall_ms=float(np.median([s["wall_ms"] for s in steps])),
                 grad_err=max_grad_error(first["grads"], ref_grads) if ref_grads is not None else float("nan"),
                 loss=first["loss"], peak_live_mb=med["peak_live_mb"], peak_act_bytes=med["peak_act_bytes"],
-                events=med["events"], dur_ms=med["dur_ms"])
+                events=med["events"], dur_ms=med["dur_ms"], **({"steps": steps} if keep_steps else {}))
 
 
 def compare_plans(runner: PipelineRunner, gm: Any, g: OpGraph, inputs: Sequence[torch.Tensor], target: torch.Tensor,
                   M: int, comm: CommModel, capacity_bytes: float, rng: np.random.Generator, n_steps: int,
-                  torch_steps: int = 1, loop_cnts: Sequence[int] = (1, 2, 3)) -> tuple[dict[str, Plan], dict[str, dict]]:
+                  torch_steps: int = 1, loop_cnts: Sequence[int] = (1, 2, 3),
+                  n_rounds: int = 1) -> tuple[dict[str, Plan], dict[str, dict]]:
     """Experiment (2): uniform, balanced, DP and Pfeife plans, predicted vs measured, both runtimes.
 
-    The order of the runs is interleaved (uniform, balanced, dp, pfeife) once; core PyTorch runs
-    ``Schedule1F1B`` on the same splits for each L = 1 plan. ``loop_cnts`` limits the planner's
-    loop counts.
+    The runs are interleaved (uniform, balanced, dp, pfeife) ``n_rounds`` times, each a fresh
+    ``load_plan``, a warm-up and ``n_steps`` steps, so that a change in the machine's load hits
+    every plan; busy_cpu_ms / bottleneck_ms pool all rounds' steps in :func:`min_busy_ms`. Core
+    PyTorch runs ``Schedule1F1B`` on the same splits for each L = 1 plan (first round only).
+    ``loop_cnts`` limits the planner's loop counts.
 
     Returns:
         ``(plans, results)``: results[name] from :func:`run_plan` plus ``torch`` (wall_ms,
@@ -134,9 +139,19 @@ def compare_plans(runner: PipelineRunner, gm: Any, g: OpGraph, inputs: Sequence[
     plans = baseline_plans(g, D, M, comm)
     plans["pfeife"] = plan(g, D, M, capacity_bytes, comm, rng, loop_cnts=loop_cnts)
     _, ref = grads_single_process(gm, inputs, target)
-    res = {}
+    res: dict[str, dict] = {}
+    pooled: dict[str, list] = {name: [] for name in plans}
+    for rd in range(check_int(n_rounds, "n_rounds", low=1)):
+        for name, p in plans.items():
+            r = run_plan(runner, gm, g, p, inputs, target, comm, n_steps, ref if rd == 0 else None, keep_steps=True)
+            pooled[name] += r.pop("steps")
+            res.setdefault(name, r)
+    for name, st in pooled.items():
+        busy = np.array([s["busy_cpu_ms"] for s in st])
+        res[name].update(busy_cpu_ms=min_busy_ms(st), busy_median_ms=np.median(busy, 0),
+                         bottleneck_median_ms=float(np.median(busy.max(1))), n_measured_steps=len(st))
+        res[name]["bottleneck_ms"] = float(res[name]["busy_cpu_ms"].max())
     for name, p in plans.items():
-        res[name] = run_plan(runner, gm, g, p, inputs, target, comm, n_steps, ref)
         if p.S == D:
             out = runner.run_torch_pipelining(gm, p.order, p.splits, inputs, target, M, "1f1b", n_steps=torch_steps + 1)
             st = out["steps"][1:]
