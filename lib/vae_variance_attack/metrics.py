@@ -100,6 +100,11 @@ def identity_classifier(images: Any, labels: Any, rng: np.random.Generator, n_ep
                 check_real(lr, "lr", low=0.0, low_open=True), check_real(noise, "noise", low=0.0))
 
 
+def _on(model: Any, x: Any) -> Any:
+    """``x`` on ``model``'s device (the classifiers train on the CPU; generations may be on a GPU)."""
+    return x.to(next(model.parameters()).device)
+
+
 def _grey(x: Any) -> Any:
     return x.mean(1, keepdim=True).repeat(1, 3, 1, 1)
 
@@ -138,7 +143,7 @@ def identity_accuracy(classifier: Any, images: Any, identity: int) -> float:
     """
     import torch
 
-    x = _check_images(images, "images")
+    x = _on(classifier, _check_images(images, "images"))
     k = check_int(identity, "identity", low=0)
     with torch.no_grad():
         return float((classifier(x).argmax(1) == k).double().mean())
@@ -153,8 +158,8 @@ def ism(classifier: Any, images: Any, reference: Any) -> float:
     """
     import torch
 
-    x = _check_images(images, "images")
-    r = _check_images(reference, "reference")
+    x = _on(classifier, _check_images(images, "images"))
+    r = _on(classifier, _check_images(reference, "reference"))
     with torch.no_grad():
         c = classifier.embed(r).mean(0, keepdim=True)
         return float(torch.nn.functional.cosine_similarity(classifier.embed(x), c, dim=1).mean())
@@ -168,7 +173,7 @@ def fdfr_proxy(face_clf: Any, images: Any) -> float:
     """
     import torch
 
-    x = _check_images(images, "images")
+    x = _on(face_clf, _check_images(images, "images"))
     with torch.no_grad():
         return float((face_clf(_grey(x)).argmax(1) == 0).double().mean())
 
