@@ -388,3 +388,40 @@ def test_shipped_weights_load_and_stay_small(minilm):
     assert all(m.backbone is backbone for m in models.values())
     with pytest.raises(FileNotFoundError):
         univlg.load_weights("/nonexistent/weights.pt", minilm=minilm)
+
+
+def test_bad_configs_cameras_spans_and_loop_arguments_raise(minilm):
+    for bad in (dict(dim=-1), dict(n_queries=0), dict(dim=64, heads=5), dict(k=0), dict(k=17),
+                dict(temperature=0.0), dict(decoder="boxes"), dict(decoder_layers=0)):
+        with pytest.raises(ValueError):
+            univlg.UniVLGConfig(**bad)
+    with pytest.raises(TypeError):
+        univlg.UniVLGConfig(use_3d="yes")
+    with pytest.raises(ValueError, match="target"):
+        univlg.look_at([0, 0, 1], [0, 0, 1])
+    with pytest.raises(ValueError, match="vertical"):
+        univlg.look_at([0, 0, 3], [0, 0, 0])
+    with pytest.raises(ValueError, match="spans"):
+        univlg.positive_map([(0, 0), (0, 3)], [(-3, 2)], 2)
+    torch.manual_seed(0)
+    model = univlg.UniVLG(univlg.UniVLGConfig(dim=32, n_queries=4, heads=2, decoder_layers=1), minilm)
+    cache, _ = _scene_batch(model)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="time_limit_s"):
+        univlg.train_grounding(model, [cache], 5, rng, time_limit_s=-1.0)
+    with pytest.raises(ValueError, match="time_limit_s"):
+        univlg.train_grounding(model, [cache], 5, rng, time_limit_s=float("nan"))
+    with pytest.raises(ValueError, match="weight_decay"):
+        univlg.train_grounding(model, [cache], 5, rng, weight_decay=-0.1)
+    with pytest.raises(TypeError, match="sources"):
+        univlg.train_grounding(model, cache, 5, rng)
+    with pytest.raises(ValueError, match="batch_size"):
+        univlg.evaluate_grounding(model, cache, batch_size=0)
+    with pytest.raises(TypeError, match="cache"):
+        univlg.evaluate_grounding(model, [cache])
+    with pytest.raises(ValueError, match="picks"):
+        univlg.make_batch(cache, [len(cache.samples)], model)
+    with pytest.raises(ValueError, match="picks"):
+        univlg.make_batch(cache, [], model)
+    with pytest.raises(ValueError, match="batch_size"):
+        univlg.pretrain_backbone(model.backbone, cache.dataset, 1, rng, batch_size=0)

@@ -82,8 +82,14 @@ class Scene:
 def look_at(position: Any, target: Any) -> np.ndarray:
     """(4, 4) camera-to-world pose of an OpenCV camera at ``position`` looking at ``target`` (z up)."""
     p, t = np.asarray(position, float), np.asarray(target, float)
+    if p.shape != (3,) or t.shape != (3,) or not (np.isfinite(p).all() and np.isfinite(t).all()):
+        raise ValueError(f"position and target must be finite 3-vectors, got shapes {p.shape} and {t.shape}")
+    if np.linalg.norm(t - p) < 1e-9:
+        raise ValueError("target must differ from position (no viewing direction)")
     fwd = (t - p) / np.linalg.norm(t - p)
     right = np.cross(fwd, [0.0, 0.0, 1.0])
+    if np.linalg.norm(right) < 1e-9:
+        raise ValueError("target - position is vertical: the camera's roll is undefined (z is up)")
     right /= np.linalg.norm(right)
     down = np.cross(fwd, right)
     T = np.eye(4)

@@ -96,6 +96,11 @@ def make_batch(cache: SceneCache, picks: Sequence[int], model: UniVLG) -> tuple[
         ``(views, sentences, targets, text_pad)``: targets hold masks (G, N), positive maps (G, S)
         and normalised boxes (G, 6) of the target object (row 0) and the anchors.
     """
+    if not isinstance(cache, SceneCache):
+        raise TypeError(f"cache must be a SceneCache (build_cache), got {type(cache).__name__}")
+    picks = [check_int(p, "picks", low=0, high=len(cache.samples) - 1) for p in picks]
+    if not picks:
+        raise ValueError("picks must name at least one sample")
     sc = [cache.samples[p] for p in picks]
     scenes = [i for i, _ in sc]
     exprs = [cache.dataset[i].expressions[j] for i, j in sc]
@@ -137,12 +142,18 @@ def train_grounding(model: UniVLG, sources: Sequence[SceneCache], n_steps: int, 
         ``{"loss": [...], "steps": int, "cpu_s": float}``.
 
     Raises:
-        ValueError: no sources, a source without samples, bad sizes.
+        ValueError: no sources, a source without samples, bad sizes, a time limit that is not > 0.
+        TypeError: sources that are not scene caches.
     """
     rng = check_rng(rng)
     n_steps = check_int(n_steps, "n_steps", low=1)
     bs = check_int(batch_size, "batch_size", low=1)
     lr = check_real(lr, "lr", low=0.0, low_open=True)
+    weight_decay = check_real(weight_decay, "weight_decay", low=0.0)
+    if time_limit_s is not None:
+        time_limit_s = check_real(time_limit_s, "time_limit_s", low=0.0, low_open=True)
+    if not isinstance(sources, (list, tuple)) or any(not isinstance(s, SceneCache) for s in sources):
+        raise TypeError("sources must be a list of SceneCache (build_cache)")
     if not sources or any(len(s.samples) == 0 for s in sources):
         raise ValueError("sources must be non-empty scene caches with expressions")
     model.to(device)
@@ -194,6 +205,11 @@ def evaluate_grounding(model: UniVLG, cache: SceneCache, batch_size: int = 32, d
         ``{"iou": (n,), "mask_iou": (n,), "kind": [...], "relation": [...], "acc25": float, "acc50": float}``
         (box IoU per expression; mask IoU NaN for the box decoder).
     """
+    if not isinstance(cache, SceneCache):
+        raise TypeError(f"cache must be a SceneCache (build_cache), got {type(cache).__name__}")
+    if len(cache.samples) == 0:
+        raise ValueError("cache holds no expressions to ground")
+    batch_size = check_int(batch_size, "batch_size", low=1)
     model.to(device).eval()
     ious, mious, kinds, rels = [], [], [], []
     pred_boxes, gt_boxes = [], []
@@ -304,6 +320,8 @@ def pretrain_backbone(backbone: Backbone2D, dataset: SyntheticRGBDScenes, n_step
     """
     rng = check_rng(rng)
     n_steps = check_int(n_steps, "n_steps", low=1)
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    lr = check_real(lr, "lr", low=0.0, low_open=True)
     rgb = torch.from_numpy(np.stack([s.rgb for s in dataset.scenes])).flatten(0, 1).permute(0, 3, 1, 2).float()
     col, shp = (torch.from_numpy(x).flatten(0, 1) for x in dense_labels(dataset))
     opt = torch.optim.Adam(backbone.parameters(), lr=lr)

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml25.checks import check_choice, check_int, check_tensor
+from icml25.checks import check_choice, check_int, check_real, check_tensor
 from icml25.kernels import knn_attention
 
 from .defaults import DEFAULTS
@@ -45,6 +45,17 @@ class UniVLGConfig:
     use_3d: bool = True
     decoder: str = "mask"       # "mask" (UniVLG) or "box" (the box-decoder ablation)
     temperature: float = DEFAULTS.temperature
+
+    def __post_init__(self) -> None:
+        for name in ("dim", "n_queries", "heads", "decoder_layers", "relpos_layers"):
+            check_int(getattr(self, name), name, low=1)
+        check_int(self.k, "k", low=1, high=16)
+        if self.dim % self.heads:
+            raise ValueError(f"heads = {self.heads} must divide dim = {self.dim}")
+        if not isinstance(self.use_3d, bool):
+            raise TypeError(f"use_3d must be a bool, got {type(self.use_3d).__name__}")
+        check_choice(self.decoder, "decoder", ("mask", "box"))
+        check_real(self.temperature, "temperature", low=0.0, low_open=True)
 
 
 def modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:

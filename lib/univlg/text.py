@@ -36,7 +36,7 @@ def positive_map(offsets: Any, spans: Sequence[tuple[int, int]], n_tokens: int) 
         (len(spans), n_tokens) float32, rows summing to 1.
 
     Raises:
-        ValueError: a span covers no token, ``n_tokens`` < L, bad offsets shape.
+        ValueError: a span covers no token or is not ``0 <= start < end``, ``n_tokens`` < L, bad offsets shape.
     """
     off = np.asarray(offsets, dtype=np.int64)
     if off.ndim != 2 or off.shape[1] != 2:
@@ -45,6 +45,8 @@ def positive_map(offsets: Any, spans: Sequence[tuple[int, int]], n_tokens: int) 
     out = np.zeros((len(spans), S), dtype=np.float32)
     real = off[:, 1] > off[:, 0]
     for r, (a, b) in enumerate(spans):
+        if not (0 <= a < b):
+            raise ValueError(f"spans: span {r} = ({a}, {b}) must satisfy 0 <= start < end")
         hit = real & (off[:, 0] < b) & (off[:, 1] > a)
         if not hit.any():
             raise ValueError(f"spans: span {r} = ({a}, {b}) covers no token")
