@@ -53,6 +53,10 @@ def _check_step(p_x0: Any, z_t: Any, t: Any, s: Any, gumbel: Any, mask_id: Any):
     mask_id = check_int(mask_id, "mask_id", low=0, high=V - 1)
     if torch.isnan(p_x0).any() or (p_x0 < 0).any():
         raise ValueError("p_x0 must be non-negative probabilities (no NaN)")
+    if torch.isnan(gumbel).any():
+        raise ValueError("gumbel must not hold NaN")
+    if z_t.numel() and (int(z_t.min()) < 0 or int(z_t.max()) >= V):
+        raise ValueError(f"z_t must hold token ids in [0, {V})")
     return t, s, mask_id
 
 
@@ -71,7 +75,8 @@ def reverse_step_reference(p_x0: Any, z_t: Any, t: float, s: float, gumbel: Any,
         ``argmax(log p_v + log(t − s) + g_v  for v != mask;  log s + g_mask)``.
 
     Raises:
-        ValueError: shapes, ``t``/``s`` outside [0, 1] or ``s >= t``, NaN or negative ``p_x0``.
+        ValueError: shapes, ``t``/``s`` outside [0, 1] or ``s >= t``, NaN or negative ``p_x0``,
+            NaN ``gumbel``, ``z_t`` ids outside ``[0, V)``.
     """
     import torch
 

@@ -99,6 +99,12 @@ def test_reverse_step_bad_shapes():
         ks.reverse_step_reference(bad, z, 0.6, 0.3, g, MASK)
     with pytest.raises(ValueError, match="integer"):
         ks.reverse_step_reference(p, z.float(), 0.6, 0.3, g, MASK)
+    with pytest.raises(ValueError, match="gumbel"):
+        ks.reverse_step_reference(p, z, 0.6, 0.3, torch.full_like(g, float("nan")), MASK)
+    with pytest.raises(ValueError, match="z_t"):
+        ks.reverse_step_reference(p, torch.full_like(z, p.shape[-1] + 3), 0.6, 0.3, g, MASK)
+    with pytest.raises(ValueError, match="z_t"):
+        ks.reverse_step_reference(p, torch.full_like(z, -1), 0.6, 0.3, g, MASK)
 
 
 def _brute_reward(S, F):

@@ -444,3 +444,57 @@ def test_experiment_loops_run_small(tiny, corpus, objectives):
     assert abl["peptune"]["nll_first"] == pytest.approx(abl["no_invalid_loss"]["nll_first"], rel=1e-5)  # same init and batch
     res = pt.compare_methods(tiny, objectives, corpus[:6], corpus[6:], 3, 2, 3, 4, 0.5, np.random.default_rng(0), L=30)
     assert res["mctg"].root.N == 2 and res["hv_nsga"] >= 0 and res["nsga_calls"] <= 6
+
+
+# ----------------------------------------------------------------------------- bad inputs (review)
+
+
+def test_public_functions_reject_bad_inputs(tiny, tok, corpus):
+    """Inputs that used to return a silent wrong result (or an anonymous torch error) now raise."""
+    for f in (pt.validity, pt.descriptor_scores, pt.morgan_bits, pt.morgan_counts):
+        with pytest.raises(ValueError, match="smiles"):
+            f(corpus[0])                       # a bare string is not a list of peptides
+    with pytest.raises(ValueError, match="smiles"):
+        pt.generation_metrics(corpus[0], corpus)
+    with pytest.raises(ValueError, match="train_smiles"):
+        pt.generation_metrics(corpus[:3], corpus[0])
+    with pytest.raises(ValueError, match="n_bits"):
+        pt.morgan_bits(corpus[:2], 0)
+    with pytest.raises(ValueError, match="ids"):
+        tok.decode_batch(np.array([3, 4]))
+    with pytest.raises(ValueError, match="n_steps"):
+        pt.time_grid(0)
+    with pytest.raises(ValueError, match="t_start"):
+        pt.time_grid(4, t_start=2.0)
+    with pytest.raises(ValueError, match="eps"):
+        pt.time_grid(4, eps=-1.0)
+    with pytest.raises(ValueError, match="n must"):
+        pt.sample_times(-1)
+    with pytest.raises(ValueError, match="mask_prob"):
+        pt.q_xt(torch.zeros(2, 3, dtype=torch.long), torch.full((2, 3), 1.5), tok.mask_id)
+    with pytest.raises(ValueError, match="max_mask_frac"):
+        pt.q_xt(torch.zeros(2, 3, dtype=torch.long), torch.full((2, 3), 0.5), tok.mask_id, max_mask_frac=2.0)
+    with pytest.raises(ValueError, match="z holds"):
+        tiny(torch.full((1, 10), tok.vocab_size + 1))
+    with pytest.raises(ValueError, match="is_bond"):
+        pt.BondDependentSchedule().mask_prob(torch.tensor([0.5, 0.5]), torch.tensor([True, False, True]))
+    with pytest.raises(ValueError, match="is_bond"):
+        pt.BondDependentSchedule().mask_prob(torch.tensor([0.5, 0.5]), torch.tensor([1.0, 0.0]))
+    ids, bonds = pt.encode_corpus(corpus[:4], tok, 96)
+    with pytest.raises(ValueError, match="warmup"):
+        pt.train_model(tiny, ids, bonds, 1, warmup=-1)
+    with pytest.raises(ValueError, match="bonds"):
+        pt.train_model(tiny, ids, bonds.float(), 1)
+    with pytest.raises(ValueError, match="weight_decay"):
+        pt.train_model(tiny, ids, bonds, 1, weight_decay=-0.1)
+    front = pt.ParetoFront(2, 4)
+    with pytest.raises(ValueError, match="shape"):
+        front.add("CC", np.ones(3))
+    with pytest.raises(ValueError, match="finite"):
+        front.add("CC", np.array([np.nan, 1.0]))
+    assert len(front) == 0
+    g = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="smiles"):
+        pt.repair_validity(tiny, [], [0.1], 4, g)
+    with pytest.raises(ValueError, match="t0s"):
+        pt.repair_validity(tiny, corpus[:2], [2.0], 4, g)

@@ -20,7 +20,7 @@ import torch
 from icml25.checks import check_int, check_rng
 from icml25.kernels import dominance, tanimoto
 
-from .chem import CYCLIZATIONS, is_valid_peptide
+from .chem import CYCLIZATIONS, _smiles_list, is_valid_peptide
 from .model import MaskedDiffusionTransformer, sample
 from .objectives import morgan_bits
 
@@ -46,7 +46,8 @@ def generation_metrics(smiles: Sequence[str], train_smiles: Sequence[str], stric
         distinct valid / valid; diversity = 1 − mean pairwise Tanimoto of distinct valid ones; SNN
         = mean over distinct valid of the max Tanimoto to ``train_smiles`` (NaN where undefined).
     """
-    smiles = list(smiles)
+    smiles = _smiles_list(smiles)
+    train_smiles = _smiles_list(train_smiles, "train_smiles")
     valid = [s for s in smiles if is_valid_peptide(s, strict=strict)]
     uniq = list(dict.fromkeys(valid))
     out = {"n": len(smiles), "validity": len(valid) / max(1, len(smiles)),

@@ -125,8 +125,24 @@ def is_valid_peptide(smiles: str, strict: bool = True, min_bonds: int = 2) -> bo
     return len(mol.GetSubstructMatches(_pattern("link"))) >= min_bonds
 
 
+def _smiles_list(smiles: object, name: str = "smiles") -> list:
+    """``smiles`` as a list; a bare string (which would be read character by character) or a
+    non-sequence raises ``ValueError`` naming ``name``."""
+    if isinstance(smiles, (str, bytes)):
+        raise ValueError(f"{name} must be a sequence of SMILES strings, not a single string {smiles[:40]!r}")
+    try:
+        return list(smiles)
+    except TypeError:
+        raise ValueError(f"{name} must be a sequence of SMILES strings, got {type(smiles).__name__}") from None
+
+
 def validity(smiles: Sequence[str], strict: bool = True) -> float:
-    """Fraction of ``smiles`` that :func:`is_valid_peptide` accepts (0.0 for an empty list)."""
+    """Fraction of ``smiles`` that :func:`is_valid_peptide` accepts (0.0 for an empty list).
+
+    Raises:
+        ValueError: ``smiles`` is a single string or not a sequence.
+    """
+    smiles = _smiles_list(smiles)
     if len(smiles) == 0:
         return 0.0
     return float(np.mean([is_valid_peptide(s, strict=strict) for s in smiles]))
@@ -378,5 +394,8 @@ class SmilesTokenizer:
         return "".join(out)
 
     def decode_batch(self, ids: np.ndarray) -> list[str]:
-        """:meth:`decode` of every row of a ``(n, L)`` array."""
-        return [self.decode(r) for r in np.asarray(ids)]
+        """:meth:`decode` of every row of a ``(n, L)`` array (ValueError for any other shape)."""
+        ids = np.asarray(ids)
+        if ids.ndim != 2:
+            raise ValueError(f"ids must be a (n, L) array, got shape {ids.shape}")
+        return [self.decode(r) for r in ids]

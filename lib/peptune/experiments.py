@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icml25.checks import check_int, check_rng
+from icml25.checks import check_int, check_real, check_rng
 from icml25.common import repo_root
 
 from .baselines import front_hypervolume, generation_metrics, nsga2_residues
@@ -88,6 +88,12 @@ def repair_validity(model: MaskedDiffusionTransformer, smiles: list[str], t0s: l
     from .schedules import BondDependentSchedule
 
     rng = check_rng(rng)
+    smiles = list(smiles)
+    if not smiles:
+        raise ValueError("smiles must hold at least one peptide")
+    t0s = [check_real(t0, "t0s[i]", low=0.0, high=1.0, low_open=True) for t0 in t0s]
+    if not t0s:
+        raise ValueError("t0s must hold at least one time")
     g = torch.Generator().manual_seed(int(rng.integers(2**62)))
     tok = model.tokenizer
     L = model.config["max_len"]

@@ -82,7 +82,12 @@ class ParetoFront:
         """Offer one candidate; returns whether it joined."""
         if smiles in self.smiles:
             return False
-        s = np.asarray(s, dtype=np.float64).reshape(1, self.K)
+        s = np.asarray(s, dtype=np.float64)
+        if s.shape not in ((self.K,), (1, self.K)):
+            raise ValueError(f"s must be a score vector of shape ({self.K},), got shape {s.shape}")
+        if not np.isfinite(s).all():
+            raise ValueError("s must be finite (it holds NaN or inf)")
+        s = s.reshape(1, self.K)
         dominated = len(self) > 0 and bool(np.any(np.all(self.scores >= s, 1) & np.any(self.scores > s, 1)))
         if dominated and len(self) >= self.size:
             return False

@@ -100,6 +100,8 @@ class MaskedDiffusionTransformer(nn.Module):
         L = z.shape[1]
         if L > self.pos.shape[0]:
             raise ValueError(f"sequence length {L} > max_len {self.pos.shape[0]}")
+        if z.numel() and (int(z.min()) < 0 or int(z.max()) >= self.vocab_size):
+            raise ValueError(f"z holds token ids outside [0, {self.vocab_size})")
         h = self.tok(z) + self.pos[:L]
         return self.out(self.norm(self.blocks(h)))
 
@@ -127,7 +129,15 @@ def q_xt(x0: torch.Tensor, mask_prob: torch.Tensor, mask_id: int, rng: torch.Gen
 
     ``max_mask_frac`` is the official code's variant (labelled option): at most that fraction
     (0.75 there) of the non-pad length is masked, keeping the *first* masked positions.
+
+    Raises:
+        ValueError: ``mask_prob`` outside [0, 1] or NaN, ``max_mask_frac`` outside [0, 1].
     """
+    mask_prob = torch.as_tensor(mask_prob)
+    if torch.isnan(mask_prob).any() or (mask_prob < 0).any() or (mask_prob > 1).any():
+        raise ValueError("mask_prob must lie in [0, 1] (no NaN)")
+    if max_mask_frac is not None:
+        max_mask_frac = check_real(max_mask_frac, "max_mask_frac", low=0.0, high=1.0)
     u = torch.rand(x0.shape, generator=rng).to(x0.device)
     m = u < mask_prob
     if max_mask_frac is not None:
@@ -137,7 +147,13 @@ def q_xt(x0: torch.Tensor, mask_prob: torch.Tensor, mask_id: int, rng: torch.Gen
 
 
 def sample_times(n: int, rng: torch.Generator | None = None, eps_t: float = 1e-3) -> torch.Tensor:
-    """Antithetic training times in ``[eps_t, 1]``: ``((u/n + i/n) mod 1)(1 − eps_t) + eps_t``."""
+    """Antithetic training times in ``[eps_t, 1]``: ``((u/n + i/n) mod 1)(1 − eps_t) + eps_t``.
+
+    Raises:
+        ValueError: ``n < 1``, ``eps_t`` outside [0, 1).
+    """
+    n = check_int(n, "n", low=1)
+    eps_t = check_real(eps_t, "eps_t", low=0.0, high=1.0, high_open=True)
     u = torch.rand(n, generator=rng)
     t = (u / n + torch.arange(n) / n) % 1
     return (1 - eps_t) * t + eps_t
@@ -274,7 +290,14 @@ def denoise_argmax(model: MaskedDiffusionTransformer, z: torch.Tensor) -> torch.
 
 
 def time_grid(n_steps: int, eps: float = 1e-5, t_start: float = 1.0) -> np.ndarray:
-    """``n_steps + 1`` times from ``t_start`` down to ``eps`` (MDLM's ``linspace``)."""
+    """``n_steps + 1`` times from ``t_start`` down to ``eps`` (MDLM's ``linspace``).
+
+    Raises:
+        ValueError: ``n_steps < 1``, ``t_start`` outside (0, 1], ``eps`` outside [0, t_start).
+    """
+    n_steps = check_int(n_steps, "n_steps", low=1)
+    t_start = check_real(t_start, "t_start", low=0.0, high=1.0, low_open=True)
+    eps = check_real(eps, "eps", low=0.0, high=t_start, high_open=True)
     return np.linspace(t_start, eps, n_steps + 1)
 
 

@@ -22,6 +22,8 @@ import numpy as np
 from icml25.checks import check_int, check_probability, check_rng
 from icml25.kernels import tanimoto
 
+from .chem import _smiles_list
+
 __all__ = [
     "OBJECTIVES",
     "PeptideObjectives",
@@ -41,11 +43,14 @@ def _mols(smiles: Sequence[str]):
     from rdkit import Chem, RDLogger
 
     RDLogger.DisableLog("rdApp.*")
+    smiles = _smiles_list(smiles)
     return [Chem.MolFromSmiles(s) if isinstance(s, str) and s else None for s in smiles]
 
 
 def _generator(n_bits: int = _N_BITS):
     from rdkit.Chem import rdFingerprintGenerator
+
+    check_int(n_bits, "n_bits", low=1)
 
     return rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=n_bits)
 

@@ -108,7 +108,14 @@ class BondDependentSchedule:
         a = getattr(self.base, fn)(t)
         if is_bond is None:
             return a
-        is_bond = torch.as_tensor(is_bond, dtype=torch.bool)
+        is_bond = torch.as_tensor(is_bond)
+        if is_bond.dtype != torch.bool:
+            raise ValueError(f"is_bond must be a bool tensor, got {is_bond.dtype}")
+        try:
+            torch.broadcast_shapes(t.shape, is_bond.shape)
+        except RuntimeError:
+            raise ValueError(f"t of shape {tuple(t.shape)} does not broadcast against is_bond "
+                             f"of shape {tuple(is_bond.shape)}") from None
         b = a if self.uniform else getattr(self.bond, fn)(t)
         return torch.where(is_bond, b, a)
 

@@ -60,13 +60,22 @@ def train_model(model: MaskedDiffusionTransformer, ids: torch.Tensor, bonds: tor
         over the last ``log_every`` steps).
 
     Raises:
-        ValueError: ``n_steps``/``batch`` < 1, mismatched shapes, ``lr <= 0``.
+        ValueError: ``n_steps``/``batch`` < 1, mismatched shapes, non-bool ``bonds``, ``lr <= 0``,
+            ``warmup < 0``, ``weight_decay < 0``, ``max_seconds <= 0``.
     """
     n_steps = check_int(n_steps, "n_steps", low=1)
     batch = check_int(batch, "batch", low=1)
     check_real(lr, "lr", low=0.0, low_open=True)
+    warmup = check_int(warmup, "warmup", low=0)
+    check_real(weight_decay, "weight_decay", low=0.0)
+    if max_seconds is not None:
+        check_real(max_seconds, "max_seconds", low=0.0, low_open=True)
+    if not isinstance(ids, torch.Tensor) or not isinstance(bonds, torch.Tensor):
+        raise ValueError("ids and bonds must be torch tensors (see encode_corpus)")
     if ids.shape != bonds.shape or ids.dim() != 2:
         raise ValueError(f"ids and bonds must be (N, L) of one shape, got {tuple(ids.shape)}, {tuple(bonds.shape)}")
+    if bonds.dtype != torch.bool:
+        raise ValueError(f"bonds must be a bool tensor (the peptide-bond mask), got {bonds.dtype}")
     g = rng
     sched = BondDependentSchedule(uniform=uniform_schedule)
     opt = optimizer or torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.999), weight_decay=weight_decay)
