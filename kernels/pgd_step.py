@@ -38,6 +38,10 @@ def _is_torch(a: Any) -> bool:
 
 
 def _check_step(delta: Any, grad: Any, x: Any, eps: Any, alpha: Any) -> tuple[Any, ...]:
+    for name, t in (("grad", grad), ("x", x)):
+        if _is_torch(t) != _is_torch(delta):
+            raise TypeError(f"{name} must be of delta's kind ({type(delta).__name__}: all torch tensors or all "
+                            f"NumPy arrays), got {type(t).__name__}")
     if _is_torch(delta):
         delta = check_tensor(delta, "delta")
         grad = check_tensor(grad, "grad")

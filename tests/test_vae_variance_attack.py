@@ -346,3 +346,21 @@ def test_experiments_compare_losses_share_a_start(vae, x):
     assert tr["la"] == pytest.approx(res["la"]["v_ratio_median"], rel=1e-5)
     with pytest.raises(ValueError, match="losses"):
         vaa.compare_losses(vae, x, ["nope"], np.random.default_rng(0), 0.05, 0.01, 3)
+
+
+def test_experiments_bad_input(vae, x):
+    """Mismatched batches used to broadcast silently (transfer, mean_shift); empty loss lists returned {}."""
+    with pytest.raises(ValueError, match="x_adv"):
+        vaa.mean_shift(vae, x, x[:1])
+    with pytest.raises(ValueError, match="protected"):
+        vaa.transfer(vae, x, {"la": x[:1]})
+    with pytest.raises(ValueError, match="protected"):
+        vaa.transfer(vae, x, {"la": x + 2.0})
+    with pytest.raises(ValueError, match="losses"):
+        vaa.compare_losses(vae, x, [], np.random.default_rng(0), 0.05, 0.01, 1)
+    with pytest.raises(TypeError, match="losses"):
+        vaa.compare_losses(vae, x, "la", np.random.default_rng(0), 0.05, 0.01, 1)
+    with pytest.raises(ValueError, match="losses"):
+        vaa.sweep(vae, x, [], np.random.default_rng(0), [0.05], [1], 0.01)
+    with pytest.raises(ValueError, match="losses"):
+        vaa.sweep(vae, x, ["nope"], np.random.default_rng(0), [0.05], [1], 0.01)

@@ -16,16 +16,32 @@ from .victim import dreambooth_finetune, generate
 __all__ = ["summarize", "compare_losses", "sweep", "transfer", "mean_shift", "victim_experiment"]
 
 
+def _same_shape(x: Any, x_adv: Any, name: str) -> None:
+    """``x_adv`` must pair image by image with ``x`` (else the ratios would broadcast silently)."""
+    if tuple(x_adv.shape) != tuple(x.shape):
+        raise ValueError(f"{name} must have the shape of the clean images {tuple(x.shape)}, got {tuple(x_adv.shape)}")
+
+
+def _nonempty_losses(losses: Any) -> list:
+    if isinstance(losses, str) or not hasattr(losses, "__iter__"):
+        raise TypeError(f"losses must be a sequence of loss names, got {type(losses).__name__}")
+    losses = list(losses)
+    if not losses:
+        raise ValueError("losses must name at least one loss, got an empty sequence")
+    return losses
+
+
 def mean_shift(vae: Any, x: Any, x_adv: Any) -> float:
     """Relative move of the posterior mean (what ``.mode()`` latents see): ``||mu(x_adv) - mu(x)|| / ||mu(x)||``,
     averaged over images.
 
     Raises:
-        ValueError: bad images.
+        ValueError: bad images, ``x_adv`` of another shape than ``x``.
     """
     import torch
 
     x, x_adv = _check_images(x, "x"), _check_images(x_adv, "x_adv")
+    _same_shape(x, x_adv, "x_adv")
     with torch.no_grad():
         m0, _ = _encode(vae, x)
         m1, _ = _encode(vae, x_adv)
@@ -71,6 +87,7 @@ def compare_losses(vae: Any, images: Any, losses: Sequence[str], rng: np.random.
         ValueError: unknown loss names and the errors of :func:`pgd_protect`.
     """
     rng = check_rng(rng)
+    losses = _nonempty_losses(losses)
     for name in losses:
         _check_loss(name, "losses")
     start = int(rng.integers(2**63))
@@ -95,6 +112,9 @@ def sweep(vae: Any, images: Any, losses: Sequence[str], rng: np.random.Generator
         ValueError: empty grids, eps <= 0, steps < 1.
     """
     rng = check_rng(rng)
+    losses = _nonempty_losses(losses)
+    for name in losses:
+        _check_loss(name, "losses")
     eps_grid = [check_positive(e, "eps_grid") for e in eps_grid]
     steps_grid = [check_int(s, "steps_grid", low=1) for s in steps_grid]
     if not eps_grid or not steps_grid:
@@ -119,11 +139,15 @@ def transfer(vae_target: Any, images: Any, protected: dict[str, Any]) -> dict[st
     """Median ``V(x_adv)/V(x)`` on another VAE for each protected batch (``name -> x_adv``).
 
     Raises:
-        ValueError: bad images.
+        ValueError: bad images, a protected batch of another shape than ``images``.
     """
     x = _check_images(images, "images")
+    checked = {}
+    for k, v in protected.items():
+        checked[k] = _check_images(v, f"protected[{k!r}]")
+        _same_shape(x, checked[k], f"protected[{k!r}]")
     v0 = posterior_variance(vae_target, x)
-    return {k: float(np.median(posterior_variance(vae_target, _check_images(v, k)) / v0)) for k, v in protected.items()}
+    return {k: float(np.median(posterior_variance(vae_target, v) / v0)) for k, v in checked.items()}
 
 
 def victim_experiment(models: dict[str, Any], protected: dict[str, Any], class_id: int, identity: int,
