@@ -463,9 +463,19 @@ def test_min_busy_ms_takes_each_events_minimum_over_steps():
 
 
 def test_min_busy_ms_bad_inputs():
-    with pytest.raises(ValueError, match="steps"):
+    with pytest.raises(ValueError, match="step_reports"):
         pfeife.min_busy_ms([])
     a = _fake_step([[2.0, 4.0], [3.0]], [0.5, 0.2])
     b = _fake_step([[2.0], [3.0]], [0.5, 0.2])
-    with pytest.raises(ValueError, match="steps"):
+    with pytest.raises(ValueError, match="step_reports"):
         pfeife.min_busy_ms([a, b])
+
+
+def test_min_event_ms_takes_each_events_minimum_over_steps():
+    a = {"dur_ms": np.array([[[1.0, 5.0]], [[2.0, 2.0]]]), "opt_ms": np.array([0.5, 0.7])}
+    b = {"dur_ms": np.array([[[3.0, 4.0]], [[1.0, 2.5]]]), "opt_ms": np.array([0.6, 0.4])}
+    dur, opt = pfeife.min_event_ms([a, b])
+    np.testing.assert_array_equal(dur, [[[1.0, 4.0]], [[1.0, 2.0]]])
+    np.testing.assert_array_equal(opt, [0.5, 0.4])
+    with pytest.raises(ValueError, match="step_reports"):
+        pfeife.min_event_ms([])

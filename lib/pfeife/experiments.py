@@ -17,7 +17,7 @@ from .runtime import PipelineRunner, grads_single_process
 from .schedule import in_flight
 
 __all__ = ["fit_comm_model", "baseline_plans", "run_plan", "compare_plans", "memory_experiment",
-           "virtual_device_plans", "max_grad_error", "comm_bench_sizes", "min_busy_ms"]
+           "virtual_device_plans", "max_grad_error", "comm_bench_sizes", "min_busy_ms", "min_event_ms"]
 
 
 def comm_bench_sizes(scale: float = 1.0) -> np.ndarray:
@@ -61,28 +61,42 @@ def max_grad_error(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> fl
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
 
-def min_busy_ms(steps: Sequence[dict]) -> np.ndarray:
+def min_busy_ms(step_reports: Sequence[dict]) -> np.ndarray:
     """Per-rank busy CPU time that machine load cannot inflate: for every compute event (and the
-    optimizer update) of a rank, the minimum over ``steps`` of its thread CPU time, summed.
+    optimizer update) of a rank, the minimum over ``step_reports`` of its thread CPU time, summed.
 
     Thread CPU time already excludes waits; what load still adds (cache and SMT contention,
     preemption accounting) only ever adds, so the minimum over repeated steps estimates the
     unloaded cost. Each step runs the same schedule, so event i of rank r is the same (stage,
     micro-batch, kind) in every step.
 
-    Returns: (D,) float64 ms. Raises: ValueError if ``steps`` is empty or the steps' event lists differ.
+    Returns: (D,) float64 ms. Raises: ValueError if ``step_reports`` is empty or the steps' event lists differ.
     """
-    if len(steps) == 0:
-        raise ValueError("steps must hold at least one step report")
-    D = len(steps[0]["events"])
+    if len(step_reports) == 0:
+        raise ValueError("step_reports must hold at least one step report")
+    D = len(step_reports[0]["events"])
     out = np.zeros(D)
     for r in range(D):
-        keys = [(e[0], e[1], e[2]) for e in steps[0]["events"][r]]
-        if any([(e[0], e[1], e[2]) for e in s["events"][r]] != keys for s in steps):
-            raise ValueError(f"steps: rank {r}'s event list differs between steps (different plans?)")
-        cpu = np.array([[e[6] for e in s["events"][r]] for s in steps]).reshape(len(steps), len(keys))
-        out[r] = cpu.min(0).sum() + min(float(s["opt_ms"][r]) for s in steps)
+        keys = [(e[0], e[1], e[2]) for e in step_reports[0]["events"][r]]
+        if any([(e[0], e[1], e[2]) for e in s["events"][r]] != keys for s in step_reports):
+            raise ValueError(f"step_reports: rank {r}'s event list differs between steps (different plans?)")
+        cpu = np.array([[e[6] for e in s["events"][r]] for s in step_reports]).reshape(len(step_reports), len(keys))
+        out[r] = cpu.min(0).sum() + min(float(s["opt_ms"][r]) for s in step_reports)
     return out
+
+
+def min_event_ms(step_reports: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's minimum measured time over ``step_reports``: ``(dur_ms (2, S, M), opt_ms (D,))``.
+
+    The same argument as :func:`min_busy_ms`: every step runs the same schedule and machine load
+    only adds time, so the element-wise minimum estimates the unloaded event times that the cost
+    model's prediction is about. Raises: ValueError if ``step_reports`` is empty.
+    """
+    if len(step_reports) == 0:
+        raise ValueError("step_reports must hold at least one step report")
+    dur = np.min(np.stack([np.asarray(s["dur_ms"], dtype=np.float64) for s in step_reports]), axis=0)
+    opt = np.min(np.stack([np.asarray(s["opt_ms"], dtype=np.float64) for s in step_reports]), axis=0)
+    return dur, opt
 
 
 def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Sequence[torch.Tensor],
@@ -91,8 +105,8 @@ def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Seque
     """Load ``p``, run one warm-up and ``n_steps`` measured steps on our runtime.
 
     Returns:
-        dict: predicted_ms, replay_ms (cost model on the measured per-event CPU times, median
-        step), busy_cpu_ms (D,) from :func:`min_busy_ms` (each compute event's minimum thread CPU
+        dict: predicted_ms, replay_ms (cost model replayed on each event's minimum measured time
+        over the steps, :func:`min_event_ms`), busy_cpu_ms (D,) from :func:`min_busy_ms` (each compute event's minimum thread CPU
         time over the steps, summed per rank), bottleneck_ms (its max over ranks),
         busy_median_ms / bottleneck_median_ms (plain medians over steps, reported), wall_ms
         (median over steps), grad_err (first
@@ -109,7 +123,8 @@ def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Seque
     i_med = int(np.argsort(busy.max(1))[len(steps) // 2])
     med = steps[i_med]
     C = stage_costs(g, p.order, p.splits, p.D).C
-    replay = replay_makespan(p.schedule, med["dur_ms"], C, comm, med["opt_ms"])[0]
+    dur_min, opt_min = min_event_ms(steps)
+    replay = replay_makespan(p.schedule, dur_min, C, comm, opt_min)[0]
     return dict(predicted_ms=p.predicted_ms, replay_ms=float(replay), busy_cpu_ms=busy_min,
                 busy_median_ms=np.median(busy, 0), bottleneck_ms=float(busy_min.max()),
                 bottleneck_median_ms=float(np.median(busy.max(1))), wall_ms=float(np.median([s["wall_ms"] for s in steps])),
@@ -151,6 +166,10 @@ def compare_plans(runner: PipelineRunner, gm: Any, g: OpGraph, inputs: Sequence[
         res[name].update(busy_cpu_ms=min_busy_ms(st), busy_median_ms=np.median(busy, 0),
                          bottleneck_median_ms=float(np.median(busy.max(1))), n_measured_steps=len(st))
         res[name]["bottleneck_ms"] = float(res[name]["busy_cpu_ms"].max())
+        p = plans[name]
+        dur_min, opt_min = min_event_ms(st)
+        C = stage_costs(g, p.order, p.splits, p.D).C
+        res[name]["replay_ms"] = float(replay_makespan(p.schedule, dur_min, C, comm, opt_min)[0])
     for name, p in plans.items():
         if p.S == D:
             out = runner.run_torch_pipelining(gm, p.order, p.splits, inputs, target, M, "1f1b", n_steps=torch_steps + 1)
