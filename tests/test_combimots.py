@@ -472,3 +472,26 @@ def test_dockstring_docks_crizotinib_on_met():
     assert v[0] == pytest.approx(min(1.0, -dock.raw[0] / 20.0))
     with pytest.raises(ValueError, match="target"):
         cm.dock_dockstring("NOT_A_TARGET")
+
+
+def test_review_bad_inputs_are_refused():
+    """Inputs that returned silent wrong results before the chapter review."""
+    W, N, P = np.ones((2, 2)), np.array([3, 4]), np.ones((2, 2))
+    with pytest.raises(ValueError, match="n"):
+        cm.pareto_ucb(W, N, P, 1)                      # n below the siblings' visits
+    with pytest.raises(ValueError, match="gen"):
+        cm.novelty(["not a smiles"], ["CCO"])           # an unparsable SMILES counted as novel
+    with pytest.raises(ValueError, match="train"):
+        cm.novelty(["CCO"], ["not a smiles"])
+    with pytest.raises(ValueError, match="smiles"):
+        cm.diversity(["CCO", "not a smiles"])           # ... and as diverse
+    with pytest.raises(TypeError, match="objectives"):
+        cm.ObjectiveVector({"a": 3})
+    with pytest.raises(TypeError, match="objectives"):
+        cm.ObjectiveVector([lambda s: np.zeros(len(s))])
+    with pytest.raises(TypeError, match="objective"):
+        cm.scalarize(lambda s: 0.0)
+    with pytest.raises(TypeError, match="smiles_by_method"):
+        cm.redock({"a": "CCO"}, ("EGFR",), 1)           # a bare string was docked character by character
+    with pytest.raises(TypeError, match="targets"):
+        cm.redock({"a": ["CCO"]}, "EGFR", 1)

@@ -22,6 +22,8 @@ __all__ = ["scalarize", "run_synthemol", "nsga2_block_pairs"]
 def scalarize(objective: ObjectiveVector) -> Callable[[str], float]:
     """The scalar score ``mean_d F_d`` of one SMILES (the paper's scalarised ablation is the mean of its
     four objectives), cached through ``objective``."""
+    if not isinstance(objective, ObjectiveVector):
+        raise TypeError(f"objective must be an ObjectiveVector, got {type(objective).__name__}")
 
     def score(smiles: str) -> float:
         return float(objective([smiles])[0].mean())

@@ -13,6 +13,7 @@ import pandas as pd
 
 from icml25.checks import check_int, check_real, check_rng
 
+from ._checks import _check_smiles
 from .baselines import nsga2_block_pairs, run_synthemol, scalarize
 from .method import ParetoMCTS
 from .metrics import diversity, novelty, uniqueness, validity
@@ -174,9 +175,13 @@ def redock(smiles_by_method: dict[str, list[str]], targets: Sequence[str], n_wor
         DataFrame with columns ``method``, ``smiles``, ``target``, ``vina`` (NaN where docking failed).
 
     Raises:
-        ValueError: ``n_workers < 1``.
+        ValueError: ``n_workers < 1``, no targets. TypeError: a bare string in place of a list.
     """
     n_workers = check_int(n_workers, "n_workers", low=1)
+    if not isinstance(smiles_by_method, dict):
+        raise TypeError(f"smiles_by_method must be a dict method -> list of SMILES, got {type(smiles_by_method).__name__}")
+    smiles_by_method = {m: _check_smiles(lst, f"smiles_by_method[{m!r}]") for m, lst in smiles_by_method.items()}
+    targets = _check_smiles(targets, "targets", allow_empty=False)
     jobs = [(meth, s, t) for meth, lst in smiles_by_method.items() for s in lst for t in targets]
     with ProcessPoolExecutor(max_workers=n_workers) as ex:
         scores = list(ex.map(_dock_one, [(s, t) for _, s, t in jobs]))

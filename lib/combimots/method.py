@@ -61,14 +61,17 @@ def pareto_ucb(W: Any, N: Any, P: Any, n: int, c: float = DEFAULTS.c, variant: s
 
     Raises:
         ValueError (naming the argument): shapes differ, ``F``-like matrices not 2-D, NaN or negative
-        values, ``c < 0``, ``n < 0``, unknown ``variant``.
+        values, ``c < 0``, ``n < 0`` or ``n < sum(N)``, unknown ``variant``.
     """
     W = _check_objectives(W, "W")
     P = _check_objectives(P, "P")
     if P.shape != W.shape:
         raise ValueError(f"P must have the shape of W {W.shape}, got {P.shape}")
     N = check_array(N, "N", shape=(W.shape[0],), kind="int", low=0)
-    return _pareto_ucb(W, N.astype(np.float64), P, float(check_int(n, "n", low=0)),
+    n = check_int(n, "n", low=0)
+    if n < int(N.sum()):
+        raise ValueError(f"n (total sibling visits) must be >= sum(N) = {int(N.sum())}, got {n}")
+    return _pareto_ucb(W, N.astype(np.float64), P, float(n),
                        check_real(c, "c", low=0.0), check_choice(variant, "variant", VARIANTS))
 
 

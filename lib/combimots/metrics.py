@@ -52,13 +52,15 @@ def novelty(gen: Sequence[str], train: Sequence[str], thr: float = DEFAULTS.nove
         radius, n_bits: Morgan fingerprint (3 and 2048 as in the paper's evaluation).
 
     Raises:
-        ValueError: empty lists, threshold outside [0, 1].
+        ValueError: empty lists, an invalid SMILES, threshold outside [0, 1].
     """
     gen = _check_smiles(gen, "gen", allow_empty=False)
     train = _check_smiles(train, "train", allow_empty=False)
     thr = check_real(thr, "thr", low=0.0, high=1.0)
-    A, _ = _packed(gen, check_int(radius, "radius", low=0), check_int(n_bits, "n_bits", low=1))
-    B, _ = _packed(train, radius, n_bits)
+    A, ok_a = _packed(gen, check_int(radius, "radius", low=0), check_int(n_bits, "n_bits", low=1))
+    B, ok_b = _packed(train, radius, n_bits)
+    _refuse_invalid(gen, ok_a, "gen")
+    _refuse_invalid(train, ok_b, "train")
     return float(np.mean(tanimoto.max_tanimoto(A, B) < np.float32(thr)))
 
 
@@ -68,8 +70,16 @@ def diversity(smiles: Sequence[str], radius: int = DEFAULTS.metric_radius, n_bit
     smiles = _check_smiles(smiles)
     if len(smiles) < 2:
         return 0.0
-    P, _ = _packed(smiles, check_int(radius, "radius", low=0), check_int(n_bits, "n_bits", low=1))
+    P, ok = _packed(smiles, check_int(radius, "radius", low=0), check_int(n_bits, "n_bits", low=1))
+    _refuse_invalid(smiles, ok, "smiles")
     return _diversity(tanimoto.bulk_tanimoto(P, P).astype(np.float64))
+
+
+def _refuse_invalid(smiles: list[str], ok: np.ndarray, name: str) -> None:
+    """An unparsable SMILES has an all-zero fingerprint (Tanimoto 0 to everything): it would count as
+    novel and diverse, so it is refused."""
+    if not ok.all():
+        raise ValueError(f"{name} holds an invalid SMILES: {smiles[int(np.flatnonzero(~ok)[0])]!r}")
 
 
 def _diversity(S: np.ndarray) -> float:

@@ -205,8 +205,13 @@ class ObjectiveVector:
     """
 
     def __init__(self, objectives: dict[str, Objective]) -> None:
+        if not isinstance(objectives, dict):
+            raise TypeError(f"objectives must be a dict name -> callable, got {type(objectives).__name__}")
         if not objectives:
             raise ValueError("objectives must name at least one objective")
+        for name, fn in objectives.items():
+            if not isinstance(name, str) or not callable(fn):
+                raise TypeError(f"objectives must map str names to callables, got {name!r}: {type(fn).__name__}")
         self.names = tuple(objectives)
         self._fns = tuple(objectives.values())
         self._cache: dict[str, np.ndarray] = {}
