@@ -53,6 +53,8 @@ def _check_step(delta: Any, grad: Any, x: Any, eps: Any, alpha: Any) -> tuple[An
     for name, t in (("grad", grad), ("x", x)):
         if tuple(t.shape) != tuple(delta.shape):
             raise ValueError(f"{name} must have the shape of delta {tuple(delta.shape)}, got {tuple(t.shape)}")
+    if int(np.prod(tuple(x.shape))) and (float(x.min()) < 0.0 or float(x.max()) > 1.0):
+        raise ValueError(f"x must be a clean image in [0, 1], got values in [{float(x.min()):.4g}, {float(x.max()):.4g}]")
     eps = check_real(eps, "eps", low=0.0, low_open=True)
     alpha = check_real(alpha, "alpha", low=0.0, low_open=True)
     return delta, grad, x, eps, alpha
@@ -78,7 +80,8 @@ def pgd_step_reference(delta: Any, grad: Any, x: Any, eps: float, alpha: float) 
         the new delta, the input's kind (torch on its device, or NumPy float32).
 
     Raises:
-        ValueError: shapes differ, eps or alpha <= 0, non-finite values. TypeError: not numeric.
+        ValueError: shapes differ, eps or alpha <= 0, non-finite values, x outside [0, 1].
+        TypeError: not numeric, or torch and NumPy arguments mixed.
     """
     delta, grad, x, eps, alpha = _check_step(delta, grad, x, eps, alpha)
     if _is_torch(delta):
