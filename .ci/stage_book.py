@@ -51,30 +51,29 @@ def without_injected_parameters(path: Path) -> bytes:
     return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode()
 
 
-def reproduction_page(results: Path) -> bytes:
-    """book/reproduction.md with its table generated from the claim records and the runs."""
+def generated_page(script: str, page: str, results: Path, *extra: str) -> bytes:
+    """book/<page> rendered by ``.ci/<script>`` from its template, this build's cpu records
+    (``results``) and the recorded GPU runs (``data/results``)."""
     import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "reproduction.md"
-        subprocess.run([sys.executable, str(ROOT / ".ci" / "reproduction.py"), str(ROOT / "book" / "reproduction.md"),
-                        str(out), "--cpu", str(results), "--gpu", str(ROOT / "data" / "results")], check=True)
+        out = Path(tmp) / page
+        subprocess.run([sys.executable, str(ROOT / ".ci" / script), str(ROOT / "book" / page), str(out),
+                        "--cpu", str(results), "--gpu", str(ROOT / "data" / "results"), *extra], check=True)
         return out.read_bytes()
+
+
+def reproduction_page(results: Path) -> bytes:
+    """book/reproduction.md with its table generated from the claim records and the runs."""
+    return generated_page("reproduction.py", "reproduction.md", results)
 
 
 def execution_page(results: Path) -> bytes:
     """book/execution.md with its tables generated from this build's records (``.ci/execution_stats.py``)."""
-    import subprocess
-    import tempfile
-
     bench = ROOT / "benchmarks" / "results" / "limits_summary.json"
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "execution.md"
-        subprocess.run([sys.executable, str(ROOT / ".ci" / "execution_stats.py"), str(ROOT / "book" / "execution.md"),
-                        str(out), "--cpu", str(results), "--gpu", str(ROOT / "data" / "results"),
-                        *(["--bench", str(bench)] if bench.is_file() else [])], check=True)
-        return out.read_bytes()
+    return generated_page("execution_stats.py", "execution.md", results,
+                          *(["--bench", str(bench)] if bench.is_file() else []))
 
 
 def main(notebook_dir: str, dest: str, results: str | None = None) -> None:
@@ -86,10 +85,9 @@ def main(notebook_dir: str, dest: str, results: str | None = None) -> None:
     for src in (ROOT / "book").rglob("*"):
         if src.is_file():
             dst = dest_path / "book" / src.relative_to(ROOT / "book")
-            if src.name == "reproduction.md" and src.parent == ROOT / "book":
-                sync(src, dst, reproduction_page(Path(results or ROOT / "_build" / "results")))
-            elif src.name == "execution.md" and src.parent == ROOT / "book":
-                sync(src, dst, execution_page(Path(results or ROOT / "_build" / "results")))
+            generate = {"reproduction.md": reproduction_page, "execution.md": execution_page}.get(src.name)
+            if generate is not None and src.parent == ROOT / "book":
+                sync(src, dst, generate(Path(results or ROOT / "_build" / "results")))
             else:
                 sync(src, dst)
             wanted.add(dst)
