@@ -197,6 +197,21 @@ def test_prerendered_grid_keeps_defaults_and_the_frame_cap():
     assert big["e"][0] == pytest.approx(0.01) and big["e"][-1] == pytest.approx(100.0)
 
 
+def test_prerendered_grid_stays_on_the_sliders_steps_and_range():
+    import ipywidgets as W
+
+    # chapter 19's hint slider (0..999 by 10) once rounded its top frame to 1000, past the
+    # schedule's last index, and the book's pre-render failed
+    for w, default in ((W.IntSlider(min=0, max=999, step=10), 300),
+                       (W.FloatSlider(min=0.1, max=1.0, step=0.3), 0.4),
+                       (W.IntSlider(min=-7, max=20, step=3), -1)):
+        for k in (2, 5, 25):
+            vals = common._control_values(w, default, k)
+            assert default in vals
+            assert all(w.min <= v <= w.max for v in vals), (w, k, vals)
+            assert all(abs((v - w.min) / w.step - round((v - w.min) / w.step)) < 1e-6 for v in vals), vals
+
+
 def test_static_or_interactive_prerenders_frames_for_the_book(monkeypatch):
     import json
     import re
@@ -249,3 +264,23 @@ def test_static_or_interactive_skips_frames_of_a_slow_figure(monkeypatch):
     common.static_or_interactive(lambda k: (calls.append(k), plt.subplots()), {"k": W.IntSlider(min=1, max=3)}, k=2)
     assert calls == [2]
     assert "too long to pre-render" in shown[-1].data
+
+
+def test_hot_loops_table_reads_a_benchmark_and_binds_no_name(tmp_path, capsys):
+    run = json.loads((common.repo_root() / "benchmarks" / "results" / "grokking.json").read_text())
+    (tmp_path / "x.json").write_text(json.dumps(run))
+    table, sentence = common.hot_loops_table("x", tmp_path)
+    assert len(table) == len(run["hot_loops"])
+    fracs = [r["fraction_of_limit"] for r in run["hot_loops"]]
+    assert f"{min(fracs):.2%}" in sentence and f"{max(fracs):.1%}" in sentence
+    assert common.hot_loops_table("absent", tmp_path) is None
+    before = set(globals())
+    common.show_hot_loops("absent", tmp_path)
+    assert "no hot-loop limits recorded yet" in capsys.readouterr().out
+    assert set(globals()) == before
+    del run["hot_loops"][0]["limit_per_s"]
+    (tmp_path / "bad.json").write_text(json.dumps(run))
+    with pytest.raises(ValueError, match="limit_per_s"):
+        common.hot_loops_table("bad", tmp_path)
+    with pytest.raises(TypeError, match="benchmark"):
+        common.hot_loops_table("", tmp_path)
