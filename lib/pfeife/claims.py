@@ -13,7 +13,7 @@ __all__ = ["CLAIMS"]
 _BUBBLE = "check: the simulator reproduces the GPipe/1F1B bubble"
 _GRADS = "check: pipelined gradients equal single-process gradients"
 _PLAN = "check: Pfeife's predicted makespan is at most the uniform"
-_PRED = "check: every plan's prediction is within 30 %"
+_PRED = "reported only"  # CPU timings on a shared machine: never a check
 _MEM = "check: 1F1B holds at most D live micro-batches per rank"
 _UNET = "check: the UNet plan uses non-adjacent transfers"
 
