@@ -6,6 +6,11 @@ fine-tune steps per round, Anti-DreamBooth's schedule at our scale) and reports 
 seconds per image, the wall seconds, the median V ratio reached, and V-ratio gain per CPU-second;
 ratios to LA come from the same run. Best of ``--n-reps`` repetitions.
 
+Each method's protection is compute-bound (convolutions of the encoder, and for ASPL the UNet,
+forward and backward): its FLOPs are counted by torch's FLOP counter over one whole protection
+call (``_limits.torch_flops``: convolutions and matrix products only, so the fraction of the
+measured fp32 BLAS rate is a lower bound) and recorded as a hot loop with the machine's limits.
+
 Writes ``benchmarks/results/vae_variance_attack.json``.
 
 Usage: ``python benchmarks/vae_variance_attack.py [--n-images 4] [--n-reps 2]``
@@ -21,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import _limits
 from icml25 import vae_variance_attack as vaa
 from icml25.common import backend_label, device_name, profile_config, repo_root
 
@@ -32,6 +38,8 @@ def main() -> None:
     ap.add_argument("--out", default=str(repo_root() / "benchmarks" / "results" / "vae_variance_attack.json"))
     a = ap.parse_args()
     profile_config("cpu")
+    limits = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(limits), flush=True)
     models = vaa.load_models(repo_root() / "data" / "03-vae-variance-attack")
     vae, unet, n_train = models["vaes"][0], models["unet"], models["n_train"]
     x = torch.from_numpy(vaa.synthetic_faces([n_train], a.n_images, vae.config.sample_size, np.random.default_rng(0))[0])
@@ -42,7 +50,7 @@ def main() -> None:
         "pid_addlog": lambda r: vaa.pgd_protect(vae, x, "pid_addlog", r, n_steps=d.n_steps, align_every=d.n_steps + 1)[0],
         "aspl": lambda r: vaa.aspl_protect(unet, vae, x, n_train + 1, r, prior_class=n_train),
     }
-    rows = {}
+    rows, flops = {}, {}
     for name, fn in methods.items():
         best_cpu, best_wall, x_adv = np.inf, np.inf, None
         for rep in range(a.n_reps):
@@ -51,6 +59,7 @@ def main() -> None:
             best_cpu = min(best_cpu, time.process_time() - c0)
             best_wall = min(best_wall, time.perf_counter() - w0)
         ratio = vaa.latent_variance_ratio(vae, x, x_adv)
+        flops[name] = _limits.torch_flops(lambda: fn(np.random.default_rng(0)))
         rows[name] = {"cpu_s_per_image": best_cpu / a.n_images, "wall_s_per_image": best_wall / a.n_images,
                       "v_ratio_median": ratio, "v_gain_per_cpu_s": (ratio - 1) / best_cpu}
     for name, r in rows.items():
@@ -58,6 +67,14 @@ def main() -> None:
     out = {"device": device_name(), "backend": backend_label(), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "n_images": a.n_images, "n_steps": d.n_steps, "n_reps": a.n_reps, "torch_threads": torch.get_num_threads(),
            "methods": rows}
+    loops = [_limits.compute_bound(
+        f"{name} protection ({'5 rounds x 6 PGD steps + surrogate fine-tunes' if name == 'aspl' else f'{d.n_steps} PGD steps'})",
+        f"{a.n_images} images {tuple(x.shape[1:])}", flops[name], rows[name]["cpu_s_per_image"] * a.n_images, limits,
+        precision="fp32", baseline=None if name == "la" else "LA",
+        ratio=None if name == "la" else rows["la"]["cpu_s_per_image"] / rows[name]["cpu_s_per_image"],
+        counted="torch FLOP counter over one protection call (convolutions and matmuls, fwd+bwd)")
+        for name in rows]
+    _limits.attach(out, limits, loops)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
