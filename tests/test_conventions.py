@@ -29,8 +29,10 @@ KERNELS = ROOT / "kernels"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 #: files allowed to decide the device
 DEVICE_MODULES = {LIB / "common.py", LIB / "checks.py"}
-#: a chapter module longer than this becomes a package (book/authoring.md)
-MAX_MODULE_LINES = 900
+#: a chapter module longer than this becomes a package (book/authoring.md): 900 lines of the
+#: old hand layout (up to 120 columns) are about 1150 once ruff formats them at 88 (lib/ grew
+#: by 29%)
+MAX_MODULE_LINES = 1150
 #: infrastructure modules that are not chapters (exempt from the package rule)
 INFRA_MODULES = {LIB / "classroom.py"}
 DEVICE_CALLS = {"gpu_available", "get_array_module"}
