@@ -25,7 +25,8 @@ def _clean(out: nbformat.NotebookNode, count: int) -> nbformat.NotebookNode:
     return out
 
 
-@pytest.hookimpl(tryfirst=True)  # makereport is firstresult: run before the default, return None
+# makereport is firstresult: run before the default, return None
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
     if call.when != "call" or not hasattr(item, "test_outputs") or not hasattr(item, "cell"):
         return

@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-COPY_BYTES = 64 << 20  # per array; two of them, 4x the 32 MiB last-level cache of this machine
+# per array; two of them, 4x the 32 MiB last-level cache of this machine
+COPY_BYTES = 64 << 20
 MATMUL_N = 768
 REPEATS = 5
 
@@ -92,7 +93,8 @@ def _gpu_limits() -> dict[str, Any] | None:  # pragma: no cover - needs a GPU
     try:
         attrs = cp.cuda.Device().attributes
         clock_khz, bus_bits = attrs["MemoryClockRate"], attrs["GlobalMemoryBusWidth"]
-        out["nominal_hbm_Bps"] = 2.0 * clock_khz * 1e3 * bus_bits / 8  # double data rate
+        # double data rate
+        out["nominal_hbm_Bps"] = 2.0 * clock_khz * 1e3 * bus_bits / 8
         out["copy_share_of_nominal"] = out["copy_Bps"] / out["nominal_hbm_Bps"]
     except Exception as err:  # noqa: BLE001 - an attribute missing on some driver/toolkit pairs
         out["nominal_error"] = repr(err)

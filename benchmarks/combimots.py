@@ -79,7 +79,8 @@ def bench_dominance(n: int, n_reps: int, rng: np.random.Generator, max_sort_n: i
     from icml25.kernels import dominance
 
     F = rng.random((n, D))
-    paretoset.paretoset(F[:50], sense=["max"] * D, distinct=False)   # numba compile, not timed
+    # numba compile, not timed
+    paretoset.paretoset(F[:50], sense=["max"] * D, distinct=False)
     t_ours, mask = _best(lambda: dominance.pareto_mask(F), n_reps)
     t_ps, ps = _best(lambda: paretoset.paretoset(F, sense=["max"] * D, distinct=False), n_reps)
     t_pm, front = _best(lambda: NonDominatedSorting().do(-F, only_non_dominated_front=True), n_reps)
@@ -107,7 +108,8 @@ def bench_rollouts(n_rollouts: int, n_blocks: int, seed: int = 0) -> dict:
 
     def fresh():
         obj = cm.stand_in_objectives(refs)
-        obj._cache.update(zip(blocks["smiles"], block_F))   # block scores precomputed for both searches
+        # block scores precomputed for both searches
+        obj._cache.update(zip(blocks["smiles"], block_F))
         return obj
 
     import synthemol.generate  # noqa: F401 - imported before timing

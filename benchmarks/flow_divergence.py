@@ -175,7 +175,8 @@ def bench_gpu_kernel(n_steps: int = 100) -> dict:  # pragma: no cover - needs a 
         model = fdm.VelocityMLP(d, hidden=hidden, depth=3 if hidden == 128 else 4)
         params = model.linear_params()
         x1 = cp.asarray(np.random.default_rng(d).standard_normal((B, d)), dtype=cp.float32)
-        flow_divergence.euler_log_likelihood_gpu(params, x1[:64], n_steps)  # compile + warm up
+        # compile + warm up
+        flow_divergence.euler_log_likelihood_gpu(params, x1[:64], n_steps)
         times = []
         for _ in range(3):
             start, stop = cp.cuda.Event(), cp.cuda.Event()

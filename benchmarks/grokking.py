@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one thread, before NumPy loads
+# one thread, before NumPy loads
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
@@ -136,7 +137,8 @@ def batched_vs_loop(sizes: list[int], n_steps: int, seed: int = 0) -> list[dict[
     for B in sizes:
         X, y, a = grok.sparse_problems(B, sp.n, sp.s, sp.N, 0.0, rng)
         kw = dict(alpha=sp.alpha, beta1=sp.beta1, n_steps=n_steps, eval_every=n_steps // 10)
-        loop_B = min(B, 16)  # time at most 16 single runs and scale: the loop is linear in B
+        # time at most 16 single runs and scale: the loop is linear in B
+        loop_B = min(B, 16)
         best, _ = _interleaved({
             "batched": lambda: grok.subgradient_descent(X, y, a, **kw),
             "loop": lambda: [grok.subgradient_descent(X[b], y[b], a[b], **kw) for b in range(loop_B)],

@@ -83,13 +83,15 @@ def run(ns: list[int], B: int, d: int, repeats: int, gumbel_reference_max_n: int
                 table = mips.ActionTable(X)
                 rest = (thr,) if name == "first_beater" else (1.0, 0) if name == "gumbel_max_sample" else ()
                 dispatcher = getattr(mips, name)
-                dispatcher(V, table, *rest)  # warm-up: compiles the module, copies the table once
+                # warm-up: compiles the module, copies the table once
+                dispatcher(V, table, *rest)
                 row["gpu_s"] = _median_seconds(lambda: dispatcher(V, table, *rest), repeats)
                 row["speedup"] = row["reference_s"] / row["gpu_s"]
             row["reference_s_per_decision"] = row["reference_s"] / B
             if name != "first_beater":
                 row["fraction_of_fp32_blas"] = 2.0 * B * n * d / row["reference_s"] / LIMITS["fp32_flops"]
-            if name == "first_beater":  # stops at the first beater: its work depends on the data, no count
+            # stops at the first beater: its work depends on the data, no count
+            if name == "first_beater":
                 rows.append(row)
                 print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
                 continue

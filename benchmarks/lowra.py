@@ -46,7 +46,8 @@ from icml25.common import device_name, gpu_available
 from icml25.kernels import lowbit as lb
 
 GROUP = 64
-MIX = {1: 0.6, 2: 0.35, 4: 0.05}  # fractions of rows: 0.6 + 0.7 + 0.2 = 1.5 bits per weight
+# fractions of rows: 0.6 + 0.7 + 0.2 = 1.5 bits per weight
+MIX = {1: 0.6, 2: 0.35, 4: 0.05}
 SHAPES = {
     "minilm_attn_384x384": (384, 384),
     "minilm_ffn_in_1536x384": (1536, 384),
@@ -129,7 +130,8 @@ def cpu_rows(name: str, m: int, n: int, rng: np.random.Generator, repeats: int) 
     args = (packed, offsets, row_bits, lut, absmax, n, GROUP)
     t_f32 = median_seconds(lambda: lb.dequantize_mixed_reference(*args), repeats)
     t_f16 = median_seconds(lambda: lb.dequantize_mixed_reference(*args, out_dtype=np.float16), repeats)
-    buf32 = np.empty((m, n), np.float32)  # a reused output buffer: no fresh pages to fault in
+    # a reused output buffer: no fresh pages to fault in
+    buf32 = np.empty((m, n), np.float32)
     t_f32_buf = median_seconds(lambda: lb.dequantize_mixed_reference(*args, out=buf32), repeats)
     buf16 = np.empty((m, n), np.float16)
     t_f16_buf = median_seconds(lambda: lb.dequantize_mixed_reference(*args, out_dtype=np.float16, out=buf16), repeats)
@@ -200,7 +202,8 @@ def gpu_peak_bandwidth() -> dict:  # pragma: no cover - needs a GPU
     try:
         attrs = cp.cuda.Device().attributes
         clock_khz, bus_bits = attrs["MemoryClockRate"], attrs["GlobalMemoryBusWidth"]
-        out["theoretical_Bps"] = 2.0 * clock_khz * 1e3 * bus_bits / 8  # double data rate
+        # double data rate
+        out["theoretical_Bps"] = 2.0 * clock_khz * 1e3 * bus_bits / 8
         out["memory_clock_khz"], out["bus_width_bits"] = int(clock_khz), int(bus_bits)
     except Exception as err:  # attribute missing on some driver/toolkit combinations
         out["theoretical_error"] = repr(err)
@@ -247,7 +250,8 @@ def gpu_rows(name: str, m: int, n: int, rng: np.random.Generator, peak: dict) ->
         ulp = np.abs(out.view(np.int32 if dt == np.float32 else np.int16).astype(np.int64)
                      - ref.view(np.int32 if dt == np.float32 else np.int16).astype(np.int64))
         row[f"dequant_{label}_max_ulp"] = int(ulp.max())
-        buf = cp.empty((m, n), dtype=dt)  # time the kernel alone: no host-side checks, no allocation
+        # time the kernel alone: no host-side checks, no allocation
+        buf = cp.empty((m, n), dtype=dt)
         seconds = gpu_median_seconds(
             lambda: lb.launch_dequantize_mixed(d["packed"], d["offsets"], d["bits"], d["lut"], d["absmax"], buf,
                                                GROUP), 20)
@@ -269,7 +273,8 @@ def gpu_rows(name: str, m: int, n: int, rng: np.random.Generator, peak: dict) ->
     # quantize includes its host-side validation (a device -> host copy of W): an upper bound
     row["quantize_s"] = gpu_median_seconds(lambda: lb.quantize_mixed_gpu(d_W, row_bits, thresholds, GROUP), 5)
     x = cp.asarray(rng.normal(size=(1, n)).astype(np.float32))
-    if 4 * n <= lb.MAX_SHARED_BYTES:  # includes the launcher's host checks and small copies: an upper bound
+    # includes the launcher's host checks and small copies: an upper bound
+    if 4 * n <= lb.MAX_SHARED_BYTES:
         row["fused_matvec_s"] = gpu_median_seconds(
             lambda: lb.dequant_matmul_gpu(x, d["packed"], offsets, row_bits, d["lut"], d["absmax"], n, GROUP), 20)
         dense32 = cp.asarray(W)

@@ -46,7 +46,8 @@ def bench_updates(n_updates: int, n_reps: int, rng: np.random.Generator) -> list
     rows, flops = {}, {}
     for m in ("BC", "O-MAPL", "IPL-VDN", "IIPL", "SL-MARL"):
         torch.manual_seed(0)
-        agent = omapl.make_agent(m, data, 64, 0, lr=3e-3)   # SL-MARL: reward_updates = 0, phase 2 timed
+        # SL-MARL: reward_updates = 0, phase 2 timed
+        agent = omapl.make_agent(m, data, 64, 0, lr=3e-3)
         best = np.inf
         for _ in range(n_reps):
             t0 = time.perf_counter()

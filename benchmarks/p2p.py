@@ -77,7 +77,8 @@ def bench_sampling(G, n_reps, gen):
     U = torch.randn(B, G, r, generator=gen) / np.sqrt(r)
 
     def mvn():
-        cov = U @ U.transpose(1, 2) + 1e-4 * torch.eye(G)  # jitter large enough for float32 Cholesky
+        # jitter large enough for float32 Cholesky
+        cov = U @ U.transpose(1, 2) + 1e-4 * torch.eye(G)
         return torch.distributions.MultivariateNormal(mu, cov).rsample()
 
     t_low = _best(lambda: p2p_lib.low_rank_logits(mu, U, eps, rng=gen), n_reps)

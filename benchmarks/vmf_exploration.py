@@ -102,7 +102,8 @@ def bench_decisions(sizes: list[int], d: int, kappa: float, batch: int, repeats:
     for n in sizes:
         X = vmf.uniform_sphere(n, d, rng, dtype=np.float32)
         V = vmf.uniform_sphere(batch, d, rng)
-        table = mips.ActionTable(X)  # validated once, and copied to the GPU once when there is one
+        # validated once, and copied to the GPU once when there is one
+        table = mips.ActionTable(X)
 
         def boltzmann():
             return vmf.boltzmann_sample(V, table, kappa, rng)
@@ -115,7 +116,8 @@ def bench_decisions(sizes: list[int], d: int, kappa: float, batch: int, repeats:
             return torch.multinomial(probs, 1, generator=gen)[:, 0]
 
         def vmf_exact():
-            Vt = vmf.sample_vmf(V, kappa, batch, rng).astype(np.float32)  # one draw per state
+            # one draw per state
+            Vt = vmf.sample_vmf(V, kappa, batch, rng).astype(np.float32)
             return mips.mips_argmax(Vt, table)[0]
 
         t0 = time.perf_counter()
@@ -196,7 +198,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"JSON output (default {RESULTS})")
     args = parser.parse_args(argv)
-    if args.quick and args.out == RESULTS:  # a smoke run never overwrites the full results
+    # a smoke run never overwrites the full results
+    if args.quick and args.out == RESULTS:
         args.out = RESULTS.with_name("vmf_exploration_quick.json")
 
     sizes = args.sizes or ([2_000, 10_000] if args.quick else [10_000, 100_000, 200_000])

@@ -185,7 +185,8 @@ def _check_grid(Q: Any, alpha: Any, da: Any) -> tuple[np.ndarray, float, float]:
 def _grid_soft_value_cpu(Q: np.ndarray, alpha: float, da: float) -> np.ndarray:
     if alpha == 0.0:
         return Q.max(axis=1)
-    top = Q.max(axis=1)  # shift by the row maximum first: Q / alpha alone overflows for tiny alpha
+    # shift by the row maximum first: Q / alpha alone overflows for tiny alpha
+    top = Q.max(axis=1)
     with np.errstate(over="ignore"):  # (Q - top) / alpha -> -inf contributes exactly 0
         return top + alpha * (logsumexp((Q - top[:, None]) / alpha, axis=1) + math.log(da))
 

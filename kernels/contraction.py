@@ -31,7 +31,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from icml25.common import gpu_available
-from icml25.kernels import _splitmix64  # shared with triplets.py (the .cu files repeat it)
+# shared with triplets.py (the .cu files repeat it)
+from icml25.kernels import _splitmix64
 
 __all__ = [
     "MAX_BATCH_CPU",
@@ -139,7 +140,8 @@ def exp_clock_keys(wc: np.ndarray, n_trials: int, seed: int, trial_offset: int =
 def _canonical(labels: np.ndarray, n: int) -> np.ndarray:
     """Relabel components by their smallest vertex id."""
     smallest = np.empty(labels.max() + 1, dtype=np.int32)
-    smallest[labels[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int32)  # last write wins: the smallest
+    # last write wins: the smallest
+    smallest[labels[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int32)
     return smallest[labels]
 
 
@@ -164,7 +166,8 @@ def contract_by_keys_reference(edges: np.ndarray, keys: np.ndarray, n: int, stop
     R, m = keys.shape
     u = np.asarray(edges[:, 0], dtype=np.int64)
     v = np.asarray(edges[:, 1], dtype=np.int64)
-    if R >= 32 and m * n <= 4096:  # tiny graphs, many trials: Kruskal vectorised over trials
+    # tiny graphs, many trials: Kruskal vectorised over trials
+    if R >= 32 and m * n <= 4096:
         return _kruskal_batched(u, v, keys, n, stop_at)
     out = np.empty((R, n), dtype=np.int32)
     # sparsity structure once; per trial only the data (the edge ranks) changes
@@ -199,7 +202,8 @@ def _kruskal_batched(u, v, keys, n, stop_at):
         merge = (a != b) & (components > stop_at)
         if not merge.any():
             continue
-        lo, hi = np.minimum(a, b), np.maximum(a, b)  # the merged component keeps the smaller label
+        # the merged component keeps the smaller label
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
         relabel = merge[:, None] & (lab == hi[:, None])
         lab = np.where(relabel, lo[:, None], lab)
         components -= merge

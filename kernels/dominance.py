@@ -38,11 +38,13 @@ __all__ = [
 GPU_MIN_ROWS = 4096
 _BLOCK = 128
 _CHUNK = 256                 # rows of F tested per step of the reference
-_PAIR_BUDGET = 8 * 2**20     # booleans in one (rows, candidates, D) comparison of the reference
+# booleans in one (rows, candidates, D) comparison of the reference
+_PAIR_BUDGET = 8 * 2**20
 
 
 def _check_F(F: Any) -> np.ndarray:
-    F = check_array(F, "F", ndim=2, dtype=np.float64)   # finite: NaN and inf are refused, naming F
+    # finite: NaN and inf are refused, naming F
+    F = check_array(F, "F", ndim=2, dtype=np.float64)
     if F.shape[1] == 0:
         raise ValueError(f"F must have at least one objective column, got shape {F.shape}")
     n, D = F.shape
@@ -188,7 +190,8 @@ def non_dominated_sort_gpu(F: Any) -> Any:  # pragma: no cover - GPU
     while ranked < n:
         front = cp.nonzero((count == 0) & (rank < 0))[0].astype(cp.int64)
         k = int(front.size)
-        if k == 0:   # cannot happen for a strict partial order; guard against a silent infinite loop
+        # cannot happen for a strict partial order; guard against a silent infinite loop
+        if k == 0:
             raise RuntimeError("non_dominated_sort_gpu: no row left with zero dominators")
         rank[front] = r
         ranked += k
@@ -235,7 +238,8 @@ def hypervolume(F: Any, ref: Any) -> float:
     better = F[(F > ref[None, :]).all(axis=1)]
     if better.shape[0] == 0:
         return 0.0
-    better = better[_mask_math(better)]            # only the front matters; keeps moocore's input small
+    # only the front matters; keeps moocore's input small
+    better = better[_mask_math(better)]
     from pymoo.indicators.hv import HV
 
     value = float(HV(ref_point=-ref).do(-better))

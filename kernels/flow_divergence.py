@@ -218,8 +218,10 @@ def _forward_tangent(params: list[tuple[torch.Tensor, torch.Tensor]], x: torch.T
     """
     B, d = x.shape
     W0, b0 = params[0]
-    a = torch.cat([x, t[:, None]], dim=1) @ W0.T + b0  # z = [x, t] -> pre-activation (B, out)
-    Ta = W0[:, :d].T.expand(B, -1, -1)  # the input's tangents are e_1..e_d (0 for t): dz/dx W0^T
+    # z = [x, t] -> pre-activation (B, out)
+    a = torch.cat([x, t[:, None]], dim=1) @ W0.T + b0
+    # the input's tangents are e_1..e_d (0 for t): dz/dx W0^T
+    Ta = W0[:, :d].T.expand(B, -1, -1)
     for W, b in params[1:]:
         s = torch.sigmoid(a)
         ds = s * (1.0 + a * (1.0 - s))  # silu'(a)
@@ -319,7 +321,8 @@ def _euler_log_likelihood(layers: list[tuple[torch.Tensor, torch.Tensor]], x: to
     integral = torch.zeros(B, dtype=x.dtype, device=x.device)
     for k in range(n_steps):
         t = torch.full((B,), 1.0 - k / n_steps, dtype=x.dtype, device=x.device)
-        v, div = _forward_tangent(layers, x, t)  # velocity and exact divergence, one forward-mode pass
+        # velocity and exact divergence, one forward-mode pass
+        v, div = _forward_tangent(layers, x, t)
         integral = integral + h * div
         x = x - h * v
     logp = -0.5 * (x * x).sum(1) - 0.5 * d * _LOG_2PI - integral
@@ -420,7 +423,8 @@ def _gpu_setup(params: Params, x: Any, act: str, name: str, samples_per_block: i
     import cupy as cp
 
     check_choice(act, "act", SUPPORTED_ACTIVATIONS)
-    if type(x).__module__.startswith("cupy"):  # check the shape without a copy to the host
+    # check the shape without a copy to the host
+    if type(x).__module__.startswith("cupy"):
         if x.ndim != 2 or x.shape[1] < 1:
             raise ValueError(f"{name} must have shape (B, d) with d >= 1, got {tuple(x.shape)}")
         B, d = x.shape

@@ -82,7 +82,8 @@ def _loglik(SR: Any, SR2: Any, shift: Any, sigma: Any, n: int) -> Any:
     """``sum_j -(SR2 - 2 u SR + n u^2) / (2 sigma^2) - n log sigma - n d log(2 pi) / 2``."""
     import torch
 
-    q = SR2[:, None, :] - 2.0 * shift * SR[:, None, :] + n * shift**2     # sum_i (R - u)^2, (K, S, d)
+    # sum_i (R - u)^2, (K, S, d)
+    q = SR2[:, None, :] - 2.0 * shift * SR[:, None, :] + n * shift**2
     d = SR.shape[1]
     return (-q / (2.0 * sigma**2) - n * torch.log(sigma)).sum(-1) - 0.5 * n * d * _LOG_2PI
 

@@ -116,10 +116,12 @@ def grok_steps_reference(
     _check_steps_budget("grok_steps_reference", y, a, n_steps, eval_every, method)
     B = a.shape[0]
     if X.ndim == 3 and X.shape[0] == 1 == B:
-        X, P = X[0], (P[0] if P is not None and np.ndim(P) == 3 else P)  # a stack of one problem: one shared X
+        # a stack of one problem: one shared X
+        X, P = X[0], (P[0] if P is not None and np.ndim(P) == 3 else P)
     shared = X.ndim == 2
     a = np.array(a, dtype=np.float64, copy=True)
-    if shared and B == 1:  # one problem: vectors (n,), (N,) and scalars, no broadcasting
+    # one problem: vectors (n,), (N,) and scalars, no broadcasting
+    if shared and B == 1:
         a, y, a_star = a[0], y[0], a_star[0]
         al, b1, b2 = (float(np.asarray(v, dtype=np.float64).reshape(-1)[0]) for v in (alpha, beta1, beta2))
     else:

@@ -85,7 +85,8 @@ def _knn_torch(q: np.ndarray, ref: np.ndarray, k: int, q_batch: np.ndarray, ref_
         for s in range(0, len(rows), tile):
             r = rows[s:s + tile]
             Q = torch.from_numpy(q[r]).double()
-            d = ((Q[:, None, :] - R[None, :, :]) ** 2).sum(-1)   # exact squared distances (cdist's sqrt adds rounding)
+            # exact squared distances (cdist's sqrt adds rounding)
+            d = ((Q[:, None, :] - R[None, :, :]) ** 2).sum(-1)
             order = torch.sort(d, dim=1, stable=True).indices[:, :k]
             idx[r] = order.numpy() + a
             dist[r] = torch.gather(d, 1, order).float().numpy()
@@ -188,7 +189,8 @@ def _attend(q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: int) -> Any:
     N, c = q.shape
     kn = idx.shape[1]
     dh = c // heads
-    kj = (k[idx] + pe).view(N, kn, heads, dh)                  # keys of the neighbours, with relative PE
+    # keys of the neighbours, with relative PE
+    kj = (k[idx] + pe).view(N, kn, heads, dh)
     vj = (v[idx] + pe).view(N, kn, heads, dh)
     logits = (q.view(N, 1, heads, dh) * kj).sum(-1) / dh ** 0.5  # (N, kn, heads)
     a = logits.softmax(dim=1)

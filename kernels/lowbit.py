@@ -216,7 +216,8 @@ def _check_thresholds(thresholds: ArrayLike, rb: np.ndarray) -> np.ndarray:
         active = t[rows, : (1 << b) - 1]
         if np.isnan(active).any():
             raise ValueError(f"thresholds contain NaN in the first 2^b - 1 entries (b={b})")
-        if b > 1 and (active[:, 1:] < active[:, :-1]).any():  # a comparison, so +-inf entries are fine
+        # a comparison, so +-inf entries are fine
+        if b > 1 and (active[:, 1:] < active[:, :-1]).any():
             raise ValueError(f"thresholds must be non-decreasing within each row (b={b})")
     return t
 
@@ -519,7 +520,8 @@ def _level_tables(lut_rows: np.ndarray, b: int) -> tuple[np.ndarray, int]:
     else:  # b == 4: a half-byte is one code, its table the row's 16 levels
         half = np.ascontiguousarray(lut_rows, dtype=np.float32)
         table = np.empty((k, 16, 16, 2), dtype=np.float32)
-    table[:, :, :, 0] = half[:, None, :]  # byte v = 16 hi + lo: the low half-byte's levels first
+    # byte v = 16 hi + lo: the low half-byte's levels first
+    table[:, :, :, 0] = half[:, None, :]
     table[:, :, :, 1] = half[:, :, None]
     return table.view(f"V{32 // b}").reshape(-1), 8
 
@@ -552,7 +554,8 @@ def _dequant_rows(pw: PackedWeight, rows: np.ndarray, b: int, vals_buf: np.ndarr
     n, g = pw.layout.n, pw.layout.group
     nbytes = (n * b + 7) // 8
     k = rows.size
-    data = _gather_rows(pw.packed, pw.layout.row_offsets, rows, nbytes)  # (k, nbytes) uint8
+    # (k, nbytes) uint8
+    data = _gather_rows(pw.packed, pw.layout.row_offsets, rows, nbytes)
     table, index_bits = _level_tables(pw.lut[rows], b)
     n_idx = k * nbytes * (2 if index_bits == 4 else 1)
     idx = idx_buf[:n_idx] if idx_buf is not None else np.empty(n_idx, dtype=np.intp)
@@ -560,18 +563,22 @@ def _dequant_rows(pw: PackedWeight, rows: np.ndarray, b: int, vals_buf: np.ndarr
         idx = idx.reshape(k, nbytes, 2)
         np.bitwise_and(data, np.uint8(15), out=idx[:, :, 0], casting="unsafe")
         np.right_shift(data, np.uint8(4), out=idx[:, :, 1], casting="unsafe")
-        np.add(idx, (np.arange(k, dtype=np.intp) << 4)[:, None, None], out=idx)  # row r's table
+        # row r's table
+        np.add(idx, (np.arange(k, dtype=np.intp) << 4)[:, None, None], out=idx)
     else:
         idx = idx.reshape(k, nbytes)
         np.copyto(idx, data, casting="unsafe")
         np.add(idx, (np.arange(k, dtype=np.intp) << 8)[:, None], out=idx)
-    width = nbytes * 8 // b  # codes held by a row's bytes (>= n; the last byte may be padding)
+    # codes held by a row's bytes (>= n; the last byte may be padding)
+    width = nbytes * 8 // b
     vals = vals_buf[: k * width] if vals_buf is not None else np.empty(k * width, dtype=np.float32)
-    np.take(table, idx, out=vals.view(table.dtype).reshape(idx.shape), mode="clip")  # indices are in range
+    # indices are in range
+    np.take(table, idx, out=vals.view(table.dtype).reshape(idx.shape), mode="clip")
     vals = vals.reshape(k, width)
     if width != n:
         vals = np.ascontiguousarray(vals[:, :n])
-    _scale_groups(vals, pw.absmax[rows], g)  # one float32 product per element, as in the kernel
+    # one float32 product per element, as in the kernel
+    _scale_groups(vals, pw.absmax[rows], g)
     return vals
 
 
@@ -840,7 +847,8 @@ def dequant_matmul_gpu(x: Any, packed: Any, row_offsets: ArrayLike, row_bits: Ar
         raise ValueError(f"n={n} is too long for the fused kernel's shared-memory row; "
                          "use dequantize_mixed and a dense matmul")
     kernel = load_module("lowbit").get_function("dequant_matmul_f32")
-    if shared > 48 * 1024:  # opt in to the large shared-memory carve-out (up to 227 KiB on H100/H200)
+    # opt in to the large shared-memory carve-out (up to 227 KiB on H100/H200)
+    if shared > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = shared
     kernel((min(m, 1 << 20),), (THREADS,),
            (d_x, pw.packed, cp.asarray(pw.layout.row_offsets), cp.asarray(pw.layout.row_bits.astype(np.int32)),

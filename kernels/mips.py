@@ -93,7 +93,8 @@ _PHILOX_W0 = 0x9E3779B9
 _PHILOX_W1 = 0xBB67AE85
 _MASK32 = 0xFFFFFFFF
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
-_MAX_ACTIONS = _MASK32 - 1  # n <= 2^32 - 2: the packed keys of mips.cu hold a 32-bit index
+# n <= 2^32 - 2: the packed keys of mips.cu hold a 32-bit index
+_MAX_ACTIONS = _MASK32 - 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -453,7 +454,8 @@ def _first_beater(Q: np.ndarray, X: np.ndarray, thr: np.ndarray) -> np.ndarray:
         stop = min(n, start + width)
         hit = (Q[alive] @ X[start:stop].T) > thr[alive, None]
         beaten = hit.any(axis=1)
-        out[alive[beaten]] = start + np.argmax(hit[beaten], axis=1)  # argmax of bool = first True
+        # argmax of bool = first True
+        out[alive[beaten]] = start + np.argmax(hit[beaten], axis=1)
         alive = alive[~beaten]
         start, width = stop, 2 * width
     return out

@@ -131,7 +131,8 @@ def _bisection_one(v: np.ndarray, r: np.ndarray, K: int, v0: float) -> tuple[np.
         z = 0.5 * (lo + hi)
         S, score = _select(v, r, z, K)
         if S.size and score[S].sum() >= v0 * z:
-            rev = float(v[S] @ r[S] / (v0 + v[S].sum()))  # >= z: an achievable lower bound
+            # >= z: an achievable lower bound
+            rev = float(v[S] @ r[S] / (v0 + v[S].sum()))
             if rev > best_rev:
                 best, best_rev = S, rev
             lo = max(z, rev)

@@ -71,7 +71,8 @@ def _layer_torch(x: Any, W: Any, b: Any, g: Any, beta: Any, layer_norm: bool) ->
     import torch
     import torch.nn.functional as F
 
-    z = torch.baddbmm(b[:, None, :], x, W)             # b + x W for every member in one batched GEMM
+    # b + x W for every member in one batched GEMM
+    z = torch.baddbmm(b[:, None, :], x, W)
     if layer_norm:
         z = F.layer_norm(z, (z.shape[-1],), eps=LN_EPS) * g[:, None, :] + beta[:, None, :]
     return torch.relu(z)
@@ -240,7 +241,8 @@ _U_MAX = 1e37
 def _check_sampler(B: Any, act_dim: Any, U: Any, seed: Any) -> tuple[int, int, float, int]:
     B = check_int(B, "B", low=1)
     act_dim = check_int(act_dim, "act_dim", low=1)
-    U = check_real(U, "U", low=1.0, low_open=True, high=_U_MAX)   # 2U must be a finite float32
+    # 2U must be a finite float32
+    U = check_real(U, "U", low=1.0, low_open=True, high=_U_MAX)
     seed = check_int(seed, "seed", low=0, high=2**64 - 1)
     # the reference holds ~4 uint64/float64 work arrays of B * act_dim entries
     check_budget(f"infeasible_actions(B={B}, act_dim={act_dim})", n_bytes=40.0 * B * act_dim)

@@ -95,7 +95,8 @@ def _check_inputs(f_prefix: Any, b_prefix: Any, opt_prefix: Any, act_prefix: Any
     if len(es) > 1 and np.any(np.diff(es) < 0):
         raise ValueError("edge_src must be sorted (edges grouped by producer position)")
     shp = np.shape(candidates)
-    if len(shp) == 2:   # refuse before converting (a huge candidate table would be copied first)
+    # refuse before converting (a huge candidate table would be copied first)
+    if len(shp) == 2:
         check_budget(f"batched_makespan(K={shp[0]})", n_bytes=float(shp[0]) * (shp[1] + 1) * 8 * 4)
     cand = check_array(candidates, "candidates", ndim=2, kind="int")
     S = cand.shape[1] + 1
@@ -202,7 +203,8 @@ def _batched_reference(fp, bp, op, ap, wp, tmp, es, ed, eb, cand, ev, cm, D, M):
     # memory model: each rank's own program order
     cur = w.copy()
     peak = w.copy()
-    order = np.lexsort((np.arange(len(ev)), ev[:, 0]))   # stable by rank: program order per rank
+    # stable by rank: program order per rank
+    order = np.lexsort((np.arange(len(ev)), ev[:, 0]))
     for idx in order:
         r, j, _k, kd, _p = ev[idx]
         if kd == 0:

@@ -163,7 +163,8 @@ def _dykstra_cpu(X: np.ndarray, Phi: np.ndarray, xi: np.ndarray, n_sweeps: int) 
     for _ in range(n_sweeps):
         for k in range(K):
             z = x + Y[k]
-            s = np.maximum(z @ Phi[k] - xi[k], 0.0) / sq[k]      # how far z is outside H_k, in units of phi_k
+            # how far z is outside H_k, in units of phi_k
+            s = np.maximum(z @ Phi[k] - xi[k], 0.0) / sq[k]
             x = z - s[:, None] * Phi[k][None, :]
             Y[k] = z - x
     return x

@@ -122,7 +122,8 @@ def _popcount_rows(X: np.ndarray) -> np.ndarray:
 
 def _tanimoto_block(A: np.ndarray, B: np.ndarray, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
     """``T[i, j] = c / (a + b - c)`` for one block of rows of ``A`` (0 where the union is empty)."""
-    c = np.bitwise_count(A[:, None, :] & B[None, :, :]).sum(axis=2, dtype=np.int64)   # |a & b|
+    # |a & b|
+    c = np.bitwise_count(A[:, None, :] & B[None, :, :]).sum(axis=2, dtype=np.int64)
     union = pa[:, None] + pb[None, :] - c                                               # |a | b|
     with np.errstate(invalid="ignore", divide="ignore"):
         t = np.where(union > 0, c / np.maximum(union, 1), 0.0)                          # float64, one rounding

@@ -206,7 +206,8 @@ def triplet_counts_gpu(S: Any, p: float, seed: int, D: Any = None) -> Any:  # pr
 
     S = cp.ascontiguousarray(cp.asarray(S, dtype=cp.int32))
     n = int(S.shape[0])
-    Dp = cp.ascontiguousarray(cp.asarray(D, dtype=cp.int32)) if D is not None else S  # S: unused
+    # S: unused
+    Dp = cp.ascontiguousarray(cp.asarray(D, dtype=cp.int32)) if D is not None else S
     C = cp.empty((n, n), dtype=cp.int32)
     grid = min(max(1, (n * n + _BLOCK - 1) // _BLOCK), 65535 * 4)
     fn = load_module("triplets").get_function("triplet_counts")

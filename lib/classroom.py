@@ -691,7 +691,8 @@ def _test_cell(src: str, label: str, kind: str, k: int, functions: Sequence[str]
     free = sorted(_free_names(tree))
     fname = f"test_{_identifier(label)}_{kind}_{k}"
     body = _without_magics(src).strip("\n")
-    if kind == "public" and functions:  # feedback a learner can act on (hidden tests: pass or fail)
+    # feedback a learner can act on (hidden tests: pass or fail)
+    if kind == "public" and functions:
         from icml25.learner import feedback_test_source
 
         body = feedback_test_source(body, label, functions)
@@ -1261,7 +1262,8 @@ def sandbox_exec(limits: Limits, hide: Sequence[str | Path], stdin: bytes = b"",
 
     cgroup = _pids_cgroup(limits.processes) if os.geteuid() == 0 else None
 
-    def enter_cgroup() -> None:  # runs in the child before exec: the whole sandbox is in the cgroup
+    # runs in the child before exec: the whole sandbox is in the cgroup
+    def enter_cgroup() -> None:
         if cgroup is not None:
             (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
@@ -1575,7 +1577,8 @@ def _worker_main(sock: Any, ns: dict, exercise: dict, definitions: list[str], ex
 
     with contextlib.suppress(OSError):
         resource.setrlimit(resource.RLIMIT_CPU, (int(exercise_cpu) + 1, int(exercise_cpu) + 2))
-    _recv(sock)  # wait for the start signal (the test process has read its tests by then)
+    # wait for the start signal (the test process has read its tests by then)
+    _recv(sock)
     notes = _install_masks(exercise["masks"], exercise["label"], ns)
     sns = dict(ns)
     sns["__name__"] = _SUBMISSION_MODULE
@@ -1732,7 +1735,8 @@ def _kill_strays(keep: set[int], pid_max: int) -> None:
             if probe == 0:
                 os._exit(0)
             os.waitpid(probe, 0)
-            if probe > max(keep) and pid_max > 1 << 16:  # small pid spaces are scanned whole (wrap-proof)
+            # small pid spaces are scanned whole (wrap-proof)
+            if probe > max(keep) and pid_max > 1 << 16:
                 top = probe
         except OSError:
             pass
@@ -1790,7 +1794,8 @@ def _test_process_main() -> None:
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
-            if pid == 0:  # the worker: nothing of the test process's channels stays open
+            # the worker: nothing of the test process's channels stays open
+            if pid == 0:
                 try:
                     parent.close()
                     for w in workers.values():
@@ -2048,7 +2053,8 @@ def grade(
     tasks = [(str(f.resolve()), str(ag), kw) for f in files]
     if jobs == 1 or len(tasks) == 1:
         results = [_grade_task(t) for t in tasks]
-    elif sandbox:  # each submission is its own sandboxed process tree: threads suffice here
+    # each submission is its own sandboxed process tree: threads suffice here
+    elif sandbox:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(min(jobs, len(tasks))) as pool:

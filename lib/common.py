@@ -176,7 +176,8 @@ def profile_config(profile: str, **sizes: Any) -> ProfileConfig:
 
 def _limit_threads() -> None:
     """One thread per process for PyTorch, BLAS and OpenMP (the cpu profile's policy)."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")  # OpenMP runtimes initialised later (faiss)
+    # OpenMP runtimes initialised later (faiss)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         import torch
 
@@ -492,7 +493,8 @@ def _control_values(w: Any, default: Any, k: int) -> list[Any]:
     for v in vals:
         if not any(v == u for u in uniq):
             uniq.append(v)
-    if len(uniq) > k:  # options beyond k: keep the default and its neighbours in the list
+    # options beyond k: keep the default and its neighbours in the list
+    if len(uniq) > k:
         i = next(j for j, u in enumerate(uniq) if u == default)
         lo = min(max(0, i - k // 2), len(uniq) - k)
         uniq = uniq[lo:lo + k]

@@ -41,7 +41,8 @@ def hot_loops_table(benchmark: str, folder: str | os.PathLike | None = None) -> 
 
     if not isinstance(benchmark, str) or not benchmark:
         raise TypeError(f"benchmark must be a non-empty string, got {benchmark!r}")
-    from icml25.common import repo_root  # here, not at the top: icml25.common re-exports this module
+    # here, not at the top: icml25.common re-exports this module
+    from icml25.common import repo_root
 
     base = Path(folder) if folder is not None else repo_root() / "benchmarks" / "results"
     path = base / f"{benchmark}.json"

@@ -160,7 +160,8 @@ def your_function_raised(exc: BaseException) -> None:
     text = " ".join(str(exc).split())
     text = text if len(text) <= 400 else text[:399] + "…"
     what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    if isinstance(exc, NotImplementedError) and mine and not deepest:  # raised by its own body
+    # raised by its own body
+    if isinstance(exc, NotImplementedError) and mine and not deepest:
         if _is_stub(fn):
             head = (f"`{name}` is still to write (exercise {label}): its body only raises NotImplementedError. "
                     "Write it in its cell, run that cell, then run this check again.")
@@ -229,7 +230,8 @@ def explain(label: str, test: str, bound: Sequence[tuple[str, str, str]], env: M
         if var not in env:
             continue
         v = _show(env[var])
-        if v == text and role != "returned":  # a literal: already in the condition's text
+        # a literal: already in the condition's text
+        if v == text and role != "returned":
             continue
         if role == "returned":
             lines.append(f"  your {text} returned {v}")
@@ -410,7 +412,8 @@ class _AssertRewriter(ast.NodeTransformer):
         return node
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        outer, self.assigned = self.assigned, {}  # another scope: locals() there holds none of these
+        # another scope: locals() there holds none of these
+        outer, self.assigned = self.assigned, {}
         self.generic_visit(node)
         self.assigned = outer
         return node
@@ -441,7 +444,8 @@ def feedback_test_source(src: str, label: str, functions: Sequence[str]) -> str:
     except SyntaxError:
         return src
     names = set(functions)
-    from icml25.classroom import _free_names  # the names the test receives as parameters
+    # the names the test receives as parameters
+    from icml25.classroom import _free_names
 
     reads = sorted(names & _free_names(tree))
     new = _AssertRewriter(label, names).visit(tree)
@@ -735,7 +739,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from icml25 import classroom
 
     chapter = Path(a.chapter)
-    if not chapter.suffix:  # a number: the notebook it names, to tell whether a copy exists
+    # a number: the notebook it names, to tell whether a copy exists
+    if not chapter.suffix:
         found = sorted((classroom._project_root() / "notebooks").glob(f"{a.chapter}_*.ipynb"))
         chapter = found[0] if len(found) == 1 else chapter
     existed = (Path(a.dest) / chapter.stem / chapter.name).exists()

@@ -320,7 +320,8 @@ def execute_all(
         import ray
         from tqdm.auto import tqdm
 
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report: runs stay offline
+        # no usage report: runs stay offline
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         started = not ray.is_initialized()
         if started:
             kw: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)

@@ -31,8 +31,10 @@ def test_verdicts():
     assert claims.verdict(c, None) == claims.NOT_RECORDED
     assert claims.verdict(c, {"x": 2}) == "not recorded (y not recorded)"
     assert claims.verdict(c, {"x": float("nan"), "y": 1}) == "not recorded (x is NaN)"
-    assert claims.verdict(c, {"x": "nan", "y": 1}) == "not recorded (x is NaN)"  # NaN as record_metrics writes it
-    assert claims.verdict(_claim(holds=lambda m: np.float64(m["x"]) > 1), {"x": 2}) == claims.HOLDS  # numpy bool
+    # NaN as record_metrics writes it
+    assert claims.verdict(c, {"x": "nan", "y": 1}) == "not recorded (x is NaN)"
+    # numpy bool
+    assert claims.verdict(_claim(holds=lambda m: np.float64(m["x"]) > 1), {"x": 2}) == claims.HOLDS
 
 
 def test_a_judge_that_returns_no_bool_is_an_error():

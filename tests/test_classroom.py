@@ -149,7 +149,8 @@ def _assert_scores(s: dict, full: list[str], zero: list[str]) -> None:
 def test_instructor_scores_full_marks_and_student_zero(built, nb):
     entry = built(nb)
     names = ["instructor", "untouched"]
-    if nb == FIXTURE:  # the fixture is cheap: every edit a student makes, in one grading run
+    # the fixture is cheap: every edit a student makes, in one grading run
+    if nb == FIXTURE:
         names += ["filled", "filled_shuffled", "untouched_shuffled"]
     entry["scores"] = s = _grade_variants(entry["chapter"], entry["editions"], entry["out"] / "subs", names)
     _assert_scores(s, full=[n for n in names if n in ("instructor", "filled", "filled_shuffled")],
@@ -484,4 +485,5 @@ def test_reader_edition_removes_solutions_and_hidden_checks():
     text = "\n".join(c.source for c in out.cells)
     assert "solution-start" not in text and "total += v" not in text and "Hidden check" not in text
     assert text.count("{exercise}") == 3 and text.count("# Check: exercise") == 3
-    assert len(nb.cells) - len(out.cells) == 3 * 3 + 3  # gates + solution + hidden check per exercise
+    # gates + solution + hidden check per exercise
+    assert len(nb.cells) - len(out.cells) == 3 * 3 + 3

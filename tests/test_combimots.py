@@ -351,7 +351,8 @@ def test_parallel_sibling_selection_picks_only_pareto_children(small_space):
     t = cm.ParetoMCTS(_cheap_objective(), blocks, reactions, c=0.0, num_expand_nodes=10, diversity=False,
                       rng=np.random.default_rng(0))
     kids = t._children(t.root)
-    ucb = np.stack([k.P for k in kids]) * 0.0        # c = 0 and nothing visited: all UCBs are 0, all tie
+    # c = 0 and nothing visited: all UCBs are 0, all tie
+    ucb = np.stack([k.P for k in kids]) * 0.0
     assert dominance.pareto_mask(ucb).all()
     picks = {id(t._select(kids)) for _ in range(60)}
     assert len(picks) > 5                          # uniform among the tied front, not the first child
@@ -454,7 +455,8 @@ def test_compare_and_summarize(small_space):
         assert m[f"{key}_hv"] == pytest.approx(dominance.hypervolume(F, np.zeros(2)))
         assert m[f"{key}_validity"] == 1.0
     front_best = runs["pmcts"].F[runs["pmcts"].front()].max(axis=0)
-    assert np.allclose(front_best, runs["pmcts"].F.max(axis=0))   # a per-objective best is never dominated
+    # a per-objective best is never dominated
+    assert np.allclose(front_best, runs["pmcts"].F.max(axis=0))
     with pytest.raises(ValueError, match="n_rollouts"):
         cm.compare_methods(_cheap_objective(), blocks, reactions, 0, 8, 10.0, np.random.default_rng(0))
 
@@ -468,7 +470,8 @@ def test_claims_are_well_formed():
 def test_dockstring_docks_crizotinib_on_met():
     dock = cm.dock_dockstring("MET", num_cpus=2)
     v = dock([CRIZOTINIB])
-    assert np.isfinite(dock.raw[0]) and dock.raw[0] < -5.0        # a MET inhibitor in MET's pocket binds
+    # a MET inhibitor in MET's pocket binds
+    assert np.isfinite(dock.raw[0]) and dock.raw[0] < -5.0
     assert v[0] == pytest.approx(min(1.0, -dock.raw[0] / 20.0))
     with pytest.raises(ValueError, match="target"):
         cm.dock_dockstring("NOT_A_TARGET")
@@ -492,6 +495,7 @@ def test_review_bad_inputs_are_refused():
     with pytest.raises(TypeError, match="objective"):
         cm.scalarize(lambda s: 0.0)
     with pytest.raises(TypeError, match="smiles_by_method"):
-        cm.redock({"a": "CCO"}, ("EGFR",), 1)           # a bare string was docked character by character
+        # a bare string was docked character by character
+        cm.redock({"a": "CCO"}, ("EGFR",), 1)
     with pytest.raises(TypeError, match="targets"):
         cm.redock({"a": ["CCO"]}, "EGFR", 1)

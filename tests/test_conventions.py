@@ -210,7 +210,8 @@ def test_kernel_references_live_once_in_kernels():
     kernel_shapes = {}
     for p in _py_files(KERNELS):
         for fn in _functions(_parse(str(p), p.read_text())):
-            if sum(1 for _ in ast.walk(fn)) >= 60:  # only bodies big enough to be a contract
+            # only bodies big enough to be a contract
+            if sum(1 for _ in ast.walk(fn)) >= 60:
                 kernel_shapes.setdefault(_shape_of(fn), f"{p.relative_to(ROOT)}:{fn.name}")
     reference_names = {n.removesuffix("_reference") for names in _kernel_functions().values()
                         for n in names if n.endswith("_reference")}
@@ -342,7 +343,8 @@ def test_each_chapter_keeps_its_paper_settings_in_one_frozen_defaults(module):
 #: parameter names book/notation.md retires ("not" column), with the one documented exception
 RETIRED_NAMES = {"trials", "runs", "n_seeds", "replicates", "repeats", "steps", "iters", "generator",
                  "random_state", "edge_weights", "count", "seed"}
-NAME_EXCEPTIONS = {("lowra", "assign_precision", "seed"), ("lowra", "sse_vs_budget", "seed")}  # K-means random_state
+# K-means random_state
+NAME_EXCEPTIONS = {("lowra", "assign_precision", "seed"), ("lowra", "sse_vs_budget", "seed")}
 
 
 def test_public_signatures_use_the_books_names():

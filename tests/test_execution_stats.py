@@ -25,14 +25,16 @@ def test_every_chapter_has_a_row_and_missing_runs_say_so(tmp_path):
     assert len(chapters) >= 14
     cpu, gpu = tmp_path / "cpu", tmp_path / "gpu"
     _write(cpu, chapters[0], "cpu", wall_time_s=123.4, peak_rss_mib=812.3, device="cpu")
-    _write(cpu, chapters[1], "cpu", wall_time_s=float("nan"), device="cpu")   # a NaN wall time
+    # a NaN wall time
+    _write(cpu, chapters[1], "cpu", wall_time_s=float("nan"), device="cpu")
     _write(gpu, chapters[0], "gpu", wall_time_s=300.0, device="NVIDIA H200")
     rows = {r["chapter"]: r for r in es.rows(cpu, gpu)}
     assert set(rows) == set(chapters)
     assert rows[chapters[0]]["cpu_wall_s"] == "123" and rows[chapters[0]]["cpu_peak_mib"] == "812"
     assert rows[chapters[0]]["gpu_minutes"] == "5.0" and rows[chapters[0]]["gpu_device"] == "NVIDIA H200"
     assert rows[chapters[1]]["cpu_wall_s"] == es.NOT_RECORDED          # NaN is not a time
-    assert rows[chapters[1]]["cpu_peak_mib"] == es.NOT_RECORDED        # an older record without it
+    # an older record without it
+    assert rows[chapters[1]]["cpu_peak_mib"] == es.NOT_RECORDED
     assert rows[chapters[2]]["cpu_wall_s"] == es.NOT_RECORDED          # no record at all
     assert rows[chapters[2]]["gpu_minutes"] == es.NOT_RECORDED
 

@@ -74,7 +74,8 @@ def test_divergence_hutchinson_rademacher_variance_formula():
                                      rng=torch.Generator().manual_seed(8))
     S = A + A.T
     theory = sum(S[i, j] ** 2 for i in range(4) for j in range(i + 1, 4))
-    assert abs(float(est.var()) / theory - 1) < 0.05  # 20k probes: relative s.e. of a variance ~1.4 %
+    # 20k probes: relative s.e. of a variance ~1.4 %
+    assert abs(float(est.var()) / theory - 1) < 0.05
 
 
 def test_velocity_mlp_interface():
@@ -277,7 +278,8 @@ def test_log_likelihood_linear_flow_matches_pushforward():
     M = expm(A)
     x = _rng_tensor(21, 40, 2)
     ref = multivariate_normal(np.zeros(2), M @ M.T).logpdf(x.numpy())
-    for method, n, tol in (("euler", 400, 3e-3), ("midpoint", 50, 1e-4)):  # O(h) and O(h^2) errors
+    # O(h) and O(h^2) errors
+    for method, n, tol in (("euler", 400, 3e-3), ("midpoint", 50, 1e-4)):
         ll = F.log_likelihood(LinearField(A), x, n, method=method).numpy()
         assert np.abs(ll - ref).max() < tol
     # Hutchinson: unbiased, 50 probes per step; sd of the integral ~ 0.01 here
@@ -310,7 +312,8 @@ def test_log_likelihood_of_trained_like_density_integrates_to_about_one():
     m = F.VelocityMLP(2, 16, 2)
     xs, ys, dens = F.model_density_grid(m, lim=6.0, n=60, n_steps=40)
     mass = dens.sum() * (xs[1] - xs[0]) ** 2
-    assert abs(mass - 1) < 0.05  # a random small MLP barely moves N(0, I); Euler + grid error
+    # a random small MLP barely moves N(0, I); Euler + grid error
+    assert abs(mass - 1) < 0.05
 
 
 # ------------------------------------------------------------------ metrics and data
@@ -319,9 +322,11 @@ def test_log_likelihood_of_trained_like_density_integrates_to_about_one():
 def test_grid_and_hist_metrics():
     a = np.random.default_rng(23).normal(size=(50_000, 2))
     b = np.random.default_rng(24).normal(size=(50_000, 2))
-    assert F.hist_tv(a, a) == 0.0 and F.hist_kl(a, a) == pytest.approx(0.0, abs=1e-4)  # eps smoothing of empty bins
+    # eps smoothing of empty bins
+    assert F.hist_tv(a, a) == 0.0 and F.hist_kl(a, a) == pytest.approx(0.0, abs=1e-4)
     assert F.hist_tv(a, b, bins=20) < 0.05
-    assert F.hist_tv(a, b + 20, bins=60, range=((-30, 30), (-30, 30))) > 0.99  # disjoint supports
+    # disjoint supports
+    assert F.hist_tv(a, b + 20, bins=60, range=((-30, 30), (-30, 30))) > 0.99
     assert F.grid_tv(np.ones((2, 2)), np.zeros((2, 2)), 0.5) == 1.0
 
 
@@ -413,7 +418,8 @@ def test_nan_points_and_times_are_rejected():
     with pytest.raises(TypeError, match="t must be a torch.Tensor"):
         F.divergence_hutchinson(m, x, t.numpy())
     with pytest.raises(ValueError, match="t_grid"):
-        F.tv_bound_integrand(m, F.GaussianMixture2D.ring(), [0.5, float("nan")], n_mc=10)  # was a NaN row
+        # was a NaN row
+        F.tv_bound_integrand(m, F.GaussianMixture2D.ring(), [0.5, float("nan")], n_mc=10)
 
 
 def test_fdm_loss_rejects_mismatched_model_dtype_rng_and_empty_batch():
@@ -440,7 +446,8 @@ def test_fdm_loss_rejects_mismatched_model_dtype_rng_and_empty_batch():
 def test_divergence_residual_does_not_broadcast():
     v, B = torch.randn(5, 2), 5
     with pytest.raises(ValueError, match="div_v"):
-        F.divergence_residual(v, torch.zeros(B, 1), v, v, torch.zeros(B))   # was a silent (B, B) result
+        # was a silent (B, B) result
+        F.divergence_residual(v, torch.zeros(B, 1), v, v, torch.zeros(B))
     with pytest.raises(ValueError, match="score must have shape"):
         F.divergence_residual(v, torch.zeros(B), v, v[:1], torch.zeros(B))
     with pytest.raises(TypeError, match="v must be a torch.Tensor"):
@@ -455,7 +462,8 @@ def test_train_flow_validates_every_option_before_training():
     def samp(n, g):
         return torch.randn(n, 2, generator=g)
 
-    with pytest.raises(ValueError, match="estimator"):   # was silently the Hutchinson estimator
+    # was silently the Hutchinson estimator
+    with pytest.raises(ValueError, match="estimator"):
         F.train_flow(fresh(), samp, 2, 8, loss="fdm", estimator="bogus")
     with pytest.raises(ValueError, match="variant"):     # was a KeyError
         F.train_flow(fresh(), samp, 2, 8, loss="fdm", variant="bogus")

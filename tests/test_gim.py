@@ -55,7 +55,8 @@ def test_mlp_scm_shift_changes_only_descendants():
     scm = gim.MLPSCM.from_graph(W, rng)
     a = scm.sample(5000, np.random.default_rng(3))
     b = scm.sample(5000, np.random.default_rng(3), np.array([0, 1.0, 0, 0]), np.array([0, 2.0, 0, 0]))
-    assert np.allclose(a[:, [0, 3]], b[:, [0, 3]])       # same noise: non-descendants unchanged
+    # same noise: non-descendants unchanged
+    assert np.allclose(a[:, [0, 3]], b[:, [0, 3]])
     assert np.allclose(b[:, 1] - a[:, 1], 2.0)
 
 
@@ -201,7 +202,8 @@ def test_unbiased_mmd_against_a_permutation_estimate():
     Z = np.vstack([X, Y])
     perms = np.array([gim.mmd_rbf(*np.split(Z[g.permutation(120)], 2), h, unbiased=True) for _ in range(200)])
     assert stat > np.quantile(perms, 0.99)                  # a real shift is detected
-    assert abs(perms.mean()) < 3 * perms.std() / np.sqrt(200)   # the null is centred at 0 (unbiased)
+    # the null is centred at 0 (unbiased)
+    assert abs(perms.mean()) < 3 * perms.std() / np.sqrt(200)
     same = gim.mmd_rbf(X, g.normal(size=(60, 2)), h, unbiased=True)
     assert same < np.quantile(perms, 0.99)
 

@@ -394,7 +394,8 @@ def test_every_attack_scores_as_its_twin_and_changes_no_file(setup):
     assert _row(df, "honest") == [1.0, 1.0, 1.0], notes["honest"]
     assert _row(df, "untouched") == [0.0, 0.0, 0.0] and _row(df, "zz_other_student") == [0.0, 0.0, 0.0]
     assert _row(df, "mean_stub") == [0.0, 1.0, 1.0]
-    assert _row(df, "wrong_answers") == [0.0, 1.0, 0.5]  # hard-coded public answers fail the hidden test
+    # hard-coded public answers fail the hidden test
+    assert _row(df, "wrong_answers") == [0.0, 1.0, 0.5]
     for attack, twin in twins.items():
         assert _row(df, attack) == _row(df, twin), (attack, _row(df, attack), twin, _row(df, twin), notes[attack])
     # the reasons are in the table
@@ -426,18 +427,21 @@ def test_the_attacks_do_fool_the_unsandboxed_path(setup):
     for p in folder.iterdir():
         if p.stem not in keep:
             p.unlink()
-    ag_copy = s["tmp"] / "unsafe-autograder" / "autograder.zip"  # the escape rewrites this copy, not the fixture's
+    # the escape rewrites this copy, not the fixture's
+    ag_copy = s["tmp"] / "unsafe-autograder" / "autograder.zip"
     ag_copy.parent.mkdir()
     ag_copy.write_bytes(s["ed"].autograder.read_bytes())
     for p in folder.iterdir():  # point the escape at the copy
         p.write_text(p.read_text().replace(json.dumps(str(s["ed"].autograder))[1:-1], str(ag_copy)))
-    later = [folder / "attack_escape.ipynb", folder / "zz_other_student.ipynb"]  # graded last, in this order
+    # graded last, in this order
+    later = [folder / "attack_escape.ipynb", folder / "zz_other_student.ipynb"]
     first = sorted(p for p in folder.iterdir() if p.suffix == ".ipynb" and p not in later)
     df = cr.grade(ag_copy, first, None, jobs=2, sandbox=False)
     for attack in (keep & set(twins)) - {"attack_escape"}:
         assert sum(_row(df, attack)) > sum(_row(df, twins[attack])), (attack, _row(df, attack), _row(df, twins[attack]))
     df = cr.grade(ag_copy, later, None, jobs=1, sandbox=False)
-    assert sum(_row(df, "zz_other_student")) > 0  # graded after the escape: the autograder was rewritten
+    # graded after the escape: the autograder was rewritten
+    assert sum(_row(df, "zz_other_student")) > 0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -518,7 +522,8 @@ def test_the_sandbox_hides_isolates_and_limits(setup, tmp_path):
     assert not out["network"] and setup["server"].connections == connections
     assert not out["alloc_50g"]
     assert out["forks"] < 32, out["forks"]
-    assert out["tmp_written"] <= 2 * (256 << 20), out["tmp_written"]  # /tmp and /dev/shm are bounded RAM disks
+    # /tmp and /dev/shm are bounded RAM disks
+    assert out["tmp_written"] <= 2 * (256 << 20), out["tmp_written"]
     assert len(stderr) <= 64 << 10
     assert not (ROOT / "lib" / "pwned.py").exists() and not Path("/tmp/left-behind").exists()
 

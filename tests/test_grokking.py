@@ -104,10 +104,12 @@ def test_l2_only_gd_reaches_ridge_closed_form_from_large_init():
 def test_l1_path_recovers_basis_pursuit_solution():
     X, y, a = _cs(2)
     bp = grok.basis_pursuit(X, y)
-    np.testing.assert_allclose(bp, a, atol=1e-8)  # exact recovery: s = 3, N = 30, n = 60
+    # exact recovery: s = 3, N = 30, n = 60
+    np.testing.assert_allclose(bp, a, atol=1e-8)
     h = grok.subgradient_descent(X, y, a, alpha=0.1, beta1=1e-4, init=1e-6, n_steps=20_000, eval_every=100)
     err = np.linalg.norm(h.final[0] - bp) / np.linalg.norm(bp)
-    assert err < 1e-2  # the subgradient iterate oscillates at O(alpha beta1) around the solution
+    # the subgradient iterate oscillates at O(alpha beta1) around the solution
+    assert err < 1e-2
     # ... while the l2-only path stays at the min-norm interpolant, far from it
     a_ls = grok.min_norm_solution(X, y)
     assert np.linalg.norm(a_ls - bp) / np.linalg.norm(bp) > 0.3
@@ -280,7 +282,8 @@ def test_loglog_slope_with_groups_removes_problem_constants():
     y = np.concatenate([1.0 / x[:3], 7.0 / x[3:]])
     y[5] = np.nan  # a run that never generalised
     assert grok.loglog_slope(x, y, groups=np.repeat([0, 1], 3)) == pytest.approx(-1.0)
-    assert grok.loglog_slope(x, y) != pytest.approx(-1.0, abs=0.05)  # the pooled fit is biased
+    # the pooled fit is biased
+    assert grok.loglog_slope(x, y) != pytest.approx(-1.0, abs=0.05)
 
 
 # ------------------------------------------------------------------------------ bad inputs: named arguments
@@ -315,7 +318,8 @@ def test_sparse_problems_rejects_wrong_length_tau():
         grok.sparse_problems(3, 10, 2, 5, [0.1, 0.2], rng)
     with pytest.raises(ValueError, match="tau must be in"):
         grok.sparse_problems(2, 10, 2, 5, [0.1, np.nan], rng)
-    X, y, a = grok.sparse_problems(2, 10, 2, 5, [0.0, 1.0], rng)  # a valid (B,) tau still works
+    # a valid (B,) tau still works
+    X, y, a = grok.sparse_problems(2, 10, 2, 5, [0.0, 1.0], rng)
     assert X.shape == (2, 5, 10) and y.shape == (2, 5) and a.shape == (2, 10)
 
 
@@ -429,7 +433,8 @@ def test_loglog_slope_of_constant_x_is_nan_as_documented():
     # a constant group carries no slope; the others still give theirs
     x = np.array([0.1, 0.1, 1.0, 10.0])
     assert grok.loglog_slope(x, [3.0, 4.0, 2.0, 0.2], groups=[0, 0, 1, 1]) == pytest.approx(-1.0)
-    assert grok.loglog_slope([1.0, 2.0, 4.0], [5.0, 5.0, 5.0]) == 0.0  # constant y: slope 0, defined
+    # constant y: slope 0, defined
+    assert grok.loglog_slope([1.0, 2.0, 4.0], [5.0, 5.0, 5.0]) == 0.0
 
 
 def test_train_grokking_refuses_data_for_another_modulus():
@@ -438,7 +443,8 @@ def test_train_grokking_refuses_data_for_another_modulus():
     data7 = grok.modular_dataset(7, "+", 0.5, np.random.default_rng(0))
     with pytest.raises(ValueError, match="p = 7"):
         grok.train_grokking(model, data7, epochs=1)
-    no_p = {k: v for k, v in data7.items() if k != "p"}  # the same arrays without the modulus
+    # the same arrays without the modulus
+    no_p = {k: v for k, v in data7.items() if k != "p"}
     with pytest.raises(ValueError, match=r"data\['x_train'\] must be <= 4"):
         grok.train_grokking(model, no_p, epochs=1)
     bad = {**grok.modular_dataset(5, "+", 0.5, np.random.default_rng(0))}
@@ -451,7 +457,8 @@ def test_encoder_decoder_rng_is_a_torch_generator_and_leaves_the_global_stream_a
     state = torch.get_rng_state()
     m1 = grok.EncoderDecoderMLP(7, 16, rng=torch.Generator().manual_seed(3))
     assert torch.equal(state, torch.get_rng_state())
-    torch.manual_seed(3)  # the weights are those of PyTorch's own init from torch.manual_seed(3)
+    # the weights are those of PyTorch's own init from torch.manual_seed(3)
+    torch.manual_seed(3)
     m2 = grok.EncoderDecoderMLP(7, 16)
     assert all(torch.equal(a, b) for a, b in zip(m1.parameters(), m2.parameters()))
     with pytest.raises(TypeError, match="rng"):
@@ -576,7 +583,8 @@ def test_the_papers_sizes_stay_within_the_budget():
     from icml25.kernels import grokking
 
     p = grok.DEFAULTS
-    nbytes, nops = grokking.grok_steps_cost(36, p.sparse.N, p.sparse.n, 2_000_000, 1_000, "sub")  # Fig. 4 grid
+    # Fig. 4 grid
+    nbytes, nops = grokking.grok_steps_cost(36, p.sparse.N, p.sparse.n, 2_000_000, 1_000, "sub")
     check_budget("law", n_bytes=nbytes, n_operations=nops)
     model = grok.EncoderDecoderMLP(p.mlp.p, p.mlp.d, rng=torch.Generator().manual_seed(0))
     data = grok.modular_dataset(p.mlp.p, "+", p.mlp.train_fraction, np.random.default_rng(0))
@@ -655,7 +663,8 @@ def test_notebook_setup_cell_prints_the_backend_label_with_the_config():
     """Newcomer: the first output printed only the config dict; the label first appeared at output 5."""
     cells = _notebook_code_cells()
     setup = next(c for c in cells if "profile_config" in c)
-    assert cells.index(setup) == 1  # right after the parameters cell: its print is the first output
+    # right after the parameters cell: its print is the first output
+    assert cells.index(setup) == 1
     prints = [line for line in setup.splitlines() if line.startswith("print(")]
     assert any("cfg.as_dict()" in line and "backend_label()" in line for line in prints), prints
 
@@ -666,7 +675,8 @@ def test_notebook_reads_the_papers_alpha_and_init_from_defaults():
     import re
     import tokenize
 
-    def code_only(src: str) -> str:  # the cell without its strings and comments (labels may quote the paper)
+    # the cell without its strings and comments (labels may quote the paper)
+    def code_only(src: str) -> str:
         toks = tokenize.generate_tokens(io.StringIO(src).readline)
         return " ".join(t.string for t in toks if t.type not in (tokenize.STRING, tokenize.COMMENT))
 

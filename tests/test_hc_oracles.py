@@ -374,7 +374,8 @@ def test_sampling_budgets_are_checked(call):
 ], ids=["Tree.lca_size_matrix", "SplittingOracle", "dasgupta_cost dense"])
 def test_dense_lca_matrices_are_budgeted(call, monkeypatch):
     T = hco.balanced_tree(1000)
-    W = hco.random_graph(1000, np.random.default_rng(0))  # drawn before the memory is cut
+    # drawn before the memory is cut
+    W = hco.random_graph(1000, np.random.default_rng(0))
     _small_memory(monkeypatch, 3 * 10**6)  # 4 n^2 = 4 MB > 3 MB
     _refused_fast(lambda: call(T, W))
 
@@ -409,7 +410,8 @@ def _huge_sparse():
 ], ids=["linkage_tree sparse", "spectral_tree sparse", "random_graph", "random_binary_tree", "balanced_tree",
         "hsbm depth 14", "hard_instance_search", "triplet_revenue n=800"])
 def test_sizes_that_cannot_fit_are_refused_up_front(call, monkeypatch):
-    _small_memory(monkeypatch, 8 * 2**30)  # hsbm(14) needs ~13 GB: refused on an 8 GiB budget
+    # hsbm(14) needs ~13 GB: refused on an 8 GiB budget
+    _small_memory(monkeypatch, 8 * 2**30)
     _refused_fast(lambda: call(np.random.default_rng(0)))
 
 
@@ -497,6 +499,7 @@ def test_validators_live_in_the_package_checks_module():
     assert (root / "_checks.py").exists()
     for path in root.glob("*.py"):
         src = path.read_text()
-        assert "\n    from icml25" not in src and "\n        from icml25" not in src, path.name  # module-level only
+        # module-level only
+        assert "\n    from icml25" not in src and "\n        from icml25" not in src, path.name
         if path.name != "_checks.py":
             assert "def _check_" not in src, path.name

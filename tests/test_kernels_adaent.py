@@ -49,7 +49,8 @@ def test_similarity_matches_scipy_cosine(B, M):
 def test_similarity_is_shift_and_scale_invariant_and_flat_rows_give_zero():
     rng = np.random.default_rng(3)
     qs = rng.normal(size=(5, 20)).astype(np.float32)
-    cos, _ = adaent.landscape_similarity(qs, 3.0 * qs + 7.0, 0.9)  # same landscape: cosine 1
+    # same landscape: cosine 1
+    cos, _ = adaent.landscape_similarity(qs, 3.0 * qs + 7.0, 0.9)
     np.testing.assert_allclose(cos, 1.0, atol=1e-5)
     flat = np.ones((2, 20), dtype=np.float32)
     cos0, mask0 = adaent.landscape_similarity(flat, rng.normal(size=(2, 20)), 0.0)

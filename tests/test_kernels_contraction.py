@@ -62,7 +62,8 @@ def test_contract_by_keys_reference_matches_kruskal(stop_at):
 def test_contract_by_keys_reference_breaks_ties_by_edge_id():
     rng = np.random.default_rng(3)
     edges, _ = _random_graph(12, 0.5, rng)
-    keys = np.round(rng.random((5, len(edges))), 1).astype(np.float32)  # many exact ties
+    # many exact ties
+    keys = np.round(rng.random((5, len(edges))), 1).astype(np.float32)
     keys[0] = 0.0
     labels = contraction.contract_by_keys_reference(edges, keys, 12, 2)
     for r in range(5):
@@ -207,9 +208,11 @@ def test_batched_kruskal_path_matches_kruskal_and_scipy_path(stop_at):
     edges, w = _random_graph(9, 0.5, rng)
     keys = contraction.exp_clock_keys_reference(w, 64, seed=5)
     keys[:4] = np.round(keys[:4], 1)
-    batched = contraction.contract_by_keys_reference(edges, keys, 9, stop_at)  # R >= 32, tiny: batched path
+    # R >= 32, tiny: batched path
+    batched = contraction.contract_by_keys_reference(edges, keys, 9, stop_at)
+    # R = 8: SciPy path
     per_trial = np.concatenate([contraction.contract_by_keys_reference(edges, keys[i:i + 8], 9, stop_at)
-                                for i in range(0, 64, 8)])  # R = 8: SciPy path
+                                for i in range(0, 64, 8)])
     np.testing.assert_array_equal(batched, per_trial)
     for r in range(64):
         np.testing.assert_array_equal(batched[r], _kruskal_labels(edges, keys[r], 9, stop_at))

@@ -39,7 +39,8 @@ class _MLP(torch.nn.Module):
         gen = torch.Generator().manual_seed(seed)
         sizes = [d + 1] + [hidden] * depth + [d]
         self.linears = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
-        with torch.no_grad():  # a bit larger than the default init, so that SiLU is not ~linear
+        # a bit larger than the default init, so that SiLU is not ~linear
+        with torch.no_grad():
             for lin in self.linears:
                 fan_in = lin.weight.shape[1]
                 lin.weight.copy_(gain * torch.randn(lin.weight.shape, generator=gen) / math.sqrt(fan_in))
@@ -120,7 +121,8 @@ def test_mlp_velocity_divergence_reference_is_differentiable():
 
 
 def test_mlp_velocity_divergence_accepts_numpy_and_scalar_t(monkeypatch):
-    monkeypatch.setenv("ICML25_FORCE_CPU", "1")  # input conversion of the CPU path (GPU: see below)
+    # input conversion of the CPU path (GPU: see below)
+    monkeypatch.setenv("ICML25_FORCE_CPU", "1")
     model = _MLP(3, hidden=8, depth=2, seed=5)
     params = [(W.numpy(), b.numpy()) for W, b in model.linear_params()]
     x = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
@@ -144,7 +146,8 @@ def test_matches_the_chapter_velocity_mlp():
     model = fd.VelocityMLP(3, hidden=32, depth=3).double()
     x, t = torch.randn(9, 3, dtype=torch.float64), torch.rand(9, dtype=torch.float64)
     assert [tuple(W.shape) for W, _ in model.linear_params()] == [(32, 4), (32, 32), (32, 32), (3, 32)]
-    params = [(lin.weight.detach(), lin.bias.detach()) for lin in model.linears]  # float64 here
+    # float64 here
+    params = [(lin.weight.detach(), lin.bias.detach()) for lin in model.linears]
     v, div = mlp_velocity_divergence_reference(params, x, t)
     with torch.no_grad():
         torch.testing.assert_close(v, model(x, t), rtol=1e-12, atol=1e-12)
@@ -158,7 +161,8 @@ def test_euler_reference_matches_the_chapter_vjp_likelihood():
     model = fd.VelocityMLP(2, hidden=32, depth=3)
     x1 = 2 * torch.randn(50, 2)
     want = fd.log_likelihood(model, x1, 25, exact=True, use_kernel=False)
-    got = euler_log_likelihood(model.linear_params(), x1, 25)  # the kernel when a GPU is present
+    # the kernel when a GPU is present
+    got = euler_log_likelihood(model.linear_params(), x1, 25)
     torch.testing.assert_close(got, want, rtol=GPU_RTOL, atol=GPU_RTOL)
     torch.testing.assert_close(fd.log_likelihood(model, x1, 25, exact=True), got, rtol=1e-6, atol=1e-6)
 
@@ -247,7 +251,8 @@ def test_euler_log_likelihood_converges_to_adaptive_ode_solution():
     state0 = torch.cat([x1, torch.zeros(6, 1, dtype=torch.float64)], dim=1)
     end = torchdiffeq.odeint(rhs, state0, torch.tensor([1.0, 0.0], dtype=torch.float64),
                              rtol=1e-9, atol=1e-9, method="dopri5")[-1]
-    exact = -0.5 * (end[:, :2] ** 2).sum(1) - LOG_2PI + end[:, 2]  # end[:, 2] = -int_0^1 div dt
+    # end[:, 2] = -int_0^1 div dt
+    exact = -0.5 * (end[:, :2] ** 2).sum(1) - LOG_2PI + end[:, 2]
     err = [(euler_log_likelihood_reference(model.linear_params(), x1, n) - exact).abs().max().item()
            for n in (50, 400)]
     assert err[1] < err[0] / 4, err  # ~8x expected for a first-order scheme
@@ -284,7 +289,8 @@ def test_mlp_velocity_divergence_rejects_bad_shapes(fn):
     with pytest.raises(ValueError, match="t must have shape"):
         fn(p, x, torch.zeros(3))
     with pytest.raises(ValueError, match=r"params\[0\].*in = 3"):
-        fn(p, torch.zeros(4, 3), t.expand(4))  # d = 3 but the first layer takes 3 = 2 + 1
+        # d = 3 but the first layer takes 3 = 2 + 1
+        fn(p, torch.zeros(4, 3), t.expand(4))
     with pytest.raises(ValueError, match=r"params\[1\]"):
         fn([p[0], (torch.zeros(8, 5), torch.zeros(8)), p[2]], x, t)
     with pytest.raises(ValueError, match=r"params\[0\]: b"):
@@ -346,7 +352,8 @@ def test_shared_memory_at_the_limits_fits_a100_and_h100_opt_in():
     d, hidden = MAX_DIM, MAX_HIDDEN
     smem = shared_memory_bytes(d, [d + 1, hidden, hidden, d])
     assert smem == 4 * (2 * 36 * 512 + 34)
-    assert smem <= 166_912 <= 232_448  # A100 and H100/H200 per-block opt-in limits (bytes)
+    # A100 and H100/H200 per-block opt-in limits (bytes)
+    assert smem <= 166_912 <= 232_448
     # the launcher's automatic S stays within 64 KiB: 8 samples of the chapter's 2-D model fit
     assert shared_memory_bytes(2, [3, 128, 128, 2], samples_per_block=8) <= 64 * 1024
     assert shared_memory_bytes(2, [3, 128, 128, 2], 8) == 8 * shared_memory_bytes(2, [3, 128, 128, 2], 1)
@@ -427,7 +434,8 @@ def test_packed_layout_emulation_matches_reference(d, hidden, depth, S):
     for g in range(2):
         rows = slice(g * S, (g + 1) * S)
         v, div = _emulate_forward(buf, offsets, widths, x[rows], t[rows], d)
-        assert np.all(np.isfinite(v)) and np.all(np.isfinite(div))  # no read of an unset (NaN) slot
+        # no read of an unset (NaN) slot
+        assert np.all(np.isfinite(v)) and np.all(np.isfinite(div))
         np.testing.assert_allclose(v, v_ref[rows].numpy(), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(div, div_ref[rows].numpy(), rtol=1e-5, atol=1e-5)
 
@@ -463,7 +471,8 @@ class _FakeKernel:
         assert all(isinstance(a, np.int32) for a in args[-5:])  # B, d, NCOLS, LD, S
         B, d, ncols, ld, S = (int(a) for a in args[-5:])
         assert ncols % 4 == 0 and ncols >= d + 1 and ld >= int(widths.max())
-        assert 4 * (2 * S * ncols * ld + S * (d + 2)) <= shared_mem  # the kernel's shared layout fits
+        # the kernel's shared layout fits
+        assert 4 * (2 * S * ncols * ld + S * (d + 2)) <= shared_mem
         if self.name == "mlp_velocity_divergence_kernel":
             x, t, v, div = args[4:8]
             assert x.dtype == t.dtype == v.dtype == div.dtype == np.float32
@@ -511,7 +520,8 @@ def fake_cupy(monkeypatch):
     fake.cuda = types.SimpleNamespace(runtime=runtime, Device=lambda: types.SimpleNamespace(id=0))
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setattr(kfd, "_get_kernel", lambda name, smem: _FakeKernel(name, smem))
-    monkeypatch.setattr(kfd, "_MAX_GRID", 3)  # fewer blocks than groups: exercises the grid-stride loop
+    # fewer blocks than groups: exercises the grid-stride loop
+    monkeypatch.setattr(kfd, "_MAX_GRID", 3)
     return kfd
 
 
@@ -521,7 +531,8 @@ def test_gpu_launchers_with_emulated_kernel_match_reference(fake_cupy, samples_p
     kfd = fake_cupy
     params = _MLP(3, hidden=9, depth=2, seed=14).linear_params()
     gen = torch.Generator().manual_seed(5)
-    x, t = torch.randn(11, 3, generator=gen), torch.rand(11, generator=gen)  # 11: partial last group
+    # 11: partial last group
+    x, t = torch.randn(11, 3, generator=gen), torch.rand(11, generator=gen)
     v, div = kfd.mlp_velocity_divergence_gpu(params, x, t, samples_per_block=samples_per_block)
     v_ref, div_ref = mlp_velocity_divergence_reference(params, x, t)
     np.testing.assert_allclose(v, v_ref.numpy(), rtol=1e-5, atol=1e-5)
@@ -538,7 +549,8 @@ def test_gpu_launch_config_limits(fake_cupy):
     assert (ncols, ld, S) == (36, 512, 1) and smem == shared_memory_bytes(32, w.tolist()) and threads == 512
     ncols, ld, S, smem, threads, grid = kfd._launch_config(2, np.array([3, 128, 128, 2], np.int32), 10**6, None)
     assert S == 8 and smem <= 64 * 1024 and grid == 3  # (_MAX_GRID patched to 3)
-    assert kfd._launch_config(2, np.array([3, 128, 2], np.int32), 100, None)[2] == 1  # few samples: S = 1
+    # few samples: S = 1
+    assert kfd._launch_config(2, np.array([3, 128, 2], np.int32), 100, None)[2] == 1
     with pytest.raises(ValueError, match="samples_per_block"):
         kfd._launch_config(2, np.array([3, 128, 2], np.int32), 100, 0)
     with pytest.raises(ValueError, match="shared memory"):
@@ -550,7 +562,8 @@ def test_flow_divergence_cu_entry_points_in_ptx():
         ptx = compile_ptx("flow_divergence", arch=arch)
         entries = set(re.findall(r"\.entry\s+(\w+)\s*\(", ptx))
         assert {"mlp_velocity_divergence_kernel", "euler_log_likelihood_kernel"} <= entries
-        assert "ld.local" not in ptx  # the per-thread tile accumulators stay in registers
+        # the per-thread tile accumulators stay in registers
+        assert "ld.local" not in ptx
 
 
 # ---------------------------------------------------------------------------------------------
@@ -578,7 +591,8 @@ def test_mlp_velocity_divergence_gpu_matches_reference(d, hidden, depth, samples
     else:
         params = _MLP(d, hidden=hidden, depth=depth, seed=d).linear_params()
     gen = torch.Generator().manual_seed(0)
-    x, t = 1.5 * torch.randn(301, d, generator=gen), torch.rand(301, generator=gen)  # 301: a partial group
+    # 301: a partial group
+    x, t = 1.5 * torch.randn(301, d, generator=gen), torch.rand(301, generator=gen)
     v_ref, div_ref = mlp_velocity_divergence_reference(params, x, t)
     v, div = mlp_velocity_divergence_gpu(params, x, t, samples_per_block=samples_per_block)
     _assert_parity(v, v_ref.numpy())
@@ -650,7 +664,8 @@ def test_arguments_are_checked_with_the_shared_validators():
     x, t = torch.zeros(4, 2), torch.zeros(4)
     bad = [(W.clone(), b.clone()) for W, b in params]
     bad[1][0][0, 0] = float("nan")
-    with pytest.raises(ValueError, match=r"params\[1\]\[0\] must be finite"):  # was a silent NaN result
+    # was a silent NaN result
+    with pytest.raises(ValueError, match=r"params\[1\]\[0\] must be finite"):
         mlp_velocity_divergence_reference(bad, x, t)
     with pytest.raises(ValueError, match=r"params\[1\]\[0\] must be finite"):
         euler_log_likelihood(bad, x, 2)

@@ -35,8 +35,10 @@ def test_knn_respects_scenes_and_breaks_ties_by_index():
     rb = np.array([0, 0, 0, 0, 1, 1, 1])
     q = np.array([[0, 0, 0], [5, 5, 5]], dtype=np.float32)
     idx, _ = knn_attention.knn(q, ref, 3, np.array([0, 1]), rb)
-    assert idx[0].tolist() == [0, 1, 2]          # the tie between 1, 2 and 3 goes to the lower indices
-    assert idx[1].tolist() == [4, 5, 6]          # scene 1's points only, although scene 0's are listed first
+    # the tie between 1, 2 and 3 goes to the lower indices
+    assert idx[0].tolist() == [0, 1, 2]
+    # scene 1's points only, although scene 0's are listed first
+    assert idx[1].tolist() == [4, 5, 6]
 
 
 def test_knn_tiled_matches_untiled(monkeypatch):

@@ -155,7 +155,8 @@ def test_values_on_thresholds_go_to_the_lower_bin():
     codes = lb.unpack_codes(packed, offsets, [1, 2, 4], 8)
     np.testing.assert_array_equal(absmax, np.ones((3, 1), np.float32))
     assert codes[0, :4].tolist() == [1, 0, 0, 1]
-    assert codes[1, :8].tolist() == [3, 0, 1, 2, 3, 0, 1, 1]  # W[1, 7] = 0.0 sits on t_1 too
+    # W[1, 7] = 0.0 sits on t_1 too
+    assert codes[1, :8].tolist() == [3, 0, 1, 2, 3, 0, 1, 1]
     assert codes[2].tolist() == [15, 0, 3, 7, 11, 14, 15, 13]
 
 
@@ -335,7 +336,8 @@ def test_group_must_divide_the_row():
         lb.quantize_mixed_reference(W, row_bits, thresholds, group=0)
     with pytest.raises(ValueError, match="group"):
         lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128, group=100)
-    with pytest.raises(TypeError, match="group"):  # a bool is not a count (icml25.checks)
+    # a bool is not a count (icml25.checks)
+    with pytest.raises(TypeError, match="group"):
         lb.blockwise_absmax(W, group=True)
 
 
@@ -380,7 +382,8 @@ def test_shape_mismatches_are_rejected():
         lb.unpack_codes(packed.astype(np.int16), offsets, row_bits, 128)
     with pytest.raises(ValueError, match="codes"):
         lb.pack_codes(np.zeros(8, np.uint8), [1])
-    with pytest.raises(TypeError, match="codes"):  # the wrong kind of array (icml25.checks)
+    # the wrong kind of array (icml25.checks)
+    with pytest.raises(TypeError, match="codes"):
         lb.pack_codes(np.zeros((1, 8), np.float32), [1])
     with pytest.raises(ValueError, match="out_dtype"):
         lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128, out_dtype=np.float64)
@@ -427,7 +430,8 @@ def test_kernel_compiles_with_nvrtc():
     for name in ("group_absmax", "quantize_pack", "dequantize_mixed_f32", "dequantize_mixed_f16",
                  "dequant_matmul_f32"):
         assert f".entry {name}" in ptx
-    assert "ld.local" not in ptx and "st.local" not in ptx  # no register spills / local arrays
+    # no register spills / local arrays
+    assert "ld.local" not in ptx and "st.local" not in ptx
 
 
 GPU_SHAPES = [(64, 4096, 64), (37, 200, 8), (11, 15, 5), (5, 8192, 128), (70_000, 64, 64)]
@@ -480,7 +484,8 @@ def test_dequant_matmul_gpu_matches_reference():
         x = rng.normal(size=(B, n)).astype(np.float32)
         ref = lb.dequant_matmul_reference(x, packed, offsets, row_bits, lut, absmax, n, group=g)
         W_hat = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g)
-        scale = np.abs(x) @ np.abs(W_hat).T  # rounding error of a float32 sum of n terms
+        # rounding error of a float32 sum of n terms
+        scale = np.abs(x) @ np.abs(W_hat).T
         y = cp.asnumpy(lb.dequant_matmul_gpu(x, packed, offsets, row_bits, lut, absmax, n, group=g))
         assert (np.abs(y - ref) <= 1e-4 * scale + 1e-6).all()  # orders differ; an indexing bug is O(scale)
 
@@ -607,7 +612,8 @@ def emulated_kernels(tmp_path_factory):
         pytest.skip("g++ not available")
     src = kernel_source("lowbit")
     src = src.replace("extern __shared__ float smem[];", "float* smem = smem_storage;")
-    src = src.replace("__shared__", "static")  # one block runs at a time: statics are its shared memory
+    # one block runs at a time: statics are its shared memory
+    src = src.replace("__shared__", "static")
     src, n_asm = re.subn(r'asm\("cvt\.rn\.f16\.f32 %0, %1;" : "=h"\(h\) : "f"\(x\)\);', "h = emu_f16_bits(x);", src)
     assert n_asm == 1 and "asm" not in src
     folder = tmp_path_factory.mktemp("lowbit_emu")
@@ -729,7 +735,8 @@ def test_infinite_thresholds_count_as_non_decreasing_without_warnings():
     import warnings
 
     rb = np.array([2])
-    thr = np.full((1, 15), np.inf, np.float32)  # every active threshold +inf: every code is 0
+    # every active threshold +inf: every code is 0
+    thr = np.full((1, 15), np.inf, np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         packed, off, _ = lb.quantize_mixed_reference(np.ones((1, 64)), rb, thr, 64)

@@ -95,8 +95,10 @@ def test_gumbel_noise_is_standard_gumbel():
 def test_gumbel_noise_streams_differ_by_seed_offset_and_position():
     b, i = np.arange(100)[:, None], np.arange(100)[None, :]
     base = gumbel_noise_reference(1, 0, b, i)
-    np.testing.assert_array_equal(base, gumbel_noise_reference(1, 0, b, i))  # reproducible
-    off_diagonal = ~np.eye(100, dtype=bool)  # (b, i) vs (i, b): the diagonal is the same draw
+    # reproducible
+    np.testing.assert_array_equal(base, gumbel_noise_reference(1, 0, b, i))
+    # (b, i) vs (i, b): the diagonal is the same draw
+    off_diagonal = ~np.eye(100, dtype=bool)
     for other in (gumbel_noise_reference(2, 0, b, i), gumbel_noise_reference(1, 1, b, i), base.T):
         assert np.mean(base[off_diagonal] == other[off_diagonal]) < 0.01
         # Independent streams: correlation of ~1e4 pairs has sd 0.01.
@@ -127,11 +129,13 @@ def test_mips_argmax_reference_matches_full_matmul(small_chunks, B, n, d):
 def test_mips_argmax_reference_ties_go_to_lowest_index(small_chunks, B, n, d):
     rng = np.random.default_rng(n + d)
     Q = _int_data(rng, (B, d))
-    X = _int_data(rng, (n, d), -1, 2)  # few distinct rows: the maximum is attained many times
+    # few distinct rows: the maximum is attained many times
+    X = _int_data(rng, (n, d), -1, 2)
     index, score = mips_argmax_reference(Q, X)
     S = Q.astype(np.int64) @ X.astype(np.int64).T  # exact
     assert (S == S.max(axis=1, keepdims=True)).sum(axis=1).min() > 1  # ties really occur
-    np.testing.assert_array_equal(index, np.argmax(S, axis=1))  # np.argmax: first occurrence
+    # np.argmax: first occurrence
+    np.testing.assert_array_equal(index, np.argmax(S, axis=1))
     np.testing.assert_array_equal(score, S.max(axis=1).astype(np.float32))
 
 
@@ -276,7 +280,8 @@ def test_boltzmann_sample_reference_matches_softmax():
     p = _softmax(3.0 * (X.astype(np.float64) @ v[0].astype(np.float64)))
     assert stats.chisquare(np.bincount(draws, minlength=n), N * p).pvalue > P_MIN
     again = mips.boltzmann_sample(np.repeat(v, N, axis=0), X, 3.0, np.random.default_rng(1))
-    np.testing.assert_array_equal(draws, again)  # the dispatcher's CPU path is the reference
+    # the dispatcher's CPU path is the reference
+    np.testing.assert_array_equal(draws, again)
     with pytest.raises(TypeError, match="rng"):
         mips.boltzmann_sample(v, X, 1.0, 0)
 
@@ -287,7 +292,8 @@ def test_action_table_is_validated_once_and_accepted_everywhere():
     table = mips.ActionTable(X)
     assert table.shape == (200, 4) and table.values.dtype == np.float32 and not table.values.flags.writeable
     assert mips.ActionTable(X.astype(np.float64)).values.dtype == np.float64
-    np.testing.assert_array_equal(mips.ActionTable(table).values, table.values)  # wrapping twice is harmless
+    # wrapping twice is harmless
+    np.testing.assert_array_equal(mips.ActionTable(table).values, table.values)
     np.testing.assert_array_equal(mips_argmax(Q, table)[0], mips_argmax_reference(Q, X)[0])
     thr = np.zeros(9)
     np.testing.assert_array_equal(first_beater(Q, table, thr), first_beater_reference(Q, X, thr))
@@ -513,7 +519,8 @@ def test_mips_argmax_gpu_negative_zero_ties_positive_zero():
     import cupy as cp
 
     q = cp.asarray(np.array([[-1e-30]], dtype=np.float32))
-    cases = (([1e-30, 0.0, 1e-30], 0), ([0.0, 1e-30], 0), ([5.0, 1e-30, 0.0], 1))  # scores -5e-30, -0, +0
+    # scores -5e-30, -0, +0
+    cases = (([1e-30, 0.0, 1e-30], 0), ([0.0, 1e-30], 0), ([5.0, 1e-30, 0.0], 1))
     for column, expected in cases:
         X = np.array(column, dtype=np.float32)[:, None]
         index, score = mips.mips_argmax_gpu(q, cp.asarray(X))
@@ -620,8 +627,10 @@ def test_gpu_kernels_split_huge_batches_like_the_reference():
     noise = gumbel_noise_reference(5, 0, rows[:, None], np.arange(n)[None, :])
     expected = np.argmax(np.float32(0.7) * (V[rows] @ X.T) + noise, axis=1)
     assert np.mean(gpu[rows] == expected) >= 0.999
-    local = gumbel_max_sample_reference(V[rows], X, 0.7, 5)  # noise keyed by rows 0..1999 instead
-    assert np.mean(gpu[rows] == local) < 0.5  # so the global row index really enters the noise
+    # noise keyed by rows 0..1999 instead
+    local = gumbel_max_sample_reference(V[rows], X, 0.7, 5)
+    # so the global row index really enters the noise
+    assert np.mean(gpu[rows] == local) < 0.5
 
 
 @pytest.mark.gpu

@@ -142,7 +142,8 @@ def test_gpu_parity():  # pragma: no cover - GPU
 
     delta, grad, x = _args((8, 3, 32, 32), seed=4)
     got = cp.asnumpy(kern.pgd_step_gpu(delta, grad, x, 0.05, 1 / 255))
-    assert np.array_equal(got, kern.pgd_step_reference(delta, grad, x, 0.05, 1 / 255))    # exact
+    # exact
+    assert np.array_equal(got, kern.pgd_step_reference(delta, grad, x, 0.05, 1 / 255))
     rng = np.random.default_rng(5)
     lv = rng.normal(-4, 3, size=(8, 4, 8, 8)).astype(np.float32)
     g1, g2 = grad, np.where(rng.random(grad.shape) < 0.4, -grad, grad).astype(np.float32)

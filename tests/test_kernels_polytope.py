@@ -23,7 +23,8 @@ def test_dykstra_matches_slsqp_on_20_instances():
     for _ in range(20):
         d, K = rng.integers(2, 7), rng.integers(1, 6)
         Phi = rng.normal(size=(K, d))
-        xi = Phi @ rng.normal(size=d) + rng.uniform(0.1, 1.0, size=K)  # a non-empty polytope
+        # a non-empty polytope
+        xi = Phi @ rng.normal(size=d) + rng.uniform(0.1, 1.0, size=K)
         X = rng.normal(size=(3, d)) * 3
         P = polytope.dykstra_project_reference(X, Phi, xi, n_sweeps=2000)
         for i in range(3):

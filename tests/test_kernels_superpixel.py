@@ -43,7 +43,8 @@ def test_segment_mean_matches_a_python_loop_numpy_and_torch():
     assert got_np.dtype == np.float32 and got_np.shape == (3, 4, G)
     np.testing.assert_allclose(got_np, want, atol=1e-5)
     np.testing.assert_allclose(got_t.numpy(), want, atol=1e-5)
-    assert np.all(got_np[:, :, -2:] == 0)  # empty groups are 0, as scatter_reduce(include_self=False)
+    # empty groups are 0, as scatter_reduce(include_self=False)
+    assert np.all(got_np[:, :, -2:] == 0)
 
 
 def test_segment_mean_torch_matches_bincount_and_is_differentiable():

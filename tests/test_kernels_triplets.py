@@ -81,7 +81,8 @@ def test_perfect_counts_are_the_triplet_identity():
     S = balanced_tree(32).lca_size_matrix()
     C = triplets.triplet_counts_reference(S, 1.0, 0)
     off = ~np.eye(32, dtype=bool)
-    np.testing.assert_array_equal(C[off], S[off] - 2)  # |T[u v v]| = 2 + #{x : O(u, v, x) != x}
+    # |T[u v v]| = 2 + #{x : O(u, v, x) != x}
+    np.testing.assert_array_equal(C[off], S[off] - 2)
 
 
 def test_counts_are_symmetric_and_chunking_does_not_matter(monkeypatch):
@@ -132,7 +133,8 @@ from icml25.checks import TooLargeError  # noqa: E402
 
 
 def _lazy_S(n):
-    return np.broadcast_to(np.int32(2), (n, n))  # an (n, n) view of no memory: only the budget may look
+    # an (n, n) view of no memory: only the budget may look
+    return np.broadcast_to(np.int32(2), (n, n))
 
 
 @pytest.mark.parametrize("call", [

@@ -246,11 +246,13 @@ def test_exceptions_the_check_catches_are_unchanged():
 
     def f(x):
         if x == -1:
-            raise NotImplementedError("later")  # a part still to write: the check must not pass it
+            # a part still to write: the check must not pass it
+            raise NotImplementedError("later")
         raise ValueError("negative input")
 
     t = _as_test(src, ["f"], ["f"])
-    with pytest.raises(learner.StillToWrite):  # the original check also fails (NotImplementedError)
+    # the original check also fails (NotImplementedError)
+    with pytest.raises(learner.StillToWrite):
         t(f)
 
     def g(x):
@@ -292,7 +294,8 @@ def test_bad_arguments_name_the_argument(tmp_path):
     with pytest.raises(ValueError, match="chapter: .*README.md is not a notebook"):
         learner.make_learner_copy(ROOT / "README.md", tmp_path)
     with pytest.raises(FileNotFoundError, match="chapter"):
-        learner.make_learner_copy(98, tmp_path)  # a number as an int is looked up like "98"
+        # a number as an int is looked up like "98"
+        learner.make_learner_copy(98, tmp_path)
     with pytest.raises(TypeError, match="text"):
         learner.write_out_roles(None, {}, {})
     with pytest.raises(TypeError, match="labels"):

@@ -388,14 +388,16 @@ def test_assign_precision_columns_follow_the_given_bits_order():
             assert _sse(E, rev) == pytest.approx(_sse(E, ref), rel=1e-9)
             assert (rev * nc).sum() <= target * nc.sum() + 1e-9
     # a two-channel instance where relabelling the columns changes the answer
-    E2, nc2 = np.array([[0.0, 5.0, 10.0], [0.0, 5.0, 10.0]]), np.array([10, 10])  # columns: 4, 2, 1 bits
+    # columns: 4, 2, 1 bits
+    E2, nc2 = np.array([[0.0, 5.0, 10.0], [0.0, 5.0, 10.0]]), np.array([10, 10])
     b = L.assign_precision_exact(E2, nc2, 2.5, bits=(4, 2, 1))
     assert (b * nc2).sum() <= 50 and E2[np.arange(2), [{4: 0, 2: 1, 1: 2}[int(v)] for v in b]].sum() == 10.0
 
 
 def test_assign_precision_more_bad_inputs():
     E, nc = np.ones((3, 3)), np.array([64, 64, 64])
-    with pytest.raises(TypeError, match="seed"):  # the wrong kind: TypeError (icml25.checks)
+    # the wrong kind: TypeError (icml25.checks)
+    with pytest.raises(TypeError, match="seed"):
         L.assign_precision(E, nc, 1.5, seed="a")
     with pytest.raises(ValueError, match="seed"):
         L.assign_precision(E, nc, 1.5, seed=-1)
@@ -427,7 +429,8 @@ def test_codebooks_accept_bfloat16_and_reject_complex_and_fractional_iters():
     assert np.array_equal(a.errors, b.errors)
     with pytest.raises(TypeError, match="W must be an array of real"):
         L.learn_channel_codebooks(W.numpy().astype(np.complex64))
-    with pytest.raises(TypeError, match="n_steps"):  # the wrong kind: TypeError (icml25.checks)
+    # the wrong kind: TypeError (icml25.checks)
+    with pytest.raises(TypeError, match="n_steps"):
         L.learn_channel_codebooks(W, n_steps=2.5)
     with pytest.raises(ValueError, match="tol"):
         L.learn_channel_codebooks(W, tol=float("nan"))
@@ -540,7 +543,8 @@ def test_apply_lowra_single_name_and_bfloat16_model():
 def test_distill_finetune_and_sse_vs_budget_bad_inputs():
     model = nn.Sequential(nn.Linear(4, 4))
     batch = {"input_ids": torch.zeros(3, 2, dtype=torch.long), "attention_mask": torch.ones(3, 2, dtype=torch.long)}
-    with pytest.raises(TypeError, match="n_steps"):  # the wrong kind: TypeError (icml25.checks)
+    # the wrong kind: TypeError (icml25.checks)
+    with pytest.raises(TypeError, match="n_steps"):
         L.distill_finetune(model, batch, torch.zeros(3, 4), n_steps=2.5)
     for kw, match in (({"n_steps": 0}, "n_steps"), ({"n_steps": 2, "batch_size": 0}, "batch_size"),
                       ({"n_steps": 2, "lr": -1.0}, "lr"), ({"n_steps": 2, "lr": float("nan")}, "lr")):
@@ -611,7 +615,8 @@ def test_assigners_refuse_an_infeasible_or_failed_solver_result(monkeypatch, cas
 def test_assigners_accept_a_time_limited_incumbent(monkeypatch):
     rng = np.random.default_rng(31)
     E, nc = _tiny_instance(rng, 6)
-    _patch_milp(monkeypatch, lambda k: np.tile([1.0, 0.0, 0.0], k // 3), status=1)  # every channel at 1 bit
+    # every channel at 1 bit
+    _patch_milp(monkeypatch, lambda k: np.tile([1.0, 0.0, 0.0], k // 3), status=1)
     assert (L.assign_precision_exact(E, nc, 1.5) == 1).all()
 
 
@@ -646,7 +651,8 @@ def test_loftq_returns_its_best_iterate_when_the_objective_rises():
 # issue 13, second round: exact bit totals, integer bits, rng streams, sizes refused up front
 # ---------------------------------------------------------------------------------------------
 def test_assignment_bits_is_exact_beyond_int64():
-    assert L.assignment_bits(np.array([4]), np.array([2**62])) == 2**64  # int64 would wrap to 0
+    # int64 would wrap to 0
+    assert L.assignment_bits(np.array([4]), np.array([2**62])) == 2**64
     assert L.assignment_bits([1, 2, 4], [2**62, 2**62, 2**61]) == 2**62 + 2**63 + 2**63
     assert L.assignment_bits([], []) == 0
 
@@ -710,7 +716,8 @@ def test_distill_finetune_takes_a_torch_generator():
     with pytest.raises(TypeError, match="rng"):
         L.distill_finetune(enc, batch, teacher, n_steps=2, rng=0)
     with pytest.raises(TypeError, match="seed"):
-        L.distill_finetune(enc, batch, teacher, n_steps=2, seed=0)  # the old int seed is gone
+        # the old int seed is gone
+        L.distill_finetune(enc, batch, teacher, n_steps=2, seed=0)
 
 
 def test_apply_lowra_checks_every_argument_before_any_work(monkeypatch):
@@ -730,7 +737,8 @@ def test_apply_lowra_checks_every_argument_before_any_work(monkeypatch):
             L.apply_lowra(_mlp(), 1.75, rank=4, **kw)
 
 
-_BIG = np.broadcast_to(np.float32(0.01), (10**6, 10**6))  # a view: 4 TB if ever converted
+# a view: 4 TB if ever converted
+_BIG = np.broadcast_to(np.float32(0.01), (10**6, 10**6))
 
 
 @pytest.mark.parametrize("call", [

@@ -197,7 +197,8 @@ def test_obstacle_wall_crossings_by_hand():
     out = _run(env, [(1.0, 3.0), (2.0, 0.0), (0.0, -3.0)])
     assert [o[1] for o in out][-1] == 500.0 and out[-1][2] and out[-1][4]["goal"]
     assert not any(o[4]["collision"] for o in out)
-    np.testing.assert_allclose(out[0][1], 3.0 - math.hypot(2.0, 3.0))  # distance decrease
+    # distance decrease
+    np.testing.assert_allclose(out[0][1], 3.0 - math.hypot(2.0, 3.0))
     # grazing the wall's top corner counts as a hit (closed box)
     (_, r, _, _, _), = _run(env, [(2.0, 2.0)])
     assert r == -200.0
@@ -338,7 +339,8 @@ def test_control_benchmark_reports_the_steps_reached():
                                     seconds=60.0, n_workers=2, net_arch=(8,), n_samples=4, n_eval=1)
     assert [r["algorithm"] for r in rows] == ["ppo", "sac"]
     for r in rows:
-        assert 0 < r["steps"] <= 2048 and np.isfinite(r["return"])  # PPO rounds up to whole rollouts
+        # PPO rounds up to whole rollouts
+        assert 0 < r["steps"] <= 2048 and np.isfinite(r["return"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -393,7 +395,8 @@ def test_landscape_similarity_refuses_values_whose_float32_norm_overflows():
     from icml25.kernels import adaent
 
     q = torch.tensor([[1e30, 0.0, 5.0]])
-    with pytest.raises(ValueError, match="q_soft"):  # was cos = NaN, mask False, silently
+    # was cos = NaN, mask False, silently
+    with pytest.raises(ValueError, match="q_soft"):
         adaent.landscape_similarity(q, q, 0.9)
 
 

@@ -154,7 +154,8 @@ def test_prediction_errors_hand_built():
     edges = np.array([[0, 1], [1, 2], [2, 3], [0, 3]])
     w = np.array([2.0, 4.0, 1.0, 1.0])
     side = np.array([True, False, False, False])
-    p = np.array([1.0, 0.5, 0.0, 0.0])  # chord missed (fn = 1), (1,2) half predicted (fp = 2)
+    # chord missed (fn = 1), (1,2) half predicted (fp = 2)
+    p = np.array([1.0, 0.5, 0.0, 0.0])
     eta, rho = mc.prediction_errors(edges, w, p, side)
     assert eta == pytest.approx(1.0 / 3.0) and rho == pytest.approx(2.0 / 3.0)
     assert mc.prediction_errors(edges, w, np.array([1.0, 0, 0, 1.0]), side) == (0.0, 0.0)
@@ -176,7 +177,8 @@ def test_boosted_success_bound_reduces_to_karger_at_eta_one():
     assert mc.boosted_success_bound(50, 1.0, 0.0, 50.0, 2) == pytest.approx(mc.karger_success_bound(50))
     good = mc.boosted_success_bound(50, 0.0, 0.0, 1e9, 2)
     assert good > 0.99
-    assert mc.boosted_success_bound(50, 0.0, 30.0, 1e9, 2) == 0.0  # needs t > 2 (1 + rho)
+    # needs t > 2 (1 + rho)
+    assert mc.boosted_success_bound(50, 0.0, 30.0, 1e9, 2) == 0.0
 
 
 def test_learn_predictions_ogd_recovers_consistent_cut():
@@ -206,7 +208,8 @@ def test_matching_graph_planted_singleton():
     rng = np.random.default_rng(0)
     edges, w = mc.matching_graph(40, 10, 4, rng)
     deg = np.bincount(edges.ravel(), weights=np.repeat(w, 2), minlength=40)
-    assert deg[0] == 6 and np.sum(deg[1:] == 9) == 4 and np.sum(deg[1:] == 10) == 35  # t neighbours lose 1
+    # t neighbours lose 1
+    assert deg[0] == 6 and np.sum(deg[1:] == 9) == 4 and np.sum(deg[1:] == 10) == 35
     assert np.all((edges[:, 0] < 20) & (edges[:, 1] >= 20))
     value, side = mc.stoer_wagner(edges, w, 40)
     assert value == 6 and side.sum() in (1, 39)
@@ -219,7 +222,8 @@ def test_cycles_graph_degrees_and_sides():
     crossing = side[edges[:, 0]] != side[edges[:, 1]]
     assert w[crossing].sum() == 2 * 4  # k cycles cross exactly twice
     deg = np.bincount(edges.ravel(), weights=np.repeat(w, 2), minlength=30)
-    assert np.all(deg >= 4 * 4)  # every vertex lies on 2k Hamiltonian cycles (its side's and the crossing ones)
+    # every vertex lies on 2k Hamiltonian cycles (its side's and the crossing ones)
+    assert np.all(deg >= 4 * 4)
 
 
 def test_tsp_lp_instances_end_with_two_connected_support():
@@ -364,7 +368,8 @@ def test_jitter_instances_weak_vertices_round_robin():
     edges, w = mc.matching_graph(40, 10, 0, rng)
     fam = mc.jitter_instances(edges, w, 40, 6, 0.05, rng=rng, weak_vertices=[5, 25], weak_factor=0.6)
     lone = [int(np.flatnonzero(s if s.sum() == 1 else ~s)[0]) for _, s, _ in fam]
-    assert lone == [5, 25, 5, 25, 5, 25]  # weakened vertex (degree 6 vs 10 +- 5%) is the min cut
+    # weakened vertex (degree 6 vs 10 +- 5%) is the min cut
+    assert lone == [5, 25, 5, 25, 5, 25]
 
 
 # ------------------------------------------------------------------ the graph value object
@@ -600,12 +605,14 @@ def test_rng_has_no_default_stream_in_any_signature():
         param = inspect.signature(obj).parameters.get("rng")
         if param is None:
             continue
-        if name == "learn_predictions_ogd":  # None only with shuffle=False (no draw); refused otherwise
+        # None only with shuffle=False (no draw); refused otherwise
+        if name == "learn_predictions_ogd":
             assert param.kind is inspect.Parameter.KEYWORD_ONLY
             continue
         assert param.default is inspect.Parameter.empty, name
     side = np.array([True, False, False, False])
-    p, _ = mc.learn_predictions_ogd(_E5, 4, [(_W5, side)], shuffle=False)  # the given order: no rng needed
+    # the given order: no rng needed
+    p, _ = mc.learn_predictions_ogd(_E5, 4, [(_W5, side)], shuffle=False)
     assert p.shape == (5,)
 
 
@@ -656,7 +663,8 @@ def test_jitter_instances_counts_n_instances():
     rng = np.random.default_rng(0)
     assert len(mc.jitter_instances(_E5, _W5, 4, n_instances=3, noise=0.1, rng=rng)) == 3
     with pytest.raises(TypeError):
-        mc.jitter_instances(_E5, _W5, 4, count=3, noise=0.1, rng=rng)  # the old name is gone
+        # the old name is gone
+        mc.jitter_instances(_E5, _W5, 4, count=3, noise=0.1, rng=rng)
     with pytest.raises(ValueError, match="n_instances"):
         mc.jitter_instances(_E5, _W5, 4, n_instances=0, noise=0.1, rng=rng)
 

@@ -327,7 +327,8 @@ def test_run_bandit_rejects_bad_algorithm_and_env():
 
 def test_run_ofu_mnl_pp_batched_rejects_bad_rng_and_scales():
     rng = np.random.default_rng(0)
-    with pytest.raises(TypeError, match="rng"):  # a seed is refused: the book passes a Generator
+    # a seed is refused: the book passes a Generator
+    with pytest.raises(TypeError, match="rng"):
         mnl.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, rng=-1)
     with pytest.raises(TypeError, match="rng"):
         mnl.run_ofu_mnl_pp_batched(2, 6, 2, 2, 3, rng=0.5)
@@ -559,7 +560,8 @@ def test_bandit_update_refuses_an_assortment_it_did_not_offer(name):
     with pytest.raises(ValueError, match="S must be the assortment select"):
         alg.update(other, np.eye(S.size + 1)[0])
     _assert_bandit_state(alg, state)
-    alg.update(S[::-1], np.eye(S.size + 1)[0])  # the same items in another order (y in that order)
+    # the same items in another order (y in that order)
+    alg.update(S[::-1], np.eye(S.size + 1)[0])
 
 
 def test_bandit_update_twice_for_one_select_is_refused():
@@ -587,7 +589,8 @@ def test_mnl_loss_grad_hess_refuses_feedback_not_summing_to_one():
     X, w = np.ones((2, 2)) * 0.3, np.zeros(2)
     with pytest.raises(ValueError, match="y must sum to 1"):
         mnl.mnl_loss_grad_hess(X, np.ones(3), w)
-    mnl.mnl_loss_grad_hess(X, np.array([0.2, 0.3, 0.5]), w)  # a probability vector is fine
+    # a probability vector is fine
+    mnl.mnl_loss_grad_hess(X, np.array([0.2, 0.3, 0.5]), w)
 
 
 @pytest.mark.parametrize("scale", [1e155, 1e200])
@@ -599,7 +602,8 @@ def test_OMDEstimator_refuses_features_whose_hessian_overflows(scale):
     with pytest.raises(ValueError, match="X_S is too large"):
         est.update(rng.normal(size=(4, 3)) * scale, np.eye(5)[0])
     _assert_state(est, state)
-    est.update(rng.normal(size=(4, 3)) * 1e100, np.eye(5)[0])  # large but representable: learns
+    # large but representable: learns
+    est.update(rng.normal(size=(4, 3)) * 1e100, np.eye(5)[0])
 
 
 def test_bandit_select_refuses_contexts_whose_hessian_overflows():
@@ -629,7 +633,8 @@ def test_project_to_ball_takes_n_steps_and_stops_at_the_fixed_point():
     import time
 
     t0 = time.perf_counter()
-    far = mnl.project_to_ball(w, M, 1.0, n_steps=10**9)  # float64 runs out of halvings long before
+    # float64 runs out of halvings long before
+    far = mnl.project_to_ball(w, M, 1.0, n_steps=10**9)
     assert time.perf_counter() - t0 < 1.0
     np.testing.assert_array_equal(far, mnl.project_to_ball(w, M, 1.0, n_steps=5000))
     np.testing.assert_array_equal(mnl.project_to_ball(w, M, 1.0), mnl.method._project(w, M, 1.0, 60))

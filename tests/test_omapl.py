@@ -117,7 +117,8 @@ def test_rule_labels_follow_quality_without_flips():
     assert np.array_equal(d.pairs.y, (q1 < q2).astype(int))
     flipped = omapl.make_preference_pairs(d.pool, 2000, np.random.default_rng(0), "quality", flip_prob=0.3)
     truth = (d.pool.quality[flipped.idx1] < d.pool.quality[flipped.idx2]).astype(int)
-    assert abs((flipped.y != truth).mean() - 0.3) < 0.04      # 4 sigma of a binomial(2000, 0.3)
+    # 4 sigma of a binomial(2000, 0.3)
+    assert abs((flipped.y != truth).mean() - 0.3) < 0.04
 
 
 def test_expert_beats_random_and_bt_labels():

@@ -78,7 +78,8 @@ def test_threshold_penalty_closed_forms():
     assert abs(float(R[2]) - math.log(0.8 / 0.7)) < 1e-5
     assert abs(float(R[3]) - math.log(2.0)) < 1e-5
     assert torch.allclose(p2p.threshold_penalty(p, 0.2, "l1"), torch.tensor([0.0, 0.0, 0.1, 0.4]), atol=1e-7)
-    assert torch.allclose(p2p.threshold_penalty(p, 1.0), torch.zeros(4), atol=1e-6)  # tau = 1: no budget
+    # tau = 1: no budget
+    assert torch.allclose(p2p.threshold_penalty(p, 1.0), torch.zeros(4), atol=1e-6)
 
 
 def test_p2p_loss_adds_its_parts():
@@ -115,7 +116,8 @@ def test_low_rank_draws_reproduce_the_covariance():
 def test_schedules_match_the_official_code():
     # compute_reg_weight(epoch + 1) with E = 100: start 10, final 50, start value beta / 100
     assert p2p.anneal_beta(0, 100, 10.0) == pytest.approx(0.1)
-    assert p2p.anneal_beta(9, 100, 10.0) == pytest.approx(0.1)  # e = 10 = start: still beta/100
+    # e = 10 = start: still beta/100
+    assert p2p.anneal_beta(9, 100, 10.0) == pytest.approx(0.1)
     assert p2p.anneal_beta(29, 100, 10.0) == pytest.approx(0.1 + 9.9 * 20 / 40)
     assert p2p.anneal_beta(49, 100, 10.0) == pytest.approx(10.0)
     assert p2p.anneal_temperature(0, 100, 0.5) == pytest.approx(1.0)
@@ -160,7 +162,8 @@ def test_threshold_search_stops_at_the_first_confident_budget():
     g = _groups(6, B=3, H=6, W=6)
     tau, _ = _model(_ConstClassifier([10.0, 0.0, 0.0])).find_dynamic_threshold(x, g, 0.9)
     assert torch.allclose(tau, torch.full((3,), 0.05))
-    tau, _ = _model(_ConstClassifier([0.0, 0.0, 0.0])).find_dynamic_threshold(x, g, 0.9)  # never confident
+    # never confident
+    tau, _ = _model(_ConstClassifier([0.0, 0.0, 0.0])).find_dynamic_threshold(x, g, 0.9)
     assert torch.allclose(tau, torch.ones(3))
 
 
@@ -177,7 +180,8 @@ def test_one_sweep_equals_one_search_per_kappa():
         one = p2p.evaluate_p2p(model, x, g, y, kappa=k, batch=12)
         assert np.allclose(sweep[k]["tau"], one["tau"]) and np.array_equal(sweep[k]["pred"], one["pred"])
         assert np.array_equal(sweep[k]["mask"], one["mask"])
-    assert len({tuple(np.round(sweep[k]["tau"], 2)) for k in (0.4, 0.5, 0.7)}) > 1  # the kappas differ somewhere
+    # the kappas differ somewhere
+    assert len({tuple(np.round(sweep[k]["tau"], 2)) for k in (0.4, 0.5, 0.7)}) > 1
 
 
 def test_fixed_model_refuses_the_search_and_dynamic_needs_tau():
@@ -233,7 +237,8 @@ def test_random_superpixels_and_captum_masks_keep_the_asked_area():
 
 
 def test_bam_like_loads_every_scene_offline_and_masks_the_digit():
-    scenes = p2p.background_images()  # the test suite runs offline: these come from the wheel
+    # the test suite runs offline: these come from the wheel
+    scenes = p2p.background_images()
     assert len(scenes) == len(p2p.BACKGROUNDS) == 9
     assert all(s.ndim == 3 and s.shape[2] == 3 and min(s.shape[:2]) == 96 for s in scenes)
     d = p2p.make_bam_like(50, 32, np.random.default_rng(1))

@@ -196,7 +196,8 @@ def test_mixed_batch_ratio_and_normalized_score():
     rng = np.random.default_rng(0)
     off = pars.ReplayBuffer(_batch(rng, B=50, ds=2))
     on = pars.ReplayBuffer(state_dim=2, act_dim=2)
-    assert len(pars.mixed_batch(off, on, 16, 0.5, rng)["rewards"]) == 16      # empty online buffer: all offline
+    # empty online buffer: all offline
+    assert len(pars.mixed_batch(off, on, 16, 0.5, rng)["rewards"]) == 16
     on.add({k: v + 100 for k, v in _batch(rng, B=20, ds=2).items() if k not in ("actions", "terminals")}
            | {"actions": np.zeros((20, 2)), "terminals": np.zeros(20)})
     b = pars.mixed_batch(off, on, 40, 0.25, rng)

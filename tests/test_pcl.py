@@ -47,7 +47,8 @@ def test_cosine_schedule_follows_its_closed_form():
     s, t = 0.008, np.arange(1, 201)
     f = lambda u: np.cos(0.5 * math.pi * (u / 200 + s) / (1 + s)) ** 2  # noqa: E731
     want = f(t) / f(0)
-    np.testing.assert_allclose(ab[:-5], want[:-5], rtol=1e-6)  # betas are clipped at 0.999 near T
+    # betas are clipped at 0.999 near T
+    np.testing.assert_allclose(ab[:-5], want[:-5], rtol=1e-6)
     assert np.all(np.diff(ab) < 0) and ab.min() > 0
 
 
@@ -193,7 +194,8 @@ def test_linear_gaussian_posterior_matches_least_squares():
     cx = pcl.linear_gaussian_posterior(1.0, 0.0, ab)
     cy = pcl.linear_gaussian_posterior(0.0, 1.0, ab)
     np.testing.assert_allclose(coef, [cx, cy], rtol=0.02)
-    assert pcl.linear_gaussian_posterior(2.0, 5.0, 0.0) == pytest.approx(3.0)  # pure noise: E[y | x] = a x
+    # pure noise: E[y | x] = a x
+    assert pcl.linear_gaussian_posterior(2.0, 5.0, 0.0) == pytest.approx(3.0)
 
 
 # ---------------------------------------------------------------- metrics, data, networks, training
@@ -213,7 +215,8 @@ def test_synthetic_shapes_classes_and_intensity():
     d = pcl.synthetic_shapes(20, np.random.default_rng(23), size=16)
     assert d["x"].shape == (20, 1, 16, 16) and d["y"].shape == (20, 16, 16)
     assert set(np.unique(d["y"])) <= {0, 1, 2, 3} and (d["y"] > 0).any()
-    np.testing.assert_array_equal(d["x"][:, 0][d["y"] > 0], 1.0)  # every shape pixel has the one intensity
+    # every shape pixel has the one intensity
+    np.testing.assert_array_equal(d["x"][:, 0][d["y"] > 0], 1.0)
 
 
 def test_digits_inpainting_hides_the_masked_pixels():

@@ -101,7 +101,8 @@ def test_corpus_valid_distinct_seeded(corpus):
     assert all(pt.is_valid_peptide(s) for s in corpus)
     state = random.getstate()
     again = pt.peptide_corpus(60, rng=11)
-    assert again == corpus and random.getstate() == state   # seeded, global random restored
+    # seeded, global random restored
+    assert again == corpus and random.getstate() == state
     assert pt.peptide_corpus(10, rng=12) != corpus[:10]
 
 
@@ -134,7 +135,8 @@ def test_is_valid_peptide_rules():
     assert pt.is_valid_peptide(tri) and pt.is_valid_peptide(tri, strict=False)
     assert not pt.is_valid_peptide(di)                      # one backbone link < min_bonds = 2
     assert pt.is_valid_peptide(di, min_bonds=1)
-    assert pt.is_valid_peptide("CC(=O)NC", strict=False)    # the code's lenient rule: any amide
+    # the code's lenient rule: any amide
+    assert pt.is_valid_peptide("CC(=O)NC", strict=False)
     assert not pt.is_valid_peptide("CC(=O)NC")
     assert not pt.is_valid_peptide("CCO") and not pt.is_valid_peptide("C(C", strict=False)
     assert not pt.is_valid_peptide(tri + "." + tri) and not pt.is_valid_peptide("")
@@ -178,7 +180,8 @@ def test_bond_mask_counts_peptide_bonds():
     for seq in ("AGV", "AGVL", "GGGGG"):
         s = Chem.MolToSmiles(Chem.MolFromSequence(seq))
         spans = pt.bond_spans(s)
-        assert len(spans) >= len(seq) - 1   # every backbone amide is caught (plus any side-chain amide)
+        # every backbone amide is caught (plus any side-chain amide)
+        assert len(spans) >= len(seq) - 1
 
 
 def test_tokenizer_round_trip_and_unknown(tok, corpus):
@@ -311,7 +314,8 @@ def test_shipped_checkpoint_loads_and_matches_readme():
 
 def test_pareto_front_rules():
     f = pt.ParetoFront(K=2, size=2)
-    assert f.add("a", [0.5, 0.5]) and f.add("b", [0.1, 0.1])      # dominated, but |F| < size
+    # dominated, but |F| < size
+    assert f.add("a", [0.5, 0.5]) and f.add("b", [0.1, 0.1])
     assert not f.add("a", [0.9, 0.9])                               # duplicate SMILES
     assert not f.add("c", [0.0, 0.0])                               # dominated and front full
     assert f.add("d", [0.9, 0.1])                                   # non-dominated: joins, prunes "b"
@@ -386,7 +390,8 @@ def test_objectives_scores(objectives, corpus):
     fns = objectives.score_fns()
     assert np.allclose(np.stack([f(corpus[:7]) for f in fns], 1), S)
     vals = pt.descriptor_scores(corpus)
-    assert np.corrcoef(vals[:, 0], vals[:, 3])[0, 1] < -0.5     # solubility vs permeability conflict
+    # solubility vs permeability conflict
+    assert np.corrcoef(vals[:, 0], vals[:, 3])[0, 1] < -0.5
     with pytest.raises(RuntimeError, match="fit"):
         pt.PeptideObjectives().score(corpus[:2])
     with pytest.raises(ValueError, match="label_noise"):
@@ -437,11 +442,13 @@ def test_nsga2_and_best_of_n(objectives, tiny):
 def test_experiment_loops_run_small(tiny, corpus, objectives):
     rows = pt.repair_validity(tiny, corpus[:4], [0.0001, 0.5], 4, np.random.default_rng(0))
     assert [r["t0"] for r in rows] == [0.0001, 0.5]
-    assert rows[0]["masked_fraction"] < 0.05 and rows[0]["exact"] >= 0.75   # almost nothing masked: copied back
+    # almost nothing masked: copied back
+    assert rows[0]["masked_fraction"] < 0.05 and rows[0]["exact"] >= 0.75
     assert all(0 <= r["valid_strict"] <= r["valid_lenient"] <= 1 for r in rows)
     abl = pt.ablation_runs(corpus[:20], 3, 16, 1, 2, 96, np.random.default_rng(0), eval_n=2, eval_steps=2, batch=4)
     assert set(abl) == {"peptune", "uniform_schedule", "no_invalid_loss"}
-    assert abl["peptune"]["nll_first"] == pytest.approx(abl["no_invalid_loss"]["nll_first"], rel=1e-5)  # same init and batch
+    # same init and batch
+    assert abl["peptune"]["nll_first"] == pytest.approx(abl["no_invalid_loss"]["nll_first"], rel=1e-5)
     res = pt.compare_methods(tiny, objectives, corpus[:6], corpus[6:], 3, 2, 3, 4, 0.5, np.random.default_rng(0), L=30)
     assert res["mctg"].root.N == 2 and res["hv_nsga"] >= 0 and res["nsga_calls"] <= 6
 

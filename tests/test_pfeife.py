@@ -145,8 +145,10 @@ def test_peak_memory_by_hand():
     s = np.array([4])
     gp = pfeife.peak_memory(g, np.arange(n), s, pfeife.gpipe_schedule(2, 6))
     fb = pfeife.peak_memory(g, np.arange(n), s, pfeife.one_f_one_b_schedule(2, 6))
-    np.testing.assert_array_equal(gp, [40 + 6 * 400, 40 + 6 * 400])       # weights + M stashed micro-batches
-    np.testing.assert_array_equal(fb, [40 + 2 * 400, 40 + 1 * 400])       # rank r stashes D - r
+    # weights + M stashed micro-batches
+    np.testing.assert_array_equal(gp, [40 + 6 * 400, 40 + 6 * 400])
+    # rank r stashes D - r
+    np.testing.assert_array_equal(fb, [40 + 2 * 400, 40 + 1 * 400])
 
 
 def test_comm_model_fit_recovers_known_parameters():
@@ -221,7 +223,8 @@ def test_dp_matches_brute_force():
 def test_baseline_splits():
     assert pfeife.uniform_count_splits(10, 2).tolist() == [5]
     c = np.array([1.0] * 6 + [5.0] * 2)
-    assert pfeife.balanced_time_splits(c, 2).tolist() == [6]      # prefix 6 is closest to 16 / 2
+    # prefix 6 is closest to 16 / 2
+    assert pfeife.balanced_time_splits(c, 2).tolist() == [6]
     s = pfeife.balanced_time_splits(np.ones(9), 3)
     assert s.tolist() == [3, 6]
     with pytest.raises(ValueError, match="S"):
@@ -331,7 +334,8 @@ def test_profile_graph_records_the_graph():
     assert g.n == 9 and g.is_chain                  # 4 x (linear, tanh) + head
     assert g.f_ms.dtype == np.float64 and g.w_bytes.dtype == np.int64
     lin = [i for i, n in enumerate(g.names) if "linear" in n]
-    assert g.w_bytes[lin[0]] == 2 * 4 * (16 * m.widths[1] + m.widths[1])   # weights + grads, float32
+    # weights + grads, float32
+    assert g.w_bytes[lin[0]] == 2 * 4 * (16 * m.widths[1] + m.widths[1])
     assert g.act_bytes[lin[0]] == 4 * x.numel()     # linear saves its input
     np.testing.assert_array_equal(g.edge_bytes, g.out_bytes[g.edges[:, 0]])
     assert g.fb_ratio > 0 and np.allclose(g.b_ms, g.fb_ratio * g.f_ms)

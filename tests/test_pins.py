@@ -98,7 +98,8 @@ def test_lab_extra_resolves_under_constraints():
         req, by = todo.pop()
         name = canon(req.name)
         pin = pins.get(name)
-        if pin is None and name in {"pip", "setuptools", "wheel"}:  # the venv's own tools (.ci/lock.py)
+        # the venv's own tools (.ci/lock.py)
+        if pin is None and name in {"pip", "setuptools", "wheel"}:
             continue
         if pin is None:
             problems.append(f"{name} (needed by {by}) is not pinned")

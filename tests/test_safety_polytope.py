@@ -139,7 +139,8 @@ def test_nmi_extremes_and_null():
 
 def test_rule_judge_and_asr():
     assert sap.rule_judge("sure , here is how")
-    assert not sap.rule_judge("sure , here sorry , i can not help")  # a half refusal counts as refused
+    # a half refusal counts as refused
+    assert not sap.rule_judge("sure , here sorry , i can not help")
     assert not sap.rule_judge("sorry , i can not help with that .")
     assert sap.attack_success_rate(["sure", "sorry", "sure x"], sap.rule_judge) == pytest.approx(2 / 3)
 
@@ -176,7 +177,8 @@ def test_hook_edits_only_the_newest_position():
     handle.remove()
     n = len(tok.encode(prompt))
     raw = model.hidden_states(torch.tensor([tok.encode(prompt)]), 0)[0]
-    torch.testing.assert_close(seen[0][0], raw)  # hooks see pre-edit outputs; the edit replaces the output
+    # hooks see pre-edit outputs; the edit replaces the output
+    torch.testing.assert_close(seen[0][0], raw)
     # run the steered generation again and capture what block 1 receives
     got = []
     h2 = model.blocks[1].register_forward_pre_hook(lambda m, a: got.append(a[0].detach().clone()))
@@ -185,7 +187,8 @@ def test_hook_edits_only_the_newest_position():
     first, second = got[0][0], got[1][0]
     torch.testing.assert_close(first[:-1], raw[:-1])                  # older positions untouched
     torch.testing.assert_close(first[-1], raw[-1] + 100.0)            # the newest one edited
-    torch.testing.assert_close(second[n - 1], raw[-1] + 100.0)        # the edit is kept at that position
+    # the edit is kept at that position
+    torch.testing.assert_close(second[n - 1], raw[-1] + 100.0)
     assert second.shape[0] == n + 1
 
 
@@ -220,7 +223,8 @@ def test_extract_hidden_states_shapes_and_pooling():
     H = sap.extract_hidden_states(model, tok, texts, 4, "mean")
     assert H.shape == (2, 384) and H.dtype == np.float32
     alone = sap.extract_hidden_states(model, tok, texts[:1], 4, "mean")
-    np.testing.assert_allclose(H[0], alone[0], atol=1e-4)  # padding does not change the mean of real tokens
+    # padding does not change the mean of real tokens
+    np.testing.assert_allclose(H[0], alone[0], atol=1e-4)
     last = sap.extract_hidden_states(model, tok, texts[:1], 4, "last")
     with torch.no_grad():
         enc = tok(texts[:1], return_tensors="pt")
@@ -329,9 +333,11 @@ def test_metrics_refuse_empty_nan_and_strings():
     with pytest.raises(ValueError, match="at least one"):
         sap.detection_report([], [])                    # used to return a dict of NaNs
     with pytest.raises(ValueError, match="NaN"):
-        sap.facet_category_nmi([0.0, np.nan, 1.0], ["a", "b", "a"])   # used to return 1.0
+        # used to return 1.0
+        sap.facet_category_nmi([0.0, np.nan, 1.0], ["a", "b", "a"])
     with pytest.raises(TypeError, match="list of strings"):
-        sap.attack_success_rate("sure , here", sap.rule_judge)       # used to judge characters: 0.0
+        # used to judge characters: 0.0
+        sap.attack_success_rate("sure , here", sap.rule_judge)
     with pytest.raises(TypeError, match="bool"):
         sap.attack_success_rate(["sure"], lambda s: 0.5)
 

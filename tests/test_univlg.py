@@ -76,7 +76,8 @@ def test_lift_monocular_normalises_scale():
     d = np.random.default_rng(0).uniform(2, 4, (8, 8))
     P = univlg.lift_monocular(np.zeros((8, 8, 3)), d)
     assert P.shape == (8, 8, 3) and abs(np.median(P[..., 2]) - 1) < 1e-12
-    assert np.allclose(univlg.lift_monocular(np.zeros((8, 8, 3)), 3 * d), P)   # scale-free
+    # scale-free
+    assert np.allclose(univlg.lift_monocular(np.zeros((8, 8, 3)), 3 * d), P)
     with pytest.raises(ValueError):
         univlg.lift_monocular(np.zeros((8, 8, 3)), -d)
     with pytest.raises(ValueError):
@@ -138,7 +139,8 @@ def test_disparity_to_depth():
 def test_ray_caster_depths_in_closed_form():
     res = 33
     K = univlg.data._intrinsics(res)
-    T = univlg.look_at([0, -4, 1.0], [0, 0, 1.0])        # horizontal view through the sphere's centre
+    # horizontal view through the sphere's centre
+    T = univlg.look_at([0, -4, 1.0], [0, 0, 1.0])
     obj = {"shape": "sphere", "center": np.array([0.0, 0.0, 1.0]), "radius": 0.5, "rgb": np.ones(3)}
     rgb, depth, inst = univlg.render_view([obj], K, T, res)
     c = res // 2
@@ -261,7 +263,8 @@ def test_box_l1_giou_3d_by_hand():
     a = torch.tensor([[0.0, 0, 0, 1, 1, 1]])
     b = torch.tensor([[0.5, 0, 0, 1.5, 1, 1]])
     l1, gl = univlg.box_l1_giou_3d(a, b)
-    assert torch.isclose(l1, torch.tensor(1.0 / 6)) and torch.isclose(gl, torch.tensor(1 - 1 / 3))  # IoU 1/3, hull = union
+    # IoU 1/3, hull = union
+    assert torch.isclose(l1, torch.tensor(1.0 / 6)) and torch.isclose(gl, torch.tensor(1 - 1 / 3))
     with pytest.raises(ValueError):
         univlg.box_l1_giou_3d(a, torch.tensor([[1.0, 0, 0, 0, 1, 1]]))
 
@@ -277,7 +280,8 @@ def test_metrics_by_hand():
     assert np.allclose(univlg.box_from_mask(xyz, B(1, 1, 0), pad=0.0), [0, 0, 0, 1, 2, 3])
     assert np.isnan(univlg.box_from_mask(xyz, B(0, 0, 0))).all()
     gt = np.array([[0, 0, 0, 1, 1, 1.0]] * 3)
-    pred = np.array([[0, 0, 0, 1, 1, 1.0], [0, 0, 0, 1, 1, 0.4], [np.nan] * 6])   # IoU 1, 0.4, empty mask
+    # IoU 1, 0.4, empty mask
+    pred = np.array([[0, 0, 0, 1, 1, 1.0], [0, 0, 0, 1, 1, 0.4], [np.nan] * 6])
     assert univlg.acc_at_iou(pred, gt) == {0.25: pytest.approx(2 / 3), 0.5: pytest.approx(1 / 3)}
     with pytest.raises(ValueError):
         univlg.acc_at_iou(pred, gt, thr=(0.0,))

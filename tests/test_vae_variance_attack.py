@@ -156,7 +156,8 @@ def test_la_and_variance_sum_take_the_same_steps(vae, x):
     a, ta = vaa.pgd_protect(vae, x, "la", np.random.default_rng(3), n_steps=5, alpha=0.01)
     b, tb = vaa.pgd_protect(vae, x, "variance_sum", np.random.default_rng(3), n_steps=5, alpha=0.01)
     assert np.allclose(ta["v_ratio"], tb["v_ratio"], rtol=1e-4)
-    assert float((a - b).abs().max()) <= 0.02 + 1e-6      # at most one step apart at a rounding-level flip
+    # at most one step apart at a rounding-level flip
+    assert float((a - b).abs().max()) <= 0.02 + 1e-6
 
 
 def test_clamped_entries_get_zero_gradient(vae, x):
@@ -226,7 +227,8 @@ def test_advdm_and_aspl_stay_in_the_ball(unet, vae, x):
 def test_dreambooth_finetune_copies_and_binds_the_token(unet, vae, x):
     before = {k: v.clone() for k, v in unet.state_dict().items()}
     ft = vaa.dreambooth_finetune(unet, vae, x, 3, 2, np.random.default_rng(0), latents="mode")
-    assert all(torch.equal(before[k], v) for k, v in unet.state_dict().items())      # original untouched
+    # original untouched
+    assert all(torch.equal(before[k], v) for k, v in unet.state_dict().items())
     assert not torch.equal(ft.class_embedding.weight[3], unet.class_embedding.weight[3])
     gen = vaa.generate(ft, vae, 3, 2, np.random.default_rng(1), n_steps=3)
     assert gen.shape == (2, 3, 8, 8) and float(gen.min()) >= 0 and float(gen.max()) <= 1
@@ -242,7 +244,8 @@ def test_train_vae_sets_a_unit_latent_scale(x):
     v = vaa.train_vae(x, np.random.default_rng(0), channels=(8, 8), n_steps=2, batch_size=4)
     with torch.no_grad():
         z = v.encode(2 * x - 1).latent_dist.sample(generator=torch.Generator().manual_seed(0))
-    assert vaa.latent_scale(v) > 0 and abs(float(z.std()) * vaa.latent_scale(v) - 1) < 0.3   # fresh draws
+    # fresh draws
+    assert vaa.latent_scale(v) > 0 and abs(float(z.std()) * vaa.latent_scale(v) - 1) < 0.3
     with pytest.raises(ValueError, match="n_steps"):
         vaa.train_vae(x, np.random.default_rng(0), channels=(8, 8), n_steps=0)
     with pytest.raises(ValueError, match="channels"):
@@ -254,7 +257,8 @@ def test_save_and_load_round_trip(tmp_path, unet, vae):
     m = vaa.load_models(tmp_path)
     assert set(sums) == {"vae0.safetensors", "unet.safetensors", "models.json"}
     for k, v in vae.state_dict().items():
-        assert torch.allclose(m["vaes"][0].state_dict()[k], v, atol=1e-2, rtol=1e-3)      # fp16 on disk
+        # fp16 on disk
+        assert torch.allclose(m["vaes"][0].state_dict()[k], v, atol=1e-2, rtol=1e-3)
     with pytest.raises(FileNotFoundError):
         vaa.load_models(tmp_path / "none")
 

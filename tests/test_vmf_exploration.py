@@ -363,7 +363,8 @@ def test_mc_prob_curve_agrees_with_p0_at_d4() -> None:
     theory = vm.p0(alpha, d, kappa, n)
     curve, err = vm.mc_prob_curve(d, kappa, alpha, n_max, 400_000, _rng(22), "both", return_stderr=True)
     assert curve.shape == (2, n_max) and curve[0, 0] == 1.0 and curve[1, 0] == 1.0
-    assert np.all(np.diff(curve, axis=1) <= 0)  # nested sets: A's chance can only shrink
+    # nested sets: A's chance can only shrink
+    assert np.all(np.diff(curve, axis=1) <= 0)
     vmf, boltz = curve[:, n - 1]
     # within 4 standard errors (the vMF MC error at n = 1000 is ~4% relative here)
     assert np.all(np.abs(vmf - theory) < 4 * err[0, n - 1])

@@ -203,7 +203,8 @@ class ParetoMCTS:
     # --------------------------------------------------------------- expansion
 
     def _slots_of(self, smiles: str) -> tuple[tuple[int, int], ...]:
-        if smiles not in self._slots:   # an intermediate (max_reactions > 1): SMARTS only
+        # an intermediate (max_reactions > 1): SMARTS only
+        if smiles not in self._slots:
             self._slots[smiles] = tuple((ri, i) for ri, r in enumerate(self.reactions) for i in r.smarts_matches(smiles))
         return self._slots[smiles]
 

@@ -128,7 +128,8 @@ class Reaction:
         if not isinstance(smiles, str):
             raise TypeError(f"smiles must be a string, got {type(smiles).__name__}")
         if smiles not in self._matches:
-            if self.allowed is not None and smiles in self.block_set:   # test only the slots that allow it
+            # test only the slots that allow it
+            if self.allowed is not None and smiles in self.block_set:
                 cand = [i for i, a in enumerate(self.allowed) if smiles in a]
                 mol = _mol_h(smiles) if cand else None
                 slots = [i for i in cand if mol is not None and mol.HasSubstructMatch(self.queries[i])]

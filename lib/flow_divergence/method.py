@@ -537,7 +537,8 @@ def _dm_loss(v: Tensor, div_v: Tensor, ut: Tensor, score: Tensor, div_u: Tensor,
     d = v.shape[1]
     if weight == "sigma":
         r = r * sigma_t
-    elif weight == "inv_rate":  # 1 / |sigma_dot / sigma| / d, with sigma_dot / sigma = div_u / d
+    # 1 / |sigma_dot / sigma| / d, with sigma_dot / sigma = div_u / d
+    elif weight == "inv_rate":
         r = r / (div_u.abs() / d).clamp_min(1e-12) / d
     return r.abs().mean() if norm == "l1" else (r**2).mean()
 
@@ -624,7 +625,8 @@ def _fdm_loss(model: VFn, x0: Tensor, x1: Tensor, t: Tensor, lam_cfm: float, lam
         else:
             z = _probes((n_probes, *x.shape), dist, rng, v)
             div_v = _hutch_div(v, x, z, create_graph=True)
-            probe = z[0] if n_probes == 1 else None  # slice targets only with a single probe
+            # slice targets only with a single probe
+            probe = z[0] if n_probes == 1 else None
         l_div = _dm_loss(v, div_v, ps.ut, ps.score, ps.div_u, ps.sigma_t, norm, weight, stopgrad, probe)
     loss = lam_cfm * l_cfm + lam_div * l_div
     return (loss, {"cfm": float(l_cfm.detach()), "div": float(l_div.detach())}) if return_parts else loss

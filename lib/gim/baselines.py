@@ -176,7 +176,8 @@ def graph_notears(X: Any, lam1: float = 0.1, threshold: float = 0.3) -> np.ndarr
     os.environ.setdefault("CASTLE_BACKEND", "pytorch")
     import castle                                      # its basicConfig puts the root logger at INFO
 
-    logging.getLogger().setLevel(logging.WARNING)      # castle logs its backend and every iteration at INFO
+    # castle logs its backend and every iteration at INFO
+    logging.getLogger().setLevel(logging.WARNING)
     from castle.algorithms import Notears
 
     X = check_array(X, "X", ndim=2)

@@ -128,7 +128,8 @@ class SCMModule(nn.Module):
         if self.kind == "linear":
             self.W = nn.Parameter(torch.zeros(self.d, self.d, dtype=dt))
         else:
-            self.fc1 = nn.Parameter(0.1 * torch.randn(self.d, hidden, self.d, generator=g, dtype=dt))  # (node, h, input)
+            # (node, h, input)
+            self.fc1 = nn.Parameter(0.1 * torch.randn(self.d, hidden, self.d, generator=g, dtype=dt))
             self.b1 = nn.Parameter(torch.zeros(self.d, hidden, dtype=dt))
             self.v = nn.Parameter(0.1 * torch.randn(self.d, hidden, generator=g, dtype=dt))
         self.b = nn.Parameter(torch.zeros(self.d, dtype=dt))
@@ -138,7 +139,8 @@ class SCMModule(nn.Module):
         """(d, d) nonnegative-or-signed weights of the edges ``i -> j`` (``W`` or MLP column norms)."""
         if self.kind == "linear":
             return self.W * self.offdiag
-        return torch.sqrt((self.fc1**2).sum(1) + 1e-12).T * self.offdiag   # [input i, node j]
+        # [input i, node j]
+        return torch.sqrt((self.fc1**2).sum(1) + 1e-12).T * self.offdiag
 
     def mean_fn(self, X: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``f(X) + b`` for cells ``X (..., d)``; ``mask (d, d)`` keeps only edges where it is 1."""
@@ -146,7 +148,8 @@ class SCMModule(nn.Module):
         if self.kind == "linear":
             return X @ (self.W * M) + self.b
         Xe = X[..., None, :] * M.T                                                     # (..., node, input)
-        H = torch.sigmoid((Xe[..., None, :] * self.fc1).sum(-1) + self.b1)            # (..., node, h)
+        # (..., node, h)
+        H = torch.sigmoid((Xe[..., None, :] * self.fc1).sum(-1) + self.b1)
         return (H * self.v).sum(-1) + self.b
 
     def sigma(self) -> torch.Tensor:
@@ -412,8 +415,10 @@ class GIM:
         params = list(self.scm.parameters()) + (list(self.net.parameters()) if mode != "free" else [])
         ell = psi = None
         if mode in ("map", "free"):
-            ell = torch.full((K, d), -2.0, dtype=torch.float64, device=X.device, requires_grad=True)  # logits
-            psi = torch.zeros((K, d), dtype=torch.float64, device=X.device, requires_grad=True)      # shifts
+            # logits
+            ell = torch.full((K, d), -2.0, dtype=torch.float64, device=X.device, requires_grad=True)
+            # shifts
+            psi = torch.zeros((K, d), dtype=torch.float64, device=X.device, requires_grad=True)
             params += [ell, psi]
         opt = torch.optim.Adam(params, lr=lr, foreach=True)
         N = K * n + (D0.shape[1] if use_d0 else 0)  # cells

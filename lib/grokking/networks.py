@@ -62,7 +62,8 @@ def EncoderDecoderMLP(p: int, d: int = 64, rng: torch.Generator | None = None) -
             self.out = nn.Linear(d, p, bias=False)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            oh = torch.nn.functional.one_hot(x, self.p).to(self.hidden.weight.dtype)  # (M, 2, p)
+            # (M, 2, p)
+            oh = torch.nn.functional.one_hot(x, self.p).to(self.hidden.weight.dtype)
             h1 = self.embed[0](oh[:, 0]).reshape(-1, self.k, self.k)
             h2 = self.embed[1](oh[:, 1]).reshape(-1, self.k, self.k)
             h = torch.bmm(h1, h2).flatten(1)
@@ -71,9 +72,11 @@ def EncoderDecoderMLP(p: int, d: int = 64, rng: torch.Generator | None = None) -
     if rng is None:
         model = _Model()
     else:
-        with torch.random.fork_rng(devices=[]):  # construction must not move torch's global stream
+        # construction must not move torch's global stream
+        with torch.random.fork_rng(devices=[]):
             model = _Model()
-        with torch.no_grad():  # redo PyTorch's default init (Linear.reset_parameters) from rng
+        # redo PyTorch's default init (Linear.reset_parameters) from rng
+        with torch.no_grad():
             for layer in (*model.embed, model.hidden, model.out):
                 nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=rng)
     with torch.no_grad():
@@ -228,9 +231,10 @@ def _training_cost(model: torch.nn.Module, arrs: dict[str, np.ndarray], epochs: 
     svd = sum(10.0 * W.shape[0] * W.shape[1] * min(W.shape) for W in model.parameters() if W.ndim == 2)
     m_train, m_all = float(len(arrs["y_train"])), float(len(arrs["y_train"]) + len(arrs["y_test"]))
     n_logs = epochs // eval_every + 1.0
+    # 8 logged Python floats (about 40 bytes each) per record
     return {"n_operations": float(epochs) * (6.0 * n_params * m_train + (svd if nuclear else 0.0))
             + n_logs * (2.0 * n_params * m_all + svd),
-            "n_bytes": n_logs * 8 * 40.0}  # 8 logged Python floats (about 40 bytes each) per record
+            "n_bytes": n_logs * 8 * 40.0}
 
 
 def _train_grokking(model: torch.nn.Module, arrs: dict[str, np.ndarray], lr: float, epochs: int, eval_every: int,

@@ -10,7 +10,8 @@ import scipy.sparse as sp
 
 from icml25.checks import check_array, check_real
 
-from . import trees as _trees  # Tree; a partly-initialised module while trees.py imports this one
+# Tree; a partly-initialised module while trees.py imports this one
+from . import trees as _trees
 
 __all__: list[str] = []
 

@@ -125,7 +125,8 @@ def hard_instance_search(n: int, rng: np.random.Generator, n_steps: int) -> tupl
         u, v = rng.choice(n, 2, replace=False)
         old = W[u, v]
         r = rng.random()
-        W[u, v] = W[v, u] = rng.random() * (0.05 if r < 0.4 else 1.0)  # continuous: no exact ties
+        # continuous: no exact ties
+        W[u, v] = W[v, u] = rng.random() * (0.05 if r < 0.4 else 1.0)
         if W.max() <= 0:
             W[u, v] = W[v, u] = old
             continue

@@ -59,7 +59,8 @@ def _insert_all(oracle: Any, order: np.ndarray) -> Tree:
     nxt += 1
     for x in order[2:].tolist():
         node = root
-        while node >= n:  # descend until x's place: above `node`, or a cherry with a leaf
+        # descend until x's place: above `node`, or a cherry with a leaf
+        while node >= n:
             a, b = rep[left[node]], rep[right[node]]
             ans = int(oracle.query_batch(np.array([a]), np.array([b]), np.array([x]))[0])
             if ans == x:
@@ -145,7 +146,8 @@ def debiased_lca_sizes(C: Any, p: float) -> np.ndarray:
 def _counts_from_answers(n: int, lo: np.ndarray, mid: np.ndarray, hi: np.ndarray, ans: np.ndarray) -> np.ndarray:
     """Each triple adds 1 to the two pairs that contain its answer (``O(u, v, x) != x``)."""
     C = np.zeros((n, n), dtype=np.int64)
-    for a, b, c in ((lo, mid, hi), (lo, hi, mid), (mid, hi, lo)):  # pair (a, b), third c
+    # pair (a, b), third c
+    for a, b, c in ((lo, mid, hi), (lo, hi, mid), (mid, hi, lo)):
         hit = ans != c
         np.add.at(C, (a[hit], b[hit]), 1)
     return (C + C.T).astype(np.int32)
@@ -171,7 +173,8 @@ def all_triplet_counts(oracle: Any) -> np.ndarray:
     n = oracle.n
     n_triples = n * (n - 1) * (n - 2) // 6
     if isinstance(oracle, SplittingOracle) and oracle.persistent:
-        C = triplets.triplet_counts(oracle.S, oracle.p, oracle.seed, oracle.D)  # refuses what cannot fit
+        # refuses what cannot fit
+        C = triplets.triplet_counts(oracle.S, oracle.p, oracle.seed, oracle.D)
         oracle.n_queries += n_triples
         return C
     check_budget(f"all_triplet_counts(n={n}, a non-persistent or wrapped oracle)",

@@ -55,7 +55,8 @@ class SplittingOracle:
         self.noise = check_choice(noise, "noise", ("uniform", "decoy"))
         self.persistent = check_bool(persistent, "persistent")
         self.seed = check_int(seed, "seed", low=0, high=2**64 - 1)
-        if decoy_tree is not None:  # checked whatever the noise, so a wrong one is never ignored
+        # checked whatever the noise, so a wrong one is never ignored
+        if decoy_tree is not None:
             decoy_tree = _check_tree(decoy_tree, "decoy_tree", n=self.n)
         n_matrices = 2 if self.noise == "decoy" else 1
         check_budget(f"SplittingOracle(tree_star with n={self.n}, noise={self.noise!r})",
@@ -70,7 +71,8 @@ class SplittingOracle:
         self._counter = 0
 
     def _answer(self, U: np.ndarray, V: np.ndarray, X: np.ndarray) -> np.ndarray:
-        stacked = np.sort(np.stack([U, V, X]), axis=0)  # the hash sees the sorted triple
+        # the hash sees the sorted triple
+        stacked = np.sort(np.stack([U, V, X]), axis=0)
         counter = None
         if not self.persistent:
             counter = np.arange(self._counter, self._counter + len(U), dtype=np.int64)

@@ -383,7 +383,8 @@ def _triplet_revenue(S: np.ndarray, W: np.ndarray) -> float:
             continue
         b, c = bc[:, 0], bc[:, 1]
         sab, sac, sbc = S[a, b], S[a, c], S[b, c]
-        w = np.where(sab < sac, W[a, b], np.where(sac < sab, W[a, c], W[b, c]))  # the lowest-LCA pair
+        # the lowest-LCA pair
+        w = np.where(sab < sac, W[a, b], np.where(sac < sab, W[a, c], W[b, c]))
         total += float(w.sum())
     return total
 
@@ -426,7 +427,8 @@ def _dp_structure(n: int) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray
         for S in masks[pop == k].tolist():
             pos = [i for i in range(n) if S >> i & 1]
             low, rest = 1 << pos[0], np.array([1 << i for i in pos[1:]], dtype=np.int64)
-            r = np.arange((1 << (k - 1)) - 1, dtype=np.int64)  # drop r = all ones (A = S)
+            # drop r = all ones (A = S)
+            r = np.arange((1 << (k - 1)) - 1, dtype=np.int64)
             A = low | (((r[:, None] >> np.arange(k - 1)) & 1) @ rest)
             Ss.append(np.full(len(A), S, dtype=np.int64))
             As.append(A)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from icml25.checks import check_int, check_rng
-from icml25.common import load_minilm  # moved to common (chapters 01, 05 and 08 use it); re-exported here
+# moved to common (chapters 01, 05 and 08 use it); re-exported here
+from icml25.common import load_minilm
 
 __all__ = ["load_minilm", "make_sentences"]
 

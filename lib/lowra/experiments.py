@@ -145,7 +145,8 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
     names = {name for name, _ in layers}
     cand = {tuple(cb.bits) for name, cb in cbs.items() if name in names}
     if any(name not in cbs for name in names):
-        cand.add(tuple(DEFAULTS.bits))  # the layers without codebooks get them learned for DEFAULTS.bits
+        # the layers without codebooks get them learned for DEFAULTS.bits
+        cand.add(tuple(DEFAULTS.bits))
     if len(cand) > 1:
         raise ValueError(f"codebooks must all have the same candidate bits (those learned here: {DEFAULTS.bits}), "
                          f"got {sorted(cand)}")

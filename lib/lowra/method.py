@@ -102,7 +102,8 @@ def nf_levels(bits: int) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 def _ordered_u32(x32: np.ndarray) -> np.ndarray:
     """Order-preserving map float32 -> uint64 in [0, 2^32) (IEEE bits, negatives flipped)."""
-    i = (np.asarray(x32, dtype=np.float32) + np.float32(0)).view(np.int32)  # + 0 turns -0.0 into +0.0
+    # + 0 turns -0.0 into +0.0
+    i = (np.asarray(x32, dtype=np.float32) + np.float32(0)).view(np.int32)
     i = i ^ ((i >> 31) & np.int32(0x7FFFFFFF))  # negative floats: reverse their order
     return (i.astype(np.int64) + 2**31).astype(np.uint64)
 
@@ -445,7 +446,8 @@ def _check_assign_inputs(errors: Any, n_params: Any, target_bits: Any,
     if target < bits[0]:
         raise ValueError(f"target_bits={target_bits} is infeasible: below the smallest precision {bits[0]} bit")
     # budget in bits; the 1e-9 absorbs decimal round-off like 1.15 * N
-    budget = int(math.floor(target * sum(nc.tolist()) + 1e-9))  # Python ints: no int64 overflow
+    # Python ints: no int64 overflow
+    budget = int(math.floor(target * sum(nc.tolist()) + 1e-9))
     return E, nc, target, bits, budget
 
 
@@ -472,7 +474,8 @@ def _exact_dot(rb: np.ndarray, nc: np.ndarray) -> int:
     """``sum_c b_c n_c`` exactly: in int64 when ``max(b) * sum(n)`` fits, else in Python integers."""
     if nc.size == 0:
         return 0
-    if int(rb.max()) * (int(nc.max()) * nc.size) < 2**63:  # each partial sum fits: int64 is exact
+    # each partial sum fits: int64 is exact
+    if int(rb.max()) * (int(nc.max()) * nc.size) < 2**63:
         return int((rb * nc).sum())
     return sum(int(b) * int(n) for b, n in zip(rb.tolist(), nc.tolist()))
 
@@ -571,7 +574,8 @@ def assign_precision_exact(errors: ArrayLike, n_params: ArrayLike, target_bits: 
         RuntimeError: the solver returned no solution or an infeasible one.
     """
     E, nc, _, bits, budget = _check_assign_inputs(errors, n_params, target_bits, bits)
-    time_limit = check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)  # inf: no limit
+    # inf: no limit
+    time_limit = check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)
     C, nb = E.shape  # the dense (C, C nb) equality matrix, and the solver's copy of it
     check_budget(f"assign_precision_exact(errors of {C} channels)", n_bytes=2 * 8.0 * C * C * nb)
     return _assign_exact(E, nc, bits, budget, time_limit)
@@ -687,10 +691,13 @@ def assign_precision(errors: ArrayLike, n_params: ArrayLike, target_bits: float,
     E, nc, _, bits, budget = _check_assign_inputs(errors, n_params, target_bits, bits)
     n_clusters = check_int(n_clusters, "n_clusters", low=1)
     seed = check_int(seed, "seed", low=0)
-    time_limit = check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)  # inf: no limit
-    K = min(n_clusters + np.unique(nc).size, E.shape[0])  # clusters: the dense (K, K nb) cluster-level ILP
+    # inf: no limit
+    time_limit = check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)
+    # clusters: the dense (K, K nb) cluster-level ILP
+    K = min(n_clusters + np.unique(nc).size, E.shape[0])
+    # K-means: <= 300 Lloyd steps
     check_budget(f"assign_precision(n_clusters={n_clusters})", n_bytes=2 * 8.0 * K * K * E.shape[1],
-                 n_operations=float(E.shape[0]) * K * E.shape[1] * 300)  # K-means: <= 300 Lloyd steps
+                 n_operations=float(E.shape[0]) * K * E.shape[1] * 300)
     out, info = _assign_two_level(E, nc, bits, budget, n_clusters, seed, time_limit)
     return (out, info) if return_info else out
 

@@ -69,7 +69,8 @@ def _soft_policy(q: np.ndarray, alpha: float) -> np.ndarray:
     if alpha == 0.0:
         top = q == q.max(axis=-1, keepdims=True)
         return top / top.sum(axis=-1, keepdims=True)
-    with np.errstate(over="ignore"):  # shift first: q / alpha alone overflows for tiny alpha (-inf is exact here)
+    # shift first: q / alpha alone overflows for tiny alpha (-inf is exact here)
+    with np.errstate(over="ignore"):
         z = (q - q.max(axis=-1, keepdims=True)) / alpha
     return np.exp(z - logsumexp(z, axis=-1, keepdims=True))
 

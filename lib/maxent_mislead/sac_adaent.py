@@ -64,7 +64,8 @@ class SACAdaEnt(SAC):
 
     def _check_landscape_budget(self) -> None:
         """Refuse up front a landscape test whose (batch_size * n_samples) critic inputs cannot fit."""
-        if not hasattr(self, "critic"):  # _init_setup_model=False: checked when the model is set up
+        # _init_setup_model=False: checked when the model is set up
+        if not hasattr(self, "critic"):
             return
         width = max(m.out_features for m in self.critic.modules() if isinstance(m, th.nn.Linear))
         per_row = int(np.prod(self.observation_space.shape)) + int(np.prod(self.action_space.shape)) + 4 * width
@@ -93,7 +94,8 @@ class SACAdaEnt(SAC):
         M = self.n_samples
         mean, log_std, _ = self.actor.get_action_dist_params(obs)
         eps = th.randn((mean.shape[0], M, mean.shape[1]), generator=self._adaent_gen, device=mean.device)
-        acts = th.tanh(mean.unsqueeze(1) + log_std.exp().unsqueeze(1) * eps)  # squashed Gaussian samples
+        # squashed Gaussian samples
+        acts = th.tanh(mean.unsqueeze(1) + log_std.exp().unsqueeze(1) * eps)
         obs_rep = obs.repeat_interleave(M, dim=0)
         acts = acts.reshape(-1, mean.shape[1])
         q_soft = th.min(th.cat(self.critic(obs_rep, acts), dim=1), dim=1).values.reshape(-1, M)
@@ -141,9 +143,11 @@ class SACAdaEnt(SAC):
                                 dim=1, keepdim=True).values
                 next_plain = th.min(th.cat(self.plain_critic_target(data.next_observations, next_actions), dim=1),
                                     dim=1, keepdim=True).values
+                # y_soft
                 target_soft = data.rewards + (1 - data.dones) * discounts * (
-                    next_q - ent_coef * next_log_prob.reshape(-1, 1))          # y_soft
-                target_plain = data.rewards + (1 - data.dones) * discounts * next_plain  # y_plain
+                    next_q - ent_coef * next_log_prob.reshape(-1, 1))
+                # y_plain
+                target_plain = data.rewards + (1 - data.dones) * discounts * next_plain
 
             current = self.critic(data.observations, data.actions)
             critic_loss = 0.5 * sum(F.mse_loss(q, target_soft) for q in current)
@@ -157,7 +161,8 @@ class SACAdaEnt(SAC):
             plain_loss.backward()
             self.plain_critic.optimizer.step()
 
-            with th.no_grad():  # the landscape test: which states' actor loss uses the plain critic
+            # the landscape test: which states' actor loss uses the plain critic
+            with th.no_grad():
                 q_soft_m, q_plain_m = self._sample_landscape(data.observations)
                 _, mask = adaent.landscape_similarity(q_soft_m, q_plain_m, self.threshold)
             switched.append(float(mask.float().mean().item()))

@@ -247,13 +247,15 @@ def _fpz_rec(edges, weights, r, rng):
     s = r
     while s > DEFAULTS.brute_force_size and rng.random() >= _fpz_branch_probability(s):
         s -= 1
-    if s <= DEFAULTS.brute_force_size:  # no branching on the way down: one path to the leaf
+    # no branching on the way down: one path to the leaf
+    if s <= DEFAULTS.brute_force_size:
         qe, qw, qr, group = _contract_once(edges, weights, r, DEFAULTS.brute_force_size, rng)
         value, qside = _small_exact(qe, qw, qr)
         return value, qside[group]
     qe, qw, qr, group = _contract_once(edges, weights, r, s, rng)
     best = (math.inf, None)
-    for _ in range(2):  # each copy contracts one more edge independently, then continues
+    # each copy contracts one more edge independently, then continues
+    for _ in range(2):
         ce, cw, cr, cgroup = _contract_once(qe, qw, qr, qr - 1, rng)
         value, cside = _fpz_rec(ce, cw, cr, rng)
         if value < best[0]:

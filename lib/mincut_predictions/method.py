@@ -329,7 +329,8 @@ def _n_trials_for(method: str, n: int, n_trials: int | None, success_prob: float
     elif method == "boosted_karger":
         single = boosted_success_bound(n, eta, rho, boost_factor, threshold)
     else:
-        single = 1.0 / (2.0 * math.log2(max(n, 4)))  # Omega(1 / log n) (constant: a reconstruction)
+        # Omega(1 / log n) (constant: a reconstruction)
+        single = 1.0 / (2.0 * math.log2(max(n, 4)))
     if single <= 0:
         raise ValueError("the success bound is 0 for these eta/rho/threshold: pass n_trials instead")
     return max(1, int(math.ceil(math.log(1 - success_prob) / math.log1p(-min(single, 1 - 1e-16)))))

@@ -138,8 +138,9 @@ def predict_by_sampling(edges: GraphLike, weights: ArrayLike | None = None, n: i
     rng = check_rng(rng)
     frac = check_real(frac, "frac", low=0.0, high=1.0, low_open=True)
     n_trials = check_int(n_trials, "n_trials", low=1)
+    # the sample is a subgraph: at most these
     check_budget(f"predict_by_sampling(n={g.n}, m={g.m}, n_trials={n_trials})", n_bytes=_batch_bytes(g, n_trials),
-                 n_operations=n_trials * _trial_operations(g))  # the sample is a subgraph: at most these
+                 n_operations=n_trials * _trial_operations(g))
     m = g.m
     sample = np.sort(rng.choice(m, size=max(1, int(frac * m)), replace=False))
     sub_e, sub_w = g.edges[sample], g.weights[sample]
@@ -193,7 +194,8 @@ def learn_predictions_ogd(edges: ArrayLike, n: int, instances: Sequence[tuple[np
     shuffle = check_bool(shuffle, "shuffle")
     rng = check_rng(rng) if shuffle else None
     common = check_array(edges, "edges", shape=(None, 2), kind="number")
-    g = validate_graph(common, np.ones(common.shape[0]), n)  # the common edges, checked once
+    # the common edges, checked once
+    g = validate_graph(common, np.ones(common.shape[0]), n)
     check_budget(f"learn_predictions_ogd(epochs={epochs}, {len(instances)} instances, m={g.m})",
                  n_operations=4.0 * epochs * len(instances) * g.m)
     grads, consts = [], []

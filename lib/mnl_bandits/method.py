@@ -62,7 +62,8 @@ def _project(w: np.ndarray, M: np.ndarray, B: float, n_steps: int) -> np.ndarray
         return np.linalg.norm(lam * c / (lam + mu[..., None]), axis=-1)
 
     lo = np.zeros(norms.shape)
-    hi = np.maximum(lam.max(axis=-1) * (norms / B), 1e-12)  # ||u(hi)|| <= lam_max |c| / hi <= B
+    # ||u(hi)|| <= lam_max |c| / hi <= B
+    hi = np.maximum(lam.max(axis=-1) * (norms / B), 1e-12)
     for _ in range(n_steps):
         mid = 0.5 * (lo + hi)
         big = norm_at(mid) > B

@@ -100,7 +100,8 @@ def make_grid_data(rng: np.random.Generator, n_traj: int, n_pairs: int, labels: 
         cand = make_preference_pairs(test, max(1, n_pairs // 2), rng, "return_bt", 0.0, temperature=1e-3)
         R = test.returns
         keep = np.flatnonzero(np.abs(R[cand.idx1] - R[cand.idx2]) >= 0.1 - 1e-9)[: max(1, n_pairs // 4)]
-        test_pairs = cand.take(keep)          # ties (equal returns) have no right answer: left out
+        # ties (equal returns) have no right answer: left out
+        test_pairs = cand.take(keep)
     return GridData(pool, pairs, test, test_pairs, pair_batch(pool, pairs, np.arange(len(pairs))), env)
 
 
@@ -304,7 +305,8 @@ def bt_hessian_eigs(q: np.ndarray, pairs: np.ndarray, y: np.ndarray, mixer: str,
 
     def loss(flat: torch.Tensor) -> torch.Tensor:
         qt = flat.reshape(2, A)
-        loc = torch.stack([qt[0][pa[:, :, 0]], qt[1][pa[:, :, 1]]], -1)  # (P, 2 segments, 2 agents)
+        # (P, 2 segments, 2 agents)
+        loc = torch.stack([qt[0][pa[:, :, 0]], qt[1][pa[:, :, 1]]], -1)
         if mixer == "linear":
             tot = (loc * w).sum(-1)
         else:

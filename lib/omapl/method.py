@@ -247,7 +247,8 @@ def _extreme_v(q_bar: torch.Tensor, v: torch.Tensor, w: torch.Tensor, beta: floa
     ``v = beta log E[e^{qbar/beta}]`` (the MaxEnt soft value, XQL's Gumbel regression)."""
     z = _z(q_bar, v, w, beta, clip)
     n = mask.sum().clamp_min(1.0)
-    if normalise:  # official code: e^z / e^m - z / e^m with m = max(max z, -1), detached
+    # official code: e^z / e^m - z / e^m with m = max(max z, -1), detached
+    if normalise:
         m = z.detach().max().clamp_min(-1.0)
         return (mask * (torch.exp(z - m) - z * torch.exp(-m))).sum() / n
     return (mask * (torch.exp(z) - z)).sum() / n

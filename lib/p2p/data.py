@@ -123,7 +123,8 @@ def make_bam_like(n: int, H: int = 32, rng: Any = None, spurious: bool = False, 
         r0 = int(rng.integers(im.shape[0] - H + 1))
         c0 = int(rng.integers(im.shape[1] - H + 1))
         crop = im[r0:r0 + H, c0:c0 + H]
-        ink = np.kron(imgs[j], np.ones((k, k), dtype=np.float32))  # (side, side) opacity in [0, 1]
+        # (side, side) opacity in [0, 1]
+        ink = np.kron(imgs[j], np.ones((k, k), dtype=np.float32))
         colour = rng.uniform(0.0, 1.0, 3).astype(np.float32)
         colour[int(rng.integers(3))] = 1.0  # saturated: one channel at full intensity
         pr = int(rng.integers(H - side + 1))

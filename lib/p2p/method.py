@@ -523,7 +523,8 @@ class P2P(_nn().Module):
         if self.use_cov and predictor.num_dims < 2:
             raise ValueError("predictor.num_dims must be >= 2 when use_cov (1 mean + factors)")
         self.temperature = 1.0
-        self.register_buffer("fill", _torch().zeros(3))  # black: the images are not normalised
+        # black: the images are not normalised
+        self.register_buffer("fill", _torch().zeros(3))
 
     def set_temperature(self, temperature: float) -> None:
         """Set the relaxed-Bernoulli temperature (> 0) used by training-mode forwards."""
@@ -562,7 +563,8 @@ class P2P(_nn().Module):
         emb = self.predictor.embed(h, tau if self.dynamic else None, x.shape[-2:])
         ge = _group_mean(emb, g, G)                       # (B, D, G): \bar e_g
         mu = ge[:, 0]                                     # selection logits mu_g
-        U = ge[:, 1:].transpose(1, 2) if self.use_cov else None   # (B, G, D - 1): rows u_g
+        # (B, G, D - 1): rows u_g
+        U = ge[:, 1:].transpose(1, 2) if self.use_cov else None
         probs = torch.sigmoid(mu)                         # pi_g at the mean (regularised)
         cov = U @ U.transpose(1, 2) if self.use_cov else None
         if self.training:
@@ -609,7 +611,8 @@ class P2P(_nn().Module):
         with torch.no_grad():
             h = self.predictor.features(x)
             B = x.shape[0]
-            k_img = torch.ones(B, dtype=torch.long, device=x.device)      # grid index of each tau
+            # grid index of each tau
+            k_img = torch.ones(B, dtype=torch.long, device=x.device)
             done = torch.zeros(B, dtype=torch.bool, device=x.device)
             K = max(1, int(math.ceil(1.0 / step - 1e-9)))
             for k in range(1, K + 1):

@@ -196,7 +196,8 @@ def generate_dataset(env: PointMazeLite, controller: Any, noise: float, n: int, 
         a = np.clip(a_c + sig[:, None] * rng.standard_normal((n_envs, 2)), -1.0, 1.0)
         s2, r, term, tout = env.step(a)
         if t == T - 1:
-            tout = np.where(term > 0, 0.0, 1.0).astype(np.float32)    # each stream's last step ends its episode
+            # each stream's last step ends its episode
+            tout = np.where(term > 0, 0.0, 1.0).astype(np.float32)
         for k, v in zip(cols, (s, a, r, s2, term, tout)):
             cols[k].append(np.asarray(v, dtype=np.float32))
         reached = np.linalg.norm(env.pos - goals, axis=1) <= env.goal_radius

@@ -91,7 +91,8 @@ def extrapolation_experiment(variants: list[dict], n_steps: int, rng: np.random.
     s_probe = rng.uniform(-1, 1, size=(n_probe_states, 2)).astype(np.float32)
     g = np.linspace(-1, 1, 41)
     box = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
-    box = box[np.abs(box).max(axis=1) > TOY_HALF_WIDTH + 0.1].astype(np.float32)    # feasible, off the data
+    # feasible, off the data
+    box = box[np.abs(box).max(axis=1) > TOY_HALF_WIDTH + 0.1].astype(np.float32)
     rows, rays, critics = [], {}, {}
     for i, v in enumerate(variants):
         if not hasattr(v, "keys") or any(k not in v for k in ("name", "layer_norm", "c", "alpha")):

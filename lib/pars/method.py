@@ -288,7 +288,8 @@ def _critic_step_loss(b: dict, critic: EnsembleCritic, critic_tgt: EnsembleCriti
     with torch.no_grad():
         eps = torch.as_tensor(np.clip(sigma * rng.standard_normal((B, da)), -clip, clip), dtype=torch.float32, device=a.device)
         a2 = (actor_tgt(s2) + eps).clamp(-1.0, 1.0)
-        members = np.sort(rng.choice(critic.E, size=k, replace=False))      # the random subset K
+        # the random subset K
+        members = np.sort(rng.choice(critic.E, size=k, replace=False))
         y = pars_kernels.td_target(critic_tgt(s2, a2), members, r, d, c, gamma)
     q = critic(s, a)
     loss = _td_loss(q, y)

@@ -332,7 +332,8 @@ def _multistep(model: Any, x: Any, ts: list[int], ab: torch.Tensor, label_type: 
                 y_hat = out.argmax(dim=1) if recorrupt == "argmax" else torch.softmax(out, dim=1)
             else:
                 y_hat = out
-            y_hint = _corrupt(model, y_hat, ab_next, label_type, gen)  # y_{t_{i+1}} ~ q(. | y_hat_i)
+            # y_{t_{i+1}} ~ q(. | y_hat_i)
+            y_hint = _corrupt(model, y_hat, ab_next, label_type, gen)
     return preds
 
 

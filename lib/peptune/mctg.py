@@ -230,7 +230,8 @@ class MCTG:
     def iterate(self) -> dict:
         """One select-expand-rollout-score-backup iteration; returns its log row."""
         leaf = self.select()
-        if leaf.step >= self.steps:  # nothing left to unmask: re-score the leaf's decode
+        # nothing left to unmask: re-score the leaf's decode
+        if leaf.step >= self.steps:
             zc = denoise_argmax(self.model, leaf.tokens[None].clone())
             kids = zc.expand(self.M, -1)
             done = kids

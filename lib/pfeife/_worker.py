@@ -138,7 +138,8 @@ class _Rank:
                         env[name] = _run_spec(spec, self.modules, _map(spec[2], look), _map(spec[3], look))
                     loss = None
                     if out_name in env:
-                        loss = torch.nn.functional.mse_loss(env[out_name], ys[k]) / M   # 1/M: full-batch mean
+                        # 1/M: full-batch mean
+                        loss = torch.nn.functional.mse_loss(env[out_name], ys[k]) / M
                         loss_total += float(loss.detach())
                 for v, dests in st["outputs"]:
                     val = env[v].detach().contiguous()
@@ -224,7 +225,8 @@ class _Rank:
                 elif self.rank == 1:
                     dist.recv(t, src=0)
                     dist.send(t, dst=0)
-                ts.append((time.perf_counter() - t0) * 1e3 / 2)      # one way = half the round trip
+                # one way = half the round trip
+                ts.append((time.perf_counter() - t0) * 1e3 / 2)
             out.append(sorted(ts[1:])[len(ts[1:]) // 2])
         return dict(rank=self.rank, ms=out)
 

@@ -174,9 +174,10 @@ def compare_plans(runner: PipelineRunner, gm: Any, g: OpGraph, inputs: Sequence[
         if p.S == D:
             out = runner.run_torch_pipelining(gm, p.order, p.splits, inputs, target, M, "1f1b", n_steps=torch_steps + 1)
             st = out["steps"][1:]
+            # lr = 0: every step's gradients
             res[name]["torch"] = dict(wall_ms=float(np.median([s["wall_ms"] for s in st])),
                                       busy_cpu_ms=np.median([s["busy_cpu_ms"] for s in st], 0),
-                                      grad_err=max_grad_error(out["grads"], ref))   # lr = 0: every step's gradients
+                                      grad_err=max_grad_error(out["grads"], ref))
     return plans, res
 
 

@@ -334,7 +334,8 @@ def _fb_ratio(gm: fx.GraphModule, inputs: tuple, n_reps: int, sync: bool = False
         fwd().float().pow(2).mean().backward()
 
     fwd_bwd()                                      # warm-up
-    t_f = _median_ms(fwd, n_reps, sync)            # forward with autograd recording, as in the runtime
+    # forward with autograd recording, as in the runtime
+    t_f = _median_ms(fwd, n_reps, sync)
     t_fb = _median_ms(fwd_bwd, n_reps, sync)
     gm.zero_grad(set_to_none=True)
     return float(max(t_fb - t_f, 0.0) / max(t_f, 1e-9))

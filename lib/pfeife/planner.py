@@ -354,7 +354,8 @@ def _plan(g: OpGraph, D: int, M: int, cap: float, comm: CommModel, rng: np.rando
             sched = _make_schedule(D, M, S, lb, pf)
             ev = pipeline_sim.event_table(sched, S, M)
             init = balanced_time_splits(mem_pos + 1e-9, S) if mem_pos.sum() > 0 else uniform_count_splits(n, S)
-            for _ in range(DEFAULTS.init_repair_steps):    # move the start earlier while memory-invalid
+            # move the start earlier while memory-invalid
+            for _ in range(DEFAULTS.init_repair_steps):
                 _mk, pk = _score(tables, init[None, :], ev, comm, D, M)
                 n_eval += 1
                 if pk[0].max() < limit:

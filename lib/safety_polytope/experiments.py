@@ -160,7 +160,8 @@ def generation_experiment(rng: np.random.Generator, *, d: int = 64, n_layers: in
     train = [g for g in dialogues if g.task not in test_tasks]
     test = [g for g in dialogues if g.task in test_tasks]
     X, y = lm_states(model, tok, train, layer)
-    poly = fit_polytope(X, y, K, epochs, rng=rng, F=F)           # raw states, as the paper's code
+    # raw states, as the paper's code
+    poly = fit_polytope(X, y, K, epochs, rng=rng, F=F)
     Xt, yt = lm_states(model, tok, test, layer)
     detector = detection_report(yt, poly.is_safe(Xt))
     trig = [g for g in test if g.harmful and g.trigger]

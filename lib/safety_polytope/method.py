@@ -52,7 +52,8 @@ class ConceptEncoder(nn.Module):
         if self.nonlinear:
             check_budget(f"ConceptEncoder(d={self.d}, F={self.F})", n_bytes=4.0 * 4 * (self.d + 1) * self.F)
             self.linear = nn.Linear(self.d, self.F)
-            bound = math.sqrt(6.0 / (self.d + self.F))  # xavier_uniform_, drawn from rng
+            # xavier_uniform_, drawn from rng
+            bound = math.sqrt(6.0 / (self.d + self.F))
             with torch.no_grad():
                 self.linear.weight.copy_((torch.rand(self.F, self.d, generator=rng) * 2 - 1) * bound)
                 self.linear.bias.zero_()
@@ -261,7 +262,8 @@ def _sap_loss(poly: SafetyPolytope, h: torch.Tensor, y: torch.Tensor, rng: np.ra
     v = feats @ poly.phi.T - poly.xi
     v_star, _, H, n_re = _assign_facets(v, y, poly.K, poly.entropy_assignment, poly.entropy_threshold_frac,
                                         poly.max_attempts, rng)
-    safe = torch.relu(poly.margin + v).sum(dim=1)[y == 1].sum()        # every facet, by the margin
+    # every facet, by the margin
+    safe = torch.relu(poly.margin + v).sum(dim=1)[y == 1].sum()
     unsafe = torch.relu(poly.margin - v_star)[y == 0].sum()            # the assigned facet only
     l1 = poly.l1_feat * feats.abs().sum(dim=1).mean() + poly.l1_phi * poly.phi.abs().sum(dim=1).mean()
     loss = safe + poly.unsafe_weight * unsafe + l1 - poly.entropy_weight * H
@@ -327,7 +329,8 @@ def _fit(poly: SafetyPolytope, h: torch.Tensor, y: torch.Tensor, epochs: int, lr
             opt.step()
             n_re += info["n_reassigned"]
         with torch.no_grad():
-            full, info = _sap_loss(poly, h, y, np.random.default_rng(0))  # fixed proposals: a comparable score
+            # fixed proposals: a comparable score
+            full, info = _sap_loss(poly, h, y, np.random.default_rng(0))
             score = float(full) + poly.entropy_weight * info["entropy"]
         hist["loss"].append(score)
         hist["entropy"].append(info["entropy"])
@@ -448,7 +451,8 @@ def project_linear_polytope(h: Any, Phi: Any, xi: Any, n_sweeps: int = 200) -> n
         Phi = Phi.detach().cpu().numpy()
     if isinstance(xi, torch.Tensor):
         xi = xi.detach().cpu().numpy()
-    out = polytope.dykstra_project(h, Phi, xi, n_sweeps)      # validates h, Phi, xi, n_sweeps first
+    # validates h, Phi, xi, n_sweeps first
+    out = polytope.dykstra_project(h, Phi, xi, n_sweeps)
     _check_nonempty(np.asarray(Phi, dtype=np.float64), np.asarray(xi, dtype=np.float64))
     return out
 

@@ -306,7 +306,8 @@ def _expressions(objs: list[dict], visible: np.ndarray, rng: np.random.Generator
         ok = False
         if rel in ("left of", "right of"):
             sgn = 1 if rel == "left of" else -1
-            side = [sgn * (cen[a[0], 0] - cen[j, 0]) for j in cands]   # > 0: on the stated side
+            # > 0: on the stated side
+            side = [sgn * (cen[a[0], 0] - cen[j, 0]) for j in cands]
             yes = [j for j, s in zip(cands, side) if s > 0.1]
             ok = len(yes) == 1 and yes[0] == t and all(s < -0.1 for j, s in zip(cands, side) if j != t)
         elif rel in ("closest to", "farthest from"):

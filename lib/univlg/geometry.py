@@ -52,7 +52,8 @@ def _unproject(d: np.ndarray, K: np.ndarray, T: np.ndarray, max_depth: float) ->
     with np.errstate(invalid="ignore"):
         ok = np.isfinite(d) & (d > 0) & (d <= max_depth)
     dd = np.where(ok, d, np.nan)
-    cam = np.stack([(u - cx) * dd / fx, (v - cy) * dd / fy, dd], axis=-1)          # (V, H, W, 3) camera frame
+    # (V, H, W, 3) camera frame
+    cam = np.stack([(u - cx) * dd / fx, (v - cy) * dd / fy, dd], axis=-1)
     return np.einsum("vij,vhwj->vhwi", T[:, :3, :3], cam) + T[:, None, None, :3, 3]
 
 

@@ -108,7 +108,8 @@ class RelPos3DAttention(nn.Module):
         if self.dim % self.heads:
             raise ValueError(f"heads = {heads} must divide dim = {dim}")
         n = check_int(layers, "layers", low=1)
-        self.pe = nn.ModuleList(_MLP(3, 16, self.dim) for _ in range(n))   # narrow hidden layer: it runs on N k offsets
+        # narrow hidden layer: it runs on N k offsets
+        self.pe = nn.ModuleList(_MLP(3, 16, self.dim) for _ in range(n))
         self.qkv = nn.ModuleList(nn.Linear(self.dim, 3 * self.dim) for _ in range(n))
         self.out = nn.ModuleList(nn.Linear(self.dim, self.dim) for _ in range(n))
         self.n1 = nn.ModuleList(nn.LayerNorm(self.dim) for _ in range(n))
@@ -135,7 +136,8 @@ class RelPos3DAttention(nn.Module):
         rel = xyz[idx] - xyz[:, None, :]                     # (N, k, 3) offsets p_j - p_i
         for pe, qkv, out, n1, n2, ffn in zip(self.pe, self.qkv, self.out, self.n1, self.n2, self.ffn):
             q, k, v = qkv(n1(f)).chunk(3, dim=-1)
-            pe0 = pe(torch.zeros(1, 3, dtype=f.dtype, device=f.device))        # the query's PE, PE(0)
+            # the query's PE, PE(0)
+            pe0 = pe(torch.zeros(1, 3, dtype=f.dtype, device=f.device))
             att = knn_attention.neighbour_attention(q + pe0, k, v, idx, pe(rel) - pe0, heads=self.heads, validate=False)
             f = f + out(att)
             f = f + ffn(n2(f))
@@ -231,16 +233,20 @@ class LangCondMaskDecoder(nn.Module):
             attn_mask = None
             if self.masks:
                 blocked = (preds[-1]["masks"].sigmoid() < 0.5).detach()            # (B, Q, M)
-                blocked = blocked & ~blocked.all(-1, keepdim=True)                  # all-false rows reset
+                # all-false rows reset
+                blocked = blocked & ~blocked.all(-1, keepdim=True)
                 full = torch.cat([blocked, torch.zeros(B, Z.shape[1] - self.Q, M, dtype=torch.bool, device=feats.device)], 1)
                 attn_mask = full.repeat_interleave(self.heads, dim=0)
             zn = L.n[0](Z)
-            Z = Z + L.cross(zn, Fv + pos, Fv, attn_mask=attn_mask, need_weights=False)[0]       # (a)
+            # (a)
+            Z = Z + L.cross(zn, Fv + pos, Fv, attn_mask=attn_mask, need_weights=False)[0]
             zn = L.n[1](Z)
-            Z = Z + L.self_attn(zn, zn, zn, key_padding_mask=zpad, need_weights=False)[0]       # (b)
+            # (b)
+            Z = Z + L.self_attn(zn, zn, zn, key_padding_mask=zpad, need_weights=False)[0]
             Z = Z + L.ffn(L.n[2](Z))                                                            # (c)
             fn = L.n[3](Fv)
-            Fv = Fv + L.vis(fn + pos, Z, Z, key_padding_mask=zpad, need_weights=False)[0]      # (d)
+            # (d)
+            Fv = Fv + L.vis(fn + pos, Z, Z, key_padding_mask=zpad, need_weights=False)[0]
             Fv = Fv + L.vis_ffn(L.n[4](Fv))
             preds.append(self._predict(Z, Fv, text_pad))                                        # (e)
         return preds

@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out)
     if a.merge is not None:
         blobs = [torch.load(p, map_location="cpu", weights_only=True) for p in a.merge]
-        for b in blobs[1:]:   # every partial run pretrains the same backbone (same seeds, one thread)
+        # every partial run pretrains the same backbone (same seeds, one thread)
+        for b in blobs[1:]:
             if any(not torch.equal(b["backbone"][k], blobs[0]["backbone"][k]) for k in blobs[0]["backbone"]):
                 raise SystemExit("the partial runs' backbones differ: rerun them with the same --data-seed and sizes")
         merged = {"backbone": blobs[0]["backbone"], "variants": {}, "meta": {"runs": []}}
@@ -106,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         meta["wall_s"] = round(time.time() - t0, 1)
         meta["cpu_s"] = round(time.process_time() - c0, 1)
         path = out / f"partial_{a.variants.replace(',', '+')}.pt"
-        sha = ex.save_weights(path, backbone, models, meta)     # after every variant: a killed run keeps its work
+        # after every variant: a killed run keeps its work
+        sha = ex.save_weights(path, backbone, models, meta)
     print(json.dumps({"path": str(path), "sha256": sha, **{k: v for k, v in meta.items() if k != "variants"}}), flush=True)
     return 0
 

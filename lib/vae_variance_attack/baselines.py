@@ -129,8 +129,10 @@ def aspl_protect(unet: Any, vae: Any, images: Any, class_id: int, rng: np.random
         f.class_embedding.weight[class_id] = f.class_embedding.weight[prior]
     for _ in range(n_outer):
         f_sur = copy.deepcopy(f)
-        _finetune_steps(f_sur, vae, x, class_id, surrogate_steps, lr, g, rng)        # on clean images
+        # on clean images
+        _finetune_steps(f_sur, vae, x, class_id, surrogate_steps, lr, g, rng)
         f_sur.requires_grad_(False)
         delta = _unet_pgd(f_sur, vae, x, delta, class_id, eps, alpha, pgd_steps, g)
-        _finetune_steps(f, vae, (x + delta).detach(), class_id, surrogate_steps, lr, g, rng)   # on perturbed
+        # on perturbed
+        _finetune_steps(f, vae, (x + delta).detach(), class_id, surrogate_steps, lr, g, rng)
     return (x + delta).detach()

@@ -128,9 +128,11 @@ def _pgd(vae: Any, x: Any, loss: Callable, eps: float, alpha: float, n_steps: in
             gL = gV = torch.zeros_like(x)
         else:
             lv, gL, gV = _grads(vae, x, delta, loss, mu0, lv0, want_v)
-        st = pgd_step.posterior_stats(lv, gL, gV, *DEFAULTS.logvar_clamp, validate=False)   # (B, 4) float64
+        # (B, 4) float64
+        st = pgd_step.posterior_stats(lv, gL, gV, *DEFAULTS.logvar_clamp, validate=False)
         rows["v_ratio"].append((st[:, 0] / V0).cpu().numpy())
-        rows["dlogvar"].append((2 * (st[:, 1] - S0) / n_lat).cpu().numpy())            # mean delta log sigma^2
+        # mean delta log sigma^2
+        rows["dlogvar"].append((2 * (st[:, 1] - S0) / n_lat).cpu().numpy())
         rows["n_clamped"].append(st[:, 2].cpu().numpy())
         rows["agreement"].append((st[:, 3] / n_pix).cpu().numpy() if want_v else np.full(B, np.nan))
         if not last:

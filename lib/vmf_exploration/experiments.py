@@ -135,7 +135,8 @@ def _prefix_curves(
         A = sample_with_similarity(V, alpha, rng)
         X = mips.uniform_action_sets(tb, nX, d, rng)  # on the GPU when there is one
         if want_b:
-            cur = mips.prefix_boltzmann(X, V, kappa, alpha)  # exact B-exp probability of A in each prefix
+            # exact B-exp probability of A in each prefix
+            cur = mips.prefix_boltzmann(X, V, kappa, alpha)
             sums["boltzmann"] += cur.sum(axis=0)
             sqs["boltzmann"] += (cur * cur).sum(axis=0)
         if want_vmf:

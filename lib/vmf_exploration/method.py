@@ -91,7 +91,8 @@ def _hankel_log_iv(nu: float, x: np.ndarray, terms: int = 30) -> np.ndarray:
     term = np.ones_like(x)
     prev = np.full_like(x, np.inf)
     for k in range(1, terms + 1):
-        term = -term * ((mu - (2 * k - 1) ** 2) / (8.0 * k)) / x  # / x last: no overflow near 1e308
+        # / x last: no overflow near 1e308
+        term = -term * ((mu - (2 * k - 1) ** 2) / (8.0 * k)) / x
         grow = np.abs(term) >= prev  # an asymptotic series: stop at its smallest term
         if np.all(grow | (term == 0)):
             break
@@ -115,7 +116,8 @@ def _log_iv(nu: float, kappa: np.ndarray) -> np.ndarray:
     bad = ~np.isfinite(out) | (scaled < 1e-280)
     if np.any(bad):
         kb = kappa[bad]
-        small = kb < math.sqrt(2.0 * (nu + 1.0))  # kappa^2 / (4 (nu + 1)) < 1/2: the series converges fast
+        # kappa^2 / (4 (nu + 1)) < 1/2: the series converges fast
+        small = kb < math.sqrt(2.0 * (nu + 1.0))
         large = ~small & (kb >= max(nu * nu, 50.0))
         debye = ~small & ~large
         res = np.empty_like(kb)
@@ -256,7 +258,8 @@ def _wood_cosines(d: int, kappa: float, size: int, rng: np.random.Generator) -> 
     if kappa == 0.0:  # t = 1 - 2z with z ~ Beta(a, a) is exactly the uniform marginal
         z = rng.beta(a, a, size=size)
         return 1.0 - 2.0 * z, 4.0 * z * (1.0 - z)
-    b = (d - 1.0) / (2.0 * kappa + math.sqrt(4.0 * kappa * kappa + (d - 1.0) ** 2))  # Wood eq. 4
+    # Wood eq. 4
+    b = (d - 1.0) / (2.0 * kappa + math.sqrt(4.0 * kappa * kappa + (d - 1.0) ** 2))
     x0 = (1.0 - b) / (1.0 + b)
     log_1mx0sq = math.log(4.0 * b) - 2.0 * math.log1p(b)  # log(1 - x0^2)
     c = kappa * x0 + (d - 1.0) * log_1mx0sq
@@ -360,7 +363,8 @@ def _sample_vmf_shared(mu: np.ndarray, kappa: float, size: int, rng: np.random.G
     tail = x[:, 1:]
     norm2 = np.einsum("ij,ij->i", tail, tail)
     norm2[norm2 == 0.0] = 1.0  # probability 0; the draw is then t mu, still a unit vector
-    x *= (np.sqrt(np.maximum(one_minus_t2, 0.0)) / np.sqrt(norm2))[:, None]  # column 0 is overwritten next
+    # column 0 is overwritten next
+    x *= (np.sqrt(np.maximum(one_minus_t2, 0.0)) / np.sqrt(norm2))[:, None]
     x[:, 0] = sigma * t
     # x <- x - (2 / |v|^2) (x v) v^T, in place on the Fortran-ordered view x^T (d, size)
     blas.dger(-2.0 / (v @ v), v, x @ v, a=x.T, overwrite_a=True)

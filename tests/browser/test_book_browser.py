@@ -290,7 +290,8 @@ def test_reproduction_page_sorts_and_filters(browser) -> None:
         assert all(v == "holds" for v in shown), shown
         page.select_option("#repro-verdict", "")
         page.click("#reproduction thead th:nth-child(2)")
-        page.click("#reproduction thead th:nth-child(2)")  # the second click sorts descending
+        # the second click sorts descending
+        page.click("#reproduction thead th:nth-child(2)")
         assert page.get_attribute("#reproduction thead th:nth-child(2)", "data-order") == "desc"
         assert page.eval_on_selector_all(
             "#reproduction tbody tr td:nth-child(2)",
@@ -420,7 +421,8 @@ def test_every_internal_link_resolves() -> None:
     external: set[str] = set()
     for page in pages:
         for href in anchors(page).hrefs:
-            if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", href):  # http:, mailto:, javascript: ...
+            # http:, mailto:, javascript: ...
+            if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", href):
                 if href.startswith(("http:", "https:")):
                     external.add(href)
                 continue

@@ -148,7 +148,8 @@ def test_learner_copy_in_jupyterlab(lab):
         page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
                                "&& window.jupyterapp.shell.currentWidget.content", timeout=90_000)
         t0 = time.time()
-        assert page.evaluate(RUN_ALL_JS) == "started"  # resolves when the last cell has run
+        # resolves when the last cell has run
+        assert page.evaluate(RUN_ALL_JS) == "started"
         while True:
             state = page.evaluate(DONE_JS)
             if state["pending"] == 0 and state["status"] == "idle":
