@@ -27,8 +27,13 @@ from toc import toc_docnames  # .ci/toc.py, beside this script
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("ICML25_CHROMIUM", "/usr/bin/chromium")
 LOCAL = ("file:", "data:", "blob:", "about:")
-ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND", "--no-proxy-server", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
+ARGS = [
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--no-proxy-server",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 
 READY_JS = """
 async () => {
@@ -67,7 +72,7 @@ def cover_html(title: str, author: str, entries: list[tuple[str, str]]) -> str:
 <style>body {{ font-family: sans-serif; margin: 3cm 2cm; }} h1 {{ font-size: 32pt; }}
 li {{ margin: 4pt 0; }}</style></head>
 <body><h1>{html.escape(title)}</h1><p>{html.escape(author)}</p>
-<p>Printed {time.strftime('%Y-%m-%d')} from the rendered book.</p><h2>Contents</h2><ol>{rows}</ol></body></html>"""
+<p>Printed {time.strftime("%Y-%m-%d")} from the rendered book.</p><h2>Contents</h2><ol>{rows}</ol></body></html>"""
 
 
 def build(html_dir: Path, out: Path) -> dict:
@@ -75,17 +80,23 @@ def build(html_dir: Path, out: Path) -> dict:
     from pypdf import PdfReader, PdfWriter
 
     if not Path(CHROMIUM).exists():
-        raise SystemExit(f"book_pdf: {CHROMIUM} is missing (Debian: apt-get install -y chromium)")
+        raise SystemExit(
+            f"book_pdf: {CHROMIUM} is missing (Debian: apt-get install -y chromium)"
+        )
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     title, author = config.get("title", "Book"), config.get("author", "")
     docnames = toc_docnames()
     missing = [d for d in docnames if not (html_dir / f"{d}.html").exists()]
     if missing:
-        raise SystemExit(f"book_pdf: pages of _toc.yml missing in {html_dir}: {missing}")
+        raise SystemExit(
+            f"book_pdf: pages of _toc.yml missing in {html_dir}: {missing}"
+        )
     t0 = time.perf_counter()
     blocked: list[str] = []
     parts: list[tuple[str, str, bytes]] = []
-    args = ARGS + (["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])
+    args = ARGS + (
+        ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    )
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=args)
         context = browser.new_context(viewport={"width": 1100, "height": 1400})
@@ -99,17 +110,28 @@ def build(html_dir: Path, out: Path) -> dict:
 
         context.route("**/*", route)
         page = context.new_page()
-        pdf_opts = dict(format="A4", print_background=True, prefer_css_page_size=False,
-                        margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"},
-                        display_header_footer=True, header_template="<span></span>",
-                        footer_template=f'<div style="font-size:7pt;width:100%;text-align:center;color:#666">'
-                                        f'{html.escape(title)} · <span class="pageNumber"></span></div>')
+        pdf_opts = dict(
+            format="A4",
+            print_background=True,
+            prefer_css_page_size=False,
+            margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"},
+            display_header_footer=True,
+            header_template="<span></span>",
+            footer_template=f'<div style="font-size:7pt;width:100%;text-align:center;color:#666">'
+            f'{html.escape(title)} · <span class="pageNumber"></span></div>',
+        )
         for docname in docnames:
-            page.goto((html_dir / f"{docname}.html").as_uri(), wait_until="load", timeout=60_000)
+            page.goto(
+                (html_dir / f"{docname}.html").as_uri(),
+                wait_until="load",
+                timeout=60_000,
+            )
             page.add_style_tag(content=PRINT_CSS)
             page_title = page.evaluate(READY_JS)
             page.emulate_media(media="print")
-            parts.append((docname, page_title.split(" — ")[0].strip(), page.pdf(**pdf_opts)))
+            parts.append(
+                (docname, page_title.split(" — ")[0].strip(), page.pdf(**pdf_opts))
+            )
             page.emulate_media(media="screen")
         page.set_content(cover_html(title, author, [(d, t) for d, t, _ in parts]))
         cover = page.pdf(**{**pdf_opts, "display_header_footer": False})
@@ -121,14 +143,26 @@ def build(html_dir: Path, out: Path) -> dict:
         start = len(writer.pages)
         writer.append(PdfReader(io.BytesIO(data)))
         writer.add_outline_item(title=page_title, page_number=start)
-        ranges.append({"docname": docname, "title": page_title, "first_page": start + 1,
-                       "pages": len(writer.pages) - start})
+        ranges.append(
+            {
+                "docname": docname,
+                "title": page_title,
+                "first_page": start + 1,
+                "pages": len(writer.pages) - start,
+            }
+        )
     writer.add_metadata({"/Title": title, "/Author": author})
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("wb") as f:
         writer.write(f)
-    summary = {"pdf": str(out), "pages": len(writer.pages), "entries": ranges, "blocked_requests": blocked,
-               "seconds": round(time.perf_counter() - t0, 1), "html": str(html_dir)}
+    summary = {
+        "pdf": str(out),
+        "pages": len(writer.pages),
+        "entries": ranges,
+        "blocked_requests": blocked,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "html": str(html_dir),
+    }
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1))
     if blocked:
         raise SystemExit(f"book_pdf: the pages asked for the network: {blocked[:5]}")
@@ -136,7 +170,13 @@ def build(html_dir: Path, out: Path) -> dict:
 
 
 if __name__ == "__main__":
-    html_dir = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "_build" / "html").resolve()
-    out = Path(sys.argv[2] if len(sys.argv) > 2 else ROOT / "_build" / "pdf" / "book.pdf").resolve()
+    html_dir = Path(
+        sys.argv[1] if len(sys.argv) > 1 else ROOT / "_build" / "html"
+    ).resolve()
+    out = Path(
+        sys.argv[2] if len(sys.argv) > 2 else ROOT / "_build" / "pdf" / "book.pdf"
+    ).resolve()
     s = build(html_dir, out)
-    print(f"book_pdf: {s['pages']} pages from {len(s['entries']) - 1} pages of _toc.yml in {s['seconds']} s -> {out}")
+    print(
+        f"book_pdf: {s['pages']} pages from {len(s['entries']) - 1} pages of _toc.yml in {s['seconds']} s -> {out}"
+    )

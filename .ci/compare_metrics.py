@@ -19,7 +19,10 @@ import re
 import sys
 from pathlib import Path
 
-TIMING = re.compile(r"(time|seconds|wall|cost_ratio|_s$|_s_|_ms$|_ms_|speed|per_s|throughput|elapsed)", re.IGNORECASE)
+TIMING = re.compile(
+    r"(time|seconds|wall|cost_ratio|_s$|_s_|_ms$|_ms_|speed|per_s|throughput|elapsed)",
+    re.IGNORECASE,
+)
 
 
 def _leaves(value, prefix=""):
@@ -34,7 +37,12 @@ def _leaves(value, prefix=""):
 
 
 def _same(a, b, rtol: float) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or isinstance(a, str) or isinstance(b, str):
+    if (
+        isinstance(a, bool)
+        or isinstance(b, bool)
+        or isinstance(a, str)
+        or isinstance(b, str)
+    ):
         return a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         if isinstance(a, float) or isinstance(b, float):
@@ -50,8 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--rtol", type=float, default=1e-6)
-    ap.add_argument("--only", nargs="*", default=None, help="chapters to compare (two digits each)")
-    ap.add_argument("--allow", nargs="*", default=[], help="CHAPTER:KEY prefixes expected to change")
+    ap.add_argument(
+        "--only", nargs="*", default=None, help="chapters to compare (two digits each)"
+    )
+    ap.add_argument(
+        "--allow", nargs="*", default=[], help="CHAPTER:KEY prefixes expected to change"
+    )
     args = ap.parse_args(argv)
     failures = 0
     for before in sorted(args.before.glob("[0-9][0-9]-cpu.json")):
@@ -77,13 +89,19 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if not _same(a[key], b[key], args.rtol):
                 ok = any(f"{chapter}:{key}".startswith(p) for p in args.allow)
-                print(f"{chapter}: {key}: {a[key]!r} -> {b[key]!r}{'  (allowed: listed fix)' if ok else ''}")
+                print(
+                    f"{chapter}: {key}: {a[key]!r} -> {b[key]!r}{'  (allowed: listed fix)' if ok else ''}"
+                )
                 allowed += ok
                 changed += not ok
         failures += changed
-        print(f"{chapter}: {compared} metrics compared, {skipped} timings skipped, "
-              f"{changed} changed, {allowed} allowed changes")
-    print("metrics unchanged" if failures == 0 else f"{failures} unexpected differences")
+        print(
+            f"{chapter}: {compared} metrics compared, {skipped} timings skipped, "
+            f"{changed} changed, {allowed} allowed changes"
+        )
+    print(
+        "metrics unchanged" if failures == 0 else f"{failures} unexpected differences"
+    )
     return 1 if failures else 0
 
 

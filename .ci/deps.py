@@ -16,13 +16,22 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ALWAYS = ["lib/common.py", "lib/checks.py", "lib/__init__.py", "kernels/__init__.py", "constraints.txt",
-          "pyproject.toml"]
+ALWAYS = [
+    "lib/common.py",
+    "lib/checks.py",
+    "lib/__init__.py",
+    "kernels/__init__.py",
+    "constraints.txt",
+    "pyproject.toml",
+]
 
 
 def _parse(code: str) -> ast.Module:
     """``code`` parsed, IPython magics and shell escapes (``%``, ``!``) blanked out first."""
-    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines()]
+    lines = [
+        "" if line.lstrip().startswith(("%", "!")) else line
+        for line in code.splitlines()
+    ]
     try:
         return ast.parse("\n".join(lines))
     except SyntaxError:
@@ -36,9 +45,16 @@ def _module_paths(dotted: str) -> list[Path]:
     if parts[0] == "kernels":
         if len(parts) == 1:
             return [ROOT / "kernels" / "__init__.py"]
-        return [ROOT / "kernels" / f"{parts[1]}.py", ROOT / "kernels" / f"{parts[1]}.cu"]
+        return [
+            ROOT / "kernels" / f"{parts[1]}.py",
+            ROOT / "kernels" / f"{parts[1]}.cu",
+        ]
     base = ROOT / "lib" / Path(*parts)
-    return [base.with_suffix(".py"), *sorted(base.rglob("*.py"))] if base.is_dir() else [base.with_suffix(".py")]
+    return (
+        [base.with_suffix(".py"), *sorted(base.rglob("*.py"))]
+        if base.is_dir()
+        else [base.with_suffix(".py")]
+    )
 
 
 def module_files(code: str) -> set[str]:
@@ -57,7 +73,9 @@ def module_files(code: str) -> set[str]:
     files: set[str] = set()
     for name in names:
         dotted = name.removeprefix("icml25.")
-        files.update(str(p.relative_to(ROOT)) for p in _module_paths(dotted) if p.is_file())
+        files.update(
+            str(p.relative_to(ROOT)) for p in _module_paths(dotted) if p.is_file()
+        )
     return files
 
 

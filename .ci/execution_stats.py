@@ -53,7 +53,11 @@ def _record(folder: Path | None, chapter: str, profile: str) -> dict | None:
 
 
 def _num(x: object, fmt: str) -> str:
-    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x)):
+    if (
+        isinstance(x, (int, float))
+        and not isinstance(x, bool)
+        and math.isfinite(float(x))
+    ):
         return format(float(x), fmt)
     return NOT_RECORDED
 
@@ -67,44 +71,68 @@ def rows(cpu: Path | None, gpu: Path | None) -> list[dict[str, str]]:
         cp = (c or {}).get("provenance", {})
         gp = (g or {}).get("provenance", {})
         gpu_wall = gp.get("wall_time_s")
-        out.append({
-            "chapter": ch, "page": stem, "title": title,
-            "cpu_wall_s": _num(cp.get("wall_time_s"), ".0f") if c else NOT_RECORDED,
-            "cpu_peak_mib": _num(cp.get("peak_rss_mib"), ".0f") if c else NOT_RECORDED,
-            "cpu_device": str(cp.get("device", NOT_RECORDED)) if c else NOT_RECORDED,
-            "cpu_utc": str(cp.get("utc", "")) if c else "",
-            "gpu_device": str(gp.get("device", NOT_RECORDED)) if g else NOT_RECORDED,
-            "gpu_minutes": _num(gpu_wall / 60.0, ".1f") if isinstance(gpu_wall, (int, float)) else NOT_RECORDED,
-            "gpu_utc": str(gp.get("utc", "")) if g else "",
-        })
+        out.append(
+            {
+                "chapter": ch,
+                "page": stem,
+                "title": title,
+                "cpu_wall_s": _num(cp.get("wall_time_s"), ".0f") if c else NOT_RECORDED,
+                "cpu_peak_mib": _num(cp.get("peak_rss_mib"), ".0f")
+                if c
+                else NOT_RECORDED,
+                "cpu_device": str(cp.get("device", NOT_RECORDED))
+                if c
+                else NOT_RECORDED,
+                "cpu_utc": str(cp.get("utc", "")) if c else "",
+                "gpu_device": str(gp.get("device", NOT_RECORDED))
+                if g
+                else NOT_RECORDED,
+                "gpu_minutes": _num(gpu_wall / 60.0, ".1f")
+                if isinstance(gpu_wall, (int, float))
+                else NOT_RECORDED,
+                "gpu_utc": str(gp.get("utc", "")) if g else "",
+            }
+        )
     return out
 
 
 def render(table: list[dict[str, str]], bench: list[dict] | None) -> str:
     e = html.escape
     n_cpu = sum(r["cpu_wall_s"] != NOT_RECORDED for r in table)
-    total = sum(float(r["cpu_wall_s"]) for r in table if r["cpu_wall_s"] != NOT_RECORDED)
+    total = sum(
+        float(r["cpu_wall_s"]) for r in table if r["cpu_wall_s"] != NOT_RECORDED
+    )
     n_gpu = sum(r["gpu_minutes"] != NOT_RECORDED for r in table)
     lines = [
         f'<p class="exec-summary">{n_cpu} of {len(table)} chapters recorded a cpu run in this build '
-        f'({total / 60:.1f} minutes of wall time in all); {n_gpu} have a recorded GPU run.</p>',
+        f"({total / 60:.1f} minutes of wall time in all); {n_gpu} have a recorded GPU run.</p>",
         '<table class="exec-table"><thead><tr><th>chapter</th><th>cpu wall time (s)</th>'
-        '<th>cpu peak memory (MiB)</th><th>cpu run on</th><th>GPU run: device</th>'
-        '<th>GPU run: minutes</th></tr></thead><tbody>',
+        "<th>cpu peak memory (MiB)</th><th>cpu run on</th><th>GPU run: device</th>"
+        "<th>GPU run: minutes</th></tr></thead><tbody>",
     ]
     for r in table:
         link = f'<a href="../notebooks/{e(r["page"])}.html">{e(r["title"])}</a>'
         lines.append(
-            f'<tr><td>{link}</td><td>{e(r["cpu_wall_s"])}</td><td>{e(r["cpu_peak_mib"])}</td>'
-            f'<td>{e(r["cpu_device"])}</td><td>{e(r["gpu_device"])}</td><td>{e(r["gpu_minutes"])}</td></tr>')
+            f"<tr><td>{link}</td><td>{e(r['cpu_wall_s'])}</td><td>{e(r['cpu_peak_mib'])}</td>"
+            f"<td>{e(r['cpu_device'])}</td><td>{e(r['gpu_device'])}</td><td>{e(r['gpu_minutes'])}</td></tr>"
+        )
     lines.append("</tbody></table>")
     if bench is not None:
-        lines.append('<p>Benchmarked hot loops against this machine\'s measured limits (<code>make bench</code>):</p>')
-        lines.append('<table class="exec-bench"><thead><tr><th>loop</th><th>size</th><th>achieved</th>'
-                     '<th>limit</th><th>fraction of the limit</th><th>ratio to its baseline</th></tr></thead><tbody>')
+        lines.append(
+            "<p>Benchmarked hot loops against this machine's measured limits (<code>make bench</code>):</p>"
+        )
+        lines.append(
+            '<table class="exec-bench"><thead><tr><th>loop</th><th>size</th><th>achieved</th>'
+            "<th>limit</th><th>fraction of the limit</th><th>ratio to its baseline</th></tr></thead><tbody>"
+        )
         for b in bench:
-            cells = [b.get(k, "") for k in ("loop", "size", "achieved", "limit", "fraction", "ratio")]
-            lines.append("<tr>" + "".join(f"<td>{e(str(x))}</td>" for x in cells) + "</tr>")
+            cells = [
+                b.get(k, "")
+                for k in ("loop", "size", "achieved", "limit", "fraction", "ratio")
+            ]
+            lines.append(
+                "<tr>" + "".join(f"<td>{e(str(x))}</td>" for x in cells) + "</tr>"
+            )
         lines.append("</tbody></table>")
     return "\n".join(lines)
 
@@ -128,7 +156,12 @@ def main(argv: list[str] | None = None) -> None:
     if MARKER not in text:
         raise SystemExit(f"execution_stats: {a.template} has no {MARKER} line")
     bench = _bench_rows(a.bench)
-    Path(a.out).write_text(text.replace(MARKER, render(rows(a.cpu, a.gpu), bench if isinstance(bench, list) else None)))
+    Path(a.out).write_text(
+        text.replace(
+            MARKER,
+            render(rows(a.cpu, a.gpu), bench if isinstance(bench, list) else None),
+        )
+    )
 
 
 if __name__ == "__main__":

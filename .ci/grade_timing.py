@@ -28,10 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 def _load(module: str | None):
     if module is None:
         from icml25 import classroom
+
         return classroom
-    path = Path(module).resolve()  # importable by name, so that spawned grading workers find it
+    path = Path(
+        module
+    ).resolve()  # importable by name, so that spawned grading workers find it
     sys.path.insert(0, str(path.parent))
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(path.parent), os.environ.get("PYTHONPATH", "")])
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(path.parent), os.environ.get("PYTHONPATH", "")]
+    )
     return importlib.import_module(path.stem)
 
 
@@ -56,7 +61,11 @@ def main() -> int:
             if "otter_answer_cell" in cell.metadata.get("tags", []):
                 names = set(cr.signatures(cell.source))
                 cell.source = next(by_name[n] for n in names if n in by_name).solution
-        kinds = {"instructor": nbformat.read(ed.instructor, as_version=4), "untouched": student, "filled": filled}
+        kinds = {
+            "instructor": nbformat.read(ed.instructor, as_version=4),
+            "untouched": student,
+            "filled": filled,
+        }
         subs = tmp / "subs"
         subs.mkdir()
         for k in range(args.n):
@@ -65,10 +74,19 @@ def main() -> int:
         t0 = time.perf_counter()
         df = cr.grade(ed.autograder, subs, tmp / "scores.csv", jobs=args.jobs)
         wall = time.perf_counter() - t0
-    res = {"chapter": nb.stem, "n": args.n, "jobs": args.jobs, "module": args.module or "icml25.classroom",
-           "wall_s": round(wall, 2), "per_submission_s": round(wall / args.n, 3),
-           "mean_percent": {k: float(df.loc[[i for i in df.index if i.startswith(k)], "percent"].mean()) for k in kinds},
-           "errors": int((df["error"] != "").sum())}
+    res = {
+        "chapter": nb.stem,
+        "n": args.n,
+        "jobs": args.jobs,
+        "module": args.module or "icml25.classroom",
+        "wall_s": round(wall, 2),
+        "per_submission_s": round(wall / args.n, 3),
+        "mean_percent": {
+            k: float(df.loc[[i for i in df.index if i.startswith(k)], "percent"].mean())
+            for k in kinds
+        },
+        "errors": int((df["error"] != "").sum()),
+    }
     print(json.dumps(res, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(res, indent=1))

@@ -28,7 +28,11 @@ def _clean(out: nbformat.NotebookNode, count: int) -> nbformat.NotebookNode:
 # makereport is firstresult: run before the default, return None
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
-    if call.when != "call" or not hasattr(item, "test_outputs") or not hasattr(item, "cell"):
+    if (
+        call.when != "call"
+        or not hasattr(item, "test_outputs")
+        or not hasattr(item, "cell")
+    ):
         return
     count = item.cell_num + 1
     item.cell.outputs = [_clean(o, count) for o in (item.test_outputs or [])]

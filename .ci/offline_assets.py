@@ -38,9 +38,20 @@ PACKAGES: list[dict] = [
         "version": "3.2.2",
         "integrity": "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
         "license": "Apache-2.0",
-        "keep": ["es5/tex-mml-chtml.js", "es5/core.js", "es5/loader.js", "es5/startup.js",
-                 "es5/a11y/", "es5/adaptors/", "es5/input/", "es5/output/", "es5/sre/", "es5/ui/",
-                 "LICENSE", "package.json"],
+        "keep": [
+            "es5/tex-mml-chtml.js",
+            "es5/core.js",
+            "es5/loader.js",
+            "es5/startup.js",
+            "es5/a11y/",
+            "es5/adaptors/",
+            "es5/input/",
+            "es5/output/",
+            "es5/sre/",
+            "es5/ui/",
+            "LICENSE",
+            "package.json",
+        ],
         "dest": "mathjax",
     },
     {
@@ -57,8 +68,16 @@ PACKAGES: list[dict] = [
         "integrity": "sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA==",
         "license": "BSD-3-Clause",
         # embed-amd.js and the Font Awesome files it references relative to itself
-        "keep": ["dist/embed-amd.js", "dist/*.woff2", "dist/*.woff", "dist/*.ttf", "dist/*.eot",
-                 "dist/*.svg", "LICENSE", "package.json"],
+        "keep": [
+            "dist/embed-amd.js",
+            "dist/*.woff2",
+            "dist/*.woff",
+            "dist/*.ttf",
+            "dist/*.eot",
+            "dist/*.svg",
+            "LICENSE",
+            "package.json",
+        ],
         "dest": "html-manager",
     },
 ]
@@ -68,13 +87,17 @@ def _wanted(member: str, keep: list[str]) -> str | None:
     """Path of a tarball member relative to package/, if the book needs it."""
     if not member.startswith("package/"):
         return None
-    rel = member[len("package/"):]
+    rel = member[len("package/") :]
     for pattern in keep:
         if pattern.endswith("/") and rel.startswith(pattern):
             return rel
         if "*" in pattern:
             folder, _, suffix = pattern.partition("*")
-            if rel.startswith(folder) and rel.endswith(suffix) and "/" not in rel[len(folder):]:
+            if (
+                rel.startswith(folder)
+                and rel.endswith(suffix)
+                and "/" not in rel[len(folder) :]
+            ):
                 return rel
         elif rel == pattern:
             return rel
@@ -88,7 +111,11 @@ GLUE_DEST = "html-manager/widgets-offline.js"
 
 def _stamp_text() -> str:
     glue = hashlib.sha256(GLUE.read_bytes()).hexdigest()
-    return json.dumps([(p["name"], p["version"], p["integrity"]) for p in PACKAGES] + [GLUE_DEST, glue], indent=1)
+    return json.dumps(
+        [(p["name"], p["version"], p["integrity"]) for p in PACKAGES]
+        + [GLUE_DEST, glue],
+        indent=1,
+    )
 
 
 def fetch(dest: Path) -> None:
@@ -98,21 +125,36 @@ def fetch(dest: Path) -> None:
         return
     npm = shutil.which("npm")
     if npm is None:
-        raise SystemExit("offline_assets: npm is missing (Debian: apt-get install -y npm)")
+        raise SystemExit(
+            "offline_assets: npm is missing (Debian: apt-get install -y npm)"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         staging = Path(tmp) / "assets"
         for pkg in PACKAGES:
             spec = f"{pkg['name']}@{pkg['version']}"
-            out = subprocess.run([npm, "pack", spec, "--json", "--silent", "--pack-destination", tmp],
-                                 capture_output=True, text=True, cwd=tmp, timeout=600)
+            out = subprocess.run(
+                [npm, "pack", spec, "--json", "--silent", "--pack-destination", tmp],
+                capture_output=True,
+                text=True,
+                cwd=tmp,
+                timeout=600,
+            )
             if out.returncode != 0:
-                raise SystemExit(f"offline_assets: npm pack {spec} failed:\n{out.stderr}")
-            filename = json.loads(out.stdout)[0]["filename"].replace("@", "").replace("/", "-")
+                raise SystemExit(
+                    f"offline_assets: npm pack {spec} failed:\n{out.stderr}"
+                )
+            filename = (
+                json.loads(out.stdout)[0]["filename"].replace("@", "").replace("/", "-")
+            )
             tarball = Path(tmp) / filename
             data = tarball.read_bytes()
-            digest = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+            digest = (
+                "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+            )
             if digest != pkg["integrity"]:
-                raise SystemExit(f"offline_assets: {spec}: integrity {digest} != pinned {pkg['integrity']}")
+                raise SystemExit(
+                    f"offline_assets: {spec}: integrity {digest} != pinned {pkg['integrity']}"
+                )
             n = 0
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
                 for member in tar.getmembers():
@@ -123,7 +165,9 @@ def fetch(dest: Path) -> None:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
                     n += 1
-            print(f"offline_assets: {spec} ({pkg['license']}): {n} files -> {dest / pkg['dest']}")
+            print(
+                f"offline_assets: {spec} ({pkg['license']}): {n} files -> {dest / pkg['dest']}"
+            )
         shutil.copy2(GLUE, staging / GLUE_DEST)
         (staging / ".stamp").write_text(_stamp_text())
         if dest.exists():
@@ -133,4 +177,6 @@ def fetch(dest: Path) -> None:
 
 
 if __name__ == "__main__":
-    fetch(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "offline-assets")
+    fetch(
+        Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "offline-assets"
+    )

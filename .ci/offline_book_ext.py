@@ -19,7 +19,9 @@ def _script_key(js: Any) -> tuple:
     return (filename, tuple(sorted((k, str(v)) for k, v in attributes.items())))
 
 
-def dedupe_scripts(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+def dedupe_scripts(
+    app: Any, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
     """Keep the first of identical script entries of ``context['script_files']``."""
     scripts = context.get("script_files")
     if not isinstance(scripts, list):

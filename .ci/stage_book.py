@@ -59,8 +59,20 @@ def generated_page(script: str, page: str, results: Path, *extra: str) -> bytes:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / page
-        subprocess.run([sys.executable, str(ROOT / ".ci" / script), str(ROOT / "book" / page), str(out),
-                        "--cpu", str(results), "--gpu", str(ROOT / "data" / "results"), *extra], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / ".ci" / script),
+                str(ROOT / "book" / page),
+                str(out),
+                "--cpu",
+                str(results),
+                "--gpu",
+                str(ROOT / "data" / "results"),
+                *extra,
+            ],
+            check=True,
+        )
         return out.read_bytes()
 
 
@@ -72,8 +84,12 @@ def reproduction_page(results: Path) -> bytes:
 def execution_page(results: Path) -> bytes:
     """book/execution.md with its tables generated from this build's records (``.ci/execution_stats.py``)."""
     bench = ROOT / "benchmarks" / "results" / "limits_summary.json"
-    return generated_page("execution_stats.py", "execution.md", results,
-                          *(["--bench", str(bench)] if bench.is_file() else []))
+    return generated_page(
+        "execution_stats.py",
+        "execution.md",
+        results,
+        *(["--bench", str(bench)] if bench.is_file() else []),
+    )
 
 
 def main(notebook_dir: str, dest: str, results: str | None = None) -> None:
@@ -85,7 +101,10 @@ def main(notebook_dir: str, dest: str, results: str | None = None) -> None:
     for src in (ROOT / "book").rglob("*"):
         if src.is_file():
             dst = dest_path / "book" / src.relative_to(ROOT / "book")
-            generate = {"reproduction.md": reproduction_page, "execution.md": execution_page}.get(src.name)
+            generate = {
+                "reproduction.md": reproduction_page,
+                "execution.md": execution_page,
+            }.get(src.name)
             if generate is not None and src.parent == ROOT / "book":
                 sync(src, dst, generate(Path(results or ROOT / "_build" / "results")))
             else:
@@ -94,7 +113,9 @@ def main(notebook_dir: str, dest: str, results: str | None = None) -> None:
     for src in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         chosen = Path(notebook_dir) / src.name
         if not chosen.exists():
-            raise SystemExit(f"stage_book: {chosen} is missing (execute the chapter first)")
+            raise SystemExit(
+                f"stage_book: {chosen} is missing (execute the chapter first)"
+            )
         dst = dest_path / "notebooks" / src.name
         sync(chosen, dst, without_injected_parameters(chosen))
         wanted.add(dst)
@@ -109,5 +130,5 @@ if __name__ == "__main__":
     if "--results" in args:
         i = args.index("--results")
         res = args[i + 1]
-        del args[i:i + 2]
+        del args[i : i + 2]
     main(*args[:2], results=res)

@@ -25,4 +25,7 @@ def toc_docnames(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
                 walk(item)
 
     walk({k: v for k, v in toc.items() if k != "root"})
-    return [str(Path(n).with_suffix("")) if Path(n).suffix in (".md", ".ipynb") else n for n in names]
+    return [
+        str(Path(n).with_suffix("")) if Path(n).suffix in (".md", ".ipynb") else n
+        for n in names
+    ]

@@ -55,12 +55,17 @@ def _median_cpu_seconds(fn: Callable[[], object], repeats: int) -> float:
 
 
 def _threads() -> dict[str, Any]:
-    out: dict[str, Any] = {var: os.environ.get(var) for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                                 "MKL_NUM_THREADS")}
+    out: dict[str, Any] = {
+        var: os.environ.get(var)
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    }
     try:
         from threadpoolctl import threadpool_info
 
-        out["blas"] = [{"api": p.get("internal_api"), "num_threads": p.get("num_threads")} for p in threadpool_info()]
+        out["blas"] = [
+            {"api": p.get("internal_api"), "num_threads": p.get("num_threads")}
+            for p in threadpool_info()
+        ]
     except ImportError:  # pragma: no cover
         pass
     if "torch" in sys.modules:
@@ -76,7 +81,9 @@ def _gpu_limits() -> dict[str, Any] | None:  # pragma: no cover - needs a GPU
             return None
     except Exception:  # noqa: BLE001 - no CuPy, or a CuPy without a usable driver
         return None
-    out: dict[str, Any] = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
+    out: dict[str, Any] = {
+        "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    }
     src = cp.ones(512 << 20, dtype=cp.uint8)
     dst = cp.empty_like(src)
     for _ in range(3):
@@ -103,7 +110,9 @@ def _gpu_limits() -> dict[str, Any] | None:  # pragma: no cover - needs a GPU
     return out
 
 
-def measure(copy_bytes: int = COPY_BYTES, matmul_n: int = MATMUL_N, repeats: int = REPEATS) -> dict[str, Any]:
+def measure(
+    copy_bytes: int = COPY_BYTES, matmul_n: int = MATMUL_N, repeats: int = REPEATS
+) -> dict[str, Any]:
     """The machine's limits under this process's current thread policy (see the module docstring).
 
     Returns a JSON-ready dict: ``copy_Bps``, ``fp64_flops``, ``fp32_flops``, the sizes and clock
@@ -119,34 +128,67 @@ def measure(copy_bytes: int = COPY_BYTES, matmul_n: int = MATMUL_N, repeats: int
     for dt in (np.float64, np.float32):
         A = rng.standard_normal((matmul_n, matmul_n)).astype(dt)
         B = rng.standard_normal((matmul_n, matmul_n)).astype(dt)
-        rates[np.dtype(dt).name] = 2.0 * matmul_n**3 / _median_cpu_seconds(lambda: A @ B, max(3, repeats - 2))
+        rates[np.dtype(dt).name] = (
+            2.0 * matmul_n**3 / _median_cpu_seconds(lambda: A @ B, max(3, repeats - 2))
+        )
     return {
         "copy_Bps": 2.0 * copy_bytes / t_copy,
         "fp64_flops": rates["float64"],
         "fp32_flops": rates["float32"],
-        "how": (f"copy: np.copyto of {copy_bytes >> 20} MiB float64 into a reused buffer, read + write bytes; "
-                f"matmul: NumPy BLAS {matmul_n}x{matmul_n} A @ B, 2 n^3 FLOPs; median CPU seconds "
-                f"(time.process_time) of {repeats} runs"),
+        "how": (
+            f"copy: np.copyto of {copy_bytes >> 20} MiB float64 into a reused buffer, read + write bytes; "
+            f"matmul: NumPy BLAS {matmul_n}x{matmul_n} A @ B, 2 n^3 FLOPs; median CPU seconds "
+            f"(time.process_time) of {repeats} runs"
+        ),
         "threads": _threads(),
         "gpu": _gpu_limits(),
         "measure_seconds": time.perf_counter() - t_start,
     }
 
 
-def _loop(loop: str, size: str, kind: str, amount: float, seconds: float, limit: float, limit_name: str,
-          unit: str, baseline: str | None, ratio: float | None, counted: str) -> dict[str, Any]:
+def _loop(
+    loop: str,
+    size: str,
+    kind: str,
+    amount: float,
+    seconds: float,
+    limit: float,
+    limit_name: str,
+    unit: str,
+    baseline: str | None,
+    ratio: float | None,
+    counted: str,
+) -> dict[str, Any]:
     achieved = amount / seconds if seconds > 0 else float("nan")
     return {
-        "loop": loop, "size": size, "kind": kind, "amount": float(amount), "seconds": float(seconds),
-        "achieved_per_s": achieved, "unit": unit, "limit_per_s": float(limit), "limit": limit_name,
+        "loop": loop,
+        "size": size,
+        "kind": kind,
+        "amount": float(amount),
+        "seconds": float(seconds),
+        "achieved_per_s": achieved,
+        "unit": unit,
+        "limit_per_s": float(limit),
+        "limit": limit_name,
         "fraction_of_limit": achieved / limit if limit > 0 else float("nan"),
-        "baseline": baseline, "ratio_to_baseline": None if ratio is None else float(ratio), "counted": counted,
+        "baseline": baseline,
+        "ratio_to_baseline": None if ratio is None else float(ratio),
+        "counted": counted,
     }
 
 
-def memory_bound(loop: str, size: str, n_bytes: float, seconds: float, limits: dict[str, Any], *,
-                 baseline: str | None = None, ratio: float | None = None, counted: str = "",
-                 on_gpu: bool = False) -> dict[str, Any]:
+def memory_bound(
+    loop: str,
+    size: str,
+    n_bytes: float,
+    seconds: float,
+    limits: dict[str, Any],
+    *,
+    baseline: str | None = None,
+    ratio: float | None = None,
+    counted: str = "",
+    on_gpu: bool = False,
+) -> dict[str, Any]:
     """A memory-bound loop's entry: ``n_bytes`` (read + written) in ``seconds``, as bytes/s and as a
     fraction of the measured copy bandwidth (the device's with ``on_gpu``).
 
@@ -154,19 +196,50 @@ def memory_bound(loop: str, size: str, n_bytes: float, seconds: float, limits: d
     > 1 = faster than the baseline), named by ``baseline``; ``counted`` says how bytes were counted.
     """
     limit = limits["gpu"]["copy_Bps"] if on_gpu else limits["copy_Bps"]
-    return _loop(loop, size, "memory", n_bytes, seconds, limit, "GPU copy bandwidth" if on_gpu else "copy bandwidth",
-                 "B/s", baseline, ratio, counted)
+    return _loop(
+        loop,
+        size,
+        "memory",
+        n_bytes,
+        seconds,
+        limit,
+        "GPU copy bandwidth" if on_gpu else "copy bandwidth",
+        "B/s",
+        baseline,
+        ratio,
+        counted,
+    )
 
 
-def compute_bound(loop: str, size: str, flops: float, seconds: float, limits: dict[str, Any], *,
-                  precision: str = "fp64", baseline: str | None = None, ratio: float | None = None,
-                  counted: str = "") -> dict[str, Any]:
+def compute_bound(
+    loop: str,
+    size: str,
+    flops: float,
+    seconds: float,
+    limits: dict[str, Any],
+    *,
+    precision: str = "fp64",
+    baseline: str | None = None,
+    ratio: float | None = None,
+    counted: str = "",
+) -> dict[str, Any]:
     """A compute-bound loop's entry: ``flops`` floating-point operations in ``seconds``, as FLOP/s
     and as a fraction of the measured BLAS matmul rate of ``precision`` (``"fp64"``/``"fp32"``)."""
     if precision not in ("fp64", "fp32"):
         raise ValueError(f"precision must be 'fp64' or 'fp32', got {precision!r}")
-    return _loop(loop, size, "compute", flops, seconds, limits[f"{precision}_flops"], f"{precision} BLAS matmul",
-                 "FLOP/s", baseline, ratio, counted)
+    return _loop(
+        loop,
+        size,
+        "compute",
+        flops,
+        seconds,
+        limits[f"{precision}_flops"],
+        f"{precision} BLAS matmul",
+        "FLOP/s",
+        baseline,
+        ratio,
+        counted,
+    )
 
 
 def torch_flops(fn: Callable[[], object]) -> float:
@@ -219,11 +292,16 @@ def provenance(argv: list[str] | None = None) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "versions": versions,
-        "command": " ".join([os.path.basename(sys.argv[0])] + list(sys.argv[1:] if argv is None else argv)),
+        "command": " ".join(
+            [os.path.basename(sys.argv[0])]
+            + list(sys.argv[1:] if argv is None else argv)
+        ),
     }
 
 
-def attach(record: dict[str, Any], limits: dict[str, Any], loops: list[dict[str, Any]]) -> dict[str, Any]:
+def attach(
+    record: dict[str, Any], limits: dict[str, Any], loops: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Put the measured ``limits``, the run's provenance and the ``hot_loops`` entries into ``record``."""
     record["machine_limits"] = limits
     record["limits_provenance"] = provenance()
@@ -233,8 +311,10 @@ def attach(record: dict[str, Any], limits: dict[str, Any], loops: list[dict[str,
 
 def describe(limits: dict[str, Any]) -> str:
     """One line for a benchmark's log."""
-    text = (f"limits: copy {limits['copy_Bps'] / 1e9:.1f} GB/s, fp64 BLAS {limits['fp64_flops'] / 1e9:.1f} GFLOP/s, "
-            f"fp32 BLAS {limits['fp32_flops'] / 1e9:.1f} GFLOP/s")
+    text = (
+        f"limits: copy {limits['copy_Bps'] / 1e9:.1f} GB/s, fp64 BLAS {limits['fp64_flops'] / 1e9:.1f} GFLOP/s, "
+        f"fp32 BLAS {limits['fp32_flops'] / 1e9:.1f} GFLOP/s"
+    )
     if limits.get("gpu"):  # pragma: no cover - needs a GPU
         g = limits["gpu"]
         text += f"; GPU copy {g['copy_Bps'] / 1e9:.0f} GB/s"

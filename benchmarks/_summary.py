@@ -23,7 +23,16 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT_NAME = "limits_summary.json"
-KEYS = ("loop", "size", "kind", "achieved_per_s", "unit", "limit_per_s", "limit", "fraction_of_limit")
+KEYS = (
+    "loop",
+    "size",
+    "kind",
+    "achieved_per_s",
+    "unit",
+    "limit_per_s",
+    "limit",
+    "fraction_of_limit",
+)
 
 
 def _si(value: float, unit: str) -> str:
@@ -51,7 +60,9 @@ def _row(benchmark: str, loop: dict[str, Any]) -> dict[str, Any]:
         "size": str(loop["size"]),
         "achieved": _si(loop["achieved_per_s"], loop["unit"]),
         "limit": f"{_si(loop['limit_per_s'], loop['unit'])} ({loop['limit']})",
-        "fraction": f"{fraction:.1%}" if ok and fraction >= 0.001 else (f"{fraction:.2g}" if ok else "n/a"),
+        "fraction": f"{fraction:.1%}"
+        if ok and fraction >= 0.001
+        else (f"{fraction:.2g}" if ok else "n/a"),
         "ratio": (f"{ratio:.3g}x vs {loop.get('baseline')}" if ratio_ok else "-"),
         "kind": loop["kind"],
         "achieved_per_s": loop["achieved_per_s"],
@@ -76,10 +87,14 @@ def collect(results: Path) -> dict[str, Any]:
         try:
             record = json.loads(path.read_text())
         except (OSError, ValueError) as err:
-            unreadable.append({"file": path.name, "error": f"{type(err).__name__}: {err}"[:200]})
+            unreadable.append(
+                {"file": path.name, "error": f"{type(err).__name__}: {err}"[:200]}
+            )
             continue
         loops = record.get("hot_loops") if isinstance(record, dict) else None
-        good = [loop for loop in loops if _valid(loop)] if isinstance(loops, list) else []
+        good = (
+            [loop for loop in loops if _valid(loop)] if isinstance(loops, list) else []
+        )
         if not good:
             without.append(path.name)
             continue
@@ -87,9 +102,16 @@ def collect(results: Path) -> dict[str, Any]:
         rows += [_row(name, loop) for loop in good]
         lim = record.get("machine_limits")
         if isinstance(lim, dict):
-            limits[name] = {k: lim.get(k) for k in ("copy_Bps", "fp64_flops", "fp32_flops", "gpu")}
+            limits[name] = {
+                k: lim.get(k) for k in ("copy_Bps", "fp64_flops", "fp32_flops", "gpu")
+            }
             limits[name]["utc"] = (record.get("limits_provenance") or {}).get("utc")
-    return {"rows": rows, "without_limits": without, "unreadable": unreadable, "limits_by_benchmark": limits}
+    return {
+        "rows": rows,
+        "without_limits": without,
+        "unreadable": unreadable,
+        "limits_by_benchmark": limits,
+    }
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -97,11 +119,16 @@ def render(summary: dict[str, Any]) -> str:
     cols = ("loop", "size", "achieved", "limit", "fraction", "ratio")
     rows = summary["rows"]
     widths = {c: min(60, max([len(c)] + [len(r[c]) for r in rows])) for c in cols}
-    lines = ["  ".join(c.ljust(widths[c]) for c in cols), "  ".join("-" * widths[c] for c in cols)]
+    lines = [
+        "  ".join(c.ljust(widths[c]) for c in cols),
+        "  ".join("-" * widths[c] for c in cols),
+    ]
     for r in rows:
         lines.append("  ".join(r[c][: widths[c]].ljust(widths[c]) for c in cols))
     if summary["without_limits"]:
-        lines.append("results without hot-loop limits: " + ", ".join(summary["without_limits"]))
+        lines.append(
+            "results without hot-loop limits: " + ", ".join(summary["without_limits"])
+        )
     for bad in summary["unreadable"]:
         lines.append(f"unreadable result {bad['file']}: {bad['error']}")
     return "\n".join(lines)
@@ -118,7 +145,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=2) + "\n")
     print(render(summary))
-    print(f"wrote {out} ({len(summary['rows'])} loops from {len(summary['limits_by_benchmark'])} benchmarks)")
+    print(
+        f"wrote {out} ({len(summary['rows'])} loops from {len(summary['limits_by_benchmark'])} benchmarks)"
+    )
     return summary
 
 

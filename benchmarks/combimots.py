@@ -47,7 +47,9 @@ def _best(fn, n_reps: int) -> tuple[float, object]:
     return best, out
 
 
-def bench_tanimoto(n: int, n_reps: int, rng: np.random.Generator, m: int = 100, n_bits: int = 2048) -> dict:
+def bench_tanimoto(
+    n: int, n_reps: int, rng: np.random.Generator, m: int = 100, n_bits: int = 2048
+) -> dict:
     from rdkit import DataStructs
 
     from icml25.kernels import tanimoto
@@ -62,17 +64,41 @@ def bench_tanimoto(n: int, n_reps: int, rng: np.random.Generator, m: int = 100, 
         fps.append(fp)
     qa, qb = fps[:n], fps[n:]
     t_ours, ours = _best(lambda: tanimoto.max_tanimoto(A, B), n_reps)
-    t_rd, rd = _best(lambda: np.array([max(DataStructs.BulkTanimotoSimilarity(f, qb)) for f in qa], dtype=np.float32), n_reps)
+    t_rd, rd = _best(
+        lambda: np.array(
+            [max(DataStructs.BulkTanimotoSimilarity(f, qb)) for f in qa],
+            dtype=np.float32,
+        ),
+        n_reps,
+    )
     assert np.array_equal(ours, rd), "max_tanimoto differs from RDKit"
     words = n * m * A.shape[1]
-    LOOPS.append(_limits.memory_bound("max_tanimoto", f"n={n}, m={m}, 2048 bits", 16.0 * words, t_ours, LIMITS,
-                                      baseline="RDKit BulkTanimotoSimilarity per query", ratio=t_rd / t_ours,
-                                      counted="16 B per (query word, reference word) pair, no cache reuse counted"))
-    return {"n": n, "m": m, "ours_s": t_ours, "rdkit_s": t_rd, "ratio_rdkit_over_ours": t_rd / t_ours,
-            "pairs_per_s_ours": n * m / t_ours, "pairs_per_s_rdkit": n * m / t_rd}
+    LOOPS.append(
+        _limits.memory_bound(
+            "max_tanimoto",
+            f"n={n}, m={m}, 2048 bits",
+            16.0 * words,
+            t_ours,
+            LIMITS,
+            baseline="RDKit BulkTanimotoSimilarity per query",
+            ratio=t_rd / t_ours,
+            counted="16 B per (query word, reference word) pair, no cache reuse counted",
+        )
+    )
+    return {
+        "n": n,
+        "m": m,
+        "ours_s": t_ours,
+        "rdkit_s": t_rd,
+        "ratio_rdkit_over_ours": t_rd / t_ours,
+        "pairs_per_s_ours": n * m / t_ours,
+        "pairs_per_s_rdkit": n * m / t_rd,
+    }
 
 
-def bench_dominance(n: int, n_reps: int, rng: np.random.Generator, max_sort_n: int, D: int = 4) -> dict:
+def bench_dominance(
+    n: int, n_reps: int, rng: np.random.Generator, max_sort_n: int, D: int = 4
+) -> dict:
     import paretoset
     from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
@@ -82,19 +108,43 @@ def bench_dominance(n: int, n_reps: int, rng: np.random.Generator, max_sort_n: i
     # numba compile, not timed
     paretoset.paretoset(F[:50], sense=["max"] * D, distinct=False)
     t_ours, mask = _best(lambda: dominance.pareto_mask(F), n_reps)
-    t_ps, ps = _best(lambda: paretoset.paretoset(F, sense=["max"] * D, distinct=False), n_reps)
-    t_pm, front = _best(lambda: NonDominatedSorting().do(-F, only_non_dominated_front=True), n_reps)
-    assert np.array_equal(mask, ps) and np.array_equal(np.flatnonzero(mask), np.sort(front))
-    out = {"n": n, "D": D, "front_size": int(mask.sum()), "mask_ours_s": t_ours, "mask_paretoset_s": t_ps,
-           "mask_pymoo_s": t_pm, "ratio_paretoset_over_ours": t_ps / t_ours, "ratio_pymoo_over_ours": t_pm / t_ours}
+    t_ps, ps = _best(
+        lambda: paretoset.paretoset(F, sense=["max"] * D, distinct=False), n_reps
+    )
+    t_pm, front = _best(
+        lambda: NonDominatedSorting().do(-F, only_non_dominated_front=True), n_reps
+    )
+    assert np.array_equal(mask, ps) and np.array_equal(
+        np.flatnonzero(mask), np.sort(front)
+    )
+    out = {
+        "n": n,
+        "D": D,
+        "front_size": int(mask.sum()),
+        "mask_ours_s": t_ours,
+        "mask_paretoset_s": t_ps,
+        "mask_pymoo_s": t_pm,
+        "ratio_paretoset_over_ours": t_ps / t_ours,
+        "ratio_pymoo_over_ours": t_pm / t_ours,
+    }
     if n <= max_sort_n:
         t_sort, rank = _best(lambda: dominance.non_dominated_sort(F), n_reps)
-        t_pms, (_, prank) = _best(lambda: NonDominatedSorting().do(-F, return_rank=True), n_reps)
+        t_pms, (_, prank) = _best(
+            lambda: NonDominatedSorting().do(-F, return_rank=True), n_reps
+        )
         assert np.array_equal(rank, prank)
-        out.update({"sort_ours_s": t_sort, "sort_pymoo_s": t_pms, "ratio_sort_pymoo_over_ours": t_pms / t_sort,
-                    "n_fronts": int(rank.max()) + 1})
+        out.update(
+            {
+                "sort_ours_s": t_sort,
+                "sort_pymoo_s": t_pms,
+                "ratio_sort_pymoo_over_ours": t_pms / t_sort,
+                "n_fronts": int(rank.max()) + 1,
+            }
+        )
     else:
-        out["sort"] = f"not timed: n > --max-sort-n = {max_sort_n} for the NumPy reference"
+        out["sort"] = (
+            f"not timed: n > --max-sort-n = {max_sort_n} for the NumPy reference"
+        )
     return out
 
 
@@ -116,17 +166,34 @@ def bench_rollouts(n_rollouts: int, n_blocks: int, seed: int = 0) -> dict:
 
     obj = fresh()
     t0 = time.process_time()
-    tree = cm.ParetoMCTS(obj, blocks, reactions, num_expand_nodes=25, rng=np.random.default_rng(seed)).run(n_rollouts)
+    tree = cm.ParetoMCTS(
+        obj, blocks, reactions, num_expand_nodes=25, rng=np.random.default_rng(seed)
+    ).run(n_rollouts)
     t_ours = time.process_time() - t0
     obj2 = fresh()
     t0 = time.process_time()
-    sm = cm.run_synthemol(blocks, reactions, cm.scalarize(obj2), n_rollouts, num_expand_nodes=25, rng_seed=seed)
+    sm = cm.run_synthemol(
+        blocks,
+        reactions,
+        cm.scalarize(obj2),
+        n_rollouts,
+        num_expand_nodes=25,
+        rng_seed=seed,
+    )
     t_sm = time.process_time() - t0
-    return {"n_rollouts": n_rollouts, "n_blocks": n_blocks, "ours_s": t_ours, "synthemol_s": t_sm,
-            "rollouts_per_s_ours": n_rollouts / t_ours, "rollouts_per_s_synthemol": n_rollouts / t_sm,
-            "ratio_synthemol_over_ours": t_sm / t_ours, "products_ours": len(tree.molecules()),
-            "products_synthemol": len(sm), "oracle_calls_ours": tree.n_oracle_calls,
-            "oracle_calls_synthemol": obj2.n_calls}
+    return {
+        "n_rollouts": n_rollouts,
+        "n_blocks": n_blocks,
+        "ours_s": t_ours,
+        "synthemol_s": t_sm,
+        "rollouts_per_s_ours": n_rollouts / t_ours,
+        "rollouts_per_s_synthemol": n_rollouts / t_sm,
+        "ratio_synthemol_over_ours": t_sm / t_ours,
+        "products_ours": len(tree.molecules()),
+        "products_synthemol": len(sm),
+        "oracle_calls_ours": tree.n_oracle_calls,
+        "oracle_calls_synthemol": obj2.n_calls,
+    }
 
 
 def main() -> None:
@@ -138,13 +205,19 @@ def main() -> None:
     ap.add_argument("--max-sort-n", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    profile_config("cpu")   # one thread, as every benchmark of the book
+    profile_config("cpu")  # one thread, as every benchmark of the book
     global LIMITS
     LIMITS = _limits.measure()
     print(_limits.describe(LIMITS), flush=True)
     rng = np.random.default_rng(args.seed)
-    out = {"device": device_name(), "backend": backend_label(), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "threads": 1, "tanimoto": [], "dominance": []}
+    out = {
+        "device": device_name(),
+        "backend": backend_label(),
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "threads": 1,
+        "tanimoto": [],
+        "dominance": [],
+    }
     for n in args.ns:
         out["tanimoto"].append(bench_tanimoto(n, args.n_reps, rng))
         print("tanimoto", out["tanimoto"][-1], flush=True)

@@ -68,8 +68,25 @@ def bench_kernels(d, n_reps, rng):
     sigma = torch.as_tensor(rng.uniform(0.5, 1.0, d))
     SR, SR2 = R.sum(1), (R**2).sum(1)
     reps = 20
-    t_fused = _best(lambda: [gim_kernels.context_loglik(SR, SR2, shift, sigma, n) for _ in range(reps)], n_reps) / reps
-    t_unfused = _best(lambda: [gim_kernels.context_loglik_unfused(R, shift, sigma) for _ in range(reps)], n_reps) / reps
+    t_fused = (
+        _best(
+            lambda: [
+                gim_kernels.context_loglik(SR, SR2, shift, sigma, n)
+                for _ in range(reps)
+            ],
+            n_reps,
+        )
+        / reps
+    )
+    t_unfused = (
+        _best(
+            lambda: [
+                gim_kernels.context_loglik_unfused(R, shift, sigma) for _ in range(reps)
+            ],
+            n_reps,
+        )
+        / reps
+    )
     C, m = 280, 250
     X, Y = rng.normal(size=(C, n, d)), rng.normal(size=(C, m, d))
 
@@ -77,7 +94,9 @@ def bench_kernels(d, n_reps, rng):
         out = np.empty((C, 3))
         for c in range(C):
             for t, (a, bb) in enumerate(((X[c], X[c]), (Y[c], Y[c]), (X[c], Y[c]))):
-                out[c, t] = np.exp(-((a[:, None, :] - bb[None, :, :]) ** 2).sum(-1) / 2.0).sum()
+                out[c, t] = np.exp(
+                    -((a[:, None, :] - bb[None, :, :]) ** 2).sum(-1) / 2.0
+                ).sum()
         return out
 
     t_mmd = _best(lambda: gim_kernels.mmd_sums(X, Y, 1.0), n_reps)
@@ -86,18 +105,45 @@ def bench_kernels(d, n_reps, rng):
     unfused_bytes = 8.0 * (K * n * d + K * S * d + K * S)
     mmd_flops = 3.0 * d * C * (n * n + m * m + n * m)
     loops = [
-        _limits.memory_bound("GIM context log-likelihood (sufficient statistics)", f"K={K}, S={S}, n={n}, d={d}",
-                             fused_bytes, t_fused, LIMITS, baseline="per-cell sum (unfused)",
-                             ratio=t_unfused / t_fused, counted="float64 inputs read + output written"),
-        _limits.memory_bound("GIM context log-likelihood (per-cell sum)", f"K={K}, S={S}, n={n}, d={d}",
-                             unfused_bytes, t_unfused, LIMITS, counted="float64 inputs read + output written"),
-        _limits.compute_bound("MMD kernel sums (dispatcher)", f"C={C}, n={n}, m={m}, d={d}", mmd_flops, t_mmd, LIMITS,
-                              baseline="broadcast NumPy", ratio=t_bcast / t_mmd,
-                              counted="3 d FLOPs per pair (exp not counted)"),
+        _limits.memory_bound(
+            "GIM context log-likelihood (sufficient statistics)",
+            f"K={K}, S={S}, n={n}, d={d}",
+            fused_bytes,
+            t_fused,
+            LIMITS,
+            baseline="per-cell sum (unfused)",
+            ratio=t_unfused / t_fused,
+            counted="float64 inputs read + output written",
+        ),
+        _limits.memory_bound(
+            "GIM context log-likelihood (per-cell sum)",
+            f"K={K}, S={S}, n={n}, d={d}",
+            unfused_bytes,
+            t_unfused,
+            LIMITS,
+            counted="float64 inputs read + output written",
+        ),
+        _limits.compute_bound(
+            "MMD kernel sums (dispatcher)",
+            f"C={C}, n={n}, m={m}, d={d}",
+            mmd_flops,
+            t_mmd,
+            LIMITS,
+            baseline="broadcast NumPy",
+            ratio=t_bcast / t_mmd,
+            counted="3 d FLOPs per pair (exp not counted)",
+        ),
     ]
-    return dict(hot_loops=loops, d=d, loglik_fused_ms=1e3 * t_fused, loglik_unfused_ms=1e3 * t_unfused,
-                loglik_unfused_over_fused=t_unfused / t_fused, mmd_dispatcher_s=t_mmd, mmd_broadcast_numpy_s=t_bcast,
-                mmd_broadcast_over_dispatcher=t_bcast / t_mmd)
+    return dict(
+        hot_loops=loops,
+        d=d,
+        loglik_fused_ms=1e3 * t_fused,
+        loglik_unfused_ms=1e3 * t_unfused,
+        loglik_unfused_over_fused=t_unfused / t_fused,
+        mmd_dispatcher_s=t_mmd,
+        mmd_broadcast_numpy_s=t_bcast,
+        mmd_broadcast_over_dispatcher=t_bcast / t_mmd,
+    )
 
 
 def main(argv=None):
@@ -106,7 +152,11 @@ def main(argv=None):
     parser.add_argument("--n-steps", type=int, default=200)
     parser.add_argument("--n-reps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "gim.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "gim.json",
+    )
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -119,13 +169,35 @@ def main(argv=None):
     training, kernels, loops = [], [], []
     for d in args.ds:
         training.append(bench_training(d, args.n_steps, args.n_reps, rng))
-        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in training[-1].items()}))
+        print(
+            json.dumps(
+                {
+                    k: round(v, 4) if isinstance(v, float) else v
+                    for k, v in training[-1].items()
+                }
+            )
+        )
         kernels.append(bench_kernels(d, args.n_reps, rng))
         loops += kernels[-1].pop("hot_loops")
-        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in kernels[-1].items()}))
+        print(
+            json.dumps(
+                {
+                    k: round(v, 4) if isinstance(v, float) else v
+                    for k, v in kernels[-1].items()
+                }
+            )
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    record = dict(benchmark="gim", device=device_name(), backend=backend_label(), n_reps=args.n_reps, seed=args.seed,
-                  utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), training=training, kernels=kernels)
+    record = dict(
+        benchmark="gim",
+        device=device_name(),
+        backend=backend_label(),
+        n_reps=args.n_reps,
+        seed=args.seed,
+        utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        training=training,
+        kernels=kernels,
+    )
     _limits.attach(record, LIMITS, loops)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -56,8 +56,17 @@ LIMITS: dict = {}  # the machine's limits, measured once in run()
 LOOPS: list = []  # hot-loop entries, filled by the measurements
 
 
-def _official_loop(X: np.ndarray, y: np.ndarray, a_star: np.ndarray, lr: float, beta_1: float, beta_2: float,
-                   init_scale: float, max_iter: int, eval_step: int) -> np.ndarray:
+def _official_loop(
+    X: np.ndarray,
+    y: np.ndarray,
+    a_star: np.ndarray,
+    lr: float,
+    beta_1: float,
+    beta_2: float,
+    init_scale: float,
+    max_iter: int,
+    eval_step: int,
+) -> np.ndarray:
     """The official ``subgradient_descent`` (method "subgradient", identity init), without tqdm and prints."""
     a = np.ones(X.shape[1]) * init_scale
     train_errors, errors = [], []
@@ -72,7 +81,9 @@ def _official_loop(X: np.ndarray, y: np.ndarray, a_star: np.ndarray, lr: float, 
     return a
 
 
-def _interleaved(fns: dict[str, Callable[[], Any]], repeats: int) -> tuple[dict[str, float], dict[str, Any]]:
+def _interleaved(
+    fns: dict[str, Callable[[], Any]], repeats: int
+) -> tuple[dict[str, float], dict[str, Any]]:
     """Best CPU time of each function over ``repeats`` rounds, the functions run in turn each round.
 
     CPU time of this (single-threaded) process, not wall time: on a shared machine another
@@ -96,74 +107,132 @@ def single_problem(n_steps: int, repeats: int, seed: int = 0) -> dict[str, Any]:
     X, y, a_star = X3[0], y2[0], a2[0]
     eval_every = n_steps // 10
     a0 = np.full((1, sp.n), sp.init)
-    alpha, beta1, beta2 = np.array([sp.alpha]), np.array([sp.beta1]), np.array([sp.beta2])
+    alpha, beta1, beta2 = (
+        np.array([sp.alpha]),
+        np.array([sp.beta1]),
+        np.array([sp.beta2]),
+    )
     fns = {
-        "official_loop": lambda: _official_loop(X, y, a_star, sp.alpha, sp.beta1, sp.beta2, sp.init, n_steps,
-                                                eval_every),
-        "reference_shared": lambda: grokking.grok_steps_reference(X, y2, a0, alpha, beta1, beta2, a2, n_steps,
-                                                                  eval_every)[0][0],
-        "reference_stack1": lambda: grokking.grok_steps_reference(X3, y2, a0, alpha, beta1, beta2, a2, n_steps,
-                                                                  eval_every)[0][0],
-        "subgradient_descent": lambda: grok.subgradient_descent(X, y, a_star, alpha=sp.alpha, beta1=sp.beta1,
-                                                                init=sp.init, n_steps=n_steps,
-                                                                eval_every=eval_every).final[0],
+        "official_loop": lambda: _official_loop(
+            X, y, a_star, sp.alpha, sp.beta1, sp.beta2, sp.init, n_steps, eval_every
+        ),
+        "reference_shared": lambda: grokking.grok_steps_reference(
+            X, y2, a0, alpha, beta1, beta2, a2, n_steps, eval_every
+        )[0][0],
+        "reference_stack1": lambda: grokking.grok_steps_reference(
+            X3, y2, a0, alpha, beta1, beta2, a2, n_steps, eval_every
+        )[0][0],
+        "subgradient_descent": lambda: grok.subgradient_descent(
+            X,
+            y,
+            a_star,
+            alpha=sp.alpha,
+            beta1=sp.beta1,
+            init=sp.init,
+            n_steps=n_steps,
+            eval_every=eval_every,
+        ).final[0],
     }
     best, out = _interleaved(fns, repeats)
     base = best["official_loop"]
-    result: dict[str, Any] = {"n": sp.n, "N": sp.N, "s": sp.s, "alpha": sp.alpha, "beta1": sp.beta1,
-                              "n_steps": n_steps, "eval_every": eval_every, "repeats": repeats}
+    result: dict[str, Any] = {
+        "n": sp.n,
+        "N": sp.N,
+        "s": sp.s,
+        "alpha": sp.alpha,
+        "beta1": sp.beta1,
+        "n_steps": n_steps,
+        "eval_every": eval_every,
+        "repeats": repeats,
+    }
     for k in fns:
         result[f"{k}_s"] = best[k]
     flops = 4.0 * sp.N * sp.n * n_steps
     for k in fns:
-        LOOPS.append(_limits.compute_bound(f"sparse-recovery subgradient steps, {k}", f"1 problem, {n_steps} steps",
-                                           flops, best[k], LIMITS, baseline=None if k == "official_loop" else
-                                           "official loop", ratio=None if k == "official_loop" else base / best[k],
-                                           counted="4 N n FLOPs per step"))
+        LOOPS.append(
+            _limits.compute_bound(
+                f"sparse-recovery subgradient steps, {k}",
+                f"1 problem, {n_steps} steps",
+                flops,
+                best[k],
+                LIMITS,
+                baseline=None if k == "official_loop" else "official loop",
+                ratio=None if k == "official_loop" else base / best[k],
+                counted="4 N n FLOPs per step",
+            )
+        )
     for k in ("reference_shared", "reference_stack1", "subgradient_descent"):
         result[f"ratio_{k}"] = best[k] / base
-        result[f"max_abs_diff_{k}"] = float(np.max(np.abs(out[k] - out["official_loop"])))
-    print(f"single problem, {n_steps} steps: official loop {base:.3f} s; ours / official: "
-          f"shared X {result['ratio_reference_shared']:.3f}, (1, N, n) X {result['ratio_reference_stack1']:.3f}, "
-          f"subgradient_descent {result['ratio_subgradient_descent']:.3f}")
+        result[f"max_abs_diff_{k}"] = float(
+            np.max(np.abs(out[k] - out["official_loop"]))
+        )
+    print(
+        f"single problem, {n_steps} steps: official loop {base:.3f} s; ours / official: "
+        f"shared X {result['ratio_reference_shared']:.3f}, (1, N, n) X {result['ratio_reference_stack1']:.3f}, "
+        f"subgradient_descent {result['ratio_subgradient_descent']:.3f}"
+    )
     return result
 
 
-def batched_vs_loop(sizes: list[int], n_steps: int, seed: int = 0) -> list[dict[str, Any]]:
+def batched_vs_loop(
+    sizes: list[int], n_steps: int, seed: int = 0
+) -> list[dict[str, Any]]:
     """One batched call on B problems vs B single calls, for each B in ``sizes``."""
     sp = grok.DEFAULTS.sparse
     rng = np.random.default_rng(seed)
     rows = []
     for B in sizes:
         X, y, a = grok.sparse_problems(B, sp.n, sp.s, sp.N, 0.0, rng)
-        kw = dict(alpha=sp.alpha, beta1=sp.beta1, n_steps=n_steps, eval_every=n_steps // 10)
+        kw = dict(
+            alpha=sp.alpha, beta1=sp.beta1, n_steps=n_steps, eval_every=n_steps // 10
+        )
         # time at most 16 single runs and scale: the loop is linear in B
         loop_B = min(B, 16)
-        best, _ = _interleaved({
-            "batched": lambda: grok.subgradient_descent(X, y, a, **kw),
-            "loop": lambda: [grok.subgradient_descent(X[b], y[b], a[b], **kw) for b in range(loop_B)],
-        }, repeats=3)
+        best, _ = _interleaved(
+            {
+                "batched": lambda: grok.subgradient_descent(X, y, a, **kw),
+                "loop": lambda: [
+                    grok.subgradient_descent(X[b], y[b], a[b], **kw)
+                    for b in range(loop_B)
+                ],
+            },
+            repeats=3,
+        )
         batched, loop = best["batched"], best["loop"] * B / loop_B
-        LOOPS.append(_limits.compute_bound("sparse-recovery subgradient steps, batched", f"B={B}, {n_steps} steps",
-                                           4.0 * sp.N * sp.n * n_steps * B, batched, LIMITS,
-                                           baseline="B single calls", ratio=loop / batched,
-                                           counted="4 N n FLOPs per configuration-step"))
-        rows.append({
-            "B": B,
-            "n_steps": n_steps,
-            "batched_s": batched,
-            "loop_s": loop,
-            "batched_config_steps_per_s": B * n_steps / batched,
-            "loop_config_steps_per_s": B * n_steps / loop,
-            "speedup": loop / batched,
-            "loop_extrapolated_from": loop_B,
-        })
-        print(f"B={B:4d}: batched {B * n_steps / batched:12.0f} config-steps/s, loop {B * n_steps / loop:12.0f}, "
-              f"speed-up {loop / batched:6.1f}x")
+        LOOPS.append(
+            _limits.compute_bound(
+                "sparse-recovery subgradient steps, batched",
+                f"B={B}, {n_steps} steps",
+                4.0 * sp.N * sp.n * n_steps * B,
+                batched,
+                LIMITS,
+                baseline="B single calls",
+                ratio=loop / batched,
+                counted="4 N n FLOPs per configuration-step",
+            )
+        )
+        rows.append(
+            {
+                "B": B,
+                "n_steps": n_steps,
+                "batched_s": batched,
+                "loop_s": loop,
+                "batched_config_steps_per_s": B * n_steps / batched,
+                "loop_config_steps_per_s": B * n_steps / loop,
+                "speedup": loop / batched,
+                "loop_extrapolated_from": loop_B,
+            }
+        )
+        print(
+            f"B={B:4d}: batched {B * n_steps / batched:12.0f} config-steps/s, loop {B * n_steps / loop:12.0f}, "
+            f"speed-up {loop / batched:6.1f}x"
+        )
     return rows
 
 
-def run(sizes: list[int], n_steps: int, repeats: int = 15, seed: int = 0) -> dict[str, Any]:
+def run(
+    sizes: list[int], n_steps: int, repeats: int = 15, seed: int = 0
+) -> dict[str, Any]:
     """Both measurements, as the JSON record written by :func:`main`."""
     try:
         import torch
@@ -174,10 +243,15 @@ def run(sizes: list[int], n_steps: int, repeats: int = 15, seed: int = 0) -> dic
     global LIMITS
     LIMITS = _limits.measure()  # once, after the thread policy is set
     print(_limits.describe(LIMITS), flush=True)
-    return {"benchmark": "grokking sparse-recovery optimiser", "device": device_name(), "backend": backend_label(),
-            "threads": 1, "clock": "time.process_time, best of interleaved rounds",
-            "single_problem": single_problem(n_steps, repeats, seed),
-            "rows": batched_vs_loop(sizes, n_steps // 10, seed)}
+    return {
+        "benchmark": "grokking sparse-recovery optimiser",
+        "device": device_name(),
+        "backend": backend_label(),
+        "threads": 1,
+        "clock": "time.process_time, best of interleaved rounds",
+        "single_problem": single_problem(n_steps, repeats, seed),
+        "rows": batched_vs_loop(sizes, n_steps // 10, seed),
+    }
 
 
 def main() -> None:
@@ -186,7 +260,11 @@ def main() -> None:
     parser.add_argument("--n-steps", type=int, default=20_000)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 16, 256])
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "grokking.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "grokking.json",
+    )
     args = parser.parse_args()
     result = _limits.attach(run(args.sizes, args.n_steps, args.repeats), LIMITS, LOOPS)
     args.out.parent.mkdir(parents=True, exist_ok=True)

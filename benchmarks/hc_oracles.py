@@ -87,11 +87,25 @@ def bench_counts(n, n_reps, rng):
     t_naive = time.perf_counter() - t0
     assert np.array_equal(naive, C[rows]), "naive loop and reference disagree"
     naive_rate = len(rows) * (n - 1) * (n - 2) / t_naive
-    loop = _limits.memory_bound("triplet counts (dispatcher)", f"n={n}", 24.0 * evals + 4.0 * n * n, best, LIMITS,
-                                baseline="naive per-triple loop", ratio=(evals / best) / naive_rate,
-                                counted="24 bytes per ordered triple + counts written")
-    return dict(hot_loops=[loop], n=n, triple_evaluations=evals, reference_seconds=best, reference_triples_per_s=evals / best,
-                naive_triples_per_s=naive_rate, reference_over_naive=(evals / best) / naive_rate)
+    loop = _limits.memory_bound(
+        "triplet counts (dispatcher)",
+        f"n={n}",
+        24.0 * evals + 4.0 * n * n,
+        best,
+        LIMITS,
+        baseline="naive per-triple loop",
+        ratio=(evals / best) / naive_rate,
+        counted="24 bytes per ordered triple + counts written",
+    )
+    return dict(
+        hot_loops=[loop],
+        n=n,
+        triple_evaluations=evals,
+        reference_seconds=best,
+        reference_triples_per_s=evals / best,
+        naive_triples_per_s=naive_rate,
+        reference_over_naive=(evals / best) / naive_rate,
+    )
 
 
 def bench_mw(depth, n_reps, rng):
@@ -110,7 +124,11 @@ def main(argv=None):
     parser.add_argument("--depths", type=int, nargs="+", default=[6, 7, 8, 9, 10])
     parser.add_argument("--n-reps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "hc_oracles.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "hc_oracles.json",
+    )
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -123,14 +141,36 @@ def main(argv=None):
     for n in args.sizes:
         counts.append(bench_counts(n, args.n_reps, rng))
         loops += counts[-1].pop("hot_loops")
-        print(json.dumps({k: round(v, 5) if isinstance(v, float) else v for k, v in counts[-1].items()}))
+        print(
+            json.dumps(
+                {
+                    k: round(v, 5) if isinstance(v, float) else v
+                    for k, v in counts[-1].items()
+                }
+            )
+        )
     mw = []
     for depth in args.depths:
         mw.append(bench_mw(depth, args.n_reps, rng))
-        print(json.dumps({k: round(v, 5) if isinstance(v, float) else v for k, v in mw[-1].items()}))
+        print(
+            json.dumps(
+                {
+                    k: round(v, 5) if isinstance(v, float) else v
+                    for k, v in mw[-1].items()
+                }
+            )
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    record = dict(benchmark="hc_oracles", device=device_name(), backend=backend_label(), n_reps=args.n_reps,
-                  seed=args.seed, utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), counts=counts, mw=mw)
+    record = dict(
+        benchmark="hc_oracles",
+        device=device_name(),
+        backend=backend_label(),
+        n_reps=args.n_reps,
+        seed=args.seed,
+        utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        counts=counts,
+        mw=mw,
+    )
     _limits.attach(record, LIMITS, loops)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")

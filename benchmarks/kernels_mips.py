@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover
     def threadpool_limits(limits=None):
         return nullcontext()
 
+
 import _limits
 from icml25.common import device_name, gpu_available, results_dir
 from icml25.kernels import mips
@@ -58,7 +59,14 @@ def _median_seconds(fn, repeats: int, sync=lambda: None) -> float:
     return statistics.median(times)
 
 
-def run(ns: list[int], B: int, d: int, repeats: int, gumbel_reference_max_n: int, seed: int = 0) -> dict:
+def run(
+    ns: list[int],
+    B: int,
+    d: int,
+    repeats: int,
+    gumbel_reference_max_n: int,
+    seed: int = 0,
+) -> dict:
     rng = np.random.default_rng(seed)
     use_gpu = gpu_available()
     rows, loops = [], []
@@ -73,7 +81,9 @@ def run(ns: list[int], B: int, d: int, repeats: int, gumbel_reference_max_n: int
             "first_beater": lambda: mips.first_beater_reference(V, X, thr),
         }
         if n <= gumbel_reference_max_n:
-            cases["gumbel_max_sample"] = lambda: mips.gumbel_max_sample_reference(V, X, 1.0, 0)
+            cases["gumbel_max_sample"] = lambda: mips.gumbel_max_sample_reference(
+                V, X, 1.0, 0
+            )
         for name, reference in cases.items():
             row = {"kernel": name, "n": n, "d": d, "B": B}
             row["reference_s"] = _median_seconds(reference, repeats)
@@ -81,33 +91,84 @@ def run(ns: list[int], B: int, d: int, repeats: int, gumbel_reference_max_n: int
                 # the dispatcher with the table already on the device (an ActionTable): the kernel,
                 # the queries' validation and transfer, and the result's copy back (which syncs)
                 table = mips.ActionTable(X)
-                rest = (thr,) if name == "first_beater" else (1.0, 0) if name == "gumbel_max_sample" else ()
+                rest = (
+                    (thr,)
+                    if name == "first_beater"
+                    else (1.0, 0)
+                    if name == "gumbel_max_sample"
+                    else ()
+                )
                 dispatcher = getattr(mips, name)
                 # warm-up: compiles the module, copies the table once
                 dispatcher(V, table, *rest)
-                row["gpu_s"] = _median_seconds(lambda: dispatcher(V, table, *rest), repeats)
+                row["gpu_s"] = _median_seconds(
+                    lambda: dispatcher(V, table, *rest), repeats
+                )
                 row["speedup"] = row["reference_s"] / row["gpu_s"]
             row["reference_s_per_decision"] = row["reference_s"] / B
             if name != "first_beater":
-                row["fraction_of_fp32_blas"] = 2.0 * B * n * d / row["reference_s"] / LIMITS["fp32_flops"]
+                row["fraction_of_fp32_blas"] = (
+                    2.0 * B * n * d / row["reference_s"] / LIMITS["fp32_flops"]
+                )
             # stops at the first beater: its work depends on the data, no count
             if name == "first_beater":
                 rows.append(row)
-                print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+                print(
+                    json.dumps(
+                        {
+                            k: (round(v, 6) if isinstance(v, float) else v)
+                            for k, v in row.items()
+                        }
+                    ),
+                    flush=True,
+                )
                 continue
-            loops.append(_limits.compute_bound(f"{name} (NumPy reference)", f"n={n}, B={B}, d={d}",
-                                               2.0 * B * n * d, row["reference_s"], LIMITS, precision="fp32",
-                                               counted="2 B n d (score inner products)"))
+            loops.append(
+                _limits.compute_bound(
+                    f"{name} (NumPy reference)",
+                    f"n={n}, B={B}, d={d}",
+                    2.0 * B * n * d,
+                    row["reference_s"],
+                    LIMITS,
+                    precision="fp32",
+                    counted="2 B n d (score inner products)",
+                )
+            )
             if use_gpu:  # pragma: no cover - needs a GPU
                 loops[-1].update(baseline=None)
-                loops.append(_limits.compute_bound(f"{name} (CUDA kernel via dispatcher)", f"n={n}, B={B}, d={d}",
-                                                   2.0 * B * n * d, row["gpu_s"], LIMITS, precision="fp32",
-                                                   baseline="NumPy reference", ratio=row["speedup"],
-                                                   counted="2 B n d; against the CPU's fp32 BLAS rate"))
-            print(json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+                loops.append(
+                    _limits.compute_bound(
+                        f"{name} (CUDA kernel via dispatcher)",
+                        f"n={n}, B={B}, d={d}",
+                        2.0 * B * n * d,
+                        row["gpu_s"],
+                        LIMITS,
+                        precision="fp32",
+                        baseline="NumPy reference",
+                        ratio=row["speedup"],
+                        counted="2 B n d; against the CPU's fp32 BLAS rate",
+                    )
+                )
+            print(
+                json.dumps(
+                    {
+                        k: (round(v, 6) if isinstance(v, float) else v)
+                        for k, v in row.items()
+                    }
+                ),
+                flush=True,
+            )
             rows.append(row)
-    return _limits.attach({"benchmark": "kernels_mips", "device": device_name(), "gpu": use_gpu, "rows": rows},
-                          LIMITS, loops)
+    return _limits.attach(
+        {
+            "benchmark": "kernels_mips",
+            "device": device_name(),
+            "gpu": use_gpu,
+            "rows": rows,
+        },
+        LIMITS,
+        loops,
+    )
 
 
 def main() -> Path:
@@ -129,7 +190,11 @@ def main() -> Path:
         LIMITS = _limits.measure()  # once, under the same thread policy as the timings
         print(_limits.describe(LIMITS), flush=True)
         result = run(args.n, args.B, args.d, args.repeats, args.gumbel_reference_max_n)
-    out = args.out or results_dir() / f"bench-kernels_mips-{'gpu' if result['gpu'] else 'cpu'}.json"
+    out = (
+        args.out
+        or results_dir()
+        / f"bench-kernels_mips-{'gpu' if result['gpu'] else 'cpu'}.json"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     mirror = Path(__file__).resolve().parent / "results" / "kernels_mips.json"

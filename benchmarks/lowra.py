@@ -67,7 +67,9 @@ def make_layer(m: int, n: int, rng: np.random.Generator):
 
     counts = {b: int(round(f * m)) for b, f in MIX.items()}
     counts[1] = m - counts[2] - counts[4]
-    row_bits = rng.permutation(np.concatenate([np.full(k, b) for b, k in counts.items()]))
+    row_bits = rng.permutation(
+        np.concatenate([np.full(k, b) for b, k in counts.items()])
+    )
     lut = np.zeros((m, 16), np.float32)
     thresholds = np.full((m, 15), np.inf, np.float32)
     for b in (1, 2, 4):
@@ -106,13 +108,22 @@ def torch_dequantize(packed, offsets, row_bits, lut, absmax, n: int, g: int):
         if rows.numel() == 0:
             continue
         per, nbytes, k = 4 // b, (n * b + 7) // 8, rows.numel()
-        data = packed[offsets[rows][:, None] + torch.arange(nbytes)].long()  # (k, nbytes)
+        data = packed[
+            offsets[rows][:, None] + torch.arange(nbytes)
+        ].long()  # (k, nbytes)
         nib = torch.arange(16)
         codes = (nib[:, None] >> (torch.arange(per) * b)) & ((1 << b) - 1)  # (16, per)
         table = lut[rows][:, codes].reshape(k * 16, per)
-        idx = torch.stack([data & 15, data >> 4], dim=2) + (torch.arange(k) * 16)[:, None, None]
-        vals = torch.nn.functional.embedding(idx.reshape(-1), table).reshape(k, -1)[:, :n]
-        out[rows] = (vals.reshape(k, n // g, g) * absmax[rows][:, :, None]).reshape(k, n)
+        idx = (
+            torch.stack([data & 15, data >> 4], dim=2)
+            + (torch.arange(k) * 16)[:, None, None]
+        )
+        vals = torch.nn.functional.embedding(idx.reshape(-1), table).reshape(k, -1)[
+            :, :n
+        ]
+        out[rows] = (vals.reshape(k, n // g, g) * absmax[rows][:, :, None]).reshape(
+            k, n
+        )
     return out
 
 
@@ -121,24 +132,43 @@ def cpu_rows(name: str, m: int, n: int, rng: np.random.Generator, repeats: int) 
 
     W, row_bits, lut, thresholds = make_layer(m, n, rng)
     t0 = time.perf_counter()
-    packed, offsets, absmax = lb.quantize_mixed_reference(W, row_bits, thresholds, group=GROUP)
+    packed, offsets, absmax = lb.quantize_mixed_reference(
+        W, row_bits, thresholds, group=GROUP
+    )
     quantize_s = time.perf_counter() - t0
     elements = m * n
     codes_bytes = packed.nbytes
-    input_bytes = packed.nbytes + absmax.nbytes + lut.nbytes + offsets.nbytes + row_bits.size * 4
+    input_bytes = (
+        packed.nbytes + absmax.nbytes + lut.nbytes + offsets.nbytes + row_bits.size * 4
+    )
 
     args = (packed, offsets, row_bits, lut, absmax, n, GROUP)
     t_f32 = median_seconds(lambda: lb.dequantize_mixed_reference(*args), repeats)
-    t_f16 = median_seconds(lambda: lb.dequantize_mixed_reference(*args, out_dtype=np.float16), repeats)
+    t_f16 = median_seconds(
+        lambda: lb.dequantize_mixed_reference(*args, out_dtype=np.float16), repeats
+    )
     # a reused output buffer: no fresh pages to fault in
     buf32 = np.empty((m, n), np.float32)
-    t_f32_buf = median_seconds(lambda: lb.dequantize_mixed_reference(*args, out=buf32), repeats)
+    t_f32_buf = median_seconds(
+        lambda: lb.dequantize_mixed_reference(*args, out=buf32), repeats
+    )
     buf16 = np.empty((m, n), np.float16)
-    t_f16_buf = median_seconds(lambda: lb.dequantize_mixed_reference(*args, out_dtype=np.float16, out=buf16), repeats)
-    tp, to, tb, tl, ta = (torch.from_numpy(a) for a in (packed, offsets, row_bits, lut, absmax))
-    ref = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, GROUP)
-    torch_matches = bool(np.array_equal(torch_dequantize(tp, to, tb, tl, ta, n, GROUP).numpy(), ref))
-    t_torch = median_seconds(lambda: torch_dequantize(tp, to, tb, tl, ta, n, GROUP), repeats)
+    t_f16_buf = median_seconds(
+        lambda: lb.dequantize_mixed_reference(*args, out_dtype=np.float16, out=buf16),
+        repeats,
+    )
+    tp, to, tb, tl, ta = (
+        torch.from_numpy(a) for a in (packed, offsets, row_bits, lut, absmax)
+    )
+    ref = lb.dequantize_mixed_reference(
+        packed, offsets, row_bits, lut, absmax, n, GROUP
+    )
+    torch_matches = bool(
+        np.array_equal(torch_dequantize(tp, to, tb, tl, ta, n, GROUP).numpy(), ref)
+    )
+    t_torch = median_seconds(
+        lambda: torch_dequantize(tp, to, tb, tl, ta, n, GROUP), repeats
+    )
     src16 = W.astype(np.float16)
     dst16 = np.empty_like(src16)
     t_copy = median_seconds(lambda: np.copyto(dst16, src16), repeats)
@@ -173,24 +203,45 @@ def cpu_rows(name: str, m: int, n: int, rng: np.random.Generator, repeats: int) 
         "ratio_reference_f16_over_dense_f16_copy": t_f16 / t_copy,
         "ratio_torch_over_reference_f32": t_torch / t_f32,
     }
-    counted = "packed codes read + dense output written (m n itemsize); into a reused buffer"
+    counted = (
+        "packed codes read + dense output written (m n itemsize); into a reused buffer"
+    )
     row["hot_loops"] = [
-        _limits.memory_bound(f"LowRA dequantize (NumPy reference, fp32 out) {name}", f"{m}x{n}",
-                             codes_bytes + 4 * elements, t_f32_buf, LIMITS, baseline="dense fp16 copy",
-                             ratio=t_copy / t_f32_buf, counted=counted),
-        _limits.memory_bound(f"LowRA dequantize (NumPy reference, fp16 out) {name}", f"{m}x{n}",
-                             codes_bytes + 2 * elements, t_f16_buf, LIMITS, baseline="dense fp16 copy",
-                             ratio=t_copy / t_f16_buf, counted=counted),
+        _limits.memory_bound(
+            f"LowRA dequantize (NumPy reference, fp32 out) {name}",
+            f"{m}x{n}",
+            codes_bytes + 4 * elements,
+            t_f32_buf,
+            LIMITS,
+            baseline="dense fp16 copy",
+            ratio=t_copy / t_f32_buf,
+            counted=counted,
+        ),
+        _limits.memory_bound(
+            f"LowRA dequantize (NumPy reference, fp16 out) {name}",
+            f"{m}x{n}",
+            codes_bytes + 2 * elements,
+            t_f16_buf,
+            LIMITS,
+            baseline="dense fp16 copy",
+            ratio=t_copy / t_f16_buf,
+            counted=counted,
+        ),
     ]
     row["fraction_of_copy_f32_into_buffer"] = row["hot_loops"][0]["fraction_of_limit"]
     row["fraction_of_copy_f16_into_buffer"] = row["hot_loops"][1]["fraction_of_limit"]
-    row["fraction_of_copy_f32_fresh"] = (codes_bytes + 4 * elements) / t_f32 / LIMITS["copy_Bps"]
-    print(f"{name:24s} quantize {quantize_s:6.3f}s  dequant f32 {1e3 * t_f32:7.2f} ms "
-          f"({row['gbs_out_reference_f32']:.2f} GB/s out; {1e3 * t_f32_buf:7.2f} ms into a buffer), "
-          f"f16 {1e3 * t_f16:7.2f} ms, torch {1e3 * t_torch:7.2f} ms, fp16 copy {1e3 * t_copy:6.2f} ms "
-          f"-> f16 dequant / copy {row['ratio_reference_f16_over_dense_f16_copy']:.1f}x; "
-          f"{row['fraction_of_copy_f32_into_buffer']:.1%} (f32) / {row['fraction_of_copy_f16_into_buffer']:.1%} (f16) "
-          f"of the copy bandwidth", flush=True)
+    row["fraction_of_copy_f32_fresh"] = (
+        (codes_bytes + 4 * elements) / t_f32 / LIMITS["copy_Bps"]
+    )
+    print(
+        f"{name:24s} quantize {quantize_s:6.3f}s  dequant f32 {1e3 * t_f32:7.2f} ms "
+        f"({row['gbs_out_reference_f32']:.2f} GB/s out; {1e3 * t_f32_buf:7.2f} ms into a buffer), "
+        f"f16 {1e3 * t_f16:7.2f} ms, torch {1e3 * t_torch:7.2f} ms, fp16 copy {1e3 * t_copy:6.2f} ms "
+        f"-> f16 dequant / copy {row['ratio_reference_f16_over_dense_f16_copy']:.1f}x; "
+        f"{row['fraction_of_copy_f32_into_buffer']:.1%} (f32) / {row['fraction_of_copy_f16_into_buffer']:.1%} (f16) "
+        f"of the copy bandwidth",
+        flush=True,
+    )
     return row
 
 
@@ -230,67 +281,124 @@ def gpu_median_seconds(fn, repeats: int) -> float:  # pragma: no cover - needs a
     return float(np.median(times))
 
 
-def gpu_rows(name: str, m: int, n: int, rng: np.random.Generator, peak: dict) -> dict:  # pragma: no cover
+def gpu_rows(
+    name: str, m: int, n: int, rng: np.random.Generator, peak: dict
+) -> dict:  # pragma: no cover
     import cupy as cp
 
     W, row_bits, lut, thresholds = make_layer(m, n, rng)
-    packed, offsets, absmax = lb.quantize_mixed_reference(W, row_bits, thresholds, group=GROUP)
-    d = {k: cp.ascontiguousarray(cp.asarray(v)) for k, v in
-         dict(packed=packed, offsets=offsets.astype(np.int64), bits=row_bits.astype(np.int32), lut=lut,
-              absmax=absmax).items()}
+    packed, offsets, absmax = lb.quantize_mixed_reference(
+        W, row_bits, thresholds, group=GROUP
+    )
+    d = {
+        k: cp.ascontiguousarray(cp.asarray(v))
+        for k, v in dict(
+            packed=packed,
+            offsets=offsets.astype(np.int64),
+            bits=row_bits.astype(np.int32),
+            lut=lut,
+            absmax=absmax,
+        ).items()
+    }
     d_W = cp.asarray(W)
     row: dict = {"shape": [m, n]}
     # parity first, recorded beside the timings
     q = lb.quantize_mixed_gpu(d_W, row_bits, thresholds, group=GROUP)
-    row["quantize_bit_exact"] = bool(np.array_equal(cp.asnumpy(q[0]), packed)
-                                     and np.array_equal(cp.asnumpy(q[2]), absmax))
+    row["quantize_bit_exact"] = bool(
+        np.array_equal(cp.asnumpy(q[0]), packed)
+        and np.array_equal(cp.asnumpy(q[2]), absmax)
+    )
     for dt, label in ((np.float32, "f32"), (np.float16, "f16")):
-        ref = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, GROUP, out_dtype=dt)
-        out = cp.asnumpy(lb.dequantize_mixed_gpu(d["packed"], offsets, row_bits, d["lut"], d["absmax"], n, GROUP, dt))
-        ulp = np.abs(out.view(np.int32 if dt == np.float32 else np.int16).astype(np.int64)
-                     - ref.view(np.int32 if dt == np.float32 else np.int16).astype(np.int64))
+        ref = lb.dequantize_mixed_reference(
+            packed, offsets, row_bits, lut, absmax, n, GROUP, out_dtype=dt
+        )
+        out = cp.asnumpy(
+            lb.dequantize_mixed_gpu(
+                d["packed"], offsets, row_bits, d["lut"], d["absmax"], n, GROUP, dt
+            )
+        )
+        ulp = np.abs(
+            out.view(np.int32 if dt == np.float32 else np.int16).astype(np.int64)
+            - ref.view(np.int32 if dt == np.float32 else np.int16).astype(np.int64)
+        )
         row[f"dequant_{label}_max_ulp"] = int(ulp.max())
         # time the kernel alone: no host-side checks, no allocation
         buf = cp.empty((m, n), dtype=dt)
         seconds = gpu_median_seconds(
-            lambda: lb.launch_dequantize_mixed(d["packed"], d["offsets"], d["bits"], d["lut"], d["absmax"], buf,
-                                               GROUP), 20)
+            lambda: lb.launch_dequantize_mixed(
+                d["packed"], d["offsets"], d["bits"], d["lut"], d["absmax"], buf, GROUP
+            ),
+            20,
+        )
         out_bytes = m * n * np.dtype(dt).itemsize
-        moved = out_bytes + packed.nbytes + absmax.nbytes + lut.nbytes + offsets.nbytes + 4 * m
+        moved = (
+            out_bytes
+            + packed.nbytes
+            + absmax.nbytes
+            + lut.nbytes
+            + offsets.nbytes
+            + 4 * m
+        )
         row[f"dequant_{label}_s"] = seconds
         row[f"dequant_{label}_gbs_out"] = out_bytes / seconds / 1e9
         row[f"dequant_{label}_gbs_moved"] = moved / seconds / 1e9
         if peak.get("theoretical_Bps"):
-            row[f"dequant_{label}_fraction_of_theoretical_peak"] = moved / seconds / peak["theoretical_Bps"]
-        row[f"dequant_{label}_fraction_of_measured_copy"] = moved / seconds / peak["measured_copy_Bps"]
+            row[f"dequant_{label}_fraction_of_theoretical_peak"] = (
+                moved / seconds / peak["theoretical_Bps"]
+            )
+        row[f"dequant_{label}_fraction_of_measured_copy"] = (
+            moved / seconds / peak["measured_copy_Bps"]
+        )
         if LIMITS.get("gpu"):
-            row.setdefault("hot_loops", []).append(_limits.memory_bound(
-                f"LowRA dequantize (CUDA kernel, {label} out) {name}", f"{m}x{n}", moved, seconds, LIMITS,
-                on_gpu=True, counted="packed codes + absmax + LUT + offsets read + dense output written"))
+            row.setdefault("hot_loops", []).append(
+                _limits.memory_bound(
+                    f"LowRA dequantize (CUDA kernel, {label} out) {name}",
+                    f"{m}x{n}",
+                    moved,
+                    seconds,
+                    LIMITS,
+                    on_gpu=True,
+                    counted="packed codes + absmax + LUT + offsets read + dense output written",
+                )
+            )
     dense16 = cp.asarray(W.astype(np.float16))
     row["dense_f16_clone_s"] = gpu_median_seconds(lambda: dense16.copy(), 20)
-    row["ratio_dequant_f16_over_dense_f16_clone"] = row["dequant_f16_s"] / row["dense_f16_clone_s"]
+    row["ratio_dequant_f16_over_dense_f16_clone"] = (
+        row["dequant_f16_s"] / row["dense_f16_clone_s"]
+    )
     # quantize includes its host-side validation (a device -> host copy of W): an upper bound
-    row["quantize_s"] = gpu_median_seconds(lambda: lb.quantize_mixed_gpu(d_W, row_bits, thresholds, GROUP), 5)
+    row["quantize_s"] = gpu_median_seconds(
+        lambda: lb.quantize_mixed_gpu(d_W, row_bits, thresholds, GROUP), 5
+    )
     x = cp.asarray(rng.normal(size=(1, n)).astype(np.float32))
     # includes the launcher's host checks and small copies: an upper bound
     if 4 * n <= lb.MAX_SHARED_BYTES:
         row["fused_matvec_s"] = gpu_median_seconds(
-            lambda: lb.dequant_matmul_gpu(x, d["packed"], offsets, row_bits, d["lut"], d["absmax"], n, GROUP), 20)
+            lambda: lb.dequant_matmul_gpu(
+                x, d["packed"], offsets, row_bits, d["lut"], d["absmax"], n, GROUP
+            ),
+            20,
+        )
         dense32 = cp.asarray(W)
         row["dense_f32_matvec_s"] = gpu_median_seconds(lambda: x @ dense32.T, 20)
-    print(f"{name:26s} GPU dequant f16 {1e6 * row['dequant_f16_s']:8.1f} us, "
-          f"{row['dequant_f16_fraction_of_measured_copy']:.2f} of copy bandwidth, max ulp "
-          f"{row['dequant_f32_max_ulp']}/{row['dequant_f16_max_ulp']}, quantize exact {row['quantize_bit_exact']}",
-          flush=True)
+    print(
+        f"{name:26s} GPU dequant f16 {1e6 * row['dequant_f16_s']:8.1f} us, "
+        f"{row['dequant_f16_fraction_of_measured_copy']:.2f} of copy bandwidth, max ulp "
+        f"{row['dequant_f32_max_ulp']}/{row['dequant_f16_max_ulp']}, quantize exact {row['quantize_bit_exact']}",
+        flush=True,
+    )
     return row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="one MiniLM and one LLaMA shape only")
+    parser.add_argument(
+        "--quick", action="store_true", help="one MiniLM and one LLaMA shape only"
+    )
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "lowra.json"))
+    parser.add_argument(
+        "--out", default=str(Path(__file__).parent / "results" / "lowra.json")
+    )
     args = parser.parse_args()
     import torch
 
@@ -310,10 +418,12 @@ def main() -> None:
     cpu = {name: cpu_rows(name, *SHAPES[name], rng, args.repeats) for name in names}
     record: dict = {
         "benchmark": "lowra",
-        "what": ("median CPU seconds (process_time, one thread) of dequantizing LowRA's packed mixed-precision "
-                 "format (rows of 1/2/4 bits, 1.5 bits/weight on average, group 64, Student-t weights) "
-                 "with the NumPy reference, a torch version of it, and a dense fp16 copy of the same shape; "
-                 "GB/s of output written and of packed input read"),
+        "what": (
+            "median CPU seconds (process_time, one thread) of dequantizing LowRA's packed mixed-precision "
+            "format (rows of 1/2/4 bits, 1.5 bits/weight on average, group 64, Student-t weights) "
+            "with the NumPy reference, a torch version of it, and a dense fp16 copy of the same shape; "
+            "GB/s of output written and of packed input read"
+        ),
         "mix": {str(b): f for b, f in MIX.items()},
         "group": GROUP,
         "repeats": args.repeats,
@@ -323,17 +433,30 @@ def main() -> None:
     if gpu_available():  # pragma: no cover - needs a GPU
         peak = gpu_peak_bandwidth()
         record["gpu_peak"] = peak
-        record["gpu"] = {name: gpu_rows(name, *SHAPES[name], np.random.default_rng(1), peak) for name in names}
-    record.update({
-        "device": device_name(),
-        "gpu_available": gpu_available(),
-        "threads": {"torch": torch.get_num_threads(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "torch": torch.__version__,
-        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    })
-    loops = [loop for part in ("cpu", "gpu") for row in record.get(part, {}).values() for loop in row.pop("hot_loops", [])]
+        record["gpu"] = {
+            name: gpu_rows(name, *SHAPES[name], np.random.default_rng(1), peak)
+            for name in names
+        }
+    record.update(
+        {
+            "device": device_name(),
+            "gpu_available": gpu_available(),
+            "threads": {
+                "torch": torch.get_num_threads(),
+                "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+            },
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "torch": torch.__version__,
+            "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+    )
+    loops = [
+        loop
+        for part in ("cpu", "gpu")
+        for row in record.get(part, {}).values()
+        for loop in row.pop("hot_loops", [])
+    ]
     _limits.attach(record, LIMITS, loops)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

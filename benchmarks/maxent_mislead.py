@@ -61,10 +61,20 @@ def bench_updates(ms, gradient_steps, n_reps, rng):
     t_sac = _time_train(sac, gradient_steps, n_reps)
     rows = []
     for M in ms:
-        ada = _filled(maxent.make_agent("sac_adaent", maxent.Obstacle2D(), rng, net_arch=(64, 64), n_samples=M))
+        ada = _filled(
+            maxent.make_agent(
+                "sac_adaent", maxent.Obstacle2D(), rng, net_arch=(64, 64), n_samples=M
+            )
+        )
         t_ada = _time_train(ada, gradient_steps, n_reps)
-        rows.append(dict(n_samples=M, sac_ms_per_update=1e3 * t_sac, adaent_ms_per_update=1e3 * t_ada,
-                         adaent_over_sac=t_ada / t_sac))
+        rows.append(
+            dict(
+                n_samples=M,
+                sac_ms_per_update=1e3 * t_sac,
+                adaent_ms_per_update=1e3 * t_ada,
+                adaent_over_sac=t_ada / t_sac,
+            )
+        )
     return rows
 
 
@@ -99,16 +109,38 @@ def bench_landscape(B, n_reps, rng):
     t_naive_v = time.perf_counter() - t0
     assert np.allclose(v, naive_v, rtol=1e-9)
     loops = [
-        _limits.memory_bound("AdaEnt landscape similarity (dispatcher)", f"B={B}, M=100", 2 * qs.nbytes + 5.0 * B, best,
-                             LIMITS, baseline="per-row scipy cosine loop", ratio=t_naive / best,
-                             counted="two (B, M) float32 in + (B,) out"),
-        _limits.memory_bound("AdaEnt grid soft value (dispatcher)", f"B={B}, grid=1000", Q.nbytes + 8.0 * B, best_v,
-                             LIMITS, baseline="per-row NumPy logsumexp", ratio=t_naive_v / best_v,
-                             counted="(B, 1000) float64 in + (B,) out"),
+        _limits.memory_bound(
+            "AdaEnt landscape similarity (dispatcher)",
+            f"B={B}, M=100",
+            2 * qs.nbytes + 5.0 * B,
+            best,
+            LIMITS,
+            baseline="per-row scipy cosine loop",
+            ratio=t_naive / best,
+            counted="two (B, M) float32 in + (B,) out",
+        ),
+        _limits.memory_bound(
+            "AdaEnt grid soft value (dispatcher)",
+            f"B={B}, grid=1000",
+            Q.nbytes + 8.0 * B,
+            best_v,
+            LIMITS,
+            baseline="per-row NumPy logsumexp",
+            ratio=t_naive_v / best_v,
+            counted="(B, 1000) float64 in + (B,) out",
+        ),
     ]
-    return dict(hot_loops=loops, B=B, M=100, similarity_ms=1e3 * best, naive_similarity_ms=1e3 * t_naive,
-                naive_over_dispatcher=t_naive / best, soft_value_ms=1e3 * best_v,
-                naive_soft_value_ms=1e3 * t_naive_v, naive_over_soft_value=t_naive_v / best_v)
+    return dict(
+        hot_loops=loops,
+        B=B,
+        M=100,
+        similarity_ms=1e3 * best,
+        naive_similarity_ms=1e3 * t_naive,
+        naive_over_dispatcher=t_naive / best,
+        soft_value_ms=1e3 * best_v,
+        naive_soft_value_ms=1e3 * t_naive_v,
+        naive_over_soft_value=t_naive_v / best_v,
+    )
 
 
 def main(argv=None):
@@ -118,7 +150,11 @@ def main(argv=None):
     parser.add_argument("--gradient-steps", type=int, default=20)
     parser.add_argument("--n-reps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "maxent_mislead.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "maxent_mislead.json",
+    )
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -130,15 +166,30 @@ def main(argv=None):
     rng = np.random.default_rng(args.seed)
     updates = bench_updates(args.ms, args.gradient_steps, args.n_reps, rng)
     for r in updates:
-        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}))
+        print(
+            json.dumps(
+                {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}
+            )
+        )
     landscape = [bench_landscape(B, args.n_reps, rng) for B in args.bs]
     loops = [loop for r in landscape for loop in r.pop("hot_loops")]
     for r in landscape:
-        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}))
+        print(
+            json.dumps(
+                {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}
+            )
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    record = dict(benchmark="maxent_mislead", device=device_name(), backend=backend_label(), n_reps=args.n_reps,
-                  seed=args.seed, utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), updates=updates,
-                  landscape=landscape)
+    record = dict(
+        benchmark="maxent_mislead",
+        device=device_name(),
+        backend=backend_label(),
+        n_reps=args.n_reps,
+        seed=args.seed,
+        utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        updates=updates,
+        landscape=landscape,
+    )
     _limits.attach(record, LIMITS, loops)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -42,7 +42,9 @@ def seconds_per_trial(graph, rng, p=None, n_trials=64, n_reps=3):
     best = np.inf
     for _ in range(n_reps):
         t0 = time.perf_counter()
-        mc.contraction_batch(graph, n_trials=n_trials, rng=rng, p=p, boost_factor=float(graph.n))
+        mc.contraction_batch(
+            graph, n_trials=n_trials, rng=rng, p=p, boost_factor=float(graph.n)
+        )
         best = min(best, (time.perf_counter() - t0) / n_trials)
     return best
 
@@ -57,29 +59,61 @@ def bench_size(n, n_reps, cap, rng):
     sw_seconds = time.perf_counter() - t0
     row = dict(n=n, m=graph.m, k=k, t=t, min_cut=opt, stoer_wagner_seconds=sw_seconds)
     row["karger_seconds_per_trial"] = seconds_per_trial(graph, rng)
-    res = mc.trials_until_min_cut(graph, method="karger", n_reps=n_reps, cap=cap, opt_value=opt, rng=rng)
+    res = mc.trials_until_min_cut(
+        graph, method="karger", n_reps=n_reps, cap=cap, opt_value=opt, rng=rng
+    )
     row.update(karger_mean_trials=res.mean, karger_censored=res.censored_fraction)
     for eta in (0.0, 0.5):
         p, eta_r, rho_r = mc.inject_errors(graph, side=side, eta=eta, rho=0.0, rng=rng)
         tag = f"boosted_eta{eta:g}"
         row[f"{tag}_seconds_per_trial"] = seconds_per_trial(graph, rng, p=p)
-        res = mc.trials_until_min_cut(graph, method="boosted_karger", p=p, boost_factor=float(n), n_reps=n_reps,
-                                      cap=cap, opt_value=opt, rng=rng)
-        row.update({f"{tag}_mean_trials": res.mean, f"{tag}_censored": res.censored_fraction,
-                    f"{tag}_realised_eta": eta_r})
+        res = mc.trials_until_min_cut(
+            graph,
+            method="boosted_karger",
+            p=p,
+            boost_factor=float(n),
+            n_reps=n_reps,
+            cap=cap,
+            opt_value=opt,
+            rng=rng,
+        )
+        row.update(
+            {
+                f"{tag}_mean_trials": res.mean,
+                f"{tag}_censored": res.censored_fraction,
+                f"{tag}_realised_eta": eta_r,
+            }
+        )
     for tag in ("karger", "boosted_eta0", "boosted_eta0.5"):
-        row[f"{tag}_seconds_to_min_cut"] = row[f"{tag}_mean_trials"] * row[f"{tag}_seconds_per_trial"]
+        row[f"{tag}_seconds_to_min_cut"] = (
+            row[f"{tag}_mean_trials"] * row[f"{tag}_seconds_per_trial"]
+        )
         row[f"{tag}_over_stoer_wagner"] = row[f"{tag}_seconds_to_min_cut"] / sw_seconds
-    row["karger_over_boosted_eta0"] = row["karger_seconds_to_min_cut"] / row["boosted_eta0_seconds_to_min_cut"]
+    row["karger_over_boosted_eta0"] = (
+        row["karger_seconds_to_min_cut"] / row["boosted_eta0_seconds_to_min_cut"]
+    )
     trial_bytes = 32.0 * graph.m + 4.0 * n
     row["hot_loops"] = [
-        _limits.memory_bound("Karger contraction trial", f"n={n}, m={graph.m}", trial_bytes,
-                             row["karger_seconds_per_trial"], LIMITS, baseline="networkx.stoer_wagner (one call)",
-                             ratio=1.0 / row["karger_over_stoer_wagner"], counted="32 m + 4 n bytes per trial"),
-        _limits.memory_bound("boosted Karger contraction trial (eta=0)", f"n={n}, m={graph.m}", trial_bytes,
-                             row["boosted_eta0_seconds_per_trial"], LIMITS,
-                             baseline="Karger, expected time to a min cut", ratio=row["karger_over_boosted_eta0"],
-                             counted="32 m + 4 n bytes per trial"),
+        _limits.memory_bound(
+            "Karger contraction trial",
+            f"n={n}, m={graph.m}",
+            trial_bytes,
+            row["karger_seconds_per_trial"],
+            LIMITS,
+            baseline="networkx.stoer_wagner (one call)",
+            ratio=1.0 / row["karger_over_stoer_wagner"],
+            counted="32 m + 4 n bytes per trial",
+        ),
+        _limits.memory_bound(
+            "boosted Karger contraction trial (eta=0)",
+            f"n={n}, m={graph.m}",
+            trial_bytes,
+            row["boosted_eta0_seconds_per_trial"],
+            LIMITS,
+            baseline="Karger, expected time to a min cut",
+            ratio=row["karger_over_boosted_eta0"],
+            counted="32 m + 4 n bytes per trial",
+        ),
     ]
     row["karger_trial_fraction_of_copy"] = row["hot_loops"][0]["fraction_of_limit"]
     return row
@@ -91,7 +125,11 @@ def main(argv=None):
     parser.add_argument("--n-reps", type=int, default=5)
     parser.add_argument("--cap", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "mincut_predictions.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "mincut_predictions.json",
+    )
     args = parser.parse_args(argv)
     try:
         import torch
@@ -108,10 +146,25 @@ def main(argv=None):
         row = bench_size(n, args.n_reps, args.cap, rng)
         loops += row.pop("hot_loops")
         rows.append(row)
-        print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}))
+        print(
+            json.dumps(
+                {
+                    k: (round(v, 5) if isinstance(v, float) else v)
+                    for k, v in row.items()
+                }
+            )
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    record = dict(benchmark="mincut_predictions", device=device_name(), backend=backend_label(), n_reps=args.n_reps,
-                  cap=args.cap, seed=args.seed, utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=rows)
+    record = dict(
+        benchmark="mincut_predictions",
+        device=device_name(),
+        backend=backend_label(),
+        n_reps=args.n_reps,
+        cap=args.cap,
+        seed=args.seed,
+        utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        rows=rows,
+    )
     _limits.attach(record, LIMITS, loops)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -66,8 +66,13 @@ def prefill(alg, env: mnl.MNLBanditEnv, t: int, rng: np.random.Generator) -> Non
 
         alg.V_inv = np.linalg.inv(alg.V)
         X, m, y = alg.hist.arrays()
-        alg.w = minimize(mnl._batch_nll, alg.w, args=(X, m, y, alg.v0, alg.lam), jac=True,
-                         method="L-BFGS-B").x
+        alg.w = minimize(
+            mnl._batch_nll,
+            alg.w,
+            args=(X, m, y, alg.v0, alg.lam),
+            jac=True,
+            method="L-BFGS-B",
+        ).x
 
 
 def time_rounds(alg, env: mnl.MNLBanditEnv, reps: int) -> float:
@@ -88,8 +93,12 @@ def time_rounds(alg, env: mnl.MNLBanditEnv, reps: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="t in {100, 1000} only, fewer reps")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "mnl_bandits.json"))
+    parser.add_argument(
+        "--quick", action="store_true", help="t in {100, 1000} only, fewer reps"
+    )
+    parser.add_argument(
+        "--out", default=str(Path(__file__).parent / "results" / "mnl_bandits.json")
+    )
     args = parser.parse_args()
     ts = (100, 1000) if args.quick else (100, 1000, 10000)
     reps = 10 if args.quick else 30
@@ -103,18 +112,34 @@ def main() -> None:
         for name in mnl.ALGORITHMS:
             results[name] = {}
             for t in ts:
-                env = mnl.MNLBanditEnv(N, d, K, 1.0, "uniform", rng=np.random.default_rng(1))
+                env = mnl.MNLBanditEnv(
+                    N, d, K, 1.0, "uniform", rng=np.random.default_rng(1)
+                )
                 alg = mnl.make_algorithm(name, N, K, d, rng=np.random.default_rng(2))
                 prefill(alg, env, t, rng)
                 results[name][str(t)] = 1e3 * time_rounds(alg, env, reps)
-                print(f"{name:10s} t={t:6d}: {results[name][str(t)]:.3f} ms/round", flush=True)
-    ratios = {name: results[name][str(ts[-1])] / results[name][str(ts[0])] for name in results}
+                print(
+                    f"{name:10s} t={t:6d}: {results[name][str(t)]:.3f} ms/round",
+                    flush=True,
+                )
+    ratios = {
+        name: results[name][str(ts[-1])] / results[name][str(ts[0])] for name in results
+    }
     flops = 2.0 * N * d * d + 2.0 * N * d
-    loops = [_limits.compute_bound(f"{name} round (select + update)", f"t={t}, N={N}, d={d}, K={K}", flops,
-                                   results[name][str(t)] / 1e3, LIMITS, baseline="UCB-MNL round",
-                                   ratio=results["UCB-MNL"][str(t)] / results[name][str(t)],
-                                   counted="2 N d^2 + 2 N d (utilities and bonuses of select)")
-             for name in results for t in (ts[0], ts[-1])]
+    loops = [
+        _limits.compute_bound(
+            f"{name} round (select + update)",
+            f"t={t}, N={N}, d={d}, K={K}",
+            flops,
+            results[name][str(t)] / 1e3,
+            LIMITS,
+            baseline="UCB-MNL round",
+            ratio=results["UCB-MNL"][str(t)] / results[name][str(t)],
+            counted="2 N d^2 + 2 N d (utilities and bonuses of select)",
+        )
+        for name in results
+        for t in (ts[0], ts[-1])
+    ]
     record = {
         "benchmark": "mnl_bandits",
         "what": "median CPU milliseconds (process_time) of one select+update round at round t (N=100, d=5, K=5, uniform rewards)",

@@ -57,11 +57,23 @@ def bench_updates(n_updates: int, n_reps: int, rng: np.random.Generator) -> list
         rows[m] = best
         flops[m] = _limits.torch_flops(lambda: agent.update(batches[0]))
     for m, t in rows.items():
-        LOOPS.append(_limits.compute_bound(f"{m} update", "batch 32 pairs, T=12, N=3, hidden 64", flops[m], t, LIMITS,
-                                           precision="fp32", baseline=None if m == "BC" else "BC update",
-                                           ratio=None if m == "BC" else rows["BC"] / t,
-                                           counted="torch FlopCounterMode (matmuls, fwd+bwd)"))
-    return [dict(method=m, ms_per_update=1e3 * t, over_bc=t / rows["BC"]) for m, t in rows.items()]
+        LOOPS.append(
+            _limits.compute_bound(
+                f"{m} update",
+                "batch 32 pairs, T=12, N=3, hidden 64",
+                flops[m],
+                t,
+                LIMITS,
+                precision="fp32",
+                baseline=None if m == "BC" else "BC update",
+                ratio=None if m == "BC" else rows["BC"] / t,
+                counted="torch FlopCounterMode (matmuls, fwd+bwd)",
+            )
+        )
+    return [
+        dict(method=m, ms_per_update=1e3 * t, over_bc=t / rows["BC"])
+        for m, t in rows.items()
+    ]
 
 
 def _loop_step(pos, actions, landmarks, size):
@@ -73,8 +85,19 @@ def _loop_step(pos, actions, landmarks, size):
             x, y = pos[e, i] + MOVES[actions[e, i]]
             if 0 <= x < size and 0 <= y < size:
                 new[e, i] = (x, y)
-        D = sum(min(abs(int(new[e, i, 0]) - lx) + abs(int(new[e, i, 1]) - ly) for i in range(N)) for lx, ly in landmarks[e])
-        C = sum(1 for i in range(N) for j in range(i + 1, N) if (new[e, i] == new[e, j]).all())
+        D = sum(
+            min(
+                abs(int(new[e, i, 0]) - lx) + abs(int(new[e, i, 1]) - ly)
+                for i in range(N)
+            )
+            for lx, ly in landmarks[e]
+        )
+        C = sum(
+            1
+            for i in range(N)
+            for j in range(i + 1, N)
+            if (new[e, i] == new[e, j]).all()
+        )
         rew[e] = -D / 10 - 0.5 * C
     return new, rew
 
@@ -94,11 +117,26 @@ def bench_env(es: list[int], n_reps: int, rng: np.random.Generator) -> list[dict
             t0 = time.perf_counter()
             _loop_step(pos, acts, lm, 5)
             t_loop = min(t_loop, time.perf_counter() - t0)
-        LOOPS.append(_limits.memory_bound("CoopGrid step (dispatcher)", f"E={E} games, N=3", 88.0 * E, t_vec, LIMITS,
-                                          baseline="Python loop over games", ratio=t_loop / t_vec,
-                                          counted="88 bytes per game"))
-        rows.append(dict(E=E, vectorised_steps_per_s=E / t_vec, loop_steps_per_s=E / t_loop,
-                         vectorised_over_loop=t_loop / t_vec))
+        LOOPS.append(
+            _limits.memory_bound(
+                "CoopGrid step (dispatcher)",
+                f"E={E} games, N=3",
+                88.0 * E,
+                t_vec,
+                LIMITS,
+                baseline="Python loop over games",
+                ratio=t_loop / t_vec,
+                counted="88 bytes per game",
+            )
+        )
+        rows.append(
+            dict(
+                E=E,
+                vectorised_steps_per_s=E / t_vec,
+                loop_steps_per_s=E / t_loop,
+                vectorised_over_loop=t_loop / t_vec,
+            )
+        )
     return rows
 
 
@@ -118,7 +156,7 @@ def main() -> None:
         "backend": backend_label(),
         "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "note": "one thread; the machine is shared (2 cores, other jobs), so absolute times are inflated; ratios are "
-                "from one run",
+        "from one run",
         "updates": bench_updates(args.n_updates, args.n_reps, rng),
         "env_steps": bench_env(args.es, args.n_reps, rng),
     }

@@ -57,18 +57,39 @@ def bench_mean(side, G, n_reps, rng):
     idx = lt.unsqueeze(1).expand(-1, C, -1)
 
     def direct():
-        return torch.zeros(B, C, G).scatter_reduce(2, idx, vt, reduce="mean", include_self=False)
+        return torch.zeros(B, C, G).scatter_reduce(
+            2, idx, vt, reduce="mean", include_self=False
+        )
 
     t_ours = _best(lambda: superpixel.segment_mean(vt, lt, G), n_reps)
     t_scatter = _best(direct, n_reps)
-    t_bincount = _best(lambda: superpixel.segment_mean_reference(values, labels, G), n_reps)
+    t_bincount = _best(
+        lambda: superpixel.segment_mean_reference(values, labels, G), n_reps
+    )
     px = B * N
-    LOOPS.append(_limits.memory_bound("superpixel segment mean (dispatcher)", f"B={B}, C={C}, {side}x{side}, G={G}",
-                                      values.nbytes + labels.nbytes + 4.0 * B * C * G, t_ours, LIMITS,
-                                      baseline="NumPy bincount reference", ratio=t_bincount / t_ours,
-                                      counted="values + labels read, means written"))
-    return dict(side=side, G=G, batch=B, channels=C, ours_pixels_per_s=px / t_ours, scatter_reduce_pixels_per_s=px / t_scatter,
-                bincount_pixels_per_s=px / t_bincount, ours_over_scatter=t_scatter / t_ours, ours_over_bincount=t_bincount / t_ours)
+    LOOPS.append(
+        _limits.memory_bound(
+            "superpixel segment mean (dispatcher)",
+            f"B={B}, C={C}, {side}x{side}, G={G}",
+            values.nbytes + labels.nbytes + 4.0 * B * C * G,
+            t_ours,
+            LIMITS,
+            baseline="NumPy bincount reference",
+            ratio=t_bincount / t_ours,
+            counted="values + labels read, means written",
+        )
+    )
+    return dict(
+        side=side,
+        G=G,
+        batch=B,
+        channels=C,
+        ours_pixels_per_s=px / t_ours,
+        scatter_reduce_pixels_per_s=px / t_scatter,
+        bincount_pixels_per_s=px / t_bincount,
+        ours_over_scatter=t_scatter / t_ours,
+        ours_over_bincount=t_bincount / t_ours,
+    )
 
 
 def bench_sampling(G, n_reps, gen):
@@ -83,18 +104,37 @@ def bench_sampling(G, n_reps, gen):
 
     t_low = _best(lambda: p2p_lib.low_rank_logits(mu, U, eps, rng=gen), n_reps)
     t_mvn = _best(mvn, n_reps)
-    LOOPS.append(_limits.memory_bound("low-rank correlated logits", f"B={B}, G={G}, r={r}",
-                                      4.0 * (B * G + B * G * r + B * (r + G) + B * G), t_low, LIMITS,
-                                      baseline="MultivariateNormal rsample", ratio=t_mvn / t_low,
-                                      counted="mu, U, draws read + logits written (float32)"))
-    return dict(G=G, batch=B, rank=r, low_rank_seconds=t_low, mvn_seconds=t_mvn, mvn_over_low_rank=t_mvn / t_low)
+    LOOPS.append(
+        _limits.memory_bound(
+            "low-rank correlated logits",
+            f"B={B}, G={G}, r={r}",
+            4.0 * (B * G + B * G * r + B * (r + G) + B * G),
+            t_low,
+            LIMITS,
+            baseline="MultivariateNormal rsample",
+            ratio=t_mvn / t_low,
+            counted="mu, U, draws read + logits written (float32)",
+        )
+    )
+    return dict(
+        G=G,
+        batch=B,
+        rank=r,
+        low_rank_seconds=t_low,
+        mvn_seconds=t_mvn,
+        mvn_over_low_rank=t_mvn / t_low,
+    )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-reps", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "p2p.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "p2p.json",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     global LIMITS
@@ -105,14 +145,36 @@ def main(argv=None):
     mean = []
     for side, G in ((32, 25), (32, 100), (64, 100)):
         mean.append(bench_mean(side, G, args.n_reps, rng))
-        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in mean[-1].items()}))
+        print(
+            json.dumps(
+                {
+                    k: round(v, 4) if isinstance(v, float) else v
+                    for k, v in mean[-1].items()
+                }
+            )
+        )
     sampling = []
     for G in (25, 100, 400):
         sampling.append(bench_sampling(G, args.n_reps, gen))
-        print(json.dumps({k: round(v, 6) if isinstance(v, float) else v for k, v in sampling[-1].items()}))
+        print(
+            json.dumps(
+                {
+                    k: round(v, 6) if isinstance(v, float) else v
+                    for k, v in sampling[-1].items()
+                }
+            )
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    record = dict(benchmark="p2p", device=device_name(), backend=backend_label(), n_reps=args.n_reps, seed=args.seed,
-                  utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), segment_mean=mean, sampling=sampling)
+    record = dict(
+        benchmark="p2p",
+        device=device_name(),
+        backend=backend_label(),
+        n_reps=args.n_reps,
+        seed=args.seed,
+        utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        segment_mean=mean,
+        sampling=sampling,
+    )
     _limits.attach(record, LIMITS, LOOPS)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -40,7 +40,7 @@ LOOPS: list = []  # hot-loop entries, filled by the measurements
 
 
 def _time(fn, n_updates: int, n_reps: int) -> float:
-    fn()   # warm-up
+    fn()  # warm-up
     best = np.inf
     for _ in range(n_reps):
         t0 = time.perf_counter()
@@ -50,7 +50,9 @@ def _time(fn, n_updates: int, n_reps: int) -> float:
     return best
 
 
-def bench_ensemble(E: int, n_updates: int, n_reps: int, hidden: int = 256, B: int = 256):
+def bench_ensemble(
+    E: int, n_updates: int, n_reps: int, hidden: int = 256, B: int = 256
+):
     ds, da = 17, 6
     s, a, y = torch.randn(B, ds), torch.rand(B, da) * 2 - 1, torch.randn(B)
     fused = pars.EnsembleCritic(ds, da, hidden=hidden, n_layers=2, E=E)
@@ -62,8 +64,18 @@ def bench_ensemble(E: int, n_updates: int, n_reps: int, hidden: int = 256, B: in
         loss.backward()
         opt_f.step()
 
-    members = [nn.Sequential(nn.Linear(ds + da, hidden), nn.LayerNorm(hidden), nn.ReLU(), nn.Linear(hidden, hidden),
-                             nn.LayerNorm(hidden), nn.ReLU(), nn.Linear(hidden, 1)) for _ in range(E)]
+    members = [
+        nn.Sequential(
+            nn.Linear(ds + da, hidden),
+            nn.LayerNorm(hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.LayerNorm(hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, 1),
+        )
+        for _ in range(E)
+    ]
     opt_l = torch.optim.Adam([p for m in members for p in m.parameters()], lr=3e-4)
     x = torch.cat([s, a], 1)
 
@@ -75,19 +87,52 @@ def bench_ensemble(E: int, n_updates: int, n_reps: int, hidden: int = 256, B: in
 
     t_f, t_l = _time(step_fused, n_updates, n_reps), _time(step_loop, n_updates, n_reps)
     size = f"E={E}, batch {B}, width {hidden}"
-    LOOPS.append(_limits.compute_bound("fused critic ensemble update", size, _limits.torch_flops(step_fused), t_f, LIMITS,
-                                       precision="fp32", baseline="per-member loop", ratio=t_l / t_f,
-                                       counted="torch FlopCounterMode (matmuls, fwd+bwd)"))
-    LOOPS.append(_limits.compute_bound("per-member critic loop update", size, _limits.torch_flops(step_loop), t_l, LIMITS,
-                                       precision="fp32", counted="torch FlopCounterMode (matmuls, fwd+bwd)"))
-    return dict(E=E, fused_updates_per_s=1 / t_f, loop_updates_per_s=1 / t_l, loop_over_fused=t_l / t_f)
+    LOOPS.append(
+        _limits.compute_bound(
+            "fused critic ensemble update",
+            size,
+            _limits.torch_flops(step_fused),
+            t_f,
+            LIMITS,
+            precision="fp32",
+            baseline="per-member loop",
+            ratio=t_l / t_f,
+            counted="torch FlopCounterMode (matmuls, fwd+bwd)",
+        )
+    )
+    LOOPS.append(
+        _limits.compute_bound(
+            "per-member critic loop update",
+            size,
+            _limits.torch_flops(step_loop),
+            t_l,
+            LIMITS,
+            precision="fp32",
+            counted="torch FlopCounterMode (matmuls, fwd+bwd)",
+        )
+    )
+    return dict(
+        E=E,
+        fused_updates_per_s=1 / t_f,
+        loop_updates_per_s=1 / t_l,
+        loop_over_fused=t_l / t_f,
+    )
 
 
 def bench_vs_d3rlpy(n_updates: int, n_reps: int, rng):
     env = pars.PointMazeLite(step_size=0.25)
-    buf = pars.generate_dataset(env, pars.waypoint_controller, 0.5, 20_000, "medium", rng)
-    agent = pars.PARS(pars.PARSConfig(2, 2, hidden=256, E=10, k_target=2, c_reward=100.0, alpha=1e-3, q_min=0.0), rng)
-    t_pars = _time(lambda: agent.offline_update(buf.sample(256, rng)), n_updates, n_reps)
+    buf = pars.generate_dataset(
+        env, pars.waypoint_controller, 0.5, 20_000, "medium", rng
+    )
+    agent = pars.PARS(
+        pars.PARSConfig(
+            2, 2, hidden=256, E=10, k_target=2, c_reward=100.0, alpha=1e-3, q_min=0.0
+        ),
+        rng,
+    )
+    t_pars = _time(
+        lambda: agent.offline_update(buf.sample(256, rng)), n_updates, n_reps
+    )
     algo = pars.d3rlpy_train("td3plusbc", buf, 10, rng, hidden=(256, 256))
     ds = pars.to_mdp_dataset(buf)
     from d3rlpy.dataset import TransitionMiniBatch
@@ -97,15 +142,34 @@ def bench_vs_d3rlpy(n_updates: int, n_reps: int, rng):
         algo.update(TransitionMiniBatch.from_transitions(eps))
 
     # d3rlpy's own sampling is part of its update loop; time it separately and subtract it
-    t_sample = _time(lambda: TransitionMiniBatch.from_transitions([ds.sample_transition() for _ in range(256)]),
-                     n_updates, n_reps)
+    t_sample = _time(
+        lambda: TransitionMiniBatch.from_transitions(
+            [ds.sample_transition() for _ in range(256)]
+        ),
+        n_updates,
+        n_reps,
+    )
     t_d3 = _time(step_d3, n_updates, n_reps) - t_sample
-    LOOPS.append(_limits.compute_bound("PARS offline update", "E=10, batch 256, width 256",
-                                       _limits.torch_flops(lambda: agent.offline_update(buf.sample(256, rng))), t_pars,
-                                       LIMITS, precision="fp32", baseline="d3rlpy TD3PlusBC update",
-                                       ratio=t_d3 / t_pars, counted="torch FlopCounterMode (matmuls, fwd+bwd)"))
-    return dict(E=10, pars_ms_per_update=1e3 * t_pars, d3rlpy_td3plusbc_ms_per_update=1e3 * t_d3,
-                d3rlpy_sampling_ms=1e3 * t_sample, pars_over_d3rlpy=t_pars / t_d3)
+    LOOPS.append(
+        _limits.compute_bound(
+            "PARS offline update",
+            "E=10, batch 256, width 256",
+            _limits.torch_flops(lambda: agent.offline_update(buf.sample(256, rng))),
+            t_pars,
+            LIMITS,
+            precision="fp32",
+            baseline="d3rlpy TD3PlusBC update",
+            ratio=t_d3 / t_pars,
+            counted="torch FlopCounterMode (matmuls, fwd+bwd)",
+        )
+    )
+    return dict(
+        E=10,
+        pars_ms_per_update=1e3 * t_pars,
+        d3rlpy_td3plusbc_ms_per_update=1e3 * t_d3,
+        d3rlpy_sampling_ms=1e3 * t_sample,
+        pars_over_d3rlpy=t_pars / t_d3,
+    )
 
 
 def main() -> None:
@@ -114,16 +178,20 @@ def main() -> None:
     ap.add_argument("--n-updates", type=int, default=30)
     ap.add_argument("--n-reps", type=int, default=3)
     args = ap.parse_args()
-    profile_config("cpu")   # one thread, as the cpu profile
+    profile_config("cpu")  # one thread, as the cpu profile
     global LIMITS
     LIMITS = _limits.measure()  # once, after the thread policy is set
     print(_limits.describe(LIMITS), flush=True)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    out = {"device": device_name(), "backend": backend_label(), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "threads": torch.get_num_threads(),
-           "ensemble": [bench_ensemble(E, args.n_updates, args.n_reps) for E in args.Es],
-           "vs_d3rlpy": bench_vs_d3rlpy(args.n_updates, args.n_reps, rng)}
+    out = {
+        "device": device_name(),
+        "backend": backend_label(),
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "threads": torch.get_num_threads(),
+        "ensemble": [bench_ensemble(E, args.n_updates, args.n_reps) for E in args.Es],
+        "vs_d3rlpy": bench_vs_d3rlpy(args.n_updates, args.n_reps, rng),
+    }
     _limits.attach(out, LIMITS, LOOPS)
     path = Path(__file__).resolve().parent / "results" / "pars.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -59,7 +59,10 @@ def bench_train_step(n_reps: int) -> dict:
     ab = pcl.ddpm_alpha_bar(1000)
     torch.manual_seed(0)
     sl, hinted = pcl.HintedUNet(1, 4, hint=False), pcl.HintedUNet(1, 4, hint=True)
-    opt_sl, opt_pcl = torch.optim.Adam(sl.parameters()), torch.optim.Adam(hinted.parameters())
+    opt_sl, opt_pcl = (
+        torch.optim.Adam(sl.parameters()),
+        torch.optim.Adam(hinted.parameters()),
+    )
 
     def step_sl():
         loss = pcl.sl_loss(sl, d["x"], d["y"])
@@ -76,13 +79,28 @@ def bench_train_step(n_reps: int) -> dict:
     step_sl(), step_pcl()  # warm-up
     best = _best({"sl": step_sl, "pcl": step_pcl}, n_reps)
     for name, fn in (("sl", step_sl), ("pcl", step_pcl)):
-        LOOPS.append(_limits.compute_bound(f"{name.upper()} training step (U-Net)", "batch 32, 32x32, K=4",
-                                           _limits.torch_flops(fn), best[name], LIMITS, precision="fp32",
-                                           baseline=None if name == "sl" else "SL step",
-                                           ratio=None if name == "sl" else best["sl"] / best["pcl"],
-                                           counted="torch FlopCounterMode (convs + matmuls, fwd+bwd)"))
-    return {"batch": 32, "size": 32, "sl_step_s": best["sl"], "pcl_step_s": best["pcl"],
-            "pcl_over_sl": best["pcl"] / best["sl"], "sl_params": pcl.n_parameters(sl), "pcl_params": pcl.n_parameters(hinted)}
+        LOOPS.append(
+            _limits.compute_bound(
+                f"{name.upper()} training step (U-Net)",
+                "batch 32, 32x32, K=4",
+                _limits.torch_flops(fn),
+                best[name],
+                LIMITS,
+                precision="fp32",
+                baseline=None if name == "sl" else "SL step",
+                ratio=None if name == "sl" else best["sl"] / best["pcl"],
+                counted="torch FlopCounterMode (convs + matmuls, fwd+bwd)",
+            )
+        )
+    return {
+        "batch": 32,
+        "size": 32,
+        "sl_step_s": best["sl"],
+        "pcl_step_s": best["pcl"],
+        "pcl_over_sl": best["pcl"] / best["sl"],
+        "sl_params": pcl.n_parameters(sl),
+        "pcl_params": pcl.n_parameters(hinted),
+    }
 
 
 def bench_inference(n_reps: int) -> list[dict]:
@@ -90,13 +108,23 @@ def bench_inference(n_reps: int) -> list[dict]:
     x = pcl.to_torch(pcl.synthetic_shapes(256, np.random.default_rng(1)))["x"]
     ab = pcl.ddpm_alpha_bar(1000)
     torch.manual_seed(1)
-    sl, hinted = pcl.HintedUNet(1, 4, hint=False).eval(), pcl.HintedUNet(1, 4, hint=True).eval()
+    sl, hinted = (
+        pcl.HintedUNet(1, 4, hint=False).eval(),
+        pcl.HintedUNet(1, 4, hint=True).eval(),
+    )
     fns = {"sl": lambda: pcl.sl_predict(sl, x)}
     for n in (1, 3, 5):
-        fns[f"pcl_{n}"] = (lambda n=n: pcl.pcl_predict(hinted, x, ab, n_steps=n, rng=g))
+        fns[f"pcl_{n}"] = lambda n=n: pcl.pcl_predict(hinted, x, ab, n_steps=n, rng=g)
     best = _best(fns, n_reps)
-    return [{"n_steps": n, "pcl_s": best[f"pcl_{n}"], "sl_s": best["sl"], "pcl_over_sl": best[f"pcl_{n}"] / best["sl"]}
-            for n in (1, 3, 5)]
+    return [
+        {
+            "n_steps": n,
+            "pcl_s": best[f"pcl_{n}"],
+            "sl_s": best["sl"],
+            "pcl_over_sl": best[f"pcl_{n}"] / best["sl"],
+        }
+        for n in (1, 3, 5)
+    ]
 
 
 def bench_corruption(n_reps: int) -> list[dict]:
@@ -109,31 +137,64 @@ def bench_corruption(n_reps: int) -> list[dict]:
         u = torch.rand(B, 2, size, size, generator=g)
 
         def naive():
-            probs = (1 - a)[:, None, None, None] / K + a[:, None, None, None] * torch.nn.functional.one_hot(y, K).float()
+            probs = (1 - a)[:, None, None, None] / K + a[
+                :, None, None, None
+            ] * torch.nn.functional.one_hot(y, K).float()
             c = torch.distributions.Categorical(probs=probs).sample()
             return torch.nn.functional.one_hot(c, K)
 
-        best = _best({"dispatcher": lambda: label_noise.categorical_corrupt(y, a, K, uniforms=u),
-                      "reference": lambda: label_noise.categorical_corrupt_reference(y, a, K, u),
-                      "naive": naive}, n_reps)
+        best = _best(
+            {
+                "dispatcher": lambda: label_noise.categorical_corrupt(
+                    y, a, K, uniforms=u
+                ),
+                "reference": lambda: label_noise.categorical_corrupt_reference(
+                    y, a, K, u
+                ),
+                "naive": naive,
+            },
+            n_reps,
+        )
         n = B * size * size
         out = label_noise.categorical_corrupt(y, a, K, uniforms=u)
-        LOOPS.append(_limits.memory_bound("categorical label corruption (dispatcher)", f"B={B}, {size}x{size}, K={K}",
-                                          y.numel() * y.element_size() + u.numel() * 4 + a.numel() * 4
-                                          + out.numel() * out.element_size(), best["dispatcher"], LIMITS,
-                                          baseline="naive torch Categorical", ratio=best["naive"] / best["dispatcher"],
-                                          counted="labels + uniforms read, one-hot written"))
-        rows.append({"B": B, "size": size, "positions": n, "dispatcher_per_s": n / best["dispatcher"],
-                     "reference_per_s": n / best["reference"], "naive_categorical_per_s": n / best["naive"],
-                     "dispatcher_over_reference": best["reference"] / best["dispatcher"],
-                     "reference_over_naive": best["naive"] / best["reference"]})
+        LOOPS.append(
+            _limits.memory_bound(
+                "categorical label corruption (dispatcher)",
+                f"B={B}, {size}x{size}, K={K}",
+                y.numel() * y.element_size()
+                + u.numel() * 4
+                + a.numel() * 4
+                + out.numel() * out.element_size(),
+                best["dispatcher"],
+                LIMITS,
+                baseline="naive torch Categorical",
+                ratio=best["naive"] / best["dispatcher"],
+                counted="labels + uniforms read, one-hot written",
+            )
+        )
+        rows.append(
+            {
+                "B": B,
+                "size": size,
+                "positions": n,
+                "dispatcher_per_s": n / best["dispatcher"],
+                "reference_per_s": n / best["reference"],
+                "naive_categorical_per_s": n / best["naive"],
+                "dispatcher_over_reference": best["reference"] / best["dispatcher"],
+                "reference_over_naive": best["naive"] / best["reference"],
+            }
+        )
     return rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-reps", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "pcl.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "pcl.json",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     from threadpoolctl import threadpool_limits
@@ -149,9 +210,17 @@ def main(argv=None):
     corrupt = bench_corruption(args.n_reps)
     print(json.dumps(corrupt))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    record = dict(benchmark="pcl", device=device_name(), backend=backend_label(), n_reps=args.n_reps, threads=1,
-                  utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), train_step=train, inference=infer,
-                  corruption=corrupt)
+    record = dict(
+        benchmark="pcl",
+        device=device_name(),
+        backend=backend_label(),
+        n_reps=args.n_reps,
+        threads=1,
+        utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        train_step=train,
+        inference=infer,
+        corruption=corrupt,
+    )
     _limits.attach(record, LIMITS, LOOPS)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -58,11 +58,27 @@ def bench_step(B: int, L: int, V: int, mask_id: int, n_reps: int) -> dict:
     u = torch.rand(B, L, V, generator=g).clamp(1e-10, 1 - 1e-7)
     gum = -torch.log(-torch.log(u))
     n = max(3, 2000 // B)
-    tk = _time(lambda: mdlm_sampler.reverse_step_kernel(p, z, 0.6, 0.55, gum, mask_id), n, n_reps)
-    tr = _time(lambda: mdlm_sampler.reverse_step_reference(p, z, 0.6, 0.55, gum, mask_id), n, n_reps)
+    tk = _time(
+        lambda: mdlm_sampler.reverse_step_kernel(p, z, 0.6, 0.55, gum, mask_id),
+        n,
+        n_reps,
+    )
+    tr = _time(
+        lambda: mdlm_sampler.reverse_step_reference(p, z, 0.6, 0.55, gum, mask_id),
+        n,
+        n_reps,
+    )
     t2 = _time(lambda: _two_pass(p, z, 0.6, 0.55, mask_id), n, n_reps)
-    return {"B": B, "L": L, "V": V, "kernel_s": tk, "reference_s": tr, "two_pass_s": t2,
-            "reference_over_kernel": tr / tk, "two_pass_over_kernel": t2 / tk}
+    return {
+        "B": B,
+        "L": L,
+        "V": V,
+        "kernel_s": tk,
+        "reference_s": tr,
+        "two_pass_s": t2,
+        "reference_over_kernel": tr / tk,
+        "two_pass_over_kernel": t2 / tk,
+    }
 
 
 def bench_mctg(model, objectives, B: int, n_reps: int) -> dict:
@@ -79,8 +95,15 @@ def bench_mctg(model, objectives, B: int, n_reps: int) -> dict:
     try:
         best, share = np.inf, np.nan
         for r in range(n_reps):
-            mc = pt.MCTG(model, objectives.score_fns(), num_children=B, num_iter=1, n_steps=32, front_size=32,
-                         rng=np.random.default_rng(r))
+            mc = pt.MCTG(
+                model,
+                objectives.score_fns(),
+                num_children=B,
+                num_iter=1,
+                n_steps=32,
+                front_size=32,
+                rng=np.random.default_rng(r),
+            )
             fwd[0] = 0.0
             t0 = time.perf_counter()
             mc.iterate()
@@ -97,22 +120,40 @@ def main() -> None:
     ap.add_argument("--Bs", type=int, nargs="+", default=[12, 50, 512])
     ap.add_argument("--n-reps", type=int, default=3)
     ap.add_argument("--mctg-reps", type=int, default=1)
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "peptune.json")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "peptune.json",
+    )
     args = ap.parse_args()
-    profile_config("cpu")   # one thread, as the chapter's cpu profile
+    profile_config("cpu")  # one thread, as the chapter's cpu profile
     model, _ = pt.load_shipped()
     tok = model.tokenizer
     corpus = pt.corpus_for(tok, 200, np.random.default_rng(7))
-    objectives = pt.PeptideObjectives(n_estimators=30).fit(corpus, np.random.default_rng(0))
+    objectives = pt.PeptideObjectives(n_estimators=30).fit(
+        corpus, np.random.default_rng(0)
+    )
     L = model.config["max_len"]
-    out = {"device": device_name(), "backend": backend_label(), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "threads": torch.get_num_threads(), "reverse_step": [], "mctg_iteration": []}
+    out = {
+        "device": device_name(),
+        "backend": backend_label(),
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "threads": torch.get_num_threads(),
+        "reverse_step": [],
+        "mctg_iteration": [],
+    }
     for B in args.Bs:
-        out["reverse_step"].append(bench_step(B, L, tok.vocab_size, tok.mask_id, args.n_reps))
+        out["reverse_step"].append(
+            bench_step(B, L, tok.vocab_size, tok.mask_id, args.n_reps)
+        )
         print(json.dumps(out["reverse_step"][-1]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    for B in args.Bs:   # written after every size, so a run cut short keeps what it measured
-        out["mctg_iteration"].append(bench_mctg(model, objectives, B, 1 if B > 100 else args.mctg_reps))
+    for (
+        B
+    ) in args.Bs:  # written after every size, so a run cut short keeps what it measured
+        out["mctg_iteration"].append(
+            bench_mctg(model, objectives, B, 1 if B > 100 else args.mctg_reps)
+        )
         print(json.dumps(out["mctg_iteration"][-1]), flush=True)
         args.out.write_text(json.dumps(out, indent=2) + "\n")
     args.out.write_text(json.dumps(out, indent=2) + "\n")

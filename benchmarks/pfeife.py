@@ -29,7 +29,13 @@ import numpy as np
 import torch
 
 from icml25 import pfeife
-from icml25.common import backend_label, device_name, gpu_available, profile_config, seed_everything
+from icml25.common import (
+    backend_label,
+    device_name,
+    gpu_available,
+    profile_config,
+    seed_everything,
+)
 from icml25.kernels import pipeline_sim
 
 
@@ -54,7 +60,10 @@ def main() -> None:
         t0 = time.perf_counter()
         plans["pfeife"] = pfeife.plan(g, D, M, 64 * 2**30, comm, rng)
         plan_s_d2 = time.perf_counter() - t0
-        rec: dict[str, dict[str, list]] = {k: {"wall": [], "busy": [], "replay": [], "twall": [], "tbusy": []} for k in plans}
+        rec: dict[str, dict[str, list]] = {
+            k: {"wall": [], "busy": [], "replay": [], "twall": [], "tbusy": []}
+            for k in plans
+        }
         for _round in range(args.n_rounds):
             for name, p in plans.items():
                 r = pfeife.run_plan(runner, gm, g, p, (x,), y, comm, args.n_steps)
@@ -62,22 +71,49 @@ def main() -> None:
                 rec[name]["busy"].append(r["bottleneck_ms"])
                 rec[name]["replay"].append(r["replay_ms"])
                 if p.S == D:
-                    out = runner.run_torch_pipelining(gm, p.order, p.splits, (x,), y, M, "1f1b", n_steps=args.n_steps + 1)
+                    out = runner.run_torch_pipelining(
+                        gm,
+                        p.order,
+                        p.splits,
+                        (x,),
+                        y,
+                        M,
+                        "1f1b",
+                        n_steps=args.n_steps + 1,
+                    )
                     rec[name]["twall"] += [s["wall_ms"] for s in out["steps"][1:]]
-                    rec[name]["tbusy"] += [float(np.max(s["busy_cpu_ms"])) for s in out["steps"][1:]]
+                    rec[name]["tbusy"] += [
+                        float(np.max(s["busy_cpu_ms"])) for s in out["steps"][1:]
+                    ]
     finally:
         runner.shutdown()
-    med = {k: {q: float(np.median(v)) if v else float("nan") for q, v in d.items()} for k, d in rec.items()}
+    med = {
+        k: {q: float(np.median(v)) if v else float("nan") for q, v in d.items()}
+        for k, d in rec.items()
+    }
     rows = []
     for name, p in plans.items():
         m = med[name]
-        rows.append(dict(plan=name, S=p.S, splits=p.splits.tolist(), predicted_ms=p.predicted_ms, replay_ms=m["replay"],
-                         pred_err=abs(p.predicted_ms - m["replay"]) / m["replay"], wall_ms=m["wall"], bottleneck_ms=m["busy"],
-                         wall_over_uniform=m["wall"] / med["uniform"]["wall"],
-                         busy_over_uniform=m["busy"] / med["uniform"]["busy"],
-                         torch_wall_ms=m["twall"], torch_bottleneck_ms=m["tbusy"],
-                         torch_wall_over_uniform=m["twall"] / med["uniform"]["twall"],
-                         ours_wall_over_torch=m["wall"] / m["twall"] if m["twall"] == m["twall"] else float("nan")))
+        rows.append(
+            dict(
+                plan=name,
+                S=p.S,
+                splits=p.splits.tolist(),
+                predicted_ms=p.predicted_ms,
+                replay_ms=m["replay"],
+                pred_err=abs(p.predicted_ms - m["replay"]) / m["replay"],
+                wall_ms=m["wall"],
+                bottleneck_ms=m["busy"],
+                wall_over_uniform=m["wall"] / med["uniform"]["wall"],
+                busy_over_uniform=m["busy"] / med["uniform"]["busy"],
+                torch_wall_ms=m["twall"],
+                torch_bottleneck_ms=m["tbusy"],
+                torch_wall_over_uniform=m["twall"] / med["uniform"]["twall"],
+                ours_wall_over_torch=m["wall"] / m["twall"]
+                if m["twall"] == m["twall"]
+                else float("nan"),
+            )
+        )
     t0 = time.perf_counter()
     p8 = pfeife.plan(g, 8, 16, 64 * 2**30, comm, rng, loop_cnts=(1, 2))
     plan_s_d8 = time.perf_counter() - t0
@@ -86,8 +122,28 @@ def main() -> None:
     sched = pfeife.make_schedule(2, M, S, 2, 0)
     ev = pipeline_sim.event_table(sched, S, M)
     t = pfeife.kernel_tables(g, np.arange(g.n))
-    cands = np.sort(np.stack([rng.choice(np.arange(1, g.n), S - 1, replace=False) for _ in range(K)]), 1).astype(np.int32)
-    a = (t.fp, t.bp, t.op, t.ap, t.wp, t.tmp, t.es, t.ed, t.eb, cands, ev, np.array(comm.params), 2, M)
+    cands = np.sort(
+        np.stack(
+            [rng.choice(np.arange(1, g.n), S - 1, replace=False) for _ in range(K)]
+        ),
+        1,
+    ).astype(np.int32)
+    a = (
+        t.fp,
+        t.bp,
+        t.op,
+        t.ap,
+        t.wp,
+        t.tmp,
+        t.es,
+        t.ed,
+        t.eb,
+        cands,
+        ev,
+        np.array(comm.params),
+        2,
+        M,
+    )
     t0 = time.perf_counter()
     pipeline_sim.batched_makespan_reference(*a)
     ref_s = time.perf_counter() - t0
@@ -97,12 +153,32 @@ def main() -> None:
         t0 = time.perf_counter()
         pipeline_sim.batched_makespan(*a)
         gs = time.perf_counter() - t0
-        scorer.update(kernel_s=gs, kernel_candidates_per_s=K / gs, kernel_over_numpy_speed=ref_s / gs)
-    out = {"device": device_name(), "backend": backend_label(), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "setup": dict(model="HeteroMLP(24, 128, x4)", batch=B, D=D, M=M, n_steps=args.n_steps, n_rounds=args.n_rounds,
-                         comm=dict(c_ms=comm.c_ms, m_ms_per_byte=comm.m_ms_per_byte, x0_bytes=comm.x0_bytes)),
-           "plans": rows, "planner": dict(D2_s=plan_s_d2, D8_s=plan_s_d8, D8_S=p8.S, D8_evaluated=p8.n_evaluated),
-           "scorer": scorer}
+        scorer.update(
+            kernel_s=gs,
+            kernel_candidates_per_s=K / gs,
+            kernel_over_numpy_speed=ref_s / gs,
+        )
+    out = {
+        "device": device_name(),
+        "backend": backend_label(),
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "setup": dict(
+            model="HeteroMLP(24, 128, x4)",
+            batch=B,
+            D=D,
+            M=M,
+            n_steps=args.n_steps,
+            n_rounds=args.n_rounds,
+            comm=dict(
+                c_ms=comm.c_ms, m_ms_per_byte=comm.m_ms_per_byte, x0_bytes=comm.x0_bytes
+            ),
+        ),
+        "plans": rows,
+        "planner": dict(
+            D2_s=plan_s_d2, D8_s=plan_s_d8, D8_S=p8.S, D8_evaluated=p8.n_evaluated
+        ),
+        "scorer": scorer,
+    }
     path = Path(__file__).resolve().parent / "results" / "pfeife.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")

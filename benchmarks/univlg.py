@@ -41,8 +41,11 @@ def bench_knn(N: int, n_reps: int, rng: np.random.Generator) -> dict:
     n_sc = 10
     pts = rng.uniform(-2, 2, (N, 3)).astype(np.float32)
     b = np.repeat(np.arange(n_sc), N // n_sc)
-    pts = pts[:len(b)]
-    t_ref = _best(lambda: knn_attention.knn_reference(pts, pts, 8, b, b), n_reps if N <= 10_000 else 1)
+    pts = pts[: len(b)]
+    t_ref = _best(
+        lambda: knn_attention.knn_reference(pts, pts, 8, b, b),
+        n_reps if N <= 10_000 else 1,
+    )
 
     def kd():
         for s in range(n_sc):
@@ -50,14 +53,24 @@ def bench_knn(N: int, n_reps: int, rng: np.random.Generator) -> dict:
             cKDTree(sel).query(sel, 8)
 
     t_kd = _best(kd, n_reps)
-    out = {"N": int(len(b)), "torch_reference_s": t_ref, "ckdtree_s": t_kd, "reference_over_ckdtree": t_ref / t_kd}
+    out = {
+        "N": int(len(b)),
+        "torch_reference_s": t_ref,
+        "ckdtree_s": t_kd,
+        "reference_over_ckdtree": t_ref / t_kd,
+    }
     idx, _ = knn_attention.knn_reference(pts, pts, 8, b, b)
     c = 64
     q, k, v = (torch.randn(len(b), c) for _ in range(3))
     pe = torch.randn(len(b), 8, c)
     it = torch.from_numpy(idx)
     with torch.no_grad():
-        out["attention_reference_s"] = _best(lambda: knn_attention.neighbour_attention_reference(q, k, v, it, pe, heads=4), n_reps)
+        out["attention_reference_s"] = _best(
+            lambda: knn_attention.neighbour_attention_reference(
+                q, k, v, it, pe, heads=4
+            ),
+            n_reps,
+        )
     if gpu_available():  # pragma: no cover - GPU
         import cupy as cp
 
@@ -75,7 +88,9 @@ def bench_knn(N: int, n_reps: int, rng: np.random.Generator) -> dict:
             cp.cuda.Device().synchronize()
 
         out["attention_kernel_s"] = _best(ga, n_reps)
-        out["attention_reference_over_kernel"] = out["attention_reference_s"] / out["attention_kernel_s"]
+        out["attention_reference_over_kernel"] = (
+            out["attention_reference_s"] / out["attention_kernel_s"]
+        )
     else:
         out["kernel_s"] = "not recorded (no GPU)"
     return out
@@ -92,8 +107,13 @@ def bench_training(n_updates: int, rng: np.random.Generator) -> dict:
     univlg.train_grounding(model, [cache], 2, rng)
     t0, c0 = time.perf_counter(), time.process_time()
     h = univlg.train_grounding(model, [cache], n_updates, rng)
-    return {"updates": h["steps"], "updates_per_s_wall": h["steps"] / (time.perf_counter() - t0),
-            "updates_per_cpu_s": h["steps"] / (time.process_time() - c0), "batch": 8, "points": 768}
+    return {
+        "updates": h["steps"],
+        "updates_per_s_wall": h["steps"] / (time.perf_counter() - t0),
+        "updates_per_cpu_s": h["steps"] / (time.process_time() - c0),
+        "batch": 8,
+        "points": 768,
+    }
 
 
 def main() -> None:
@@ -102,14 +122,20 @@ def main() -> None:
     ap.add_argument("--n-reps", type=int, default=3)
     ap.add_argument("--n-updates", type=int, default=10)
     a = ap.parse_args()
-    profile_config("cpu")   # one thread, as the chapter runs
+    profile_config("cpu")  # one thread, as the chapter runs
     rng = np.random.default_rng(0)
-    res = {"device": device_name(), "backend": backend_label(), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "threads": torch.get_num_threads(), "knn_attention": [], "training": "not recorded (run stopped)"}
+    res = {
+        "device": device_name(),
+        "backend": backend_label(),
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "threads": torch.get_num_threads(),
+        "knn_attention": [],
+        "training": "not recorded (run stopped)",
+    }
     path = Path(__file__).resolve().parent / "results" / "univlg.json"
     res["training"] = bench_training(a.n_updates, rng)
     path.write_text(json.dumps(res, indent=2) + "\n")
-    for N in a.Ns:   # written after every size, so a stopped run keeps what it measured
+    for N in a.Ns:  # written after every size, so a stopped run keeps what it measured
         res["knn_attention"].append(bench_knn(N, a.n_reps, rng))
         path.write_text(json.dumps(res, indent=2) + "\n")
     print(json.dumps(res, indent=2))

@@ -35,20 +35,37 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-images", type=int, default=4)
     ap.add_argument("--n-reps", type=int, default=2)
-    ap.add_argument("--out", default=str(repo_root() / "benchmarks" / "results" / "vae_variance_attack.json"))
+    ap.add_argument(
+        "--out",
+        default=str(
+            repo_root() / "benchmarks" / "results" / "vae_variance_attack.json"
+        ),
+    )
     a = ap.parse_args()
     profile_config("cpu")
     limits = _limits.measure()  # once, after the thread policy is set
     print(_limits.describe(limits), flush=True)
     models = vaa.load_models(repo_root() / "data" / "03-vae-variance-attack")
     vae, unet, n_train = models["vaes"][0], models["unet"], models["n_train"]
-    x = torch.from_numpy(vaa.synthetic_faces([n_train], a.n_images, vae.config.sample_size, np.random.default_rng(0))[0])
+    x = torch.from_numpy(
+        vaa.synthetic_faces(
+            [n_train], a.n_images, vae.config.sample_size, np.random.default_rng(0)
+        )[0]
+    )
     d = vaa.DEFAULTS
     methods = {
-        "la": lambda r: vaa.pgd_protect(vae, x, "la", r, n_steps=d.n_steps, align_every=d.n_steps + 1)[0],
-        "le": lambda r: vaa.pgd_protect(vae, x, "le", r, n_steps=d.n_steps, align_every=d.n_steps + 1)[0],
-        "pid_addlog": lambda r: vaa.pgd_protect(vae, x, "pid_addlog", r, n_steps=d.n_steps, align_every=d.n_steps + 1)[0],
-        "aspl": lambda r: vaa.aspl_protect(unet, vae, x, n_train + 1, r, prior_class=n_train),
+        "la": lambda r: vaa.pgd_protect(
+            vae, x, "la", r, n_steps=d.n_steps, align_every=d.n_steps + 1
+        )[0],
+        "le": lambda r: vaa.pgd_protect(
+            vae, x, "le", r, n_steps=d.n_steps, align_every=d.n_steps + 1
+        )[0],
+        "pid_addlog": lambda r: vaa.pgd_protect(
+            vae, x, "pid_addlog", r, n_steps=d.n_steps, align_every=d.n_steps + 1
+        )[0],
+        "aspl": lambda r: vaa.aspl_protect(
+            unet, vae, x, n_train + 1, r, prior_class=n_train
+        ),
     }
     rows, flops = {}, {}
     for name, fn in methods.items():
@@ -60,20 +77,40 @@ def main() -> None:
             best_wall = min(best_wall, time.perf_counter() - w0)
         ratio = vaa.latent_variance_ratio(vae, x, x_adv)
         flops[name] = _limits.torch_flops(lambda: fn(np.random.default_rng(0)))
-        rows[name] = {"cpu_s_per_image": best_cpu / a.n_images, "wall_s_per_image": best_wall / a.n_images,
-                      "v_ratio_median": ratio, "v_gain_per_cpu_s": (ratio - 1) / best_cpu}
+        rows[name] = {
+            "cpu_s_per_image": best_cpu / a.n_images,
+            "wall_s_per_image": best_wall / a.n_images,
+            "v_ratio_median": ratio,
+            "v_gain_per_cpu_s": (ratio - 1) / best_cpu,
+        }
     for name, r in rows.items():
         r["cpu_time_over_la"] = r["cpu_s_per_image"] / rows["la"]["cpu_s_per_image"]
-    out = {"device": device_name(), "backend": backend_label(), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "n_images": a.n_images, "n_steps": d.n_steps, "n_reps": a.n_reps, "torch_threads": torch.get_num_threads(),
-           "methods": rows}
-    loops = [_limits.compute_bound(
-        f"{name} protection ({'5 rounds x 6 PGD steps + surrogate fine-tunes' if name == 'aspl' else f'{d.n_steps} PGD steps'})",
-        f"{a.n_images} images {tuple(x.shape[1:])}", flops[name], rows[name]["cpu_s_per_image"] * a.n_images, limits,
-        precision="fp32", baseline=None if name == "la" else "LA",
-        ratio=None if name == "la" else rows["la"]["cpu_s_per_image"] / rows[name]["cpu_s_per_image"],
-        counted="torch FLOP counter over one protection call (convolutions and matmuls, fwd+bwd)")
-        for name in rows]
+    out = {
+        "device": device_name(),
+        "backend": backend_label(),
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "n_images": a.n_images,
+        "n_steps": d.n_steps,
+        "n_reps": a.n_reps,
+        "torch_threads": torch.get_num_threads(),
+        "methods": rows,
+    }
+    loops = [
+        _limits.compute_bound(
+            f"{name} protection ({'5 rounds x 6 PGD steps + surrogate fine-tunes' if name == 'aspl' else f'{d.n_steps} PGD steps'})",
+            f"{a.n_images} images {tuple(x.shape[1:])}",
+            flops[name],
+            rows[name]["cpu_s_per_image"] * a.n_images,
+            limits,
+            precision="fp32",
+            baseline=None if name == "la" else "LA",
+            ratio=None
+            if name == "la"
+            else rows["la"]["cpu_s_per_image"] / rows[name]["cpu_s_per_image"],
+            counted="torch FLOP counter over one protection call (convolutions and matmuls, fwd+bwd)",
+        )
+        for name in rows
+    ]
     _limits.attach(out, limits, loops)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")

@@ -90,8 +90,14 @@ def versions() -> dict[str, str]:
     return out
 
 
-def bench_decisions(sizes: list[int], d: int, kappa: float, batch: int, repeats: int,
-                    rng: np.random.Generator) -> list[dict]:
+def bench_decisions(
+    sizes: list[int],
+    d: int,
+    kappa: float,
+    batch: int,
+    repeats: int,
+    rng: np.random.Generator,
+) -> list[dict]:
     """Time per decision of B-exp, vMF-exp + exact MIPS and vMF-exp + HNSW for each n."""
     import torch
 
@@ -135,7 +141,10 @@ def bench_decisions(sizes: list[int], d: int, kappa: float, batch: int, repeats:
         queries = vmf.sample_vmf(V, kappa, batch, rng)
         recall = hnsw.recall(queries, k=1)
         row = {
-            "n": n, "d": d, "kappa": kappa, "batch": batch,
+            "n": n,
+            "d": d,
+            "kappa": kappa,
+            "batch": batch,
             "boltzmann_ms": 1e3 * t_b / batch,
             "boltzmann_icml25_ms": 1e3 * t_lib / batch,
             "boltzmann_torch_ms": 1e3 * t_torch / batch,
@@ -144,26 +153,50 @@ def bench_decisions(sizes: list[int], d: int, kappa: float, batch: int, repeats:
             "speedup_exact_vs_boltzmann": t_b / t_e,
             "speedup_hnsw_vs_boltzmann": t_b / t_h,
             "hnsw_build_s": build,
-            "hnsw_params": {"M": hnsw.M, "ef_construction": hnsw.ef_construction, "ef_search": hnsw.ef_search},
+            "hnsw_params": {
+                "M": hnsw.M,
+                "ef_construction": hnsw.ef_construction,
+                "ef_search": hnsw.ef_search,
+            },
             "recall_at_1": recall,
         }
         flops = 2.0 * batch * n * d
         row["hot_loops"] = [
-            _limits.compute_bound("vMF-exp decision, exact MIPS (vMF draw + mips_argmax)", f"n={n}, B={batch}, d={d}",
-                                  flops, t_e, LIMITS, precision="fp32", baseline="B-exp (faster of icml25 / torch)",
-                                  ratio=t_b / t_e, counted="2 B n d (score matmul only)"),
-            _limits.compute_bound("B-exp decision (softmax over all actions)", f"n={n}, B={batch}, d={d}",
-                                  flops, t_b, LIMITS, precision="fp32", counted="2 B n d (score matmul only)"),
+            _limits.compute_bound(
+                "vMF-exp decision, exact MIPS (vMF draw + mips_argmax)",
+                f"n={n}, B={batch}, d={d}",
+                flops,
+                t_e,
+                LIMITS,
+                precision="fp32",
+                baseline="B-exp (faster of icml25 / torch)",
+                ratio=t_b / t_e,
+                counted="2 B n d (score matmul only)",
+            ),
+            _limits.compute_bound(
+                "B-exp decision (softmax over all actions)",
+                f"n={n}, B={batch}, d={d}",
+                flops,
+                t_b,
+                LIMITS,
+                precision="fp32",
+                counted="2 B n d (score matmul only)",
+            ),
         ]
-        print(f"n={n:>9,}: B-exp {row['boltzmann_ms']:.4f} ms | vMF+exact {row['vmf_exact_ms']:.4f} ms | "
-              f"vMF+HNSW {row['vmf_hnsw_ms']:.4f} ms per decision | speed-up HNSW {row['speedup_hnsw_vs_boltzmann']:.1f}x "
-              f"| build {build:.1f} s | recall@1 {recall:.3f}", flush=True)
+        print(
+            f"n={n:>9,}: B-exp {row['boltzmann_ms']:.4f} ms | vMF+exact {row['vmf_exact_ms']:.4f} ms | "
+            f"vMF+HNSW {row['vmf_hnsw_ms']:.4f} ms per decision | speed-up HNSW {row['speedup_hnsw_vs_boltzmann']:.1f}x "
+            f"| build {build:.1f} s | recall@1 {recall:.3f}",
+            flush=True,
+        )
         rows.append(row)
         del X, hnsw
     return rows
 
 
-def bench_sampler(d: int, kappa: float, size: int, repeats: int, rng: np.random.Generator) -> dict:
+def bench_sampler(
+    d: int, kappa: float, size: int, repeats: int, rng: np.random.Generator
+) -> dict:
     """Throughput (samples/s) of our Wood sampler and of scipy.stats.vonmises_fisher."""
     from scipy import stats
 
@@ -173,36 +206,83 @@ def bench_sampler(d: int, kappa: float, size: int, repeats: int, rng: np.random.
     dist = stats.vonmises_fisher(mu, kappa)
     t_ours = median_time(lambda: vmf.sample_vmf(mu, kappa, size, rng), repeats)
     t_scipy = median_time(lambda: dist.rvs(size, random_state=rng), repeats)
-    out = {"d": d, "kappa": kappa, "size": size, "ours_per_s": size / t_ours, "scipy_per_s": size / t_scipy,
-           "ratio": t_scipy / t_ours}
-    out["hot_loops"] = [_limits.memory_bound(
-        "vMF sampler (sample_vmf, Wood + Householder)", f"{size} draws, d={d}, kappa={kappa:g}", 8.0 * size * d,
-        t_ours, LIMITS, baseline="scipy.stats.vonmises_fisher", ratio=t_scipy / t_ours,
-        counted="8 size d bytes of output written once")]
+    out = {
+        "d": d,
+        "kappa": kappa,
+        "size": size,
+        "ours_per_s": size / t_ours,
+        "scipy_per_s": size / t_scipy,
+        "ratio": t_scipy / t_ours,
+    }
+    out["hot_loops"] = [
+        _limits.memory_bound(
+            "vMF sampler (sample_vmf, Wood + Householder)",
+            f"{size} draws, d={d}, kappa={kappa:g}",
+            8.0 * size * d,
+            t_ours,
+            LIMITS,
+            baseline="scipy.stats.vonmises_fisher",
+            ratio=t_scipy / t_ours,
+            counted="8 size d bytes of output written once",
+        )
+    ]
     out["fraction_of_copy"] = out["hot_loops"][0]["fraction_of_limit"]
-    print(f"sampler d={d} kappa={kappa}: ours {out['ours_per_s']:.3g}/s, scipy {out['scipy_per_s']:.3g}/s, "
-          f"ours/scipy throughput ratio {out['ratio']:.2f}", flush=True)
+    print(
+        f"sampler d={d} kappa={kappa}: ours {out['ours_per_s']:.3g}/s, scipy {out['scipy_per_s']:.3g}/s, "
+        f"ours/scipy throughput ratio {out['ratio']:.2f}",
+        flush=True,
+    )
     return out
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (seconds), for smoke tests")
-    parser.add_argument("--sizes", type=int, nargs="+", default=None,
-                        help="numbers of actions n (default 10000 100000 200000; --quick: 2000 10000)")
-    parser.add_argument("--d", type=int, default=32, help="embedding dimension (default 32)")
-    parser.add_argument("--kappa", type=float, default=10.0, help="vMF concentration / inverse temperature")
-    parser.add_argument("--batch", type=int, default=256, help="states per decision batch (default 256)")
-    parser.add_argument("--repeats", type=int, default=None, help="timing repeats (default 7; --quick: 3)")
-    parser.add_argument("--sampler-size", type=int, default=None, help="draws per sampler timing (default 100000, the issue's setting)")
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes (seconds), for smoke tests"
+    )
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="numbers of actions n (default 10000 100000 200000; --quick: 2000 10000)",
+    )
+    parser.add_argument(
+        "--d", type=int, default=32, help="embedding dimension (default 32)"
+    )
+    parser.add_argument(
+        "--kappa",
+        type=float,
+        default=10.0,
+        help="vMF concentration / inverse temperature",
+    )
+    parser.add_argument(
+        "--batch", type=int, default=256, help="states per decision batch (default 256)"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timing repeats (default 7; --quick: 3)",
+    )
+    parser.add_argument(
+        "--sampler-size",
+        type=int,
+        default=None,
+        help="draws per sampler timing (default 100000, the issue's setting)",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=RESULTS, help=f"JSON output (default {RESULTS})")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help=f"JSON output (default {RESULTS})"
+    )
     args = parser.parse_args(argv)
     # a smoke run never overwrites the full results
     if args.quick and args.out == RESULTS:
         args.out = RESULTS.with_name("vmf_exploration_quick.json")
 
-    sizes = args.sizes or ([2_000, 10_000] if args.quick else [10_000, 100_000, 200_000])
+    sizes = args.sizes or (
+        [2_000, 10_000] if args.quick else [10_000, 100_000, 200_000]
+    )
     repeats = args.repeats or (3 if args.quick else 7)
     sampler_size = args.sampler_size or (20_000 if args.quick else 100_000)
     if min(sizes) < 1 or args.d < 2 or args.batch < 1 or repeats < 1:
@@ -232,7 +312,8 @@ def main(argv: list[str] | None = None) -> dict:
         "sampler": sampler,
         "provenance": {
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "command": "python benchmarks/vmf_exploration.py" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip(),
+            "command": "python benchmarks/vmf_exploration.py"
+            + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip(),
             "cpu": cpu_name(),
             "device": device_name(),
             "gpu_kernels": gpu_available(),
@@ -246,7 +327,9 @@ def main(argv: list[str] | None = None) -> dict:
             "host": platform.node(),
         },
     }
-    loops = [loop for row in decisions for loop in row.pop("hot_loops")] + sampler.pop("hot_loops")
+    loops = [loop for row in decisions for loop in row.pop("hot_loops")] + sampler.pop(
+        "hot_loops"
+    )
     _limits.attach(record, LIMITS, loops)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=2) + "\n")

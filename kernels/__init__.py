@@ -46,7 +46,11 @@ def kernel_source(name: str) -> str:
     return path.read_text()
 
 
-def compile_ptx(name: str, arch: str = "compute_90", options: tuple[str, ...] = DEFAULT_NVRTC_OPTIONS) -> str:
+def compile_ptx(
+    name: str,
+    arch: str = "compute_90",
+    options: tuple[str, ...] = DEFAULT_NVRTC_OPTIONS,
+) -> str:
     """Compile ``kernels/<name>.cu`` to PTX with NVRTC; works without a GPU or CUDA driver.
 
     Uses CuPy's low-level NVRTC binding (``cupy.cuda.nvrtc``), which only needs the NVRTC shared
@@ -73,7 +77,9 @@ def compile_ptx(name: str, arch: str = "compute_90", options: tuple[str, ...] = 
             nvrtc.compileProgram(prog, (f"-arch={arch}", *options))
         except nvrtc.NVRTCError as err:
             log = nvrtc.getProgramLog(prog)
-            raise RuntimeError(f"NVRTC failed to compile {name}.cu ({err}):\n{log}") from err
+            raise RuntimeError(
+                f"NVRTC failed to compile {name}.cu ({err}):\n{log}"
+            ) from err
         ptx = nvrtc.getPTX(prog)
         return ptx.decode() if isinstance(ptx, bytes) else ptx
     finally:

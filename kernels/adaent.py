@@ -55,15 +55,19 @@ def _is_torch(a: Any) -> bool:
 def _check_pair(q_soft: Any, q_plain: Any, threshold: Any) -> tuple[Any, Any, float]:
     """Both (B, M) with M >= 2, equal shapes, finite; threshold in [-1, 1]. Torch stays torch."""
     if _is_torch(q_soft) or _is_torch(q_plain):
-        q_soft = check_tensor(q_soft, "q_soft", ndim=2)      # finite, floating
+        q_soft = check_tensor(q_soft, "q_soft", ndim=2)  # finite, floating
         q_plain = check_tensor(q_plain, "q_plain", ndim=2)
     else:
         q_soft = check_array(q_soft, "q_soft", ndim=2, dtype=np.float32)
         q_plain = check_array(q_plain, "q_plain", ndim=2, dtype=np.float32)
     if tuple(q_soft.shape) != tuple(q_plain.shape):
-        raise ValueError(f"q_plain must have the shape of q_soft {tuple(q_soft.shape)}, got {tuple(q_plain.shape)}")
+        raise ValueError(
+            f"q_plain must have the shape of q_soft {tuple(q_soft.shape)}, got {tuple(q_plain.shape)}"
+        )
     if q_soft.shape[1] < 2:
-        raise ValueError(f"q_soft must hold M >= 2 sampled actions per state, got M = {q_soft.shape[1]}")
+        raise ValueError(
+            f"q_soft must hold M >= 2 sampled actions per state, got M = {q_soft.shape[1]}"
+        )
     return q_soft, q_plain, check_real(threshold, "threshold", low=-1.0, high=1.0)
 
 
@@ -80,11 +84,15 @@ def _finite_cos(cos: Any) -> None:
     """Refuse a cosine that float32 could not hold (rows whose squared norms overflow, ~1e19)."""
     ok = bool(cos.isfinite().all()) if _is_torch(cos) else bool(np.isfinite(cos).all())
     if not ok:
-        raise ValueError("q_soft and q_plain are too large for the float32 landscape test (a row's squared "
-                         "norm overflows); rescale the critic values")
+        raise ValueError(
+            "q_soft and q_plain are too large for the float32 landscape test (a row's squared "
+            "norm overflows); rescale the critic values"
+        )
 
 
-def landscape_similarity_reference(q_soft: Any, q_plain: Any, threshold: float) -> tuple[Any, Any]:
+def landscape_similarity_reference(
+    q_soft: Any, q_plain: Any, threshold: float
+) -> tuple[Any, Any]:
     """Cosine similarity of the row-min-shifted soft and plain critic landscapes (reference).
 
     ``x = q_soft - min_j q_soft``, ``y = q_plain - min_j q_plain`` per row;
@@ -112,12 +120,16 @@ def landscape_similarity_reference(q_soft: Any, q_plain: Any, threshold: float) 
         return cos, mask
     import torch
 
-    cos, mask = _similarity_torch(torch.from_numpy(q_soft), torch.from_numpy(q_plain), threshold)
+    cos, mask = _similarity_torch(
+        torch.from_numpy(q_soft), torch.from_numpy(q_plain), threshold
+    )
     _finite_cos(cos)
     return cos.numpy(), mask.numpy()
 
 
-def landscape_similarity_gpu(q_soft: Any, q_plain: Any, threshold: float) -> tuple[Any, Any]:  # pragma: no cover - GPU
+def landscape_similarity_gpu(
+    q_soft: Any, q_plain: Any, threshold: float
+) -> tuple[Any, Any]:  # pragma: no cover - GPU
     """CuPy launcher of :func:`landscape_similarity`: one block per state (CuPy arrays in and out).
 
     Trusts its arguments (validated by :func:`landscape_similarity`)."""
@@ -131,12 +143,18 @@ def landscape_similarity_gpu(q_soft: Any, q_plain: Any, threshold: float) -> tup
     cos = cp.empty(B, dtype=cp.float32)
     mask = cp.empty(B, dtype=cp.int32)
     fn = load_module("adaent").get_function("adaent_similarity")
-    fn((B,), (_BLOCK,), (qs, qp, np.int64(B), np.int64(M), np.float32(threshold), cos, mask),
-       shared_mem=3 * _BLOCK * 4)
+    fn(
+        (B,),
+        (_BLOCK,),
+        (qs, qp, np.int64(B), np.int64(M), np.float32(threshold), cos, mask),
+        shared_mem=3 * _BLOCK * 4,
+    )
     return cos, mask.astype(cp.bool_)
 
 
-def landscape_similarity(q_soft: Any, q_plain: Any, threshold: float) -> tuple[Any, Any]:
+def landscape_similarity(
+    q_soft: Any, q_plain: Any, threshold: float
+) -> tuple[Any, Any]:
     """The AdaEnt landscape test (contract of :func:`landscape_similarity_reference`).
 
     Torch tensors on a CUDA device go through the CUDA kernel (via DLPack) when a GPU is usable
@@ -155,8 +173,11 @@ def landscape_similarity(q_soft: Any, q_plain: Any, threshold: float) -> tuple[A
             import cupy as cp
             import torch
 
-            cos, mask = landscape_similarity_gpu(cp.from_dlpack(q_soft.detach().float().contiguous()),
-                                                 cp.from_dlpack(q_plain.detach().float().contiguous()), threshold)
+            cos, mask = landscape_similarity_gpu(
+                cp.from_dlpack(q_soft.detach().float().contiguous()),
+                cp.from_dlpack(q_plain.detach().float().contiguous()),
+                threshold,
+            )
             cos, mask = torch.from_dlpack(cos), torch.from_dlpack(mask)
         else:
             cos, mask = _similarity_torch(q_soft, q_plain, threshold)
@@ -168,7 +189,9 @@ def landscape_similarity(q_soft: Any, q_plain: Any, threshold: float) -> tuple[A
     else:
         import torch
 
-        cos, mask = _similarity_torch(torch.from_numpy(q_soft), torch.from_numpy(q_plain), threshold)
+        cos, mask = _similarity_torch(
+            torch.from_numpy(q_soft), torch.from_numpy(q_plain), threshold
+        )
         cos, mask = cos.numpy(), mask.numpy()
     _finite_cos(cos)
     return cos, mask
@@ -177,9 +200,14 @@ def landscape_similarity(q_soft: Any, q_plain: Any, threshold: float) -> tuple[A
 def _check_grid(Q: Any, alpha: Any, da: Any) -> tuple[np.ndarray, float, float]:
     Q = check_array(Q, "Q", ndim=2, dtype=np.float64, min_size=1)
     if Q.shape[1] < 1:
-        raise ValueError(f"Q must have at least one action per row, got shape {Q.shape}")
-    return (np.ascontiguousarray(Q), check_real(alpha, "alpha", low=0.0),
-            check_real(da, "da", low=0.0, low_open=True))
+        raise ValueError(
+            f"Q must have at least one action per row, got shape {Q.shape}"
+        )
+    return (
+        np.ascontiguousarray(Q),
+        check_real(alpha, "alpha", low=0.0),
+        check_real(da, "da", low=0.0, low_open=True),
+    )
 
 
 def _grid_soft_value_cpu(Q: np.ndarray, alpha: float, da: float) -> np.ndarray:
@@ -188,7 +216,9 @@ def _grid_soft_value_cpu(Q: np.ndarray, alpha: float, da: float) -> np.ndarray:
     # shift by the row maximum first: Q / alpha alone overflows for tiny alpha
     top = Q.max(axis=1)
     with np.errstate(over="ignore"):  # (Q - top) / alpha -> -inf contributes exactly 0
-        return top + alpha * (logsumexp((Q - top[:, None]) / alpha, axis=1) + math.log(da))
+        return top + alpha * (
+            logsumexp((Q - top[:, None]) / alpha, axis=1) + math.log(da)
+        )
 
 
 def grid_soft_value_reference(Q: np.ndarray, alpha: float, da: float) -> np.ndarray:
@@ -213,7 +243,9 @@ def grid_soft_value_reference(Q: np.ndarray, alpha: float, da: float) -> np.ndar
     return _grid_soft_value_cpu(*_check_grid(Q, alpha, da))
 
 
-def grid_soft_value_gpu(Q: Any, alpha: float, da: float) -> Any:  # pragma: no cover - GPU
+def grid_soft_value_gpu(
+    Q: Any, alpha: float, da: float
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`grid_soft_value`: one block per row (CuPy (B,) float64 out).
 
     Trusts its arguments (validated by :func:`grid_soft_value`)."""
@@ -225,8 +257,12 @@ def grid_soft_value_gpu(Q: Any, alpha: float, da: float) -> Any:  # pragma: no c
     B, A = (int(v) for v in Qd.shape)
     V = cp.empty(B, dtype=cp.float64)
     fn = load_module("adaent").get_function("grid_soft_value")
-    fn((B,), (_BLOCK,), (Qd, np.int64(B), np.int64(A), np.float64(alpha), np.float64(math.log(da)), V),
-       shared_mem=_BLOCK * 8)
+    fn(
+        (B,),
+        (_BLOCK,),
+        (Qd, np.int64(B), np.int64(A), np.float64(alpha), np.float64(math.log(da)), V),
+        shared_mem=_BLOCK * 8,
+    )
     return V
 
 

@@ -31,6 +31,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from icml25.common import gpu_available
+
 # shared with triplets.py (the .cu files repeat it)
 from icml25.kernels import _splitmix64
 
@@ -72,19 +73,26 @@ def max_batch() -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def uniforms_reference(n_trials: int, m: int, seed: int, trial_offset: int = 0) -> np.ndarray:
+def uniforms_reference(
+    n_trials: int, m: int, seed: int, trial_offset: int = 0
+) -> np.ndarray:
     """The ``(R, m)`` float64 uniforms in (0, 1) behind :func:`exp_clock_keys` (same bits as CUDA).
 
     ``u[r, e] = ((h >> 11) + 0.5) 2^-53`` with ``h = splitmix64(splitmix64(seed) ^ ((offset + r) m + e))``.
     """
     mixed = _splitmix64(np.array([seed % 2**64], dtype=np.uint64))[0]
-    counter = (np.arange(trial_offset, trial_offset + n_trials, dtype=np.uint64)[:, None] * np.uint64(m)
-               + np.arange(m, dtype=np.uint64)[None, :])
+    counter = (
+        np.arange(trial_offset, trial_offset + n_trials, dtype=np.uint64)[:, None]
+        * np.uint64(m)
+        + np.arange(m, dtype=np.uint64)[None, :]
+    )
     h = _splitmix64(mixed ^ counter)
     return ((h >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
 
 
-def exp_clock_keys_reference(wc: np.ndarray, n_trials: int, seed: int, trial_offset: int = 0) -> np.ndarray:
+def exp_clock_keys_reference(
+    wc: np.ndarray, n_trials: int, seed: int, trial_offset: int = 0
+) -> np.ndarray:
     """Exponential clocks ``key[r, e] = float32(-log(u[r, e]) / wc[e])`` (NumPy reference).
 
     Args:
@@ -100,7 +108,9 @@ def exp_clock_keys_reference(wc: np.ndarray, n_trials: int, seed: int, trial_off
     return (-np.log(u) / np.asarray(wc, dtype=np.float64)[None, :]).astype(np.float32)
 
 
-def exp_clock_keys_gpu(wc: Any, n_trials: int, seed: int, trial_offset: int = 0) -> Any:  # pragma: no cover - GPU
+def exp_clock_keys_gpu(
+    wc: Any, n_trials: int, seed: int, trial_offset: int = 0
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of ``exp_clock_keys``: ``wc`` (m,) NumPy or CuPy in, CuPy (R, m) float32 out."""
     import cupy as cp
 
@@ -112,12 +122,24 @@ def exp_clock_keys_gpu(wc: Any, n_trials: int, seed: int, trial_offset: int = 0)
     total = n_trials * m
     grid = min(max(1, (total + _BLOCK - 1) // _BLOCK), 65535 * 4)
     fn = load_module("contraction").get_function("exp_clock_keys")
-    fn((grid,), (_BLOCK,), (wc, key, np.int64(n_trials), np.int64(m), np.uint64(seed % 2**64),
-                            np.int64(trial_offset)))
+    fn(
+        (grid,),
+        (_BLOCK,),
+        (
+            wc,
+            key,
+            np.int64(n_trials),
+            np.int64(m),
+            np.uint64(seed % 2**64),
+            np.int64(trial_offset),
+        ),
+    )
     return key
 
 
-def exp_clock_keys(wc: np.ndarray, n_trials: int, seed: int, trial_offset: int = 0) -> np.ndarray:
+def exp_clock_keys(
+    wc: np.ndarray, n_trials: int, seed: int, trial_offset: int = 0
+) -> np.ndarray:
     """Exponential clocks (contract of :func:`exp_clock_keys_reference`): CUDA when a GPU is usable.
 
     Args:
@@ -128,8 +150,12 @@ def exp_clock_keys(wc: np.ndarray, n_trials: int, seed: int, trial_offset: int =
         (R, m) float32 NumPy keys, the same bits on both paths up to ``log`` rounding.
     """
     if gpu_available():  # pragma: no cover - GPU
-        return exp_clock_keys_gpu(np.asarray(wc, dtype=np.float64), n_trials, seed, trial_offset).get()
-    return exp_clock_keys_reference(np.asarray(wc, dtype=np.float64), n_trials, seed, trial_offset)
+        return exp_clock_keys_gpu(
+            np.asarray(wc, dtype=np.float64), n_trials, seed, trial_offset
+        ).get()
+    return exp_clock_keys_reference(
+        np.asarray(wc, dtype=np.float64), n_trials, seed, trial_offset
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,7 +171,9 @@ def _canonical(labels: np.ndarray, n: int) -> np.ndarray:
     return smallest[labels]
 
 
-def contract_by_keys_reference(edges: np.ndarray, keys: np.ndarray, n: int, stop_at: int = 2) -> np.ndarray:
+def contract_by_keys_reference(
+    edges: np.ndarray, keys: np.ndarray, n: int, stop_at: int = 2
+) -> np.ndarray:
     """Contract each trial down to ``stop_at`` components in ``(key, edge id)`` order (CPU reference).
 
     Kruskal's accepted edges are the minimum spanning forest of the order, so the partition is
@@ -210,7 +238,9 @@ def _kruskal_batched(u, v, keys, n, stop_at):
     return lab  # labels are the smallest vertex of each component by construction
 
 
-def contract_by_keys_gpu(edges: Any, keys: Any, n: int, stop_at: int = 2) -> Any:  # pragma: no cover - GPU
+def contract_by_keys_gpu(
+    edges: Any, keys: Any, n: int, stop_at: int = 2
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of ``contract_by_keys``: one thread block per trial (CuPy (R, n) int32 out)."""
     import cupy as cp
 
@@ -229,12 +259,30 @@ def contract_by_keys_gpu(edges: Any, keys: Any, n: int, stop_at: int = 2) -> Any
     tree = cp.empty((R, m), dtype=cp.uint8)
     labels = cp.empty((R, n), dtype=cp.int32)
     fn = load_module("contraction").get_function("contract_by_keys")
-    fn((R,), (_BLOCK,), (eu, ev, keys, np.int32(n), np.int32(m), np.int32(R), np.int32(stop_at),
-                         comp, nxt, best, tree, labels))
+    fn(
+        (R,),
+        (_BLOCK,),
+        (
+            eu,
+            ev,
+            keys,
+            np.int32(n),
+            np.int32(m),
+            np.int32(R),
+            np.int32(stop_at),
+            comp,
+            nxt,
+            best,
+            tree,
+            labels,
+        ),
+    )
     return labels
 
 
-def contract_by_keys(edges: np.ndarray, keys: np.ndarray, n: int, stop_at: int = 2) -> np.ndarray:
+def contract_by_keys(
+    edges: np.ndarray, keys: np.ndarray, n: int, stop_at: int = 2
+) -> np.ndarray:
     """Contraction by keys (contract of :func:`contract_by_keys_reference`): CUDA when a GPU is usable.
 
     Args:
@@ -245,7 +293,9 @@ def contract_by_keys(edges: np.ndarray, keys: np.ndarray, n: int, stop_at: int =
         (R, n) int32 NumPy labels, identical on both paths.
     """
     if gpu_available():  # pragma: no cover - GPU
-        return contract_by_keys_gpu(np.asarray(edges), np.asarray(keys), n, stop_at).get()
+        return contract_by_keys_gpu(
+            np.asarray(edges), np.asarray(keys), n, stop_at
+        ).get()
     return contract_by_keys_reference(np.asarray(edges), np.asarray(keys), n, stop_at)
 
 
@@ -254,14 +304,18 @@ def contract_by_keys(edges: np.ndarray, keys: np.ndarray, n: int, stop_at: int =
 # --------------------------------------------------------------------------------------------
 
 
-def cut_values_reference(edges: np.ndarray, weights: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def cut_values_reference(
+    edges: np.ndarray, weights: np.ndarray, labels: np.ndarray
+) -> np.ndarray:
     """``cut[r] = sum_e weights[e] [labels[r, u_e] != labels[r, v_e]]`` (NumPy reference), (R,) float64."""
     labels = np.atleast_2d(labels)
     crossing = labels[:, edges[:, 0]] != labels[:, edges[:, 1]]
     return crossing.astype(np.float64) @ np.asarray(weights, dtype=np.float64)
 
 
-def cut_values_gpu(edges: Any, weights: Any, labels: Any) -> Any:  # pragma: no cover - GPU
+def cut_values_gpu(
+    edges: Any, weights: Any, labels: Any
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of ``cut_values`` (CuPy (R,) float64 out)."""
     import cupy as cp
 
@@ -279,12 +333,26 @@ def cut_values_gpu(edges: Any, weights: Any, labels: Any) -> Any:  # pragma: no 
     total = R * m
     grid = min(max(1, (total + _BLOCK - 1) // _BLOCK), 65535 * 4)
     fn = load_module("contraction").get_function("cut_values")
-    fn((grid,), (_BLOCK,), (eu, ev, cp.asarray(weights, dtype=cp.float64), labels, np.int64(R), np.int64(n),
-                            np.int64(m), cut))
+    fn(
+        (grid,),
+        (_BLOCK,),
+        (
+            eu,
+            ev,
+            cp.asarray(weights, dtype=cp.float64),
+            labels,
+            np.int64(R),
+            np.int64(n),
+            np.int64(m),
+            cut,
+        ),
+    )
     return cut
 
 
-def cut_values(edges: np.ndarray, weights: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def cut_values(
+    edges: np.ndarray, weights: np.ndarray, labels: np.ndarray
+) -> np.ndarray:
     """Cut values (contract of :func:`cut_values_reference`): CUDA when a GPU is usable.
 
     Args:
@@ -294,8 +362,12 @@ def cut_values(edges: np.ndarray, weights: np.ndarray, labels: np.ndarray) -> np
         (R,) float64 NumPy cut values.
     """
     if gpu_available():  # pragma: no cover - GPU
-        return cut_values_gpu(np.asarray(edges), np.asarray(weights), np.asarray(labels)).get()
-    return cut_values_reference(np.asarray(edges), np.asarray(weights), np.asarray(labels))
+        return cut_values_gpu(
+            np.asarray(edges), np.asarray(weights), np.asarray(labels)
+        ).get()
+    return cut_values_reference(
+        np.asarray(edges), np.asarray(weights), np.asarray(labels)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,10 +376,26 @@ def cut_values(edges: np.ndarray, weights: np.ndarray, labels: np.ndarray) -> np
 
 
 def _phase_seed(seed: int, phase: int) -> int:
-    return int(_splitmix64(np.array([(seed + 0x632BE59BD9B4E019 * phase) % 2**64], dtype=np.uint64))[0])
+    return int(
+        _splitmix64(
+            np.array([(seed + 0x632BE59BD9B4E019 * phase) % 2**64], dtype=np.uint64)
+        )[0]
+    )
 
 
-def _trials(xp, keys_fn, contract_fn, cut_fn, edges, weights, n, n_trials, seed, phases, trial_offset):
+def _trials(
+    xp,
+    keys_fn,
+    contract_fn,
+    cut_fn,
+    edges,
+    weights,
+    n,
+    n_trials,
+    seed,
+    phases,
+    trial_offset,
+):
     labels = None
     for i, (wc, stop_at) in enumerate(phases):
         keys = keys_fn(wc, n_trials, _phase_seed(seed, i), trial_offset)
@@ -320,9 +408,15 @@ def _trials(xp, keys_fn, contract_fn, cut_fn, edges, weights, n, n_trials, seed,
     return cut_fn(edges, weights, labels), labels
 
 
-def contraction_trials_reference(edges: np.ndarray, weights: np.ndarray, n: int, n_trials: int, seed: int,
-                                 phases: Sequence[tuple[np.ndarray, int]],
-                                 trial_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def contraction_trials_reference(
+    edges: np.ndarray,
+    weights: np.ndarray,
+    n: int,
+    n_trials: int,
+    seed: int,
+    phases: Sequence[tuple[np.ndarray, int]],
+    trial_offset: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """``n_trials`` independent contraction trials, phase by phase (CPU reference).
 
     Phase ``i`` contracts with weights ``phases[i][0]`` until ``phases[i][1]`` super-vertices
@@ -337,26 +431,65 @@ def contraction_trials_reference(edges: np.ndarray, weights: np.ndarray, n: int,
         ``(cut, labels)``: (R,) float64 cut values under ``weights``, (R, n) int32 labels.
     """
     edges = np.asarray(edges)
-    return _trials(np, exp_clock_keys_reference, contract_by_keys_reference, cut_values_reference,
-                   edges, weights, n, n_trials, seed, phases, trial_offset)
+    return _trials(
+        np,
+        exp_clock_keys_reference,
+        contract_by_keys_reference,
+        cut_values_reference,
+        edges,
+        weights,
+        n,
+        n_trials,
+        seed,
+        phases,
+        trial_offset,
+    )
 
 
-def contraction_trials_gpu(edges: Any, weights: Any, n: int, n_trials: int, seed: int,
-                           phases: Sequence[tuple[Any, int]], trial_offset: int = 0) -> tuple[Any, Any]:  # pragma: no cover
+def contraction_trials_gpu(
+    edges: Any,
+    weights: Any,
+    n: int,
+    n_trials: int,
+    seed: int,
+    phases: Sequence[tuple[Any, int]],
+    trial_offset: int = 0,
+) -> tuple[Any, Any]:  # pragma: no cover
     """CuPy launcher of :func:`contraction_trials` (CuPy arrays out)."""
     import cupy as cp
 
     edges = cp.asarray(edges)
-    return _trials(cp, exp_clock_keys_gpu, contract_by_keys_gpu, cut_values_gpu, edges, weights, n, n_trials,
-                   seed, phases, trial_offset)
+    return _trials(
+        cp,
+        exp_clock_keys_gpu,
+        contract_by_keys_gpu,
+        cut_values_gpu,
+        edges,
+        weights,
+        n,
+        n_trials,
+        seed,
+        phases,
+        trial_offset,
+    )
 
 
-def contraction_trials(edges: np.ndarray, weights: np.ndarray, n: int, n_trials: int, seed: int,
-                       phases: Sequence[tuple[np.ndarray, int]],
-                       trial_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def contraction_trials(
+    edges: np.ndarray,
+    weights: np.ndarray,
+    n: int,
+    n_trials: int,
+    seed: int,
+    phases: Sequence[tuple[np.ndarray, int]],
+    trial_offset: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Whole contraction trials (contract of :func:`contraction_trials_reference`): CUDA when a
     GPU is usable. NumPy in, NumPy ``(cut (R,) float64, labels (R, n) int32)`` out."""
     if gpu_available():  # pragma: no cover - GPU
-        cut, labels = contraction_trials_gpu(edges, weights, n, n_trials, seed, phases, trial_offset)
+        cut, labels = contraction_trials_gpu(
+            edges, weights, n, n_trials, seed, phases, trial_offset
+        )
         return cut.get(), labels.get()
-    return contraction_trials_reference(edges, weights, n, n_trials, seed, phases, trial_offset)
+    return contraction_trials_reference(
+        edges, weights, n, n_trials, seed, phases, trial_offset
+    )

@@ -29,15 +29,19 @@ from icml25.common import gpu_available
 
 __all__ = [
     "GPU_MIN_ROWS",
-    "pareto_mask", "pareto_mask_reference", "pareto_mask_gpu",
-    "non_dominated_sort", "non_dominated_sort_reference", "non_dominated_sort_gpu",
+    "pareto_mask",
+    "pareto_mask_reference",
+    "pareto_mask_gpu",
+    "non_dominated_sort",
+    "non_dominated_sort_reference",
+    "non_dominated_sort_gpu",
     "hypervolume",
 ]
 
 #: the fewest rows for which the dispatchers launch the kernels
 GPU_MIN_ROWS = 4096
 _BLOCK = 128
-_CHUNK = 256                 # rows of F tested per step of the reference
+_CHUNK = 256  # rows of F tested per step of the reference
 # booleans in one (rows, candidates, D) comparison of the reference
 _PAIR_BUDGET = 8 * 2**20
 
@@ -46,10 +50,15 @@ def _check_F(F: Any) -> np.ndarray:
     # finite: NaN and inf are refused, naming F
     F = check_array(F, "F", ndim=2, dtype=np.float64)
     if F.shape[1] == 0:
-        raise ValueError(f"F must have at least one objective column, got shape {F.shape}")
+        raise ValueError(
+            f"F must have at least one objective column, got shape {F.shape}"
+        )
     n, D = F.shape
-    check_budget(f"dominance(n={n}, D={D})", n_bytes=64.0 * n * D + 2.0 * _PAIR_BUDGET,
-                 n_operations=float(n) * n * D)
+    check_budget(
+        f"dominance(n={n}, D={D})",
+        n_bytes=64.0 * n * D + 2.0 * _PAIR_BUDGET,
+        n_operations=float(n) * n * D,
+    )
     return np.ascontiguousarray(F)
 
 
@@ -60,7 +69,7 @@ def _any_dominated_by(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
         return out
     step = max(1, _PAIR_BUDGET // max(1, len(Q) * Q.shape[1]))
     for s in range(0, len(P), step):
-        p = P[s:s + step][None, :, :]
+        p = P[s : s + step][None, :, :]
         q = Q[:, None, :]
         out |= ((p >= q).all(axis=2) & (p > q).any(axis=2)).any(axis=1)
     return out
@@ -79,13 +88,13 @@ def _mask_math(F: np.ndarray) -> np.ndarray:
     keep_sorted = np.zeros(n, dtype=bool)
     if n == 0:
         return keep_sorted
-    order = np.lexsort(F.T[::-1])[::-1]           # column 0 primary key, descending
+    order = np.lexsort(F.T[::-1])[::-1]  # column 0 primary key, descending
     G = F[order]
     front = G[:0]
     for s in range(0, n, _CHUNK):
-        C = G[s:s + _CHUNK]
+        C = G[s : s + _CHUNK]
         dominated = _any_dominated_by(front, C) | _any_dominated_by(C, C)
-        keep_sorted[s:s + _CHUNK] = ~dominated
+        keep_sorted[s : s + _CHUNK] = ~dominated
         front = np.concatenate([front, C[~dominated]])
     mask = np.empty(n, dtype=bool)
     mask[order] = keep_sorted
@@ -136,7 +145,9 @@ def pareto_mask_gpu(F: Any) -> Any:  # pragma: no cover - GPU
     mask = cp.empty(n, dtype=cp.uint8)
     if n:
         grid = max(1, min((n + _BLOCK - 1) // _BLOCK, 65535))
-        load_module("dominance").get_function("pareto_mask")((grid,), (_BLOCK,), (F, mask, np.int64(n), np.int32(D)))
+        load_module("dominance").get_function("pareto_mask")(
+            (grid,), (_BLOCK,), (F, mask, np.int64(n), np.int32(D))
+        )
     return mask.astype(cp.bool_)
 
 
@@ -184,7 +195,9 @@ def non_dominated_sort_gpu(F: Any) -> Any:  # pragma: no cover - GPU
     mod = load_module("dominance")
     grid = max(1, min((n + _BLOCK - 1) // _BLOCK, 65535))
     count = cp.empty(n, dtype=cp.int32)
-    mod.get_function("dominator_count")((grid,), (_BLOCK,), (F, count, np.int64(n), np.int32(D)))
+    mod.get_function("dominator_count")(
+        (grid,), (_BLOCK,), (F, count, np.int64(n), np.int32(D))
+    )
     release = mod.get_function("release_front")
     ranked, r = 0, 0
     while ranked < n:
@@ -192,10 +205,16 @@ def non_dominated_sort_gpu(F: Any) -> Any:  # pragma: no cover - GPU
         k = int(front.size)
         # cannot happen for a strict partial order; guard against a silent infinite loop
         if k == 0:
-            raise RuntimeError("non_dominated_sort_gpu: no row left with zero dominators")
+            raise RuntimeError(
+                "non_dominated_sort_gpu: no row left with zero dominators"
+            )
         rank[front] = r
         ranked += k
-        release((grid,), (_BLOCK,), (F, front, np.int64(k), rank, count, np.int64(n), np.int32(D)))
+        release(
+            (grid,),
+            (_BLOCK,),
+            (F, front, np.int64(k), rank, count, np.int64(n), np.int32(D)),
+        )
         r += 1
     return rank
 
@@ -233,7 +252,9 @@ def hypervolume(F: Any, ref: Any) -> float:
     """
     F = check_array(F, "F", ndim=2, dtype=np.float64)
     if F.shape[1] == 0:
-        raise ValueError(f"F must have at least one objective column, got shape {F.shape}")
+        raise ValueError(
+            f"F must have at least one objective column, got shape {F.shape}"
+        )
     ref = check_array(ref, "ref", shape=(F.shape[1],), dtype=np.float64)
     better = F[(F > ref[None, :]).all(axis=1)]
     if better.shape[0] == 0:

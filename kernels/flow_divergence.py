@@ -67,7 +67,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml25.checks import check_bool, check_budget, check_choice, check_int, check_tensor
+from icml25.checks import (
+    check_bool,
+    check_budget,
+    check_choice,
+    check_int,
+    check_tensor,
+)
 from icml25.common import gpu_available
 
 __all__ = [
@@ -112,15 +118,23 @@ def _check_points(x: Any, name: str) -> torch.Tensor:
     """(B, d) finite real points, d >= 1, as a torch tensor on their device (NumPy/CuPy converted)."""
     x = check_tensor(x, name, ndim=2, floating=False)
     if x.shape[1] < 1:
-        raise ValueError(f"{name} must have shape (B, d) with d >= 1, got {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must have shape (B, d) with d >= 1, got {tuple(x.shape)}"
+        )
     return x
 
 
 def _check_params(params: Params, d: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """The MLP's layer list for input dimension d: [(W (out, in), b (out,)), ...], first in = d + 1
     (the input is [x, t]), each in = the previous out, last out = d."""
-    if isinstance(params, (str, bytes)) or not isinstance(params, Sequence) or len(params) == 0:
-        raise ValueError("params must be a non-empty list of (W (out, in), b (out,)) pairs")
+    if (
+        isinstance(params, (str, bytes))
+        or not isinstance(params, Sequence)
+        or len(params) == 0
+    ):
+        raise ValueError(
+            "params must be a non-empty list of (W (out, in), b (out,)) pairs"
+        )
     out: list[tuple[torch.Tensor, torch.Tensor]] = []
     n_in = d + 1
     for l, pair in enumerate(params):
@@ -129,16 +143,28 @@ def _check_params(params: Params, d: int) -> list[tuple[torch.Tensor, torch.Tens
         W = check_tensor(pair[0], f"params[{l}][0]", floating=False)
         b = check_tensor(pair[1], f"params[{l}][1]", floating=False)
         if W.ndim != 2:
-            raise ValueError(f"params[{l}]: W must be 2-D (out, in), got shape {tuple(W.shape)}")
+            raise ValueError(
+                f"params[{l}]: W must be 2-D (out, in), got shape {tuple(W.shape)}"
+            )
         if W.shape[1] != n_in:
-            what = "d + 1 = x.shape[1] + 1 (the input is [x, t])" if l == 0 else "the previous layer's out"
-            raise ValueError(f"params[{l}]: W has in = {W.shape[1]}, expected {n_in} ({what})")
+            what = (
+                "d + 1 = x.shape[1] + 1 (the input is [x, t])"
+                if l == 0
+                else "the previous layer's out"
+            )
+            raise ValueError(
+                f"params[{l}]: W has in = {W.shape[1]}, expected {n_in} ({what})"
+            )
         if b.shape != (W.shape[0],):
-            raise ValueError(f"params[{l}]: b must have shape ({W.shape[0]},), got {tuple(b.shape)}")
+            raise ValueError(
+                f"params[{l}]: b must have shape ({W.shape[0]},), got {tuple(b.shape)}"
+            )
         out.append((W, b))
         n_in = W.shape[0]
     if n_in != d:
-        raise ValueError(f"params[-1]: the last layer must output d = {d} values, got {n_in}")
+        raise ValueError(
+            f"params[-1]: the last layer must output d = {d} values, got {n_in}"
+        )
     return out
 
 
@@ -150,34 +176,48 @@ def _check_times(t: Any, B: int) -> torch.Tensor:
     if t.ndim == 0:
         t = t.expand(B)
     if t.shape != (B,):
-        raise ValueError(f"t must have shape (B,) = ({B},) or be a scalar, got {tuple(t.shape)}")
+        raise ValueError(
+            f"t must have shape (B,) = ({B},) or be a scalar, got {tuple(t.shape)}"
+        )
     if B > 0 and not bool((torch.isfinite(t) & (t >= 0) & (t <= 1)).all()):
-        raise ValueError(f"t must be finite and lie in [0, 1], got min {float(t.min()):.4g}, max {float(t.max()):.4g}")
+        raise ValueError(
+            f"t must be finite and lie in [0, 1], got min {float(t.min()):.4g}, max {float(t.max()):.4g}"
+        )
     return t
 
 
-def _check_euler_budget(what: str, layers: list[tuple[torch.Tensor, torch.Tensor]], B: int, n_steps: int) -> None:
+def _check_euler_budget(
+    what: str, layers: list[tuple[torch.Tensor, torch.Tensor]], B: int, n_steps: int
+) -> None:
     """Refuse an Euler likelihood whose work cannot fit: ``n_steps`` x ``B`` x (d + 1) forward
     passes of 2 x parameters operations, plus 1e3 per step for dispatching its torch calls."""
     d = layers[-1][0].shape[0]
     flops = 2.0 * sum(W.numel() + b.numel() for W, b in layers)
-    check_budget(f"{what}(n_steps={n_steps})", n_operations=n_steps * (B * flops * (d + 1) + 1e3))
+    check_budget(
+        f"{what}(n_steps={n_steps})", n_operations=n_steps * (B * flops * (d + 1) + 1e3)
+    )
 
 
-def _check_kernel_limits(params: list[tuple[torch.Tensor, torch.Tensor]], d: int) -> None:
+def _check_kernel_limits(
+    params: list[tuple[torch.Tensor, torch.Tensor]], d: int
+) -> None:
     if d > MAX_DIM:
         raise ValueError(
             f"d = {d} > {MAX_DIM}: the fused kernel keeps a (width, d+1) tangent matrix per sample in "
             f"shared memory (4 * (2 * NCOLS * LD + d + 2) bytes, NCOLS = 4 ceil((d+1)/4)); use the "
-            f"torch path for larger d")
+            f"torch path for larger d"
+        )
     widest = max(W.shape[0] for W, _ in params[:-1]) if len(params) > 1 else 0
     if widest > MAX_HIDDEN:
         raise ValueError(
             f"hidden width {widest} > {MAX_HIDDEN}: too large for the fused kernel's shared memory "
-            f"(4 * (2 * NCOLS * LD + d + 2) bytes, LD = max hidden width)")
+            f"(4 * (2 * NCOLS * LD + d + 2) bytes, LD = max hidden width)"
+        )
 
 
-def shared_memory_bytes(d: int, widths: Sequence[int], samples_per_block: int = 1) -> int:
+def shared_memory_bytes(
+    d: int, widths: Sequence[int], samples_per_block: int = 1
+) -> int:
     """Dynamic shared memory (bytes) of one block of the kernels for input dimension ``d``.
 
     ``4 * (2 * S * NCOLS * LD + S * (d + 2))`` with ``S = samples_per_block``,
@@ -208,8 +248,9 @@ def shared_memory_bytes(d: int, widths: Sequence[int], samples_per_block: int = 
 # --------------------------------------------------------------------------------------------
 
 
-def _forward_tangent(params: list[tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor, t: torch.Tensor
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+def _forward_tangent(
+    params: list[tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor, t: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """v (B,d) and div (B,) by forward-mode tangents; params already on x's device and dtype.
 
     The tangents of sample b are Ta[b] (d, width): row k = d(pre-activations)/dx_k (the
@@ -238,14 +279,18 @@ def _prepare(params: Params, x: Any, t: Any | None = None):
     layers = _check_params(params, d)
     dtype = _float_dtype(x)
     x = x.to(dtype)
-    layers = [(W.to(device=x.device, dtype=dtype), b.to(device=x.device, dtype=dtype)) for W, b in layers]
+    layers = [
+        (W.to(device=x.device, dtype=dtype), b.to(device=x.device, dtype=dtype))
+        for W, b in layers
+    ]
     if t is not None:
         t = _check_times(t, B).to(device=x.device, dtype=dtype)
     return layers, x, t
 
 
-def mlp_velocity_divergence_reference(params: Params, x: Points, t: Times, act: str = "swish"
-                                      ) -> tuple[torch.Tensor, torch.Tensor]:
+def mlp_velocity_divergence_reference(
+    params: Params, x: Points, t: Times, act: str = "swish"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Velocity and exact divergence of the SiLU MLP by forward-mode tangents (PyTorch).
 
     Propagates the ``d`` unit tangents e_1..e_d with the activations: a Linear maps the tangent
@@ -276,9 +321,13 @@ def mlp_velocity_divergence_reference(params: Params, x: Points, t: Times, act: 
     return _forward_tangent(layers, x, t)
 
 
-def euler_log_likelihood_reference(params: Params, x1: Points, n_steps: int, act: str = "swish",
-                                   return_all: bool = False
-                                   ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def euler_log_likelihood_reference(
+    params: Params,
+    x1: Points,
+    n_steps: int,
+    act: str = "swish",
+    return_all: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """log p_1(x1) of the flow by the reverse-time Euler scheme with exact divergence (PyTorch).
 
     Along dx/dt = v(x, t), d/dt log p_t(x_t) = -div v(x_t, t), so log p_1(x_1) = log p_0(x_0) -
@@ -312,8 +361,9 @@ def euler_log_likelihood_reference(params: Params, x1: Points, n_steps: int, act
     return (logp, x0, integral) if check_bool(return_all, "return_all") else logp
 
 
-def _euler_log_likelihood(layers: list[tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor, n_steps: int
-                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _euler_log_likelihood(
+    layers: list[tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor, n_steps: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``log p_1(x_1) = log N(x_0; 0, I_d) - I`` by reverse Euler with ``h = 1/n``, ``t_k = 1 - k h``:
     ``I <- I + h div v(x, t_k)``, ``x <- x - h v(x, t_k)``; returns ``(logp, x_0, I)``."""
     B, d = x.shape
@@ -348,11 +398,20 @@ def pack_params(params: Params) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ValueError: ``params`` is not a non-empty list of consistent ``(W, b)`` pairs of an MLP
             from ``d + 1`` inputs to ``d`` outputs.
     """
-    if isinstance(params, (str, bytes)) or not isinstance(params, Sequence) or len(params) == 0:
-        raise ValueError("params must be a non-empty list of (W (out, in), b (out,)) pairs")
+    if (
+        isinstance(params, (str, bytes))
+        or not isinstance(params, Sequence)
+        or len(params) == 0
+    ):
+        raise ValueError(
+            "params must be a non-empty list of (W (out, in), b (out,)) pairs"
+        )
     first = params[0]
-    W0 = check_tensor(first[0], "params[0][0]", floating=False) if isinstance(first, (tuple, list)) \
-        and len(first) == 2 else None
+    W0 = (
+        check_tensor(first[0], "params[0][0]", floating=False)
+        if isinstance(first, (tuple, list)) and len(first) == 2
+        else None
+    )
     if W0 is None or W0.ndim != 2:
         raise ValueError("params[0] must be a pair (W (out, in), b (out,))")
     layers = _check_params(params, int(W0.shape[1]) - 1)
@@ -367,11 +426,16 @@ def pack_params(params: Params) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         offsets.append(pos)
         chunks += [np.ascontiguousarray(W.T).ravel(), b.ravel()]
         pos += W.size + b.size
-    return np.concatenate(chunks), np.asarray(offsets, np.int32), np.asarray(widths, np.int32)
+    return (
+        np.concatenate(chunks),
+        np.asarray(offsets, np.int32),
+        np.asarray(widths, np.int32),
+    )
 
 
-def _launch_config(d: int, widths: np.ndarray, B: int, samples_per_block: int | None
-                   ):  # pragma: no cover - needs a GPU
+def _launch_config(
+    d: int, widths: np.ndarray, B: int, samples_per_block: int | None
+):  # pragma: no cover - needs a GPU
     """(NCOLS, LD, S, shared bytes, threads, grid) for B samples."""
     import cupy as cp
 
@@ -384,14 +448,19 @@ def _launch_config(d: int, widths: np.ndarray, B: int, samples_per_block: int | 
         # at least 4 blocks per SM
         n_sm = rt.deviceGetAttribute(rt.cudaDevAttrMultiProcessorCount, dev)
         S = 8
-        while S > 1 and (shared_memory_bytes(d, widths.tolist(), S) > 64 * 1024 or -(-B // S) < 4 * n_sm):
+        while S > 1 and (
+            shared_memory_bytes(d, widths.tolist(), S) > 64 * 1024
+            or -(-B // S) < 4 * n_sm
+        ):
             S //= 2
     else:
-            S = check_int(samples_per_block, "samples_per_block", low=1)
+        S = check_int(samples_per_block, "samples_per_block", low=1)
     smem = shared_memory_bytes(d, widths.tolist(), S)
     limit = rt.deviceGetAttribute(rt.cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)
     if smem > limit:
-        raise ValueError(f"the kernel needs {smem} B of shared memory per block; this GPU allows {limit} B")
+        raise ValueError(
+            f"the kernel needs {smem} B of shared memory per block; this GPU allows {limit} B"
+        )
     work = int(widths[1:].max()) * (S * ncols // TILE)
     threads = int(min(512, max(32, 32 * ((work + 31) // 32))))
     grid = int(min(max(-(-B // S), 1), _MAX_GRID))
@@ -413,20 +482,25 @@ def _to_cupy_f32(a: Any):  # pragma: no cover - needs a GPU
     if isinstance(a, torch.Tensor):
         a = a.detach()
         if a.is_cuda:
-            return cp.ascontiguousarray(cp.from_dlpack(a.contiguous()), dtype=cp.float32)
+            return cp.ascontiguousarray(
+                cp.from_dlpack(a.contiguous()), dtype=cp.float32
+            )
         a = a.cpu().numpy()
     return cp.ascontiguousarray(cp.asarray(a, dtype=cp.float32))
 
 
-def _gpu_setup(params: Params, x: Any, act: str, name: str, samples_per_block: int | None
-               ):  # pragma: no cover - needs a GPU
+def _gpu_setup(
+    params: Params, x: Any, act: str, name: str, samples_per_block: int | None
+):  # pragma: no cover - needs a GPU
     import cupy as cp
 
     check_choice(act, "act", SUPPORTED_ACTIVATIONS)
     # check the shape without a copy to the host
     if type(x).__module__.startswith("cupy"):
         if x.ndim != 2 or x.shape[1] < 1:
-            raise ValueError(f"{name} must have shape (B, d) with d >= 1, got {tuple(x.shape)}")
+            raise ValueError(
+                f"{name} must have shape (B, d) with d >= 1, got {tuple(x.shape)}"
+            )
         B, d = x.shape
     else:
         B, d = _check_points(x, name).shape
@@ -438,9 +512,13 @@ def _gpu_setup(params: Params, x: Any, act: str, name: str, samples_per_block: i
     return _to_cupy_f32(x), B, d, len(layers), dev, config
 
 
-def mlp_velocity_divergence_gpu(params: Params, x: Any, t: Any, act: str = "swish",
-                                samples_per_block: int | None = None
-                                ) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
+def mlp_velocity_divergence_gpu(
+    params: Params,
+    x: Any,
+    t: Any,
+    act: str = "swish",
+    samples_per_block: int | None = None,
+) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
     """CuPy launcher of ``mlp_velocity_divergence_kernel`` (float32; one block per S samples).
 
     Same arguments as :func:`mlp_velocity_divergence_reference` (torch CPU/CUDA, NumPy or CuPy);
@@ -455,22 +533,46 @@ def mlp_velocity_divergence_gpu(params: Params, x: Any, t: Any, act: str = "swis
     """
     import cupy as cp
 
-    xc, B, d, L, (buf, offsets, widths), (ncols, ld, S, smem, threads, grid) = _gpu_setup(
-        params, x, act, "x", samples_per_block)
+    xc, B, d, L, (buf, offsets, widths), (ncols, ld, S, smem, threads, grid) = (
+        _gpu_setup(params, x, act, "x", samples_per_block)
+    )
     tc = _to_cupy_f32(_check_times(t, B))
     v = cp.empty((B, d), dtype=cp.float32)
     div = cp.empty((B,), dtype=cp.float32)
     if B == 0:
         return v, div
     kernel = _get_kernel("mlp_velocity_divergence_kernel", smem)
-    kernel((grid,), (threads,), (buf, offsets, widths, np.int32(L), xc, tc, v, div, np.int32(B), np.int32(d),
-                                 np.int32(ncols), np.int32(ld), np.int32(S)), shared_mem=smem)
+    kernel(
+        (grid,),
+        (threads,),
+        (
+            buf,
+            offsets,
+            widths,
+            np.int32(L),
+            xc,
+            tc,
+            v,
+            div,
+            np.int32(B),
+            np.int32(d),
+            np.int32(ncols),
+            np.int32(ld),
+            np.int32(S),
+        ),
+        shared_mem=smem,
+    )
     return v, div
 
 
-def euler_log_likelihood_gpu(params: Params, x1: Any, n_steps: int, act: str = "swish",
-                             return_all: bool = False, samples_per_block: int | None = None
-                             ) -> Any:  # pragma: no cover - needs a GPU
+def euler_log_likelihood_gpu(
+    params: Params,
+    x1: Any,
+    n_steps: int,
+    act: str = "swish",
+    return_all: bool = False,
+    samples_per_block: int | None = None,
+) -> Any:  # pragma: no cover - needs a GPU
     """CuPy launcher of ``euler_log_likelihood_kernel``: all ``n_steps`` in one launch, float32.
 
     Same arguments and scheme as :func:`euler_log_likelihood_reference`; ``samples_per_block``
@@ -486,17 +588,38 @@ def euler_log_likelihood_gpu(params: Params, x1: Any, n_steps: int, act: str = "
     import cupy as cp
 
     n_steps = check_int(n_steps, "n_steps", low=1)
-    xc, B, d, L, (buf, offsets, widths), (ncols, ld, S, smem, threads, grid) = _gpu_setup(
-        params, x1, act, "x1", samples_per_block)
-    _check_euler_budget("euler_log_likelihood_gpu", _check_params(params, d), B, n_steps)
+    xc, B, d, L, (buf, offsets, widths), (ncols, ld, S, smem, threads, grid) = (
+        _gpu_setup(params, x1, act, "x1", samples_per_block)
+    )
+    _check_euler_budget(
+        "euler_log_likelihood_gpu", _check_params(params, d), B, n_steps
+    )
     x0 = cp.empty((B, d), dtype=cp.float32)
     integral = cp.empty((B,), dtype=cp.float32)
     logp = cp.empty((B,), dtype=cp.float32)
     if B > 0:
         kernel = _get_kernel("euler_log_likelihood_kernel", smem)
-        kernel((grid,), (threads,), (buf, offsets, widths, np.int32(L), xc, np.int32(n_steps), x0, integral, logp,
-                                     np.int32(B), np.int32(d), np.int32(ncols), np.int32(ld), np.int32(S)),
-               shared_mem=smem)
+        kernel(
+            (grid,),
+            (threads,),
+            (
+                buf,
+                offsets,
+                widths,
+                np.int32(L),
+                xc,
+                np.int32(n_steps),
+                x0,
+                integral,
+                logp,
+                np.int32(B),
+                np.int32(d),
+                np.int32(ncols),
+                np.int32(ld),
+                np.int32(S),
+            ),
+            shared_mem=smem,
+        )
     return (logp, x0, integral) if return_all else logp
 
 
@@ -512,8 +635,9 @@ def _like(a, ref: Any) -> torch.Tensor:  # pragma: no cover - needs a GPU
     return torch.from_numpy(a.get())
 
 
-def mlp_velocity_divergence(params: Params, x: Points, t: Times, act: str = "swish"
-                            ) -> tuple[torch.Tensor, torch.Tensor]:
+def mlp_velocity_divergence(
+    params: Params, x: Points, t: Times, act: str = "swish"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Dispatcher: the CUDA kernel when a GPU is usable, else :func:`mlp_velocity_divergence_reference`.
 
     Same arguments; returns torch tensors ``(v (B, d), div (B,))`` on x's device (float32 from the
@@ -533,8 +657,13 @@ def mlp_velocity_divergence(params: Params, x: Points, t: Times, act: str = "swi
     return mlp_velocity_divergence_reference(layers, xt, t, act)
 
 
-def euler_log_likelihood(params: Params, x1: Points, n_steps: int, act: str = "swish", return_all: bool = False
-                         ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def euler_log_likelihood(
+    params: Params,
+    x1: Points,
+    n_steps: int,
+    act: str = "swish",
+    return_all: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Dispatcher: the CUDA kernel when a GPU is usable, else :func:`euler_log_likelihood_reference`.
 
     Same arguments; returns torch tensors on x1's device (``logp (B,)``, or ``(logp, x0, I)``).

@@ -31,8 +31,14 @@ from icml25.checks import check_array, check_int, check_positive, check_tensor
 from icml25.common import gpu_available
 
 __all__ = [
-    "context_loglik", "context_loglik_reference", "context_loglik_gpu", "context_loglik_unfused",
-    "mmd_sums", "mmd_sums_reference", "mmd_sums_gpu", "MAX_D_GPU",
+    "context_loglik",
+    "context_loglik_reference",
+    "context_loglik_gpu",
+    "context_loglik_unfused",
+    "mmd_sums",
+    "mmd_sums_reference",
+    "mmd_sums_gpu",
+    "MAX_D_GPU",
 ]
 
 _BLOCK = 256
@@ -41,7 +47,9 @@ MAX_D_GPU = 64
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def _check_loglik_args(SR: Any, SR2: Any, shift: Any, sigma: Any, n: Any) -> tuple[Any, Any, Any, Any, int]:
+def _check_loglik_args(
+    SR: Any, SR2: Any, shift: Any, sigma: Any, n: Any
+) -> tuple[Any, Any, Any, Any, int]:
     import torch
 
     SR = check_tensor(SR, "SR", ndim=2)
@@ -49,7 +57,9 @@ def _check_loglik_args(SR: Any, SR2: Any, shift: Any, sigma: Any, n: Any) -> tup
     SR2 = check_tensor(SR2, "SR2", shape=(K, d))
     shift = check_tensor(shift, "shift", ndim=3)
     if shift.shape[0] != K or shift.shape[2] != d:
-        raise ValueError(f"shift must have shape ({K}, S, {d}), got shape {tuple(shift.shape)}")
+        raise ValueError(
+            f"shift must have shape ({K}, S, {d}), got shape {tuple(shift.shape)}"
+        )
     sigma = check_tensor(sigma, "sigma", shape=(d,))
     if not torch.all(sigma > 0):
         raise ValueError("sigma must be > 0 everywhere")
@@ -85,7 +95,9 @@ def _loglik(SR: Any, SR2: Any, shift: Any, sigma: Any, n: int) -> Any:
     # sum_i (R - u)^2, (K, S, d)
     q = SR2[:, None, :] - 2.0 * shift * SR[:, None, :] + n * shift**2
     d = SR.shape[1]
-    return (-q / (2.0 * sigma**2) - n * torch.log(sigma)).sum(-1) - 0.5 * n * d * _LOG_2PI
+    return (-q / (2.0 * sigma**2) - n * torch.log(sigma)).sum(
+        -1
+    ) - 0.5 * n * d * _LOG_2PI
 
 
 def context_loglik_unfused(R: Any, shift: Any, sigma: Any) -> Any:
@@ -102,10 +114,14 @@ def context_loglik_unfused(R: Any, shift: Any, sigma: Any) -> Any:
     shift = check_tensor(shift, "shift", shape=(R.shape[0], None, R.shape[2]))
     sigma = check_tensor(sigma, "sigma", shape=(R.shape[2],))
     diff = R[:, None, :, :] - shift[:, :, None, :]
-    return (-0.5 * (diff / sigma) ** 2 - torch.log(sigma) - 0.5 * _LOG_2PI).sum(dim=(2, 3))
+    return (-0.5 * (diff / sigma) ** 2 - torch.log(sigma) - 0.5 * _LOG_2PI).sum(
+        dim=(2, 3)
+    )
 
 
-def context_loglik_gpu(SR: Any, SR2: Any, shift: Any, sigma: Any, n: int) -> Any:  # pragma: no cover - GPU
+def context_loglik_gpu(
+    SR: Any, SR2: Any, shift: Any, sigma: Any, n: int
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`context_loglik`: CuPy arrays in, CuPy (K, S) out (float32 or float64).
 
     Trusts its arguments (validated by :func:`context_loglik`)."""
@@ -114,12 +130,19 @@ def context_loglik_gpu(SR: Any, SR2: Any, shift: Any, sigma: Any, n: int) -> Any
     from icml25.kernels import load_module
 
     dt = cp.float64 if SR.dtype == cp.float64 else cp.float32
-    SR, SR2, shift, sigma = (cp.ascontiguousarray(a, dtype=dt) for a in (SR, SR2, shift, sigma))
+    SR, SR2, shift, sigma = (
+        cp.ascontiguousarray(a, dtype=dt) for a in (SR, SR2, shift, sigma)
+    )
     K, S, d = shift.shape
     ll = cp.empty((K, S), dtype=dt)
-    fn = load_module("gim_kernels").get_function("context_loglik_f64" if dt == cp.float64 else "context_loglik_f32")
-    fn(((K * S + _BLOCK - 1) // _BLOCK,), (_BLOCK,), (SR, SR2, shift, sigma, np.int32(K), np.int32(S),
-                                                      np.int32(d), np.int32(n), ll))
+    fn = load_module("gim_kernels").get_function(
+        "context_loglik_f64" if dt == cp.float64 else "context_loglik_f32"
+    )
+    fn(
+        ((K * S + _BLOCK - 1) // _BLOCK,),
+        (_BLOCK,),
+        (SR, SR2, shift, sigma, np.int32(K), np.int32(S), np.int32(d), np.int32(n), ll),
+    )
     return ll
 
 
@@ -139,11 +162,15 @@ def context_loglik(SR: Any, SR2: Any, shift: Any, sigma: Any, n: int) -> Any:
     import torch
 
     SR, SR2, shift, sigma, n = _check_loglik_args(SR, SR2, shift, sigma, n)
-    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (SR, SR2, shift, sigma))
+    needs_grad = torch.is_grad_enabled() and any(
+        t.requires_grad for t in (SR, SR2, shift, sigma)
+    )
     if SR.is_cuda and not needs_grad and gpu_available():  # pragma: no cover - GPU
         import cupy as cp
 
-        args = [cp.from_dlpack(t.detach().contiguous()) for t in (SR, SR2, shift, sigma)]
+        args = [
+            cp.from_dlpack(t.detach().contiguous()) for t in (SR, SR2, shift, sigma)
+        ]
         return torch.from_dlpack(context_loglik_gpu(*args, n))
     return _loglik(SR, SR2, shift, sigma, n)
 
@@ -151,7 +178,9 @@ def context_loglik(SR: Any, SR2: Any, shift: Any, sigma: Any, n: int) -> Any:
 def _check_mmd_args(X: Any, Y: Any, h: Any) -> tuple[np.ndarray, np.ndarray, float]:
     X = check_array(X, "X", ndim=3)
     if min(X.shape) < 1:
-        raise ValueError(f"X must have shape (C, n, d) with every size >= 1, got shape {X.shape}")
+        raise ValueError(
+            f"X must have shape (C, n, d) with every size >= 1, got shape {X.shape}"
+        )
     Y = check_array(Y, "Y", shape=(X.shape[0], None, X.shape[2]))
     if Y.shape[1] < 1:
         raise ValueError("Y must hold at least one sample per context")
@@ -194,12 +223,28 @@ def mmd_sums_gpu(X: Any, Y: Any, h: float) -> Any:  # pragma: no cover - GPU
     from icml25.kernels import load_module
 
     dt = cp.float64 if X.dtype == np.float64 else cp.float32
-    X, Y = cp.ascontiguousarray(cp.asarray(X, dtype=dt)), cp.ascontiguousarray(cp.asarray(Y, dtype=dt))
+    X, Y = (
+        cp.ascontiguousarray(cp.asarray(X, dtype=dt)),
+        cp.ascontiguousarray(cp.asarray(Y, dtype=dt)),
+    )
     C, n, d = X.shape
     out = cp.zeros((C, 3), dtype=cp.float64)
-    fn = load_module("gim_kernels").get_function("mmd_sums_f64" if dt == cp.float64 else "mmd_sums_f32")
-    fn((C, 3), (_BLOCK,), (X, Y, np.int32(n), np.int32(Y.shape[1]), np.int32(d),
-                           (np.float64 if dt == cp.float64 else np.float32)(h), out))
+    fn = load_module("gim_kernels").get_function(
+        "mmd_sums_f64" if dt == cp.float64 else "mmd_sums_f32"
+    )
+    fn(
+        (C, 3),
+        (_BLOCK,),
+        (
+            X,
+            Y,
+            np.int32(n),
+            np.int32(Y.shape[1]),
+            np.int32(d),
+            (np.float64 if dt == cp.float64 else np.float32)(h),
+            out,
+        ),
+    )
     return out
 
 

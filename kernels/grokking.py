@@ -21,14 +21,23 @@ import numpy as np
 from icml25.checks import check_budget
 from icml25.common import gpu_available
 
-__all__ = ["METHODS", "RECORD_FIELDS", "grok_steps_cost", "grok_steps_reference", "grok_steps_gpu", "grok_steps"]
+__all__ = [
+    "METHODS",
+    "RECORD_FIELDS",
+    "grok_steps_cost",
+    "grok_steps_reference",
+    "grok_steps_gpu",
+    "grok_steps",
+]
 
 METHODS = {"sub": 0, "ista": 1, "proj": 2}
 RECORD_FIELDS = ("train_error", "recovery_error", "l0", "l1", "l2")
 _THREADS = 128
 
 
-def _record(a: np.ndarray, R: np.ndarray, y: np.ndarray, a_star: np.ndarray, thr: float) -> np.ndarray:
+def _record(
+    a: np.ndarray, R: np.ndarray, y: np.ndarray, a_star: np.ndarray, thr: float
+) -> np.ndarray:
     out = np.empty((a.shape[0], 5))
     out[:, 0] = np.linalg.norm(R, axis=1) / np.linalg.norm(y, axis=1)
     out[:, 1] = np.linalg.norm(a - a_star, axis=1) / np.linalg.norm(a_star, axis=1)
@@ -38,8 +47,14 @@ def _record(a: np.ndarray, R: np.ndarray, y: np.ndarray, a_star: np.ndarray, thr
     return out
 
 
-def grok_steps_cost(B: int, N: int, n: int, n_steps: int, eval_every: int, method: str = "sub",
-                    ) -> tuple[float, float]:
+def grok_steps_cost(
+    B: int,
+    N: int,
+    n: int,
+    n_steps: int,
+    eval_every: int,
+    method: str = "sub",
+) -> tuple[float, float]:
     """Estimated peak memory (bytes) and work (elementary operations) of one :func:`grok_steps` call.
 
     Per step and configuration: ``X a`` and ``X^T R`` (``2 N n`` multiply-adds each, twice that
@@ -62,12 +77,19 @@ def grok_steps_cost(B: int, N: int, n: int, n_steps: int, eval_every: int, metho
     return n_bytes, n_operations
 
 
-def _check_steps_budget(fn: str, y: np.ndarray, a: np.ndarray, n_steps: int, eval_every: int, method: str) -> None:
+def _check_steps_budget(
+    fn: str, y: np.ndarray, a: np.ndarray, n_steps: int, eval_every: int, method: str
+) -> None:
     """Refuse (TooLargeError) a run whose records or work cannot fit, before any work (see :func:`grok_steps_cost`)."""
     B, n = np.shape(a)[-2:] if np.ndim(a) == 2 else (1, np.shape(a)[-1])
-    n_bytes, n_operations = grok_steps_cost(B, np.shape(y)[-1], n, n_steps, eval_every, method)
-    check_budget(f"{fn}(n_steps={n_steps}, eval_every={eval_every}) for {B} configurations",
-                 n_bytes=n_bytes, n_operations=n_operations)
+    n_bytes, n_operations = grok_steps_cost(
+        B, np.shape(y)[-1], n, n_steps, eval_every, method
+    )
+    check_budget(
+        f"{fn}(n_steps={n_steps}, eval_every={eval_every}) for {B} configurations",
+        n_bytes=n_bytes,
+        n_operations=n_operations,
+    )
 
 
 def grok_steps_reference(
@@ -123,17 +145,31 @@ def grok_steps_reference(
     # one problem: vectors (n,), (N,) and scalars, no broadcasting
     if shared and B == 1:
         a, y, a_star = a[0], y[0], a_star[0]
-        al, b1, b2 = (float(np.asarray(v, dtype=np.float64).reshape(-1)[0]) for v in (alpha, beta1, beta2))
+        al, b1, b2 = (
+            float(np.asarray(v, dtype=np.float64).reshape(-1)[0])
+            for v in (alpha, beta1, beta2)
+        )
     else:
-        al, b1, b2 = (np.asarray(v, dtype=np.float64)[:, None] for v in (alpha, beta1, beta2))
-    use_l1, use_l2 = bool(np.any(np.asarray(beta1) != 0)), bool(np.any(np.asarray(beta2) != 0))
+        al, b1, b2 = (
+            np.asarray(v, dtype=np.float64)[:, None] for v in (alpha, beta1, beta2)
+        )
+    use_l1, use_l2 = (
+        bool(np.any(np.asarray(beta1) != 0)),
+        bool(np.any(np.asarray(beta2) != 0)),
+    )
     code = METHODS[method]
 
     def resid(v: np.ndarray) -> np.ndarray:  # X a - y
         return (v @ X.T if shared else np.matmul(X, v[..., None])[..., 0]) - y
 
     def record(v: np.ndarray, R: np.ndarray) -> np.ndarray:
-        return _record(np.atleast_2d(v), np.atleast_2d(R), np.atleast_2d(y), np.atleast_2d(a_star), l0_threshold)
+        return _record(
+            np.atleast_2d(v),
+            np.atleast_2d(R),
+            np.atleast_2d(y),
+            np.atleast_2d(a_star),
+            l0_threshold,
+        )
 
     T = n_steps // eval_every + 1
     rec = np.empty((T, B, 5))
@@ -156,9 +192,20 @@ def grok_steps_reference(
     return np.atleast_2d(a), rec
 
 
-def grok_steps_gpu(X: Any, y: Any, a: Any, alpha: Any, beta1: Any, beta2: Any, a_star: Any, n_steps: int,
-                   eval_every: int, method: str = "sub", P: Any = None,
-                   l0_threshold: float = 1e-4) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
+def grok_steps_gpu(
+    X: Any,
+    y: Any,
+    a: Any,
+    alpha: Any,
+    beta1: Any,
+    beta2: Any,
+    a_star: Any,
+    n_steps: int,
+    eval_every: int,
+    method: str = "sub",
+    P: Any = None,
+    l0_threshold: float = 1e-4,
+) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
     """CuPy launcher of ``grokking.cu::grok_steps``; same contract as :func:`grok_steps_reference`.
 
     Inputs may be NumPy or CuPy arrays; the results stay on the device as CuPy arrays
@@ -178,7 +225,10 @@ def grok_steps_gpu(X: Any, y: Any, a: Any, alpha: Any, beta1: Any, beta2: Any, a
     y = cp.ascontiguousarray(cp.asarray(y, dtype=cp.float64))
     a_io = cp.array(a, dtype=cp.float64, copy=True, order="C")
     s = cp.ascontiguousarray(cp.asarray(a_star, dtype=cp.float64))
-    al, b1, b2 = (cp.ascontiguousarray(cp.asarray(v, dtype=cp.float64)) for v in (alpha, beta1, beta2))
+    al, b1, b2 = (
+        cp.ascontiguousarray(cp.asarray(v, dtype=cp.float64))
+        for v in (alpha, beta1, beta2)
+    )
     B, n = a_io.shape
     N = y.shape[1]
     x_batched = int(X.ndim == 3)
@@ -190,18 +240,51 @@ def grok_steps_gpu(X: Any, y: Any, a: Any, alpha: Any, beta1: Any, beta2: Any, a
     rec = cp.empty((T, B, 5), dtype=cp.float64)
     shared_bytes = (n + N + _THREADS) * 8
     if shared_bytes > 48 * 1024:
-        raise ValueError(f"n + N = {n + N} too large for the fused kernel's shared memory (max ~6000)")
+        raise ValueError(
+            f"n + N = {n + N} too large for the fused kernel's shared memory (max ~6000)"
+        )
     kernel = load_module("grokking").get_function("grok_steps")
-    kernel((B,), (_THREADS,), (X, y, s, P, a_io, al, b1, b2, rec, np.int32(B), np.int32(N), np.int32(n),
-                              np.int32(n_steps), np.int32(eval_every), np.int32(METHODS[method]),
-                              np.int32(x_batched), np.float64(l0_threshold)),
-           shared_mem=shared_bytes)
+    kernel(
+        (B,),
+        (_THREADS,),
+        (
+            X,
+            y,
+            s,
+            P,
+            a_io,
+            al,
+            b1,
+            b2,
+            rec,
+            np.int32(B),
+            np.int32(N),
+            np.int32(n),
+            np.int32(n_steps),
+            np.int32(eval_every),
+            np.int32(METHODS[method]),
+            np.int32(x_batched),
+            np.float64(l0_threshold),
+        ),
+        shared_mem=shared_bytes,
+    )
     return a_io, rec
 
 
-def grok_steps(X: np.ndarray, y: np.ndarray, a: np.ndarray, alpha: np.ndarray, beta1: np.ndarray, beta2: np.ndarray,
-               a_star: np.ndarray, n_steps: int, eval_every: int, method: str = "sub", P: np.ndarray | None = None,
-               l0_threshold: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
+def grok_steps(
+    X: np.ndarray,
+    y: np.ndarray,
+    a: np.ndarray,
+    alpha: np.ndarray,
+    beta1: np.ndarray,
+    beta2: np.ndarray,
+    a_star: np.ndarray,
+    n_steps: int,
+    eval_every: int,
+    method: str = "sub",
+    P: np.ndarray | None = None,
+    l0_threshold: float = 1e-4,
+) -> tuple[np.ndarray, np.ndarray]:
     """Dispatcher: the CUDA kernel when :func:`icml25.common.gpu_available`, else the reference.
 
     Same arguments as :func:`grok_steps_reference`; takes and returns NumPy arrays
@@ -213,8 +296,32 @@ def grok_steps(X: np.ndarray, y: np.ndarray, a: np.ndarray, alpha: np.ndarray, b
     """
     _check_steps_budget("grok_steps", y, a, n_steps, eval_every, method)
     if gpu_available():  # pragma: no cover - needs a GPU
-        a_out, rec = grok_steps_gpu(X, y, a, alpha, beta1, beta2, a_star, n_steps, eval_every, method, P,
-                                    l0_threshold)
+        a_out, rec = grok_steps_gpu(
+            X,
+            y,
+            a,
+            alpha,
+            beta1,
+            beta2,
+            a_star,
+            n_steps,
+            eval_every,
+            method,
+            P,
+            l0_threshold,
+        )
         return a_out.get(), rec.get()
-    return grok_steps_reference(X, y, a, alpha, beta1, beta2, a_star, n_steps, eval_every, method, P,
-                                l0_threshold)
+    return grok_steps_reference(
+        X,
+        y,
+        a,
+        alpha,
+        beta1,
+        beta2,
+        a_star,
+        n_steps,
+        eval_every,
+        method,
+        P,
+        l0_threshold,
+    )

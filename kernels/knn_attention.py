@@ -24,20 +24,26 @@ from icml25.common import gpu_available
 
 __all__ = [
     "MAX_K",
-    "knn", "knn_reference", "knn_gpu",
-    "neighbour_attention", "neighbour_attention_reference", "neighbour_attention_gpu",
+    "knn",
+    "knn_reference",
+    "knn_gpu",
+    "neighbour_attention",
+    "neighbour_attention_reference",
+    "neighbour_attention_gpu",
 ]
 
 #: the kernel keeps at most this many neighbours per thread in registers
 MAX_K = 16
 _BLOCK = 128
-_TILE_BYTES = 64 * 2**20   # the reference's distance tile: at most 64 MiB of float32
+_TILE_BYTES = 64 * 2**20  # the reference's distance tile: at most 64 MiB of float32
 
 
 # ----------------------------------------------------------------------------- kNN
 
 
-def _check_knn(q: Any, ref: Any, k: Any, q_batch: Any, ref_batch: Any) -> tuple[Any, ...]:
+def _check_knn(
+    q: Any, ref: Any, k: Any, q_batch: Any, ref_batch: Any
+) -> tuple[Any, ...]:
     q = check_array(q, "q", ndim=2, dtype=np.float32)
     ref = check_array(ref, "ref", ndim=2, dtype=np.float32)
     if q.shape[1] != 3:
@@ -49,27 +55,41 @@ def _check_knn(q: Any, ref: Any, k: Any, q_batch: Any, ref_batch: Any) -> tuple[
         q_batch = np.zeros(len(q), dtype=np.int64)
         ref_batch = np.zeros(len(ref), dtype=np.int64)
     elif q_batch is None or ref_batch is None:
-        raise ValueError("q_batch and ref_batch must be given together (or both None: one scene)")
+        raise ValueError(
+            "q_batch and ref_batch must be given together (or both None: one scene)"
+        )
     q_batch = check_array(q_batch, "q_batch", shape=(len(q),), kind="int")
     ref_batch = check_array(ref_batch, "ref_batch", shape=(len(ref),), kind="int")
     if len(ref_batch) and np.any(np.diff(ref_batch) < 0):
-        raise ValueError("ref_batch must be sorted (each scene's reference points contiguous)")
-    counts = np.bincount(ref_batch, minlength=int(q_batch.max(initial=0)) + 1) if len(ref_batch) else np.zeros(1, int)
+        raise ValueError(
+            "ref_batch must be sorted (each scene's reference points contiguous)"
+        )
+    counts = (
+        np.bincount(ref_batch, minlength=int(q_batch.max(initial=0)) + 1)
+        if len(ref_batch)
+        else np.zeros(1, int)
+    )
     need = np.unique(q_batch)
     short = [int(b) for b in need if (b >= len(counts) or counts[b] < k)]
     if short:
-        raise ValueError(f"k = {k} exceeds the reference points of scene(s) {short[:5]} (ref_batch)")
+        raise ValueError(
+            f"k = {k} exceeds the reference points of scene(s) {short[:5]} (ref_batch)"
+        )
     return q, ref, k, q_batch, ref_batch
 
 
-def _ranges(q_batch: np.ndarray, ref_batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _ranges(
+    q_batch: np.ndarray, ref_batch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per query, the reference index range ``[lo, hi)`` of its scene (``ref_batch`` sorted)."""
     lo = np.searchsorted(ref_batch, q_batch, side="left").astype(np.int64)
     hi = np.searchsorted(ref_batch, q_batch, side="right").astype(np.int64)
     return lo, hi
 
 
-def _knn_torch(q: np.ndarray, ref: np.ndarray, k: int, q_batch: np.ndarray, ref_batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _knn_torch(
+    q: np.ndarray, ref: np.ndarray, k: int, q_batch: np.ndarray, ref_batch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Tiled brute force: per scene, squared distances of a tile of queries to all its references,
     stable sort (ties by index), first ``k``."""
     import torch
@@ -83,7 +103,7 @@ def _knn_torch(q: np.ndarray, ref: np.ndarray, k: int, q_batch: np.ndarray, ref_
         R = torch.from_numpy(ref[a:z]).double()
         tile = max(1, min(len(rows), _TILE_BYTES // (8 * max(1, z - a))))
         for s in range(0, len(rows), tile):
-            r = rows[s:s + tile]
+            r = rows[s : s + tile]
             Q = torch.from_numpy(q[r]).double()
             # exact squared distances (cdist's sqrt adds rounding)
             d = ((Q[:, None, :] - R[None, :, :]) ** 2).sum(-1)
@@ -93,7 +113,9 @@ def _knn_torch(q: np.ndarray, ref: np.ndarray, k: int, q_batch: np.ndarray, ref_
     return idx, dist
 
 
-def knn_reference(q: Any, ref: Any, k: int, q_batch: Any = None, ref_batch: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def knn_reference(
+    q: Any, ref: Any, k: int, q_batch: Any = None, ref_batch: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest reference points of each query within its scene (reference).
 
     Args:
@@ -112,11 +134,16 @@ def knn_reference(q: Any, ref: Any, k: int, q_batch: Any = None, ref_batch: Any 
         reference count, unsorted ``ref_batch``, only one of the batch arrays given.
     """
     q, ref, k, qb, rb = _check_knn(q, ref, k, q_batch, ref_batch)
-    check_budget(f"knn(N={len(q)}, M={len(ref)})", n_operations=float(len(q)) * max(1, len(ref)) * 3)
+    check_budget(
+        f"knn(N={len(q)}, M={len(ref)})",
+        n_operations=float(len(q)) * max(1, len(ref)) * 3,
+    )
     return _knn_torch(q, ref, k, qb, rb)
 
 
-def knn_gpu(q: Any, ref: Any, k: int, lo: Any, hi: Any) -> tuple[Any, Any]:  # pragma: no cover - GPU
+def knn_gpu(
+    q: Any, ref: Any, k: int, lo: Any, hi: Any
+) -> tuple[Any, Any]:  # pragma: no cover - GPU
     """CuPy launcher of :func:`knn` (CuPy arrays in and out; trusts its arguments)."""
     import cupy as cp
 
@@ -130,11 +157,17 @@ def knn_gpu(q: Any, ref: Any, k: int, lo: Any, hi: Any) -> tuple[Any, Any]:  # p
     idx = cp.empty((N, k), dtype=cp.int64)
     dist = cp.empty((N, k), dtype=cp.float32)
     fn = load_module("knn_attention").get_function("knn_topk")
-    fn(((N + _BLOCK - 1) // _BLOCK,), (_BLOCK,), (q, ref, lo, hi, idx, dist, np.int64(N), np.int32(k)))
+    fn(
+        ((N + _BLOCK - 1) // _BLOCK,),
+        (_BLOCK,),
+        (q, ref, lo, hi, idx, dist, np.int64(N), np.int32(k)),
+    )
     return idx, dist
 
 
-def knn(q: Any, ref: Any, k: int, q_batch: Any = None, ref_batch: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def knn(
+    q: Any, ref: Any, k: int, q_batch: Any = None, ref_batch: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
     """kNN within scenes (contract of :func:`knn_reference`); the CUDA kernel when a GPU is usable.
 
     NumPy in, NumPy out. Queries are sorted by scene before the launch, so a block's reference
@@ -152,14 +185,19 @@ def knn(q: Any, ref: Any, k: int, q_batch: Any = None, ref_batch: Any = None) ->
         idx[order] = cp.asnumpy(idx_s)
         dist[order] = cp.asnumpy(dist_s)
         return idx, dist
-    check_budget(f"knn(N={len(q)}, M={len(ref)})", n_operations=float(len(q)) * max(1, len(ref)) * 3)
+    check_budget(
+        f"knn(N={len(q)}, M={len(ref)})",
+        n_operations=float(len(q)) * max(1, len(ref)) * 3,
+    )
     return _knn_torch(q, ref, k, qb, rb)
 
 
 # ----------------------------------------------------------------------------- neighbour attention
 
 
-def _check_attn(q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: Any) -> tuple[Any, ...]:
+def _check_attn(
+    q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: Any
+) -> tuple[Any, ...]:
     import torch
 
     q = check_tensor(q, "q", ndim=2)
@@ -167,10 +205,14 @@ def _check_attn(q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: Any) -> tuple[
     k = check_tensor(k, "k", ndim=2)
     v = check_tensor(v, "v", ndim=2)
     if tuple(k.shape) != tuple(v.shape) or int(k.shape[1]) != c:
-        raise ValueError(f"k and v must have shape (M, {c}), got {tuple(k.shape)} and {tuple(v.shape)}")
+        raise ValueError(
+            f"k and v must have shape (M, {c}), got {tuple(k.shape)} and {tuple(v.shape)}"
+        )
     idx = check_tensor(idx, "idx", ndim=2, floating=False)
     if idx.dtype not in (torch.int64, torch.int32) or int(idx.shape[0]) != N:
-        raise ValueError(f"idx must be an integer tensor of shape ({N}, kn), got {idx.dtype} {tuple(idx.shape)}")
+        raise ValueError(
+            f"idx must be an integer tensor of shape ({N}, kn), got {idx.dtype} {tuple(idx.shape)}"
+        )
     kn = int(idx.shape[1])
     if not 1 <= kn <= MAX_K:
         raise ValueError(f"idx: the neighbour count must lie in [1, {MAX_K}], got {kn}")
@@ -192,12 +234,14 @@ def _attend(q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: int) -> Any:
     # keys of the neighbours, with relative PE
     kj = (k[idx] + pe).view(N, kn, heads, dh)
     vj = (v[idx] + pe).view(N, kn, heads, dh)
-    logits = (q.view(N, 1, heads, dh) * kj).sum(-1) / dh ** 0.5  # (N, kn, heads)
+    logits = (q.view(N, 1, heads, dh) * kj).sum(-1) / dh**0.5  # (N, kn, heads)
     a = logits.softmax(dim=1)
     return (a[..., None] * vj).sum(1).reshape(N, c)
 
 
-def neighbour_attention_reference(q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: int = 1) -> Any:
+def neighbour_attention_reference(
+    q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: int = 1
+) -> Any:
     """Relative-position neighbour attention (reference, differentiable).
 
     Args:
@@ -217,25 +261,45 @@ def neighbour_attention_reference(q: Any, k: Any, v: Any, idx: Any, pe: Any, hea
     return _attend(*_check_attn(q, k, v, idx, pe, heads))
 
 
-def neighbour_attention_gpu(q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: int = 1) -> Any:  # pragma: no cover - GPU
+def neighbour_attention_gpu(
+    q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: int = 1
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`neighbour_attention` (CuPy arrays in and out; trusts its arguments)."""
     import cupy as cp
 
     from icml25.kernels import load_module
 
-    q, k, v, pe = (cp.ascontiguousarray(cp.asarray(a, dtype=cp.float32)) for a in (q, k, v, pe))
+    q, k, v, pe = (
+        cp.ascontiguousarray(cp.asarray(a, dtype=cp.float32)) for a in (q, k, v, pe)
+    )
     idx = cp.ascontiguousarray(cp.asarray(idx, dtype=cp.int64))
     N, c = (int(s) for s in q.shape)
     kn = int(idx.shape[1])
     out = cp.empty((N, c), dtype=cp.float32)
     fn = load_module("knn_attention").get_function("neighbour_attention")
     total = N * heads
-    fn(((total + _BLOCK - 1) // _BLOCK,), (_BLOCK,), (q, k, v, idx, pe, out, np.int64(N), np.int32(kn),
-                                                     np.int32(c), np.int32(heads)))
+    fn(
+        ((total + _BLOCK - 1) // _BLOCK,),
+        (_BLOCK,),
+        (
+            q,
+            k,
+            v,
+            idx,
+            pe,
+            out,
+            np.int64(N),
+            np.int32(kn),
+            np.int32(c),
+            np.int32(heads),
+        ),
+    )
     return out
 
 
-def neighbour_attention(q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: int = 1, validate: bool = True) -> Any:
+def neighbour_attention(
+    q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: int = 1, validate: bool = True
+) -> Any:
     """Neighbour attention (contract of :func:`neighbour_attention_reference`). Torch in, torch out.
 
     CUDA tensors that need no gradient go through the kernel (DLPack) when a GPU is usable; the
@@ -249,8 +313,11 @@ def neighbour_attention(q: Any, k: Any, v: Any, idx: Any, pe: Any, heads: int = 
         import cupy as cp
         import torch
 
-        out = neighbour_attention_gpu(*(cp.from_dlpack(t.detach().float().contiguous()) for t in (q, k, v)),
-                                      cp.from_dlpack(idx.long().contiguous()),
-                                      cp.from_dlpack(pe.detach().float().contiguous()), heads=int(heads))
+        out = neighbour_attention_gpu(
+            *(cp.from_dlpack(t.detach().float().contiguous()) for t in (q, k, v)),
+            cp.from_dlpack(idx.long().contiguous()),
+            cp.from_dlpack(pe.detach().float().contiguous()),
+            heads=int(heads),
+        )
         return torch.from_dlpack(out)
     return _attend(q, k, v, idx.long(), pe, int(heads))

@@ -61,45 +61,75 @@ def _to_torch(a: Any, name: str, floating: bool) -> tuple[Any, bool]:
     return torch.as_tensor(arr.astype(np.float32) if floating else arr), True
 
 
-def _check_categorical(y: Any, alpha_bar_t: Any, K: Any, uniforms: Any) -> tuple[Any, Any, int, Any, bool]:
+def _check_categorical(
+    y: Any, alpha_bar_t: Any, K: Any, uniforms: Any
+) -> tuple[Any, Any, int, Any, bool]:
     """Validate the categorical contract; returns ``(y, alpha_bar_t, K, uniforms, numpy_in)``."""
     torch = _torch()
     K = check_int(K, "K", low=2)
     numpy_in = not isinstance(y, torch.Tensor)
     if numpy_in:
         y_arr = np.asarray(y)
-        y, _ = _to_torch(y_arr, "y", floating=bool(np.issubdtype(y_arr.dtype, np.floating)))
+        y, _ = _to_torch(
+            y_arr, "y", floating=bool(np.issubdtype(y_arr.dtype, np.floating))
+        )
     if y.dtype == torch.bool:
-        raise TypeError(f"y must hold integer labels or float probabilities, got dtype {y.dtype}")
+        raise TypeError(
+            f"y must hold integer labels or float probabilities, got dtype {y.dtype}"
+        )
     if y.is_floating_point():
         if y.ndim < 2 or y.shape[1] != K:
-            raise ValueError(f"y (probabilities) must have shape (B, K={K}, ...), got {tuple(y.shape)}")
+            raise ValueError(
+                f"y (probabilities) must have shape (B, K={K}, ...), got {tuple(y.shape)}"
+            )
         if y.numel():
             yd = y.detach()
-            if not bool(torch.isfinite(yd).all()) or float(yd.min()) < 0.0 or float(yd.max()) > 1.0:
+            if (
+                not bool(torch.isfinite(yd).all())
+                or float(yd.min()) < 0.0
+                or float(yd.max()) > 1.0
+            ):
                 raise ValueError("y (probabilities) must be finite and lie in [0, 1]")
             if float((yd.sum(1) - 1.0).abs().max()) > 1e-3:
-                raise ValueError("y (probabilities) must sum to 1 over the class axis 1 (within 1e-3)")
+                raise ValueError(
+                    "y (probabilities) must sum to 1 over the class axis 1 (within 1e-3)"
+                )
         spatial = (y.shape[0], *y.shape[2:])
     else:
         if y.ndim < 1:
-            raise ValueError(f"y (labels) must have shape (B, ...), got {tuple(y.shape)}")
+            raise ValueError(
+                f"y (labels) must have shape (B, ...), got {tuple(y.shape)}"
+            )
         if y.numel() and (int(y.min()) < 0 or int(y.max()) >= K):
-            raise ValueError(f"y must hold labels in [0, K={K}), got range [{int(y.min())}, {int(y.max())}]")
+            raise ValueError(
+                f"y must hold labels in [0, K={K}), got range [{int(y.min())}, {int(y.max())}]"
+            )
         spatial = tuple(y.shape)
     a, _ = _to_torch(alpha_bar_t, "alpha_bar_t", floating=True)
     if a.ndim != 1 or a.shape[0] != spatial[0]:
-        raise ValueError(f"alpha_bar_t must have shape (B={spatial[0]},), got {tuple(a.shape)}")
-    if a.numel() and (not bool(torch.isfinite(a).all()) or float(a.min()) < 0.0 or float(a.max()) > 1.0):
+        raise ValueError(
+            f"alpha_bar_t must have shape (B={spatial[0]},), got {tuple(a.shape)}"
+        )
+    if a.numel() and (
+        not bool(torch.isfinite(a).all())
+        or float(a.min()) < 0.0
+        or float(a.max()) > 1.0
+    ):
         raise ValueError("alpha_bar_t must be finite and lie in [0, 1]")
     u, _ = _to_torch(uniforms, "uniforms", floating=True)
     want = (spatial[0], 2, *spatial[1:])
     if tuple(u.shape) != want:
         raise ValueError(f"uniforms must have shape {want}, got {tuple(u.shape)}")
-    if u.numel() and (not bool(torch.isfinite(u).all()) or float(u.min()) < 0.0 or float(u.max()) >= 1.0):
+    if u.numel() and (
+        not bool(torch.isfinite(u).all())
+        or float(u.min()) < 0.0
+        or float(u.max()) >= 1.0
+    ):
         raise ValueError("uniforms must be finite and lie in [0, 1)")
-    check_budget(f"categorical corruption of {spatial} positions into K={K} classes",
-                 n_bytes=4.0 * (K + 3) * float(np.prod(spatial)))
+    check_budget(
+        f"categorical corruption of {spatial} positions into K={K} classes",
+        n_bytes=4.0 * (K + 3) * float(np.prod(spatial)),
+    )
     return y, a.to(y.device, torch.float32), K, u.to(y.device, torch.float32), numpy_in
 
 
@@ -110,17 +140,31 @@ def _draw_uniforms(y: Any, K: int, rng: Any) -> Any:
         shape, floating, device = tuple(y.shape), y.is_floating_point(), y.device
     else:
         arr = np.asarray(y)
-        shape, floating, device = arr.shape, bool(np.issubdtype(arr.dtype, np.floating)), "cpu"
+        shape, floating, device = (
+            arr.shape,
+            bool(np.issubdtype(arr.dtype, np.floating)),
+            "cpu",
+        )
     if len(shape) < (2 if floating else 1):
-        raise ValueError(f"y must have shape (B, ...) (labels) or (B, K, ...) (probabilities), got {shape}")
+        raise ValueError(
+            f"y must have shape (B, ...) (labels) or (B, K, ...) (probabilities), got {shape}"
+        )
     spatial = (shape[0], *shape[2:]) if floating else shape
-    check_budget(f"categorical corruption of {tuple(spatial)} positions into K={K} classes",
-                 n_bytes=4.0 * (K + 3) * float(np.prod(spatial)))
+    check_budget(
+        f"categorical corruption of {tuple(spatial)} positions into K={K} classes",
+        n_bytes=4.0 * (K + 3) * float(np.prod(spatial)),
+    )
     # draw on the generator's device (a CPU generator may feed CUDA tensors), then move
-    return torch.rand((spatial[0], 2, *spatial[1:]), generator=gen, device=gen.device if gen is not None else device).to(device)
+    return torch.rand(
+        (spatial[0], 2, *spatial[1:]),
+        generator=gen,
+        device=gen.device if gen is not None else device,
+    ).to(device)
 
 
-def categorical_corrupt_reference(y: Any, alpha_bar_t: Any, K: int, uniforms: Any) -> Any:
+def categorical_corrupt_reference(
+    y: Any, alpha_bar_t: Any, K: int, uniforms: Any
+) -> Any:
     """One-hot uniform-transition corruption of labels or probabilities (PyTorch reference).
 
     ``c = y`` (labels) or ``c = #{k : u1 >= cumsum(p)_k}`` (probabilities, inverse CDF) where
@@ -169,7 +213,9 @@ def _launch(fn_name: str, n: int, args: tuple) -> None:  # pragma: no cover - GP
     cupy.cuda.get_current_stream().synchronize()
 
 
-def categorical_corrupt_gpu(y: Any, alpha_bar_t: Any, K: int, uniforms: Any) -> Any:  # pragma: no cover - GPU
+def categorical_corrupt_gpu(
+    y: Any, alpha_bar_t: Any, K: int, uniforms: Any
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`categorical_corrupt` (CuPy arrays in and out, validated inputs)."""
     import cupy
 
@@ -179,11 +225,33 @@ def categorical_corrupt_gpu(y: Any, alpha_bar_t: Any, K: int, uniforms: Any) -> 
     u = cupy.ascontiguousarray(uniforms, dtype=cupy.float32)
     a = cupy.ascontiguousarray(alpha_bar_t, dtype=cupy.float32)
     if cupy.issubdtype(y.dtype, cupy.floating):
-        _launch("categorical_corrupt_probs", B * P,
-                (cupy.ascontiguousarray(y, dtype=cupy.float32), a, u, out, np.int32(B), np.int32(K), np.int64(P)))
+        _launch(
+            "categorical_corrupt_probs",
+            B * P,
+            (
+                cupy.ascontiguousarray(y, dtype=cupy.float32),
+                a,
+                u,
+                out,
+                np.int32(B),
+                np.int32(K),
+                np.int64(P),
+            ),
+        )
     else:
-        _launch("categorical_corrupt_labels", B * P,
-                (cupy.ascontiguousarray(y, dtype=cupy.int32), a, u, out, np.int32(B), np.int32(K), np.int64(P)))
+        _launch(
+            "categorical_corrupt_labels",
+            B * P,
+            (
+                cupy.ascontiguousarray(y, dtype=cupy.int32),
+                a,
+                u,
+                out,
+                np.int32(B),
+                np.int32(K),
+                np.int64(P),
+            ),
+        )
     return out
 
 
@@ -197,7 +265,9 @@ def _to_cupy(t: Any) -> Any:  # pragma: no cover - GPU
     return cupy.from_dlpack(t.contiguous() if not t.is_cuda else t.contiguous())
 
 
-def categorical_corrupt(y: Any, alpha_bar_t: Any, K: int, uniforms: Any = None, rng: Any = None) -> Any:
+def categorical_corrupt(
+    y: Any, alpha_bar_t: Any, K: int, uniforms: Any = None, rng: Any = None
+) -> Any:
     """Dispatcher of :func:`categorical_corrupt_reference` (CUDA kernel on a GPU).
 
     Args:
@@ -220,7 +290,9 @@ def categorical_corrupt(y: Any, alpha_bar_t: Any, K: int, uniforms: Any = None, 
         import torch
 
         dev = y.device if y.is_cuda else torch.device("cuda")
-        out = categorical_corrupt_gpu(_to_cupy(y.to(dev)), _to_cupy(a.to(dev)), K, _to_cupy(u.to(dev)))
+        out = categorical_corrupt_gpu(
+            _to_cupy(y.to(dev)), _to_cupy(a.to(dev)), K, _to_cupy(u.to(dev))
+        )
         return cupy.asnumpy(out) if numpy_in else torch.from_dlpack(out)
     out = _categorical_torch(y, a, K, u)
     return out.numpy() if numpy_in else out
@@ -236,12 +308,20 @@ def _check_gaussian(y: Any, alpha_bar_t: Any, eps: Any) -> tuple[Any, Any, Any, 
         raise ValueError(f"y must have shape (B, ...), got {tuple(y.shape)}")
     a, _ = _to_torch(alpha_bar_t, "alpha_bar_t", floating=True)
     if a.ndim != 1 or a.shape[0] != y.shape[0]:
-        raise ValueError(f"alpha_bar_t must have shape (B={y.shape[0]},), got {tuple(a.shape)}")
-    if a.numel() and (not bool(torch.isfinite(a).all()) or float(a.min()) < 0.0 or float(a.max()) > 1.0):
+        raise ValueError(
+            f"alpha_bar_t must have shape (B={y.shape[0]},), got {tuple(a.shape)}"
+        )
+    if a.numel() and (
+        not bool(torch.isfinite(a).all())
+        or float(a.min()) < 0.0
+        or float(a.max()) > 1.0
+    ):
         raise ValueError("alpha_bar_t must be finite and lie in [0, 1]")
     e, _ = _to_torch(eps, "eps", floating=True)
     if tuple(e.shape) != tuple(y.shape):
-        raise ValueError(f"eps must have the shape of y {tuple(y.shape)}, got {tuple(e.shape)}")
+        raise ValueError(
+            f"eps must have the shape of y {tuple(y.shape)}, got {tuple(e.shape)}"
+        )
     return y, a.to(y.device, y.dtype), e.to(y.device, y.dtype), numpy_in
 
 
@@ -268,7 +348,9 @@ def _gaussian_torch(y: Any, a: Any, e: Any) -> Any:
     return torch.sqrt(a) * y + torch.sqrt(1.0 - a) * e
 
 
-def gaussian_corrupt_gpu(y: Any, alpha_bar_t: Any, eps: Any) -> Any:  # pragma: no cover - GPU
+def gaussian_corrupt_gpu(
+    y: Any, alpha_bar_t: Any, eps: Any
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`gaussian_corrupt` (float32 CuPy arrays in and out)."""
     import cupy
 
@@ -276,9 +358,18 @@ def gaussian_corrupt_gpu(y: Any, alpha_bar_t: Any, eps: Any) -> Any:  # pragma: 
     out = cupy.empty_like(y)
     B = int(y.shape[0])
     P = int(y.size // max(B, 1))
-    _launch("gaussian_corrupt", int(y.size), (y, cupy.ascontiguousarray(eps, dtype=cupy.float32),
-                                              cupy.ascontiguousarray(alpha_bar_t, dtype=cupy.float32), out,
-                                              np.int32(B), np.int64(P)))
+    _launch(
+        "gaussian_corrupt",
+        int(y.size),
+        (
+            y,
+            cupy.ascontiguousarray(eps, dtype=cupy.float32),
+            cupy.ascontiguousarray(alpha_bar_t, dtype=cupy.float32),
+            out,
+            np.int32(B),
+            np.int64(P),
+        ),
+    )
     return out
 
 
@@ -299,8 +390,12 @@ def gaussian_corrupt(y: Any, alpha_bar_t: Any, eps: Any = None, rng: Any = None)
     if eps is None:
         yt, _ = _to_torch(y, "y", floating=True)
         gen = check_torch_generator(rng, "rng")
-        eps = torch.randn(yt.shape, generator=gen, device=gen.device if gen is not None else yt.device,
-                          dtype=yt.dtype).to(yt.device)
+        eps = torch.randn(
+            yt.shape,
+            generator=gen,
+            device=gen.device if gen is not None else yt.device,
+            dtype=yt.dtype,
+        ).to(yt.device)
         if not isinstance(y, torch.Tensor):
             eps = eps.numpy()
     y, a, e, numpy_in = _check_gaussian(y, alpha_bar_t, eps)
@@ -308,7 +403,9 @@ def gaussian_corrupt(y: Any, alpha_bar_t: Any, eps: Any = None, rng: Any = None)
         import cupy
 
         dev = y.device if y.is_cuda else torch.device("cuda")
-        out = gaussian_corrupt_gpu(_to_cupy(y.to(dev)), _to_cupy(a.to(dev)), _to_cupy(e.to(dev)))
+        out = gaussian_corrupt_gpu(
+            _to_cupy(y.to(dev)), _to_cupy(a.to(dev)), _to_cupy(e.to(dev))
+        )
         return cupy.asnumpy(out) if numpy_in else torch.from_dlpack(out)
     out = _gaussian_torch(y, a, e)
     return out.numpy() if numpy_in else out
@@ -322,7 +419,9 @@ def _check_terms(a: Any, b: Any, y: Any) -> tuple[Any, Any, Any, bool]:
     y, _ = _to_torch(y, "y", floating=True)
     for name, t in (("b", b), ("y", y)):
         if tuple(t.shape) != tuple(a.shape):
-            raise ValueError(f"{name} must have the shape of a {tuple(a.shape)}, got {tuple(t.shape)}")
+            raise ValueError(
+                f"{name} must have the shape of a {tuple(a.shape)}, got {tuple(t.shape)}"
+            )
     if a.numel() == 0:
         raise ValueError("a must not be empty")
     for name, t in (("a", a), ("b", b), ("y", y)):
@@ -351,10 +450,19 @@ def pcl_terms_reference(a: Any, b: Any, y: Any) -> np.ndarray:
 
 
 def _terms_torch(a: Any, b: Any, y: Any) -> np.ndarray:
-    a64, b64, y64 = a.double().reshape(-1), b.double().reshape(-1), y.double().reshape(-1)
+    a64, b64, y64 = (
+        a.double().reshape(-1),
+        b.double().reshape(-1),
+        y.double().reshape(-1),
+    )
     n = a64.numel()
-    return np.array([float(((a64 - y64) ** 2).sum()) / n, float(((b64 - y64) ** 2).sum()) / n,
-                     float(((a64 - b64) ** 2).sum()) / n])
+    return np.array(
+        [
+            float(((a64 - y64) ** 2).sum()) / n,
+            float(((b64 - y64) ** 2).sum()) / n,
+            float(((a64 - b64) ** 2).sum()) / n,
+        ]
+    )
 
 
 def pcl_terms_gpu(a: Any, b: Any, y: Any) -> np.ndarray:  # pragma: no cover - GPU
@@ -368,8 +476,17 @@ def pcl_terms_gpu(a: Any, b: Any, y: Any) -> np.ndarray:  # pragma: no cover - G
     blocks = int(min(1024, (n + _THREADS - 1) // _THREADS))
     partial = cupy.zeros((blocks, 3), dtype=cupy.float64)
     fn = load_module("label_noise").get_function("pcl_terms")
-    fn((blocks,), (_THREADS,), (a, cupy.ascontiguousarray(b, dtype=cupy.float32).ravel(),
-                                cupy.ascontiguousarray(y, dtype=cupy.float32).ravel(), np.int64(n), partial))
+    fn(
+        (blocks,),
+        (_THREADS,),
+        (
+            a,
+            cupy.ascontiguousarray(b, dtype=cupy.float32).ravel(),
+            cupy.ascontiguousarray(y, dtype=cupy.float32).ravel(),
+            np.int64(n),
+            partial,
+        ),
+    )
     return cupy.asnumpy(partial).sum(axis=0) / n
 
 
@@ -387,5 +504,9 @@ def pcl_terms(a: Any, b: Any, y: Any) -> np.ndarray:
     """
     a, b, y, numpy_in = _check_terms(a, b, y)
     if _use_gpu(a, numpy_in):  # pragma: no cover - GPU
-        return pcl_terms_gpu(_to_cupy(a.float().cuda()), _to_cupy(b.float().cuda()), _to_cupy(y.float().cuda()))
+        return pcl_terms_gpu(
+            _to_cupy(a.float().cuda()),
+            _to_cupy(b.float().cuda()),
+            _to_cupy(y.float().cuda()),
+        )
     return _terms_torch(a, b, y)

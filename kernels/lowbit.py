@@ -151,7 +151,9 @@ def _check_row_bits(row_bits: ArrayLike, m: int | None = None) -> np.ndarray:
     Integer dtypes only: float bits such as ``[1., 2., 4.]`` raise ``TypeError`` (a float map is
     a caller's mistake, and a fractional one would be silently truncated).
     """
-    rb = check_array(row_bits, "row_bits", kind="int", shape=None if m is None else (m,), ndim=1)
+    rb = check_array(
+        row_bits, "row_bits", kind="int", shape=None if m is None else (m,), ndim=1
+    )
     if rb.size and not np.isin(rb, ALLOWED_BITS).all():
         bad = np.unique(rb[~np.isin(rb, ALLOWED_BITS)])
         raise ValueError(f"row_bits must lie in {ALLOWED_BITS}, got {bad[:5].tolist()}")
@@ -166,8 +168,13 @@ def _check_group(group: Any, n: int) -> int:
     return g
 
 
-def _check_layout(row_offsets: ArrayLike | None, row_bits: ArrayLike, n: Any, group: Any = None,
-                  m: int | None = None) -> PackedLayout:
+def _check_layout(
+    row_offsets: ArrayLike | None,
+    row_bits: ArrayLike,
+    n: Any,
+    group: Any = None,
+    m: int | None = None,
+) -> PackedLayout:
     """A :class:`PackedLayout` from user arrays; ``row_offsets=None`` derives them from the bits.
 
     Offsets and bits are (m+1,) and (m,) integers, small, and always checked on host copies.
@@ -177,10 +184,14 @@ def _check_layout(row_offsets: ArrayLike | None, row_bits: ArrayLike, n: Any, gr
     g = None if group is None else _check_group(group, n)
     expected = _row_offsets(rb, n)
     if row_offsets is not None:
-        offsets = check_array(row_offsets, "row_offsets", kind="int", shape=(rb.size + 1,))
+        offsets = check_array(
+            row_offsets, "row_offsets", kind="int", shape=(rb.size + 1,)
+        )
         if not np.array_equal(offsets, expected):
-            raise ValueError("row_offsets must start at 0 and step by ceil(n * row_bits / 8) per row "
-                             f"(n={n}); first mismatch at row {int(np.argmax(offsets != expected))}")
+            raise ValueError(
+                "row_offsets must start at 0 and step by ceil(n * row_bits / 8) per row "
+                f"(n={n}); first mismatch at row {int(np.argmax(offsets != expected))}"
+            )
     return PackedLayout(rb, expected, n, g)
 
 
@@ -188,20 +199,36 @@ def _check_packed_bytes(packed: ArrayLike, layout: PackedLayout) -> np.ndarray:
     """The (layout.nbytes,) uint8 code buffer on the host."""
     packed = np.asarray(to_numpy(packed))
     if packed.ndim != 1 or packed.dtype != np.uint8:
-        raise ValueError(f"packed must be a 1-D uint8 array, got dtype {packed.dtype} shape {packed.shape}")
+        raise ValueError(
+            f"packed must be a 1-D uint8 array, got dtype {packed.dtype} shape {packed.shape}"
+        )
     if packed.size != layout.nbytes:
-        raise ValueError(f"packed must hold row_offsets[-1] = {layout.nbytes} bytes, got {packed.size}")
+        raise ValueError(
+            f"packed must hold row_offsets[-1] = {layout.nbytes} bytes, got {packed.size}"
+        )
     return packed
 
 
-def _check_packed_weight(packed: ArrayLike, row_offsets: ArrayLike, row_bits: ArrayLike, lut: ArrayLike,
-                         absmax: ArrayLike, n: Any, group: Any) -> PackedWeight:
+def _check_packed_weight(
+    packed: ArrayLike,
+    row_offsets: ArrayLike,
+    row_bits: ArrayLike,
+    lut: ArrayLike,
+    absmax: ArrayLike,
+    n: Any,
+    group: Any,
+) -> PackedWeight:
     """A :class:`PackedWeight` on the host: layout, code bytes, finite (m, 16) levels and scales."""
     layout = _check_layout(row_offsets, row_bits, n, group)
     m = layout.m
-    return PackedWeight(layout, _check_packed_bytes(packed, layout),
-                        check_array(lut, "lut", shape=(m, LUT_WIDTH), dtype=np.float32),
-                        check_array(absmax, "absmax", shape=(m, layout.n // layout.group), dtype=np.float32))
+    return PackedWeight(
+        layout,
+        _check_packed_bytes(packed, layout),
+        check_array(lut, "lut", shape=(m, LUT_WIDTH), dtype=np.float32),
+        check_array(
+            absmax, "absmax", shape=(m, layout.n // layout.group), dtype=np.float32
+        ),
+    )
 
 
 def _check_weight(W: ArrayLike, name: str = "W") -> np.ndarray:
@@ -211,14 +238,24 @@ def _check_weight(W: ArrayLike, name: str = "W") -> np.ndarray:
 
 def _check_thresholds(thresholds: ArrayLike, rb: np.ndarray) -> np.ndarray:
     """(m, 15) float32 thresholds, each row's first ``2^b - 1`` entries non-NaN and non-decreasing."""
-    t = check_array(thresholds, "thresholds", shape=(rb.size, THRESHOLD_WIDTH), dtype=np.float32, finite=False)
+    t = check_array(
+        thresholds,
+        "thresholds",
+        shape=(rb.size, THRESHOLD_WIDTH),
+        dtype=np.float32,
+        finite=False,
+    )
     for b, rows in _classes(rb):
         active = t[rows, : (1 << b) - 1]
         if np.isnan(active).any():
-            raise ValueError(f"thresholds contain NaN in the first 2^b - 1 entries (b={b})")
+            raise ValueError(
+                f"thresholds contain NaN in the first 2^b - 1 entries (b={b})"
+            )
         # a comparison, so +-inf entries are fine
         if b > 1 and (active[:, 1:] < active[:, :-1]).any():
-            raise ValueError(f"thresholds must be non-decreasing within each row (b={b})")
+            raise ValueError(
+                f"thresholds must be non-decreasing within each row (b={b})"
+            )
     return t
 
 
@@ -312,15 +349,23 @@ def _unpack_rows(rows: np.ndarray, b: int, n: int) -> np.ndarray:
     return out.reshape(k, nbytes * per)[:, :n]
 
 
-def _gather_rows(packed: np.ndarray, offsets: np.ndarray, rows: np.ndarray, nbytes: int) -> np.ndarray:
+def _gather_rows(
+    packed: np.ndarray, offsets: np.ndarray, rows: np.ndarray, nbytes: int
+) -> np.ndarray:
     """The (len(rows), nbytes) bytes of ``rows``; a view when they are contiguous in ``packed``.
 
     Otherwise a gather in the widest word (8, 4, 2 or 1 bytes) that divides every row start and
     the row length, so that there are up to 8x fewer indices than bytes.
     """
     start = offsets[rows]
-    if rows.size and start[-1] - start[0] == nbytes * (rows.size - 1) and np.all(np.diff(rows) == 1):
-        return packed[start[0]:start[0] + nbytes * rows.size].reshape(rows.size, nbytes)
+    if (
+        rows.size
+        and start[-1] - start[0] == nbytes * (rows.size - 1)
+        and np.all(np.diff(rows) == 1)
+    ):
+        return packed[start[0] : start[0] + nbytes * rows.size].reshape(
+            rows.size, nbytes
+        )
     for width, word in ((8, np.uint64), (4, np.uint32), (2, np.uint16), (1, np.uint8)):
         if nbytes % width == 0 and not np.any(start % width):
             break
@@ -342,7 +387,9 @@ def _pack(codes: np.ndarray, layout: PackedLayout) -> np.ndarray:
     packed = np.empty(layout.nbytes, dtype=np.uint8)
     for b, rows in layout.classes():
         nbytes = (layout.n * b + 7) // 8
-        packed[layout.row_offsets[rows][:, None] + np.arange(nbytes)] = _pack_rows(codes[rows], b)
+        packed[layout.row_offsets[rows][:, None] + np.arange(nbytes)] = _pack_rows(
+            codes[rows], b
+        )
     return packed
 
 
@@ -365,7 +412,9 @@ def pack_codes(codes: ArrayLike, row_bits: ArrayLike) -> tuple[np.ndarray, np.nd
     """
     codes = check_array(codes, "codes", kind="int", ndim=2)
     if codes.shape[1] == 0:
-        raise ValueError(f"codes must be a 2-D array (m, n) with n >= 1, got shape {codes.shape}")
+        raise ValueError(
+            f"codes must be a 2-D array (m, n) with n >= 1, got shape {codes.shape}"
+        )
     m, n = codes.shape
     layout = _check_layout(None, row_bits, n, m=m)
     rb = layout.row_bits
@@ -373,8 +422,10 @@ def pack_codes(codes: ArrayLike, row_bits: ArrayLike) -> tuple[np.ndarray, np.nd
         bad = (codes < 0) | (codes >= (1 << rb)[:, None])
         if bad.any():
             r, j = np.argwhere(bad)[0]
-            raise ValueError(f"codes out of range: codes[{r}, {j}] = {int(codes[r, j])} needs "
-                             f"0 <= code < 2^{int(rb[r])}")
+            raise ValueError(
+                f"codes out of range: codes[{r}, {j}] = {int(codes[r, j])} needs "
+                f"0 <= code < 2^{int(rb[r])}"
+            )
     return _pack(codes.astype(np.uint8), layout), layout.row_offsets
 
 
@@ -384,11 +435,15 @@ def _unpack(packed: np.ndarray, layout: PackedLayout) -> np.ndarray:
     out = np.empty((layout.m, n), dtype=np.uint8)
     for b, rows in layout.classes():
         nbytes = (n * b + 7) // 8
-        out[rows] = _unpack_rows(_gather_rows(packed, layout.row_offsets, rows, nbytes), b, n)
+        out[rows] = _unpack_rows(
+            _gather_rows(packed, layout.row_offsets, rows, nbytes), b, n
+        )
     return out
 
 
-def unpack_codes(packed: ArrayLike, row_offsets: ArrayLike, row_bits: ArrayLike, n: int) -> np.ndarray:
+def unpack_codes(
+    packed: ArrayLike, row_offsets: ArrayLike, row_bits: ArrayLike, n: int
+) -> np.ndarray:
     """Inverse of :func:`pack_codes`: the (m, n) uint8 codes.
 
     Args:
@@ -443,7 +498,9 @@ def blockwise_absmax(W: ArrayLike, group: int = 64) -> tuple[np.ndarray, np.ndar
     return _blockwise_absmax(W32, _check_group(group, W32.shape[1]))
 
 
-def _codes_from_normalised(W_norm: np.ndarray, t: np.ndarray, rb: np.ndarray) -> np.ndarray:
+def _codes_from_normalised(
+    W_norm: np.ndarray, t: np.ndarray, rb: np.ndarray
+) -> np.ndarray:
     """code = #{k < 2^b - 1 : t_k < w~} per row, vectorised per precision class."""
     codes = np.empty(W_norm.shape, dtype=np.uint8)
     for b, rows in _classes(rb):
@@ -456,8 +513,9 @@ def _codes_from_normalised(W_norm: np.ndarray, t: np.ndarray, rb: np.ndarray) ->
     return codes
 
 
-def quantize_mixed_reference(W: ArrayLike, row_bits: ArrayLike, thresholds: ArrayLike,
-                             group: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def quantize_mixed_reference(
+    W: ArrayLike, row_bits: ArrayLike, thresholds: ArrayLike, group: int = 64
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Quantize ``W`` into the packed format with per-row precisions and thresholds (NumPy).
 
     Per group: ``w~ = w / absmax`` (:func:`blockwise_absmax`); per row ``c``:
@@ -486,7 +544,9 @@ def quantize_mixed_reference(W: ArrayLike, row_bits: ArrayLike, thresholds: Arra
     return _quantize(W32, t, layout)
 
 
-def _quantize(W32: np.ndarray, t: np.ndarray, layout: PackedLayout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _quantize(
+    W32: np.ndarray, t: np.ndarray, layout: PackedLayout
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Normalise, bin with the rows' thresholds, pack (trusted inputs)."""
     W_norm, absmax = _blockwise_absmax(W32, layout.group)
     codes = _codes_from_normalised(W_norm, t, layout.row_bits)
@@ -511,11 +571,21 @@ def _level_tables(lut_rows: np.ndarray, b: int) -> tuple[np.ndarray, int]:
     low half-byte holds the byte's first codes)."""
     k = lut_rows.shape[0]
     if b == 1:
-        codes = (np.arange(16, dtype=np.uint8)[:, None] >> np.arange(4, dtype=np.uint8)) & 1  # (16, 4)
-        return np.ascontiguousarray(lut_rows[:, codes], dtype=np.float32).view("V16").reshape(-1), 4
+        codes = (
+            np.arange(16, dtype=np.uint8)[:, None] >> np.arange(4, dtype=np.uint8)
+        ) & 1  # (16, 4)
+        return np.ascontiguousarray(lut_rows[:, codes], dtype=np.float32).view(
+            "V16"
+        ).reshape(-1), 4
     if b == 2:  # half-byte tables of 2 levels, moved as one uint64
-        codes = (np.arange(16, dtype=np.uint8)[:, None] >> np.array([0, 2], dtype=np.uint8)) & 3  # (16, 2)
-        half = np.ascontiguousarray(lut_rows[:, codes], dtype=np.float32).view(np.uint64).reshape(k, 16)
+        codes = (
+            np.arange(16, dtype=np.uint8)[:, None] >> np.array([0, 2], dtype=np.uint8)
+        ) & 3  # (16, 2)
+        half = (
+            np.ascontiguousarray(lut_rows[:, codes], dtype=np.float32)
+            .view(np.uint64)
+            .reshape(k, 16)
+        )
         table = np.empty((k, 16, 16, 2), dtype=np.uint64)
     else:  # b == 4: a half-byte is one code, its table the row's 16 levels
         half = np.ascontiguousarray(lut_rows, dtype=np.float32)
@@ -539,8 +609,13 @@ def _scale_groups(vals: np.ndarray, scale: np.ndarray, g: int) -> None:
     torch.from_numpy(vals).view(k, n // g, g).mul_(torch.from_numpy(scale)[:, :, None])
 
 
-def _dequant_rows(pw: PackedWeight, rows: np.ndarray, b: int, vals_buf: np.ndarray | None = None,
-                  idx_buf: np.ndarray | None = None) -> np.ndarray:
+def _dequant_rows(
+    pw: PackedWeight,
+    rows: np.ndarray,
+    b: int,
+    vals_buf: np.ndarray | None = None,
+    idx_buf: np.ndarray | None = None,
+) -> np.ndarray:
     """``W_hat[c, j] = lut[c, code[c, j]] * absmax[c, j // g]``, float32 (k, n), for the rows
     ``rows`` (all of precision b), by table look-up.
 
@@ -571,7 +646,11 @@ def _dequant_rows(pw: PackedWeight, rows: np.ndarray, b: int, vals_buf: np.ndarr
         np.add(idx, (np.arange(k, dtype=np.intp) << 8)[:, None], out=idx)
     # codes held by a row's bytes (>= n; the last byte may be padding)
     width = nbytes * 8 // b
-    vals = vals_buf[: k * width] if vals_buf is not None else np.empty(k * width, dtype=np.float32)
+    vals = (
+        vals_buf[: k * width]
+        if vals_buf is not None
+        else np.empty(k * width, dtype=np.float32)
+    )
     # indices are in range
     np.take(table, idx, out=vals.view(table.dtype).reshape(idx.shape), mode="clip")
     vals = vals.reshape(k, width)
@@ -582,9 +661,17 @@ def _dequant_rows(pw: PackedWeight, rows: np.ndarray, b: int, vals_buf: np.ndarr
     return vals
 
 
-def dequantize_mixed_reference(packed: ArrayLike, row_offsets: ArrayLike, row_bits: ArrayLike, lut: ArrayLike,
-                               absmax: ArrayLike, n: int, group: int = 64, out_dtype: Any = np.float32,
-                               out: np.ndarray | None = None) -> np.ndarray:
+def dequantize_mixed_reference(
+    packed: ArrayLike,
+    row_offsets: ArrayLike,
+    row_bits: ArrayLike,
+    lut: ArrayLike,
+    absmax: ArrayLike,
+    n: int,
+    group: int = 64,
+    out_dtype: Any = np.float32,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """Dense ``W_hat (m, n)`` from the packed format (NumPy; vectorised per precision class).
 
     ``W_hat[c, j] = lut[c, code[c, j]] * absmax[c, j // g]`` computed in float32 (one rounding),
@@ -616,9 +703,15 @@ def dequantize_mixed_reference(packed: ArrayLike, row_offsets: ArrayLike, row_bi
     dt = _check_out_dtype(out_dtype)
     pw = _check_packed_weight(packed, row_offsets, row_bits, lut, absmax, n, group)
     m, n = pw.layout.m, pw.layout.n
-    if out is not None and (not isinstance(out, np.ndarray) or out.shape != (m, n) or out.dtype != dt
-                            or not out.flags.c_contiguous):
-        raise ValueError(f"out must be a C-contiguous NumPy array of shape ({m}, {n}) and dtype {dt}")
+    if out is not None and (
+        not isinstance(out, np.ndarray)
+        or out.shape != (m, n)
+        or out.dtype != dt
+        or not out.flags.c_contiguous
+    ):
+        raise ValueError(
+            f"out must be a C-contiguous NumPy array of shape ({m}, {n}) and dtype {dt}"
+        )
     return _dequantize_numpy(pw, dt, out)
 
 
@@ -636,7 +729,9 @@ def _to_float16(src: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def _dequantize_numpy(pw: PackedWeight, dt: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
+def _dequantize_numpy(
+    pw: PackedWeight, dt: np.dtype, out: np.ndarray | None = None
+) -> np.ndarray:
     """The dense (m, n) weight of a trusted packed weight, in blocks of rows of one precision.
 
     A block holds about :data:`BLOCK_BYTES` of float32 output, so that its indices, look-ups,
@@ -650,12 +745,12 @@ def _dequantize_numpy(pw: PackedWeight, dt: np.dtype, out: np.ndarray | None = N
     half = np.empty((rows_per, n), dtype=np.float16) if dt == np.float16 else None
     for b, rows in pw.layout.classes():
         for start in range(0, rows.size, rows_per):
-            block = rows[start:start + rows_per]
+            block = rows[start : start + rows_per]
             vals = _dequant_rows(pw, block, b, vals_buf, idx_buf)
             if half is not None:
                 vals = _to_float16(vals, half[: block.size])
             if block[-1] - block[0] + 1 == block.size:  # a contiguous run of rows
-                out[block[0]:block[-1] + 1] = vals
+                out[block[0] : block[-1] + 1] = vals
             else:
                 out[block] = vals
     return out
@@ -664,8 +759,16 @@ def _dequantize_numpy(pw: PackedWeight, dt: np.dtype, out: np.ndarray | None = N
 # ---------------------------------------------------------------------------------------------
 # fused dequant-matmul (reference)
 # ---------------------------------------------------------------------------------------------
-def dequant_matmul_reference(x: ArrayLike, packed: ArrayLike, row_offsets: ArrayLike, row_bits: ArrayLike,
-                             lut: ArrayLike, absmax: ArrayLike, n: int, group: int = 64) -> np.ndarray:
+def dequant_matmul_reference(
+    x: ArrayLike,
+    packed: ArrayLike,
+    row_offsets: ArrayLike,
+    row_bits: ArrayLike,
+    lut: ArrayLike,
+    absmax: ArrayLike,
+    n: int,
+    group: int = 64,
+) -> np.ndarray:
     """``y = x @ W_hat^T`` with ``W_hat`` from :func:`dequantize_mixed_reference` (float32).
 
     Args:
@@ -694,8 +797,9 @@ def _row_grid(n: int, m: int) -> tuple[int, int]:
     return (max((chunks + THREADS - 1) // THREADS, 1), min(m, 65535))
 
 
-def quantize_mixed_gpu(W: Any, row_bits: ArrayLike, thresholds: ArrayLike,
-                       group: int = 64) -> tuple[Any, Any, Any]:  # pragma: no cover - needs a GPU
+def quantize_mixed_gpu(
+    W: Any, row_bits: ArrayLike, thresholds: ArrayLike, group: int = 64
+) -> tuple[Any, Any, Any]:  # pragma: no cover - needs a GPU
     """CuPy launcher of ``quantize_mixed``: same arguments, results and errors as
     :func:`quantize_mixed_reference`, bit for bit, as CuPy arrays.
 
@@ -732,17 +836,39 @@ def quantize_mixed_gpu(W: Any, row_bits: ArrayLike, thresholds: ArrayLike,
     n_groups = m * (n // g)
     warps_per_block = THREADS // 32
     mod.get_function("group_absmax")(
-        (min((n_groups + warps_per_block - 1) // warps_per_block, 1 << 20),), (THREADS,),
-        (d_W, absmax, np.int64(m), np.int32(n), np.int32(g)))
+        (min((n_groups + warps_per_block - 1) // warps_per_block, 1 << 20),),
+        (THREADS,),
+        (d_W, absmax, np.int64(m), np.int32(n), np.int32(g)),
+    )
     if layout.nbytes:
         mod.get_function("quantize_pack")(
-            _row_grid(n, m), (THREADS,),
-            (d_W, absmax, d_t, d_bits, d_off, packed, np.int64(m), np.int32(n), np.int32(g)))
+            _row_grid(n, m),
+            (THREADS,),
+            (
+                d_W,
+                absmax,
+                d_t,
+                d_bits,
+                d_off,
+                packed,
+                np.int64(m),
+                np.int32(n),
+                np.int32(g),
+            ),
+        )
     return packed, d_off, absmax
 
 
-def dequantize_mixed_gpu(packed: Any, row_offsets: ArrayLike, row_bits: ArrayLike, lut: Any, absmax: Any, n: int,
-                         group: int = 64, out_dtype: Any = np.float32) -> Any:  # pragma: no cover - needs a GPU
+def dequantize_mixed_gpu(
+    packed: Any,
+    row_offsets: ArrayLike,
+    row_bits: ArrayLike,
+    lut: Any,
+    absmax: Any,
+    n: int,
+    group: int = 64,
+    out_dtype: Any = np.float32,
+) -> Any:  # pragma: no cover - needs a GPU
     """CuPy launcher of ``dequantize_mixed``: same arguments, result and errors as
     :func:`dequantize_mixed_reference` (within 1 ulp; by construction bit for bit), as a CuPy
     (m, n) array of ``out_dtype``.
@@ -766,14 +892,27 @@ def dequantize_mixed_gpu(packed: Any, row_offsets: ArrayLike, row_bits: ArrayLik
     dt = _check_out_dtype(out_dtype)
     pw = _device_packed_weight(packed, row_offsets, row_bits, lut, absmax, n, group)
     out = cp.empty((pw.layout.m, pw.layout.n), dtype=dt)
-    launch_dequantize_mixed(pw.packed, cp.asarray(pw.layout.row_offsets),
-                            cp.asarray(pw.layout.row_bits.astype(np.int32)), pw.lut, pw.absmax, out,
-                            pw.layout.group)
+    launch_dequantize_mixed(
+        pw.packed,
+        cp.asarray(pw.layout.row_offsets),
+        cp.asarray(pw.layout.row_bits.astype(np.int32)),
+        pw.lut,
+        pw.absmax,
+        out,
+        pw.layout.group,
+    )
     return out
 
 
-def _device_packed_weight(packed: Any, row_offsets: ArrayLike, row_bits: ArrayLike, lut: Any, absmax: Any,
-                          n: Any, group: Any) -> PackedWeight:  # pragma: no cover - needs a GPU
+def _device_packed_weight(
+    packed: Any,
+    row_offsets: ArrayLike,
+    row_bits: ArrayLike,
+    lut: Any,
+    absmax: Any,
+    n: Any,
+    group: Any,
+) -> PackedWeight:  # pragma: no cover - needs a GPU
     """A :class:`PackedWeight` whose buffers are C-contiguous CuPy arrays: the layout (offsets and
     bits) checked on host copies, the buffers' shapes and finiteness on the device."""
     import cupy as cp
@@ -781,21 +920,34 @@ def _device_packed_weight(packed: Any, row_offsets: ArrayLike, row_bits: ArrayLi
     layout = _check_layout(row_offsets, row_bits, n, group)
     m = layout.m
     d_packed = cp.asarray(packed)
-    if d_packed.ndim != 1 or d_packed.dtype != cp.uint8 or d_packed.size != layout.nbytes:
+    if (
+        d_packed.ndim != 1
+        or d_packed.dtype != cp.uint8
+        or d_packed.size != layout.nbytes
+    ):
         raise ValueError(f"packed must be 1-D uint8 with {layout.nbytes} bytes")
     d_lut = cp.ascontiguousarray(cp.asarray(lut, dtype=cp.float32))
     d_abs = cp.ascontiguousarray(cp.asarray(absmax, dtype=cp.float32))
     if d_lut.shape != (m, LUT_WIDTH):
         raise ValueError(f"lut must have shape ({m}, {LUT_WIDTH}), got {d_lut.shape}")
     if d_abs.shape != (m, layout.n // layout.group):
-        raise ValueError(f"absmax must have shape ({m}, {layout.n // layout.group}), got {d_abs.shape}")
+        raise ValueError(
+            f"absmax must have shape ({m}, {layout.n // layout.group}), got {d_abs.shape}"
+        )
     if not bool(cp.isfinite(d_lut).all()) or not bool(cp.isfinite(d_abs).all()):
         raise ValueError("lut or absmax contains NaN or inf")
     return PackedWeight(layout, d_packed, d_lut, d_abs)
 
 
-def launch_dequantize_mixed(d_packed: Any, d_offsets: Any, d_bits: Any, d_lut: Any, d_absmax: Any, out: Any,
-                            group: int) -> None:  # pragma: no cover - needs a GPU
+def launch_dequantize_mixed(
+    d_packed: Any,
+    d_offsets: Any,
+    d_bits: Any,
+    d_lut: Any,
+    d_absmax: Any,
+    out: Any,
+    group: int,
+) -> None:  # pragma: no cover - needs a GPU
     """Launch the dequantize kernel on device arrays as they are, without any check or copy.
 
     For timing and for callers that validated once: ``d_packed`` uint8, ``d_offsets`` (m+1,)
@@ -808,12 +960,32 @@ def launch_dequantize_mixed(d_packed: Any, d_offsets: Any, d_bits: Any, d_lut: A
     m, n = out.shape
     name = "dequantize_mixed_f32" if out.dtype == np.float32 else "dequantize_mixed_f16"
     load_module("lowbit").get_function(name)(
-        _row_grid(n, m), (THREADS,),
-        (d_packed, d_offsets, d_bits, d_lut, d_absmax, out, np.int64(m), np.int32(n), np.int32(group)))
+        _row_grid(n, m),
+        (THREADS,),
+        (
+            d_packed,
+            d_offsets,
+            d_bits,
+            d_lut,
+            d_absmax,
+            out,
+            np.int64(m),
+            np.int32(n),
+            np.int32(group),
+        ),
+    )
 
 
-def dequant_matmul_gpu(x: Any, packed: Any, row_offsets: ArrayLike, row_bits: ArrayLike, lut: Any, absmax: Any,
-                       n: int, group: int = 64) -> Any:  # pragma: no cover - needs a GPU
+def dequant_matmul_gpu(
+    x: Any,
+    packed: Any,
+    row_offsets: ArrayLike,
+    row_bits: ArrayLike,
+    lut: Any,
+    absmax: Any,
+    n: int,
+    group: int = 64,
+) -> Any:  # pragma: no cover - needs a GPU
     """CuPy launcher of the fused ``y = x @ W_hat^T``: (B, n) float32 x -> (B, m) float32 y,
     equal to :func:`dequant_matmul_reference` up to float32 summation order.
 
@@ -844,16 +1016,32 @@ def dequant_matmul_gpu(x: Any, packed: Any, row_offsets: ArrayLike, row_bits: Ar
     y = cp.empty((B, m), dtype=cp.float32)
     shared = 4 * (n + THREADS // 32)
     if shared > MAX_SHARED_BYTES:
-        raise ValueError(f"n={n} is too long for the fused kernel's shared-memory row; "
-                         "use dequantize_mixed and a dense matmul")
+        raise ValueError(
+            f"n={n} is too long for the fused kernel's shared-memory row; "
+            "use dequantize_mixed and a dense matmul"
+        )
     kernel = load_module("lowbit").get_function("dequant_matmul_f32")
     # opt in to the large shared-memory carve-out (up to 227 KiB on H100/H200)
     if shared > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = shared
-    kernel((min(m, 1 << 20),), (THREADS,),
-           (d_x, pw.packed, cp.asarray(pw.layout.row_offsets), cp.asarray(pw.layout.row_bits.astype(np.int32)),
-            pw.lut, pw.absmax, y, np.int32(B), np.int64(m), np.int32(n), np.int32(pw.layout.group)),
-           shared_mem=shared)
+    kernel(
+        (min(m, 1 << 20),),
+        (THREADS,),
+        (
+            d_x,
+            pw.packed,
+            cp.asarray(pw.layout.row_offsets),
+            cp.asarray(pw.layout.row_bits.astype(np.int32)),
+            pw.lut,
+            pw.absmax,
+            y,
+            np.int32(B),
+            np.int64(m),
+            np.int32(n),
+            np.int32(pw.layout.group),
+        ),
+        shared_mem=shared,
+    )
     return y
 
 
@@ -885,13 +1073,19 @@ def _as_kind_of(result: Any, like: Any) -> Any:
     if _is_torch(like):
         import torch
 
-        return torch.from_numpy(result) if isinstance(result, np.ndarray) else torch.from_dlpack(result)
+        return (
+            torch.from_numpy(result)
+            if isinstance(result, np.ndarray)
+            else torch.from_dlpack(result)
+        )
     if _is_cupy(like) or isinstance(result, np.ndarray):
         return result
     return result.get()  # pragma: no cover - needs a GPU
 
 
-def quantize_mixed(W: Any, row_bits: ArrayLike, thresholds: ArrayLike, group: int = 64) -> tuple[Any, Any, Any]:
+def quantize_mixed(
+    W: Any, row_bits: ArrayLike, thresholds: ArrayLike, group: int = 64
+) -> tuple[Any, Any, Any]:
     """Dispatcher of :func:`quantize_mixed_reference` / :func:`quantize_mixed_gpu`.
 
     Args:
@@ -905,15 +1099,25 @@ def quantize_mixed(W: Any, row_bits: ArrayLike, thresholds: ArrayLike, group: in
     Raises:
         TypeError, ValueError: as :func:`quantize_mixed_reference`.
     """
-    if _on_device(W) or (gpu_available() and not _is_torch(W)):  # pragma: no cover - needs a GPU
+    if _on_device(W) or (
+        gpu_available() and not _is_torch(W)
+    ):  # pragma: no cover - needs a GPU
         parts = quantize_mixed_gpu(_torch_to_cupy(W), row_bits, thresholds, group)
     else:
         parts = quantize_mixed_reference(W, row_bits, thresholds, group)
     return tuple(_as_kind_of(a, W) for a in parts)
 
 
-def dequantize_mixed(packed: Any, row_offsets: Any, row_bits: Any, lut: Any, absmax: Any, n: int,
-                     group: int = 64, out_dtype: Any = np.float32) -> Any:
+def dequantize_mixed(
+    packed: Any,
+    row_offsets: Any,
+    row_bits: Any,
+    lut: Any,
+    absmax: Any,
+    n: int,
+    group: int = 64,
+    out_dtype: Any = np.float32,
+) -> Any:
     """Dispatcher of :func:`dequantize_mixed_reference` / :func:`dequantize_mixed_gpu`.
 
     The CPU path is the NumPy reference for torch inputs too (its table look-up measured faster
@@ -933,16 +1137,28 @@ def dequantize_mixed(packed: Any, row_offsets: Any, row_bits: Any, lut: Any, abs
     Raises:
         TypeError, ValueError: as :func:`dequantize_mixed_reference`.
     """
-    if _on_device(packed) or (gpu_available() and not _is_torch(packed)):  # pragma: no cover - needs a GPU
+    if _on_device(packed) or (
+        gpu_available() and not _is_torch(packed)
+    ):  # pragma: no cover - needs a GPU
         args = [_torch_to_cupy(a) for a in (packed, row_offsets, row_bits, lut, absmax)]
         out = dequantize_mixed_gpu(*args, n=n, group=group, out_dtype=out_dtype)
     else:
-        out = dequantize_mixed_reference(packed, row_offsets, row_bits, lut, absmax, n, group, out_dtype)
+        out = dequantize_mixed_reference(
+            packed, row_offsets, row_bits, lut, absmax, n, group, out_dtype
+        )
     return _as_kind_of(out, packed)
 
 
-def dequant_matmul(x: Any, packed: Any, row_offsets: Any, row_bits: Any, lut: Any, absmax: Any, n: int,
-                   group: int = 64) -> Any:
+def dequant_matmul(
+    x: Any,
+    packed: Any,
+    row_offsets: Any,
+    row_bits: Any,
+    lut: Any,
+    absmax: Any,
+    n: int,
+    group: int = 64,
+) -> Any:
     """Dispatcher of :func:`dequant_matmul_reference` / :func:`dequant_matmul_gpu`.
 
     Args:
@@ -955,9 +1171,15 @@ def dequant_matmul(x: Any, packed: Any, row_offsets: Any, row_bits: Any, lut: An
     Raises:
         TypeError, ValueError: as :func:`dequant_matmul_reference`.
     """
-    if _on_device(x, packed) or (gpu_available() and not _is_torch(x)):  # pragma: no cover - needs a GPU
-        args = [_torch_to_cupy(a) for a in (x, packed, row_offsets, row_bits, lut, absmax)]
+    if _on_device(x, packed) or (
+        gpu_available() and not _is_torch(x)
+    ):  # pragma: no cover - needs a GPU
+        args = [
+            _torch_to_cupy(a) for a in (x, packed, row_offsets, row_bits, lut, absmax)
+        ]
         y = dequant_matmul_gpu(*args, n=n, group=group)
     else:
-        y = dequant_matmul_reference(x, packed, row_offsets, row_bits, lut, absmax, n, group)
+        y = dequant_matmul_reference(
+            x, packed, row_offsets, row_bits, lut, absmax, n, group
+        )
     return _as_kind_of(y, x)

@@ -27,8 +27,12 @@ from icml25.checks import check_array, check_int, check_real
 from icml25.common import gpu_available
 
 __all__ = [
-    "reverse_step_kernel", "reverse_step_reference", "reverse_step_gpu",
-    "pareto_reward", "pareto_reward_reference", "pareto_reward_gpu",
+    "reverse_step_kernel",
+    "reverse_step_reference",
+    "reverse_step_gpu",
+    "pareto_reward",
+    "pareto_reward_reference",
+    "pareto_reward_gpu",
 ]
 
 _BLOCK = 256
@@ -38,14 +42,20 @@ def _check_step(p_x0: Any, z_t: Any, t: Any, s: Any, gumbel: Any, mask_id: Any):
     import torch
 
     if not isinstance(p_x0, torch.Tensor) or p_x0.dim() != 3:
-        raise ValueError(f"p_x0 must be a (B, L, V) torch tensor, got {getattr(p_x0, 'shape', type(p_x0))}")
+        raise ValueError(
+            f"p_x0 must be a (B, L, V) torch tensor, got {getattr(p_x0, 'shape', type(p_x0))}"
+        )
     B, L, V = (int(v) for v in p_x0.shape)
     if not isinstance(z_t, torch.Tensor) or tuple(z_t.shape) != (B, L):
-        raise ValueError(f"z_t must be a ({B}, {L}) integer tensor, got {getattr(z_t, 'shape', type(z_t))}")
+        raise ValueError(
+            f"z_t must be a ({B}, {L}) integer tensor, got {getattr(z_t, 'shape', type(z_t))}"
+        )
     if torch.is_floating_point(z_t):
         raise ValueError("z_t must hold integer token ids")
     if not isinstance(gumbel, torch.Tensor) or tuple(gumbel.shape) != (B, L, V):
-        raise ValueError(f"gumbel must be a ({B}, {L}, {V}) tensor, got {getattr(gumbel, 'shape', type(gumbel))}")
+        raise ValueError(
+            f"gumbel must be a ({B}, {L}, {V}) tensor, got {getattr(gumbel, 'shape', type(gumbel))}"
+        )
     t = check_real(t, "t", low=0.0, high=1.0)
     s = check_real(s, "s", low=0.0, high=1.0)
     if not s < t:
@@ -60,7 +70,9 @@ def _check_step(p_x0: Any, z_t: Any, t: Any, s: Any, gumbel: Any, mask_id: Any):
     return t, s, mask_id
 
 
-def reverse_step_reference(p_x0: Any, z_t: Any, t: float, s: float, gumbel: Any, mask_id: int) -> Any:
+def reverse_step_reference(
+    p_x0: Any, z_t: Any, t: float, s: float, gumbel: Any, mask_id: int
+) -> Any:
     """One reverse step ``z_t -> z_s`` (reference, PyTorch).
 
     Args:
@@ -83,12 +95,16 @@ def reverse_step_reference(p_x0: Any, z_t: Any, t: float, s: float, gumbel: Any,
     t, s, mask_id = _check_step(p_x0, z_t, t, s, gumbel, mask_id)
     g = gumbel.to(torch.float32)
     score = torch.log(p_x0.to(torch.float32)) + np.float32(math.log(t - s)) + g
-    score[..., mask_id] = np.float32(math.log(s) if s > 0 else -math.inf) + g[..., mask_id]
+    score[..., mask_id] = (
+        np.float32(math.log(s) if s > 0 else -math.inf) + g[..., mask_id]
+    )
     new = score.argmax(dim=-1).to(z_t.dtype)
     return torch.where(z_t == mask_id, new, z_t)
 
 
-def reverse_step_gpu(p_x0: Any, z_t: Any, t: float, s: float, gumbel: Any, mask_id: int) -> Any:  # pragma: no cover - GPU
+def reverse_step_gpu(
+    p_x0: Any, z_t: Any, t: float, s: float, gumbel: Any, mask_id: int
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`reverse_step_kernel` (CuPy arrays in and out; trusts its arguments)."""
     import cupy as cp
 
@@ -102,12 +118,27 @@ def reverse_step_gpu(p_x0: Any, z_t: Any, t: float, s: float, gumbel: Any, mask_
     fn = load_module("mdlm_sampler").get_function("reverse_step")
     n = B * L
     log_s = math.log(s) if s > 0 else -math.inf
-    fn(((n + _BLOCK - 1) // _BLOCK,), (_BLOCK,),
-       (p, z, g, out, np.int64(n), np.int32(V), np.int32(mask_id), np.float32(math.log(t - s)), np.float32(log_s)))
+    fn(
+        ((n + _BLOCK - 1) // _BLOCK,),
+        (_BLOCK,),
+        (
+            p,
+            z,
+            g,
+            out,
+            np.int64(n),
+            np.int32(V),
+            np.int32(mask_id),
+            np.float32(math.log(t - s)),
+            np.float32(log_s),
+        ),
+    )
     return out
 
 
-def reverse_step_kernel(p_x0: Any, z_t: Any, t: float, s: float, gumbel: Any, mask_id: int) -> Any:
+def reverse_step_kernel(
+    p_x0: Any, z_t: Any, t: float, s: float, gumbel: Any, mask_id: int
+) -> Any:
     """The fused reverse step (contract of :func:`reverse_step_reference`), torch in, torch out.
 
     CUDA tensors go through the kernel (via DLPack) when a GPU is usable, else the reference.
@@ -118,9 +149,14 @@ def reverse_step_kernel(p_x0: Any, z_t: Any, t: float, s: float, gumbel: Any, ma
         import cupy as cp
 
         t, s, mask_id = _check_step(p_x0, z_t, t, s, gumbel, mask_id)
-        out = reverse_step_gpu(cp.from_dlpack(p_x0.detach().float().contiguous()),
-                               cp.from_dlpack(z_t.to(torch.int32).contiguous()), t, s,
-                               cp.from_dlpack(gumbel.float().contiguous()), mask_id)
+        out = reverse_step_gpu(
+            cp.from_dlpack(p_x0.detach().float().contiguous()),
+            cp.from_dlpack(z_t.to(torch.int32).contiguous()),
+            t,
+            s,
+            cp.from_dlpack(gumbel.float().contiguous()),
+            mask_id,
+        )
         return torch.from_dlpack(out).to(z_t.dtype)
     return reverse_step_reference(p_x0, z_t, t, s, gumbel, mask_id)
 
@@ -136,7 +172,9 @@ def _check_reward(S: Any, F: Any) -> tuple[np.ndarray, np.ndarray]:
         F = F.reshape(0, K)
     F = check_array(F, "F", ndim=2, dtype=np.float32)
     if F.shape[1] != K:
-        raise ValueError(f"F must have shape (f, {K}) to match S {S.shape}, got {F.shape}")
+        raise ValueError(
+            f"F must have shape (f, {K}) to match S {S.shape}, got {F.shape}"
+        )
     return S, F
 
 
@@ -180,8 +218,19 @@ def pareto_reward_gpu(S: Any, F: Any) -> tuple[Any, Any]:  # pragma: no cover - 
     R = cp.empty((n, K), dtype=cp.float32)
     dom = cp.empty(n, dtype=cp.int32)
     fn = load_module("mdlm_sampler").get_function("pareto_reward")
-    fn(((n + _BLOCK - 1) // _BLOCK,), (_BLOCK,), (S, F if f else cp.zeros((1, K), cp.float32), R, dom,
-                                                  np.int32(n), np.int32(f), np.int32(K)))
+    fn(
+        ((n + _BLOCK - 1) // _BLOCK,),
+        (_BLOCK,),
+        (
+            S,
+            F if f else cp.zeros((1, K), cp.float32),
+            R,
+            dom,
+            np.int32(n),
+            np.int32(f),
+            np.int32(K),
+        ),
+    )
     return R, dom.astype(cp.bool_)
 
 

@@ -136,7 +136,11 @@ class ActionTable:
 
     def __init__(self, actions: ArrayLike, name: str = "actions") -> None:
         if isinstance(actions, ActionTable):
-            self.values, self._device, self._shape = actions.values, actions._device, actions._shape
+            self.values, self._device, self._shape = (
+                actions.values,
+                actions._device,
+                actions._shape,
+            )
             return
         x = _float_rows(actions, name)
         n, d = x.shape
@@ -170,22 +174,30 @@ class ActionTable:
         if self._device is None:
             import cupy
 
-            self._device = cupy.ascontiguousarray(cupy.asarray(self.values, dtype=cupy.float32))
+            self._device = cupy.ascontiguousarray(
+                cupy.asarray(self.values, dtype=cupy.float32)
+            )
         return self._device
 
 
-def _check_queries_actions(qname: str, queries: Any, aname: str, actions: Any) -> tuple[np.ndarray, ActionTable]:
+def _check_queries_actions(
+    qname: str, queries: Any, aname: str, actions: Any
+) -> tuple[np.ndarray, ActionTable]:
     """(queries (B, d) float rows, the actions as an :class:`ActionTable`), with a common ``d``."""
     q = _float_rows(queries, qname)
     x = actions if isinstance(actions, ActionTable) else ActionTable(actions, aname)
     if q.shape[1] != x.shape[1]:
-        raise ValueError(f"{qname} and {aname} must have the same d; got {q.shape[1]} and {x.shape[1]}")
+        raise ValueError(
+            f"{qname} and {aname} must have the same d; got {q.shape[1]} and {x.shape[1]}"
+        )
     return q, x
 
 
 def _check_threshold(threshold: Any, B: int, dtype: Any) -> np.ndarray:
     return np.ascontiguousarray(
-        check_array(threshold, "threshold", shape=(B,), low=-_FLOAT32_MAX, high=_FLOAT32_MAX).astype(dtype, copy=False)
+        check_array(
+            threshold, "threshold", shape=(B,), low=-_FLOAT32_MAX, high=_FLOAT32_MAX
+        ).astype(dtype, copy=False)
     )
 
 
@@ -241,7 +253,9 @@ def philox4x32_10(counter: np.ndarray, key: tuple[int, int]) -> np.ndarray:
     return np.stack(np.broadcast_arrays(c0, c1, c2, c3)).astype(np.uint32)
 
 
-def gumbel_noise_reference(seed: int, offset: int, b: np.ndarray, i: np.ndarray) -> np.ndarray:
+def gumbel_noise_reference(
+    seed: int, offset: int, b: np.ndarray, i: np.ndarray
+) -> np.ndarray:
     """Standard Gumbel noise ``G_{b,i}`` exactly as ``mips.cu`` draws it (see the module docstring).
 
     Args:
@@ -252,13 +266,16 @@ def gumbel_noise_reference(seed: int, offset: int, b: np.ndarray, i: np.ndarray)
     Returns:
         float32 array of the broadcast shape of ``b`` and ``i``.
     """
-    bb, ii = np.broadcast_arrays(np.asarray(b, dtype=np.uint32), np.asarray(i, dtype=np.uint32))
+    bb, ii = np.broadcast_arrays(
+        np.asarray(b, dtype=np.uint32), np.asarray(i, dtype=np.uint32)
+    )
     counter = (ii, bb, np.uint32(offset & _MASK32), np.uint32(offset >> 32))
     w = philox4x32_10(counter, (seed & _MASK32, seed >> 32))[0]
     # U = (2 (w >> 9) + 1) 2^-24: 23 random bits, exact in float32, in [2^-24, 1 - 2^-24].
-    u = ((w >> np.uint32(9)) * np.uint32(2) + np.uint32(1)).astype(np.float32) * np.float32(2.0**-24)
+    u = ((w >> np.uint32(9)) * np.uint32(2) + np.uint32(1)).astype(
+        np.float32
+    ) * np.float32(2.0**-24)
     return -np.log(-np.log(u))
-
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,7 +287,9 @@ def _chunk_size(B: int, budget: int) -> int:
     return max(1, budget // max(B, 1))
 
 
-def mips_argmax_reference(queries: ArrayLike, actions: ArrayLike | ActionTable) -> tuple[np.ndarray, np.ndarray]:
+def mips_argmax_reference(
+    queries: ArrayLike, actions: ArrayLike | ActionTable
+) -> tuple[np.ndarray, np.ndarray]:
     """Maximum inner product per query, ties to the lowest index (NumPy reference).
 
     ``index_b = min argmax_i <q_b, x_i>``, ``score_b = <q_b, x_{index_b}>`` computed in float32,
@@ -289,7 +308,9 @@ def mips_argmax_reference(queries: ArrayLike, actions: ArrayLike | ActionTable) 
         TypeError: non-numeric dtype.
     """
     q, x = _check_queries_actions("queries", queries, "actions", actions)
-    return _mips_argmax(q.astype(np.float32, copy=False), x.values.astype(np.float32, copy=False))
+    return _mips_argmax(
+        q.astype(np.float32, copy=False), x.values.astype(np.float32, copy=False)
+    )
 
 
 def _mips_argmax(q: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -339,10 +360,18 @@ def gumbel_max_sample_reference(
     """
     q, x = _check_queries_actions("V", V, "X", X)
     kappa32, seed, offset = _gumbel_scalars(kappa, seed, offset)
-    return _gumbel_max(q.astype(np.float32, copy=False), x.values.astype(np.float32, copy=False), kappa32, seed, offset)
+    return _gumbel_max(
+        q.astype(np.float32, copy=False),
+        x.values.astype(np.float32, copy=False),
+        kappa32,
+        seed,
+        offset,
+    )
 
 
-def _gumbel_max(q: np.ndarray, x: np.ndarray, kappa32: np.float32, seed: int, offset: int) -> np.ndarray:
+def _gumbel_max(
+    q: np.ndarray, x: np.ndarray, kappa32: np.float32, seed: int, offset: int
+) -> np.ndarray:
     """a_b = argmax_i kappa <v_b, x_i> + G_{b,i}, G Philox-Gumbel noise (Gumbel-max trick)."""
     B, n = q.shape[0], x.shape[0]
     best_idx = np.zeros(B, dtype=np.int64)
@@ -353,7 +382,9 @@ def _gumbel_max(q: np.ndarray, x: np.ndarray, kappa32: np.float32, seed: int, of
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
         logits = kappa32 * (q @ x[start:stop].T)  # (B, c) float32, rounded once
-        scores = logits + gumbel_noise_reference(seed, offset, b_col, np.arange(start, stop)[None, :])
+        scores = logits + gumbel_noise_reference(
+            seed, offset, b_col, np.arange(start, stop)[None, :]
+        )
         j = scores.argmax(axis=1)
         s = scores[rows, j]
         better = (s > best) | (start == 0)
@@ -390,7 +421,9 @@ def boltzmann_sample_reference(
     return _inverse_cdf_sample(q, x.values, kappa, check_rng(rng))
 
 
-def _inverse_cdf_sample(V: np.ndarray, X: np.ndarray, kappa: float, rng: np.random.Generator) -> np.ndarray:
+def _inverse_cdf_sample(
+    V: np.ndarray, X: np.ndarray, kappa: float, rng: np.random.Generator
+) -> np.ndarray:
     """a_b = min{i : sum_{j<=i} e^{kappa (<v_b, x_j> - max_j <v_b, x_j>)} >= u_b Z_b}, u_b ~ U(0, 1)."""
     B, n = V.shape[0], X.shape[0]
     dt = np.float32 if X.dtype == np.float32 else np.float64
@@ -495,9 +528,16 @@ class ActionSets:
 
 
 def _check_sets_size(n_sets: Any, n: Any, d: Any, rng: Any) -> tuple[int, int, int]:
-    n_sets, n, d = check_int(n_sets, "n_sets", low=0), check_int(n, "n", low=0), check_int(d, "d", low=1)
+    n_sets, n, d = (
+        check_int(n_sets, "n_sets", low=0),
+        check_int(n, "n", low=0),
+        check_int(d, "d", low=1),
+    )
     check_rng(rng)
-    check_budget(f"uniform_action_sets(n_sets={n_sets}, n={n}, d={d})", n_bytes=16.0 * n_sets * n * d)
+    check_budget(
+        f"uniform_action_sets(n_sets={n_sets}, n={n}, d={d})",
+        n_bytes=16.0 * n_sets * n * d,
+    )
     return n_sets, n, d
 
 
@@ -507,7 +547,9 @@ def _unit_normalise(xp: Any, z: Any) -> Any:
     return z
 
 
-def uniform_action_sets_reference(n_sets: int, n: int, d: int, rng: np.random.Generator) -> ActionSets:
+def uniform_action_sets_reference(
+    n_sets: int, n: int, d: int, rng: np.random.Generator
+) -> ActionSets:
     """``n_sets`` sets of ``n`` actions uniform on S^{d-1}: normalised ``rng.standard_normal`` draws.
 
     The draws are ``rng.standard_normal((n_sets, n, d))`` in float64, each row divided by its norm.
@@ -519,11 +561,17 @@ def uniform_action_sets_reference(n_sets: int, n: int, d: int, rng: np.random.Ge
     return _uniform_sets_host(*_check_sets_size(n_sets, n, d, rng), rng)
 
 
-def _uniform_sets_host(n_sets: int, n: int, d: int, rng: np.random.Generator) -> ActionSets:
-    return ActionSets(_unit_normalise(np, rng.standard_normal((n_sets, n, d))), on_gpu=False)
+def _uniform_sets_host(
+    n_sets: int, n: int, d: int, rng: np.random.Generator
+) -> ActionSets:
+    return ActionSets(
+        _unit_normalise(np, rng.standard_normal((n_sets, n, d))), on_gpu=False
+    )
 
 
-def uniform_action_sets(n_sets: int, n: int, d: int, rng: np.random.Generator) -> ActionSets:
+def uniform_action_sets(
+    n_sets: int, n: int, d: int, rng: np.random.Generator
+) -> ActionSets:
     """``n_sets`` sets of ``n`` actions uniform on S^{d-1}, drawn where the kernels run.
 
     CPU: :func:`uniform_action_sets_reference` (float64, from ``rng``). GPU: the same law in
@@ -538,11 +586,18 @@ def uniform_action_sets(n_sets: int, n: int, d: int, rng: np.random.Generator) -
         import cupy
 
         g = cupy.random.default_rng(int(rng.integers(0, 2**63 - 1)))
-        return ActionSets(_unit_normalise(cupy, g.standard_normal((n_sets, n, d), dtype=cupy.float32)), on_gpu=True)
+        return ActionSets(
+            _unit_normalise(
+                cupy, g.standard_normal((n_sets, n, d), dtype=cupy.float32)
+            ),
+            on_gpu=True,
+        )
     return _uniform_sets_host(n_sets, n, d, rng)
 
 
-def prefix_boltzmann(sets: ActionSets, V: ArrayLike, kappa: float, alpha: float) -> np.ndarray:
+def prefix_boltzmann(
+    sets: ActionSets, V: ArrayLike, kappa: float, alpha: float
+) -> np.ndarray:
     """The exact B-exp probability of a fixed action A in every prefix of every set (prefix trick).
 
     For set ``t`` with state ``V_t`` and ``<V_t, A> = alpha``: ``P[t, 0] = 1`` and
@@ -562,7 +617,9 @@ def prefix_boltzmann(sets: ActionSets, V: ArrayLike, kappa: float, alpha: float)
         TypeError: sets not an ActionSets. ValueError: V of the wrong shape, kappa or alpha out of range.
     """
     if not isinstance(sets, ActionSets):
-        raise TypeError(f"sets must be an ActionSets (from uniform_action_sets), got {type(sets).__name__}")
+        raise TypeError(
+            f"sets must be an ActionSets (from uniform_action_sets), got {type(sets).__name__}"
+        )
     n_sets, _, d = sets.shape
     V = check_array(V, "V", shape=(n_sets, d))
     kappa = check_real(kappa, "kappa", low=0.0)
@@ -570,8 +627,14 @@ def prefix_boltzmann(sets: ActionSets, V: ArrayLike, kappa: float, alpha: float)
     if sets._on_gpu:  # pragma: no cover - needs a GPU
         import cupy
 
-        return cupy.asnumpy(_prefix_boltzmann(cupy, sets._x, cupy.asarray(V, dtype=sets._x.dtype), kappa, alpha))
-    return _prefix_boltzmann(np, sets._x, np.asarray(V, dtype=sets._x.dtype), kappa, alpha)
+        return cupy.asnumpy(
+            _prefix_boltzmann(
+                cupy, sets._x, cupy.asarray(V, dtype=sets._x.dtype), kappa, alpha
+            )
+        )
+    return _prefix_boltzmann(
+        np, sets._x, np.asarray(V, dtype=sets._x.dtype), kappa, alpha
+    )
 
 
 def _prefix_boltzmann(xp: Any, X: Any, V: Any, kappa: float, alpha: float) -> Any:
@@ -600,7 +663,9 @@ def _sm_count() -> int:  # pragma: no cover - needs a GPU
 
     device = cupy.cuda.Device()
     if device.id not in _SM_COUNT:
-        _SM_COUNT[device.id] = int(cupy.cuda.runtime.getDeviceProperties(device.id)["multiProcessorCount"])
+        _SM_COUNT[device.id] = int(
+            cupy.cuda.runtime.getDeviceProperties(device.id)["multiProcessorCount"]
+        )
     return _SM_COUNT[device.id]
 
 
@@ -629,13 +694,17 @@ def _query_slices(B: int):
         yield b0, min(B, b0 + step)
 
 
-def _device_pair(q: np.ndarray, x: ActionTable) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
+def _device_pair(
+    q: np.ndarray, x: ActionTable
+) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
     import cupy
 
     return cupy.ascontiguousarray(cupy.asarray(q, dtype=cupy.float32)), x._on_device()
 
 
-def _launch_keys(kernel_name: str, q: Any, x: Any, extra=lambda b0: ()) -> tuple[Any, Any]:  # pragma: no cover
+def _launch_keys(
+    kernel_name: str, q: Any, x: Any, extra=lambda b0: ()
+) -> tuple[Any, Any]:  # pragma: no cover
     """Run an argmax-type kernel of ``mips.cu`` and decode its packed (score, index) keys.
 
     ``extra(b0)`` gives the kernel arguments after ``d`` for the query slice starting at ``b0``.
@@ -649,7 +718,15 @@ def _launch_keys(kernel_name: str, q: Any, x: Any, extra=lambda b0: ()) -> tuple
     n = x.shape[0]
     keys = cupy.zeros(B, dtype=cupy.uint64)  # 0 is below every packed key
     for b0, b1 in _query_slices(B):
-        args = (q[b0:b1], x, np.int64(b1 - b0), np.int64(n), np.int32(d), *extra(b0), keys[b0:b1])
+        args = (
+            q[b0:b1],
+            x,
+            np.int64(b1 - b0),
+            np.int64(n),
+            np.int32(d),
+            *extra(b0),
+            keys[b0:b1],
+        )
         kernel(_grid(b1 - b0, n), (_TILE_N,), args)
     index = cupy.empty(B, dtype=cupy.int64)
     score = cupy.empty(B, dtype=cupy.float32)
@@ -658,19 +735,28 @@ def _launch_keys(kernel_name: str, q: Any, x: Any, extra=lambda b0: ()) -> tuple
     return index, score
 
 
-def _mips_argmax_device(q: np.ndarray, x: ActionTable) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
+def _mips_argmax_device(
+    q: np.ndarray, x: ActionTable
+) -> tuple[Any, Any]:  # pragma: no cover - needs a GPU
     return _launch_keys("mips_argmax_keys", *_device_pair(q, x))
 
 
-def _gumbel_max_device(q: np.ndarray, x: ActionTable, kappa32: np.float32, seed: int, offset: int) -> Any:  # pragma: no cover
+def _gumbel_max_device(
+    q: np.ndarray, x: ActionTable, kappa32: np.float32, seed: int, offset: int
+) -> Any:  # pragma: no cover
     qd, xd = _device_pair(q, x)
     index, _ = _launch_keys(
-        "gumbel_max_keys", qd, xd, lambda b0: (kappa32, np.uint64(seed), np.uint64(offset), np.int64(b0))
+        "gumbel_max_keys",
+        qd,
+        xd,
+        lambda b0: (kappa32, np.uint64(seed), np.uint64(offset), np.int64(b0)),
     )
     return index
 
 
-def _first_beater_device(q: np.ndarray, x: ActionTable, thr: np.ndarray) -> Any:  # pragma: no cover - needs a GPU
+def _first_beater_device(
+    q: np.ndarray, x: ActionTable, thr: np.ndarray
+) -> Any:  # pragma: no cover - needs a GPU
     import cupy
 
     qd, xd = _device_pair(q, x)
@@ -681,11 +767,25 @@ def _first_beater_device(q: np.ndarray, x: ActionTable, thr: np.ndarray) -> Any:
     kernel = _module().get_function("first_beater")
     for b0, b1 in _query_slices(B):
         grid = _grid(b1 - b0, n)
-        kernel(grid, (_TILE_N,), (qd[b0:b1], xd, thr_d[b0:b1], np.int64(b1 - b0), np.int64(n), np.int32(d), out[b0:b1]))
+        kernel(
+            grid,
+            (_TILE_N,),
+            (
+                qd[b0:b1],
+                xd,
+                thr_d[b0:b1],
+                np.int64(b1 - b0),
+                np.int64(n),
+                np.int32(d),
+                out[b0:b1],
+            ),
+        )
     return out
 
 
-def mips_argmax_gpu(queries: ArrayLike, actions: ArrayLike | ActionTable) -> tuple[Any, Any]:  # pragma: no cover
+def mips_argmax_gpu(
+    queries: ArrayLike, actions: ArrayLike | ActionTable
+) -> tuple[Any, Any]:  # pragma: no cover
     """:func:`mips_argmax_reference` on the GPU (kernel ``mips_argmax_keys`` of ``mips.cu``).
 
     Returns CuPy arrays (for the kernel tests; :func:`mips_argmax` returns NumPy). Inputs are
@@ -719,7 +819,9 @@ def first_beater_gpu(
     their next tile, so the cost is about proportional to the answer.
     """
     q, x = _check_queries_actions("queries", queries, "actions", actions)
-    return _first_beater_device(q, x, _check_threshold(threshold, q.shape[0], np.float32))
+    return _first_beater_device(
+        q, x, _check_threshold(threshold, q.shape[0], np.float32)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -727,7 +829,9 @@ def first_beater_gpu(
 # --------------------------------------------------------------------------------------------
 
 
-def mips_argmax(queries: ArrayLike, actions: ArrayLike | ActionTable) -> tuple[np.ndarray, np.ndarray]:
+def mips_argmax(
+    queries: ArrayLike, actions: ArrayLike | ActionTable
+) -> tuple[np.ndarray, np.ndarray]:
     """Maximum inner product per query, ties to the lowest index; GPU when available.
 
     See :func:`mips_argmax_reference` for the contract (shapes, dtypes, errors). Runs the CUDA
@@ -740,7 +844,9 @@ def mips_argmax(queries: ArrayLike, actions: ArrayLike | ActionTable) -> tuple[n
     if gpu_available():  # pragma: no cover - needs a GPU
         index, score = _mips_argmax_device(q, x)
         return index.get(), score.get()
-    return _mips_argmax(q.astype(np.float32, copy=False), x.values.astype(np.float32, copy=False))
+    return _mips_argmax(
+        q.astype(np.float32, copy=False), x.values.astype(np.float32, copy=False)
+    )
 
 
 def gumbel_max_sample(
@@ -758,10 +864,18 @@ def gumbel_max_sample(
     kappa32, seed, offset = _gumbel_scalars(kappa, seed, offset)
     if gpu_available():  # pragma: no cover - needs a GPU
         return _gumbel_max_device(q, x, kappa32, seed, offset).get()
-    return _gumbel_max(q.astype(np.float32, copy=False), x.values.astype(np.float32, copy=False), kappa32, seed, offset)
+    return _gumbel_max(
+        q.astype(np.float32, copy=False),
+        x.values.astype(np.float32, copy=False),
+        kappa32,
+        seed,
+        offset,
+    )
 
 
-def boltzmann_sample(V: ArrayLike, X: ArrayLike | ActionTable, kappa: float, rng: np.random.Generator) -> np.ndarray:
+def boltzmann_sample(
+    V: ArrayLike, X: ArrayLike | ActionTable, kappa: float, rng: np.random.Generator
+) -> np.ndarray:
     """One Boltzmann draw ``P(i | v_b) ∝ exp(kappa <v_b, x_i>)`` per query from ``rng``; GPU when available.
 
     CPU: :func:`boltzmann_sample_reference` (exact inverse CDF, one ``rng.random`` per query).
@@ -780,11 +894,15 @@ def boltzmann_sample(V: ArrayLike, X: ArrayLike | ActionTable, kappa: float, rng
     rng = check_rng(rng)
     if gpu_available():  # pragma: no cover - needs a GPU
         seed = int(rng.integers(0, 2**63 - 1))
-        return _gumbel_max_device(q, x, np.float32(kappa), seed, 0).get().astype(np.int64)
+        return (
+            _gumbel_max_device(q, x, np.float32(kappa), seed, 0).get().astype(np.int64)
+        )
     return _inverse_cdf_sample(q, x.values, kappa, rng)
 
 
-def first_beater(queries: ArrayLike, actions: ArrayLike | ActionTable, threshold: ArrayLike) -> np.ndarray:
+def first_beater(
+    queries: ArrayLike, actions: ArrayLike | ActionTable, threshold: ArrayLike
+) -> np.ndarray:
     """Smallest ``j`` with ``<q_b, x_j> > threshold_b``, else ``n``; GPU when available.
 
     See :func:`first_beater_reference` for the contract. The GPU kernel computes in float32; the
@@ -796,7 +914,9 @@ def first_beater(queries: ArrayLike, actions: ArrayLike | ActionTable, threshold
     """
     q, x = _check_queries_actions("queries", queries, "actions", actions)
     if gpu_available():  # pragma: no cover - needs a GPU
-        return _first_beater_device(q, x, _check_threshold(threshold, q.shape[0], np.float32)).get()
+        return _first_beater_device(
+            q, x, _check_threshold(threshold, q.shape[0], np.float32)
+        ).get()
     dt = np.float64 if q.dtype == x.values.dtype == np.float64 else np.float32
     thr = _check_threshold(threshold, q.shape[0], dt)
     return _first_beater(q.astype(dt, copy=False), x.values.astype(dt, copy=False), thr)

@@ -48,7 +48,9 @@ def _utilities_args(X: Any, w: Any, H_inv: Any, beta: Any) -> tuple[np.ndarray, 
     return X, w, H_inv, beta
 
 
-def _utilities(X: np.ndarray, w: np.ndarray, H_inv: np.ndarray, beta: np.ndarray) -> np.ndarray:
+def _utilities(
+    X: np.ndarray, w: np.ndarray, H_inv: np.ndarray, beta: np.ndarray
+) -> np.ndarray:
     """alpha_ri = x_ri^T w_r + beta_r sqrt(max(x_ri^T H_r^{-1} x_ri, 0)) (Alg. 1, optimistic utility)."""
     mean = np.einsum("rnd,rd->rn", X, w)
     quad = np.einsum("rnd,rde,rne->rn", X, H_inv, X)
@@ -82,12 +84,18 @@ def optimistic_utilities_gpu(X: Any, w: Any, H_inv: Any, beta: Any) -> Any:
 
     from icml25.kernels import load_module
 
-    X, w, H_inv, beta = (cp.ascontiguousarray(cp.asarray(a)) for a in _utilities_args(X, w, H_inv, beta))
+    X, w, H_inv, beta = (
+        cp.ascontiguousarray(cp.asarray(a)) for a in _utilities_args(X, w, H_inv, beta)
+    )
     R, N, d = X.shape
     alpha = cp.empty((R, N), dtype=cp.float64)
     kernel = load_module("mnl_bandits").get_function("optimistic_utilities")
     blocks = min(max((R * N + THREADS - 1) // THREADS, 1), 65535)
-    kernel((blocks,), (THREADS,), (X, w, H_inv, beta, alpha, np.int32(R), np.int32(N), np.int32(d)))
+    kernel(
+        (blocks,),
+        (THREADS,),
+        (X, w, H_inv, beta, alpha, np.int32(R), np.int32(N), np.int32(d)),
+    )
     return alpha
 
 
@@ -102,7 +110,9 @@ def optimistic_utilities(X: Any, w: Any, H_inv: Any, beta: Any) -> np.ndarray:
     return optimistic_utilities_reference(X, w, H_inv, beta)
 
 
-def _select(v: np.ndarray, r: np.ndarray, z: float, K: int) -> tuple[np.ndarray, np.ndarray]:
+def _select(
+    v: np.ndarray, r: np.ndarray, z: float, K: int
+) -> tuple[np.ndarray, np.ndarray]:
     """S(z): the (at most) K largest positive scores v_i (r_i - z), ties to the lower index."""
     score = v * (r - z)
     pos = np.flatnonzero(score > 0)
@@ -111,7 +121,9 @@ def _select(v: np.ndarray, r: np.ndarray, z: float, K: int) -> tuple[np.ndarray,
     return pos, score
 
 
-def _bisection_one(v: np.ndarray, r: np.ndarray, K: int, v0: float) -> tuple[np.ndarray, float]:
+def _bisection_one(
+    v: np.ndarray, r: np.ndarray, K: int, v0: float
+) -> tuple[np.ndarray, float]:
     """max_{|S| <= K} R(S) = sum_{i in S} v_i r_i / (v0 + sum_{j in S} v_j), for one replicate.
 
     R(S) >= z  <=>  sum_{i in S} v_i (r_i - z) >= v0 z, so the optimal revenue z* is the root of
@@ -149,7 +161,9 @@ def _bisection_one(v: np.ndarray, r: np.ndarray, K: int, v0: float) -> tuple[np.
     return best, best_rev
 
 
-def _oracle_args(v: Any, r: Any, K: Any, v0: Any) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+def _oracle_args(
+    v: Any, r: Any, K: Any, v0: Any
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """The arguments of ``assortment_bisection`` checked: v >= 0 and v0 >= 0 (a common rescaling
     exp(-max alpha) may underflow either to 0), everything finite, 1 <= K <= N."""
     v = check_array(v, "v", ndim=2, low=0.0, dtype=np.float64)
@@ -160,7 +174,9 @@ def _oracle_args(v: Any, r: Any, K: Any, v0: Any) -> tuple[np.ndarray, np.ndarra
     return v, r, K, v0
 
 
-def _bisection_batch(v: np.ndarray, r: np.ndarray, K: int, v0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _bisection_batch(
+    v: np.ndarray, r: np.ndarray, K: int, v0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The oracle of :func:`_bisection_one` for each replicate: (R, N) membership, (R,) revenue."""
     R, N = v.shape
     mask = np.zeros((R, N), dtype=bool)
@@ -171,7 +187,9 @@ def _bisection_batch(v: np.ndarray, r: np.ndarray, K: int, v0: np.ndarray) -> tu
     return mask, revenue
 
 
-def assortment_bisection_reference(v: Any, r: Any, K: int, v0: Any) -> tuple[np.ndarray, np.ndarray]:
+def assortment_bisection_reference(
+    v: Any, r: Any, K: int, v0: Any
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-replicate optimal MNL assortment (NumPy; the kernel's algorithm, step by step).
 
     Args:
@@ -205,13 +223,30 @@ def assortment_bisection_gpu(v: Any, r: Any, K: int, v0: Any) -> tuple[Any, Any]
     revenue = cp.zeros(R, dtype=cp.float64)
     shared = 8 * (N + 3 * THREADS) + N
     kernel = load_module("mnl_bandits").get_function("assortment_bisection")
-    kernel((R,), (THREADS,), (v, r, v0, np.int32(R), np.int32(N), np.int32(K), np.float64(TOL),
-                              np.int32(MAX_ITER), np.int32(MAX_POLISH), mask, revenue),
-           shared_mem=shared)
+    kernel(
+        (R,),
+        (THREADS,),
+        (
+            v,
+            r,
+            v0,
+            np.int32(R),
+            np.int32(N),
+            np.int32(K),
+            np.float64(TOL),
+            np.int32(MAX_ITER),
+            np.int32(MAX_POLISH),
+            mask,
+            revenue,
+        ),
+        shared_mem=shared,
+    )
     return mask.astype(cp.bool_), revenue
 
 
-def assortment_bisection(v: Any, r: Any, K: int, v0: Any) -> tuple[np.ndarray, np.ndarray]:
+def assortment_bisection(
+    v: Any, r: Any, K: int, v0: Any
+) -> tuple[np.ndarray, np.ndarray]:
     """Dispatcher: CUDA kernel when a GPU is usable, else :func:`assortment_bisection_reference`.
 
     Takes array-likes and returns NumPy ``(mask (R, N) bool, revenue (R,) float64)``.

@@ -31,11 +31,19 @@ from icml25.common import gpu_available
 from icml25.kernels import _splitmix64
 
 __all__ = [
-    "N_ACTIONS", "MOVES",
-    "available_actions", "eps_threshold",
-    "coopgrid_step", "coopgrid_step_reference", "coopgrid_step_gpu",
-    "coopgrid_rollout", "coopgrid_rollout_reference", "coopgrid_rollout_gpu",
-    "segment_logits", "segment_logits_reference", "segment_logits_gpu",
+    "N_ACTIONS",
+    "MOVES",
+    "available_actions",
+    "eps_threshold",
+    "coopgrid_step",
+    "coopgrid_step_reference",
+    "coopgrid_step_gpu",
+    "coopgrid_rollout",
+    "coopgrid_rollout_reference",
+    "coopgrid_rollout_gpu",
+    "segment_logits",
+    "segment_logits_reference",
+    "segment_logits_gpu",
 ]
 
 _BLOCK = 256
@@ -58,44 +66,72 @@ def available_actions(pos: np.ndarray, size: int) -> np.ndarray:
     return ((nxt >= 0) & (nxt < size)).all(axis=-1)
 
 
-def _team_reward(pos: np.ndarray, landmarks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _team_reward(
+    pos: np.ndarray, landmarks: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Reward ``-D/10 - 0.5 C`` (float32, the kernel's order of operations) and ``covered``."""
     dist = np.abs(pos[:, :, None, :] - landmarks[:, None, :, :]).sum(-1)  # (E, N, L)
-    nearest = dist.min(axis=1)                                            # (E, L)
+    nearest = dist.min(axis=1)  # (E, L)
     D = nearest.sum(axis=1)
-    same = (pos[:, :, None, :] == pos[:, None, :, :]).all(-1)             # (E, N, N)
+    same = (pos[:, :, None, :] == pos[:, None, :, :]).all(-1)  # (E, N, N)
     C = np.triu(same, k=1).sum(axis=(1, 2))
-    r = (-D.astype(np.float32)) / np.float32(10.0) - np.float32(0.5) * C.astype(np.float32)
+    r = (-D.astype(np.float32)) / np.float32(10.0) - np.float32(0.5) * C.astype(
+        np.float32
+    )
     return r.astype(np.float32), (nearest == 0).all(axis=1)
 
 
 def _apply(pos: np.ndarray, actions: np.ndarray, size: int) -> np.ndarray:
-    ok = np.take_along_axis(available_actions(pos, size), actions[..., None], axis=-1)[..., 0]
+    ok = np.take_along_axis(available_actions(pos, size), actions[..., None], axis=-1)[
+        ..., 0
+    ]
     return (pos + MOVES[actions] * ok[..., None]).astype(np.int32)
 
 
-def _check_game(pos: Any, landmarks: Any, size: Any) -> tuple[np.ndarray, np.ndarray, int]:
+def _check_game(
+    pos: Any, landmarks: Any, size: Any
+) -> tuple[np.ndarray, np.ndarray, int]:
     size = check_int(size, "size", low=2, high=2**20)
-    pos = check_array(pos, "pos", kind="int", ndim=3, dtype=np.int32, low=0, high=size - 1)
+    pos = check_array(
+        pos, "pos", kind="int", ndim=3, dtype=np.int32, low=0, high=size - 1
+    )
     if pos.shape[2] != 2 or not 1 <= pos.shape[1] <= _MAX_AGENTS:
-        raise ValueError(f"pos must have shape (E, N, 2) with 1 <= N <= {_MAX_AGENTS}, got {pos.shape}")
+        raise ValueError(
+            f"pos must have shape (E, N, 2) with 1 <= N <= {_MAX_AGENTS}, got {pos.shape}"
+        )
     E = pos.shape[0]
-    landmarks = check_array(landmarks, "landmarks", kind="int", ndim=3, dtype=np.int32, low=0, high=size - 1)
+    landmarks = check_array(
+        landmarks, "landmarks", kind="int", ndim=3, dtype=np.int32, low=0, high=size - 1
+    )
     if landmarks.shape[0] != E or landmarks.shape[2] != 2 or landmarks.shape[1] < 1:
-        raise ValueError(f"landmarks must have shape ({E}, L, 2), got {landmarks.shape}")
-    check_budget(f"coopgrid(E={E})", n_bytes=64.0 * E * pos.shape[1] * landmarks.shape[1])
+        raise ValueError(
+            f"landmarks must have shape ({E}, L, 2), got {landmarks.shape}"
+        )
+    check_budget(
+        f"coopgrid(E={E})", n_bytes=64.0 * E * pos.shape[1] * landmarks.shape[1]
+    )
     return np.ascontiguousarray(pos), np.ascontiguousarray(landmarks), size
 
 
-def _check_step(pos: Any, actions: Any, landmarks: Any, size: Any) -> tuple[np.ndarray, ...]:
+def _check_step(
+    pos: Any, actions: Any, landmarks: Any, size: Any
+) -> tuple[np.ndarray, ...]:
     pos, landmarks, size = _check_game(pos, landmarks, size)
-    actions = check_array(actions, "actions", kind="int", shape=pos.shape[:2], dtype=np.int32, low=0,
-                          high=N_ACTIONS - 1)
+    actions = check_array(
+        actions,
+        "actions",
+        kind="int",
+        shape=pos.shape[:2],
+        dtype=np.int32,
+        low=0,
+        high=N_ACTIONS - 1,
+    )
     return pos, np.ascontiguousarray(actions), landmarks, size
 
 
-def coopgrid_step_reference(pos: np.ndarray, actions: np.ndarray, landmarks: np.ndarray,
-                            size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def coopgrid_step_reference(
+    pos: np.ndarray, actions: np.ndarray, landmarks: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One joint step of ``E`` CoopGrid games (vectorised NumPy, the contract).
 
     Args:
@@ -116,7 +152,9 @@ def coopgrid_step_reference(pos: np.ndarray, actions: np.ndarray, landmarks: np.
     return new, r, cov
 
 
-def coopgrid_step_gpu(pos: Any, actions: Any, landmarks: Any, size: int) -> tuple[Any, Any, Any]:  # pragma: no cover - GPU
+def coopgrid_step_gpu(
+    pos: Any, actions: Any, landmarks: Any, size: int
+) -> tuple[Any, Any, Any]:  # pragma: no cover - GPU
     """CuPy launcher of :func:`coopgrid_step` (one thread per game; trusts its arguments)."""
     import cupy as cp
 
@@ -131,13 +169,27 @@ def coopgrid_step_gpu(pos: Any, actions: Any, landmarks: Any, size: int) -> tupl
     cov = cp.empty(E, dtype=cp.int32)
     grid = min(max(1, (E + _BLOCK - 1) // _BLOCK), 65535)
     load_module("omapl_kernels").get_function("coopgrid_step")(
-        (grid,), (_BLOCK,), (pos, actions, landmarks, new, r, cov, np.int64(E), np.int32(N),
-                             np.int32(landmarks.shape[1]), np.int32(size)))
+        (grid,),
+        (_BLOCK,),
+        (
+            pos,
+            actions,
+            landmarks,
+            new,
+            r,
+            cov,
+            np.int64(E),
+            np.int32(N),
+            np.int32(landmarks.shape[1]),
+            np.int32(size),
+        ),
+    )
     return new, r, cov
 
 
-def coopgrid_step(pos: np.ndarray, actions: np.ndarray, landmarks: np.ndarray,
-                  size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def coopgrid_step(
+    pos: np.ndarray, actions: np.ndarray, landmarks: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One joint CoopGrid step (contract of :func:`coopgrid_step_reference`): CUDA when usable.
 
     Returns:
@@ -153,14 +205,18 @@ def coopgrid_step(pos: np.ndarray, actions: np.ndarray, landmarks: np.ndarray,
     return new, r, cov
 
 
-def _check_rollout(pos0: Any, landmarks: Any, size: Any, horizon: Any, eps: Any,
-                   seed: Any) -> tuple[np.ndarray, np.ndarray, int, int, float, int]:
+def _check_rollout(
+    pos0: Any, landmarks: Any, size: Any, horizon: Any, eps: Any, seed: Any
+) -> tuple[np.ndarray, np.ndarray, int, int, float, int]:
     pos0, landmarks, size = _check_game(pos0, landmarks, size)
     horizon = check_int(horizon, "horizon", low=1, high=10_000)
     eps = check_real(eps, "eps", low=0.0, high=1.0)
     seed = check_int(seed, "seed", low=0, high=2**64 - 1)
     E, N = pos0.shape[:2]
-    check_budget(f"coopgrid_rollout(E={E}, horizon={horizon})", n_bytes=4.0 * E * (horizon + 1) * N * 12)
+    check_budget(
+        f"coopgrid_rollout(E={E}, horizon={horizon})",
+        n_bytes=4.0 * E * (horizon + 1) * N * 12,
+    )
     return pos0, landmarks, size, horizon, eps, seed
 
 
@@ -175,8 +231,14 @@ def _expert_actions(pos: np.ndarray, landmarks: np.ndarray) -> np.ndarray:
     return a
 
 
-def _rollout_cpu(pos0: np.ndarray, landmarks: np.ndarray, size: int, horizon: int, eps: float,
-                 seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _rollout_cpu(
+    pos0: np.ndarray,
+    landmarks: np.ndarray,
+    size: int,
+    horizon: int,
+    eps: float,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     E, N = pos0.shape[:2]
     thr = np.uint64(eps_threshold(eps))
     mixed = _splitmix64(np.array([seed], dtype=np.uint64))[0]
@@ -193,7 +255,7 @@ def _rollout_cpu(pos0: np.ndarray, landmarks: np.ndarray, size: int, horizon: in
         key = (e_idx * np.uint64(horizon) + np.uint64(t)) * np.uint64(N) + i_idx
         h = _splitmix64(mixed ^ key)
         rand = (h >> np.uint64(11)) < thr
-        av = available_actions(pos, size)                          # (E, N, 5)
+        av = available_actions(pos, size)  # (E, N, 5)
         pick = (_splitmix64(h) % av.sum(-1).astype(np.uint64)).astype(np.int64)
         # the pick-th available action: first k with cumsum(av)[k] == pick + 1
         rank = np.cumsum(av, axis=-1) - 1
@@ -206,8 +268,14 @@ def _rollout_cpu(pos0: np.ndarray, landmarks: np.ndarray, size: int, horizon: in
     return actions, rewards, positions, cov
 
 
-def coopgrid_rollout_reference(pos0: np.ndarray, landmarks: np.ndarray, size: int, horizon: int, eps: float,
-                               seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def coopgrid_rollout_reference(
+    pos0: np.ndarray,
+    landmarks: np.ndarray,
+    size: int,
+    horizon: int,
+    eps: float,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``horizon`` steps of the scripted eps-expert in ``E`` games (NumPy, the contract).
 
     Agent ``i < L`` is assigned landmark ``i`` (a fixed assignment, our choice: the notes' greedy
@@ -231,8 +299,9 @@ def coopgrid_rollout_reference(pos0: np.ndarray, landmarks: np.ndarray, size: in
     return _rollout_cpu(*args)
 
 
-def coopgrid_rollout_gpu(pos0: Any, landmarks: Any, size: int, horizon: int, eps: float,
-                         seed: int) -> tuple[Any, Any, Any, Any]:  # pragma: no cover - GPU
+def coopgrid_rollout_gpu(
+    pos0: Any, landmarks: Any, size: int, horizon: int, eps: float, seed: int
+) -> tuple[Any, Any, Any, Any]:  # pragma: no cover - GPU
     """CuPy launcher of :func:`coopgrid_rollout` (one thread per game; trusts its arguments)."""
     import cupy as cp
 
@@ -247,14 +316,35 @@ def coopgrid_rollout_gpu(pos0: Any, landmarks: Any, size: int, horizon: int, eps
     success = cp.empty(E, dtype=cp.int32)
     grid = min(max(1, (E + _BLOCK - 1) // _BLOCK), 65535)
     load_module("omapl_kernels").get_function("coopgrid_rollout")(
-        (grid,), (_BLOCK,), (pos0, landmarks, actions, rewards, positions, success, np.int64(E), np.int32(N),
-                             np.int32(landmarks.shape[1]), np.int32(size), np.int32(horizon),
-                             np.uint64(seed), np.uint64(eps_threshold(eps))))
+        (grid,),
+        (_BLOCK,),
+        (
+            pos0,
+            landmarks,
+            actions,
+            rewards,
+            positions,
+            success,
+            np.int64(E),
+            np.int32(N),
+            np.int32(landmarks.shape[1]),
+            np.int32(size),
+            np.int32(horizon),
+            np.uint64(seed),
+            np.uint64(eps_threshold(eps)),
+        ),
+    )
     return actions, rewards, positions, success
 
 
-def coopgrid_rollout(pos0: np.ndarray, landmarks: np.ndarray, size: int, horizon: int, eps: float,
-                     seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def coopgrid_rollout(
+    pos0: np.ndarray,
+    landmarks: np.ndarray,
+    size: int,
+    horizon: int,
+    eps: float,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Scripted eps-expert roll-outs (contract of :func:`coopgrid_rollout_reference`): CUDA when usable.
 
     Returns:
@@ -270,11 +360,21 @@ def coopgrid_rollout(pos0: np.ndarray, landmarks: np.ndarray, size: int, horizon
 _SEG_NAMES = ("q", "w", "b", "v_next", "w_next", "b_next", "dones")
 
 
-def _check_segments(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b_next: Any, dones: Any,
-                    gamma: Any) -> tuple[Any, ...]:
+def _check_segments(
+    q: Any,
+    w: Any,
+    b: Any,
+    v_next: Any,
+    w_next: Any,
+    b_next: Any,
+    dones: Any,
+    gamma: Any,
+) -> tuple[Any, ...]:
     q = check_tensor(q, "q", ndim=4)
     if q.shape[0] != 2:
-        raise ValueError(f"q must have shape (2, B, T, N) (the two segments of each pair), got {tuple(q.shape)}")
+        raise ValueError(
+            f"q must have shape (2, B, T, N) (the two segments of each pair), got {tuple(q.shape)}"
+        )
     full, seg = tuple(q.shape), tuple(q.shape[:3])
     w = check_tensor(w, "w", shape=full)
     v_next = check_tensor(v_next, "v_next", shape=full)
@@ -291,8 +391,16 @@ def _check_segments(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b_next: An
     return q, w, b, v_next, w_next, b_next, dones, gamma
 
 
-def segment_logits_reference(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b_next: Any, dones: Any,
-                             gamma: float) -> tuple[Any, Any]:
+def segment_logits_reference(
+    q: Any,
+    w: Any,
+    b: Any,
+    v_next: Any,
+    w_next: Any,
+    b_next: Any,
+    dones: Any,
+    gamma: float,
+) -> tuple[Any, Any]:
     """Implied rewards of both segments and the BT logit, one loop over time (torch, the contract).
 
     ``r_t = (sum_i w_ti q_ti + b_t - gamma (1 - d_t)(sum_i w'_ti v'_ti + b'_t)) m_t`` with
@@ -309,12 +417,22 @@ def segment_logits_reference(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b
     Raises:
         TypeError / ValueError: shapes, non-binary dones, gamma outside [0, 1).
     """
-    q, w, b, v_next, w_next, b_next, dones, gamma = _check_segments(q, w, b, v_next, w_next, b_next, dones, gamma)
+    q, w, b, v_next, w_next, b_next, dones, gamma = _check_segments(
+        q, w, b, v_next, w_next, b_next, dones, gamma
+    )
     return _segments_torch(q, w, b, v_next, w_next, b_next, dones, gamma)
 
 
-def _segments_torch(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b_next: Any, dones: Any,
-                    gamma: float) -> tuple[Any, Any]:
+def _segments_torch(
+    q: Any,
+    w: Any,
+    b: Any,
+    v_next: Any,
+    w_next: Any,
+    b_next: Any,
+    dones: Any,
+    gamma: float,
+) -> tuple[Any, Any]:
     import torch
 
     T = q.shape[2]
@@ -330,15 +448,26 @@ def _segments_torch(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b_next: An
     return r, seg[0] - seg[1]
 
 
-def segment_logits_gpu(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b_next: Any, dones: Any,
-                       gamma: float) -> tuple[Any, Any]:  # pragma: no cover - GPU
+def segment_logits_gpu(
+    q: Any,
+    w: Any,
+    b: Any,
+    v_next: Any,
+    w_next: Any,
+    b_next: Any,
+    dones: Any,
+    gamma: float,
+) -> tuple[Any, Any]:  # pragma: no cover - GPU
     """CuPy launcher of :func:`segment_logits`: CUDA torch tensors in (float32), CUDA tensors out."""
     import cupy as cp
     import torch
 
     from icml25.kernels import load_module
 
-    ts = [x.detach().to(torch.float32).contiguous() for x in (q, w, b, v_next, w_next, b_next, dones)]
+    ts = [
+        x.detach().to(torch.float32).contiguous()
+        for x in (q, w, b, v_next, w_next, b_next, dones)
+    ]
     _, B, T, N = ts[0].shape
     r = torch.empty((2, B, T), dtype=torch.float32, device=ts[0].device)
     seg = torch.empty(2 * B, dtype=torch.float32, device=ts[0].device)
@@ -346,15 +475,37 @@ def segment_logits_gpu(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b_next:
     cps = [cp.from_dlpack(x) for x in (*ts, r, seg, logit)]
     mod = load_module("omapl_kernels")
     grid = min(max(1, (2 * B + _BLOCK - 1) // _BLOCK), 65535)
-    mod.get_function("segment_rewards")((grid,), (_BLOCK,), (*cps[:7], np.float32(gamma), cps[7], cps[8],
-                                                             np.int64(2 * B), np.int32(T), np.int32(N)))
-    mod.get_function("bt_logits")((min(max(1, (B + _BLOCK - 1) // _BLOCK), 65535),), (_BLOCK,),
-                                  (cps[8], cps[9], np.int64(B)))
+    mod.get_function("segment_rewards")(
+        (grid,),
+        (_BLOCK,),
+        (
+            *cps[:7],
+            np.float32(gamma),
+            cps[7],
+            cps[8],
+            np.int64(2 * B),
+            np.int32(T),
+            np.int32(N),
+        ),
+    )
+    mod.get_function("bt_logits")(
+        (min(max(1, (B + _BLOCK - 1) // _BLOCK), 65535),),
+        (_BLOCK,),
+        (cps[8], cps[9], np.int64(B)),
+    )
     return r, logit
 
 
-def segment_logits(q: Any, w: Any, b: Any, v_next: Any, w_next: Any, b_next: Any, dones: Any,
-                   gamma: float) -> tuple[Any, Any]:
+def segment_logits(
+    q: Any,
+    w: Any,
+    b: Any,
+    v_next: Any,
+    w_next: Any,
+    b_next: Any,
+    dones: Any,
+    gamma: float,
+) -> tuple[Any, Any]:
     """Implied rewards and BT logits (contract of :func:`segment_logits_reference`), no autograd.
 
     Torch in, torch out, on the input's device: the CUDA kernel for CUDA tensors on a GPU machine

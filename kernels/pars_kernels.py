@@ -26,15 +26,21 @@ from icml25.kernels import _splitmix64
 
 __all__ = [
     "LN_EPS",
-    "ensemble_layer", "ensemble_layer_reference", "ensemble_layer_gpu",
-    "td_target", "td_target_reference", "td_target_gpu",
-    "infeasible_actions", "infeasible_actions_reference", "infeasible_actions_gpu",
+    "ensemble_layer",
+    "ensemble_layer_reference",
+    "ensemble_layer_gpu",
+    "td_target",
+    "td_target_reference",
+    "td_target_gpu",
+    "infeasible_actions",
+    "infeasible_actions_reference",
+    "infeasible_actions_gpu",
 ]
 
 #: LayerNorm epsilon (torch's default, as flax's LayerNorm uses 1e-6: the difference is below 1e-4)
 LN_EPS = 1e-5
 _BLOCK = 128
-_MAX_H = 8 * _BLOCK   # the kernel keeps at most 8 features per thread in registers
+_MAX_H = 8 * _BLOCK  # the kernel keeps at most 8 features per thread in registers
 
 
 def _is_torch(a: Any) -> bool:
@@ -51,17 +57,23 @@ def _check_layer(x: Any, W: Any, b: Any, g: Any, beta: Any) -> tuple[Any, ...]:
     W = check_tensor(W, "W", ndim=3)
     E, B, I = (int(v) for v in x.shape)
     if tuple(W.shape[:2]) != (E, I):
-        raise ValueError(f"W must have shape (E, I, H) = ({E}, {I}, H) to match x {tuple(x.shape)}, got {tuple(W.shape)}")
+        raise ValueError(
+            f"W must have shape (E, I, H) = ({E}, {I}, H) to match x {tuple(x.shape)}, got {tuple(W.shape)}"
+        )
     H = int(W.shape[2])
     out = [x, W]
     for name, t in (("b", b), ("g", g), ("beta", beta)):
         t = check_tensor(t, name, ndim=2)
         if tuple(t.shape) != (E, H):
-            raise ValueError(f"{name} must have shape (E, H) = ({E}, {H}), got {tuple(t.shape)}")
+            raise ValueError(
+                f"{name} must have shape (E, H) = ({E}, {H}), got {tuple(t.shape)}"
+            )
         out.append(t)
     for name, t in zip(("W", "b", "g", "beta"), out[1:]):
         if t.dtype != x.dtype:
-            raise TypeError(f"{name} must have the dtype of x ({x.dtype}), got {t.dtype}")
+            raise TypeError(
+                f"{name} must have the dtype of x ({x.dtype}), got {t.dtype}"
+            )
     return tuple(out)
 
 
@@ -74,11 +86,16 @@ def _layer_torch(x: Any, W: Any, b: Any, g: Any, beta: Any, layer_norm: bool) ->
     # b + x W for every member in one batched GEMM
     z = torch.baddbmm(b[:, None, :], x, W)
     if layer_norm:
-        z = F.layer_norm(z, (z.shape[-1],), eps=LN_EPS) * g[:, None, :] + beta[:, None, :]
+        z = (
+            F.layer_norm(z, (z.shape[-1],), eps=LN_EPS) * g[:, None, :]
+            + beta[:, None, :]
+        )
     return torch.relu(z)
 
 
-def ensemble_layer_reference(x: Any, W: Any, b: Any, g: Any, beta: Any, layer_norm: bool = True) -> Any:
+def ensemble_layer_reference(
+    x: Any, W: Any, b: Any, g: Any, beta: Any, layer_norm: bool = True
+) -> Any:
     """One hidden layer of the critic ensemble, all members at once (reference, differentiable).
 
     Args:
@@ -96,23 +113,53 @@ def ensemble_layer_reference(x: Any, W: Any, b: Any, g: Any, beta: Any, layer_no
     return _layer_torch(x, W, b, g, beta, bool(layer_norm))
 
 
-def ensemble_layer_gpu(x: Any, W: Any, b: Any, g: Any, beta: Any, layer_norm: bool = True) -> Any:  # pragma: no cover - GPU
+def ensemble_layer_gpu(
+    x: Any, W: Any, b: Any, g: Any, beta: Any, layer_norm: bool = True
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`ensemble_layer` (CuPy arrays in and out; trusts its arguments)."""
     import cupy as cp
 
     from icml25.kernels import load_module
 
-    x, W, b, g, beta = (cp.ascontiguousarray(cp.asarray(a, dtype=cp.float32)) for a in (x, W, b, g, beta))
+    x, W, b, g, beta = (
+        cp.ascontiguousarray(cp.asarray(a, dtype=cp.float32))
+        for a in (x, W, b, g, beta)
+    )
     E, B, I = (int(v) for v in x.shape)
     H = int(W.shape[2])
     y = cp.empty((E, B, H), dtype=cp.float32)
     fn = load_module("pars_kernels").get_function("ensemble_layer")
-    fn((E * B,), (_BLOCK,), (x, W, b, g, beta, y, np.int64(E), np.int64(B), np.int64(I), np.int64(H),
-                             np.int32(1 if layer_norm else 0), np.float32(LN_EPS)), shared_mem=2 * _BLOCK * 4)
+    fn(
+        (E * B,),
+        (_BLOCK,),
+        (
+            x,
+            W,
+            b,
+            g,
+            beta,
+            y,
+            np.int64(E),
+            np.int64(B),
+            np.int64(I),
+            np.int64(H),
+            np.int32(1 if layer_norm else 0),
+            np.float32(LN_EPS),
+        ),
+        shared_mem=2 * _BLOCK * 4,
+    )
     return y
 
 
-def ensemble_layer(x: Any, W: Any, b: Any, g: Any, beta: Any, layer_norm: bool = True, validate: bool = True) -> Any:
+def ensemble_layer(
+    x: Any,
+    W: Any,
+    b: Any,
+    g: Any,
+    beta: Any,
+    layer_norm: bool = True,
+    validate: bool = True,
+) -> Any:
     """The fused ensemble layer (contract of :func:`ensemble_layer_reference`).
 
     CUDA tensors that need no gradient go through the kernel (via DLPack) when a GPU is usable;
@@ -125,12 +172,19 @@ def ensemble_layer(x: Any, W: Any, b: Any, g: Any, beta: Any, layer_norm: bool =
     if validate:
         x, W, b, g, beta = _check_layer(x, W, b, g, beta)
     needs_grad = any(t.requires_grad for t in (x, W, b, g, beta))
-    if x.is_cuda and not needs_grad and int(W.shape[2]) <= _MAX_H and gpu_available():  # pragma: no cover - GPU
+    if (
+        x.is_cuda and not needs_grad and int(W.shape[2]) <= _MAX_H and gpu_available()
+    ):  # pragma: no cover - GPU
         import cupy as cp
         import torch
 
-        y = ensemble_layer_gpu(*(cp.from_dlpack(t.detach().float().contiguous()) for t in (x, W, b, g, beta)),
-                               layer_norm=bool(layer_norm))
+        y = ensemble_layer_gpu(
+            *(
+                cp.from_dlpack(t.detach().float().contiguous())
+                for t in (x, W, b, g, beta)
+            ),
+            layer_norm=bool(layer_norm),
+        )
         return torch.from_dlpack(y)
     return _layer_torch(x, W, b, g, beta, bool(layer_norm))
 
@@ -138,7 +192,9 @@ def ensemble_layer(x: Any, W: Any, b: Any, g: Any, beta: Any, layer_norm: bool =
 # ----------------------------------------------------------------------------- TD target
 
 
-def _check_target(q: Any, members: Any, r: Any, d: Any, c: Any, gamma: Any) -> tuple[Any, ...]:
+def _check_target(
+    q: Any, members: Any, r: Any, d: Any, c: Any, gamma: Any
+) -> tuple[Any, ...]:
     torch_in = _is_torch(q)
     if torch_in:
         q = check_tensor(q, "q", ndim=2)
@@ -151,14 +207,26 @@ def _check_target(q: Any, members: Any, r: Any, d: Any, c: Any, gamma: Any) -> t
     E, B = (int(v) for v in q.shape)
     for name, t in (("r", r), ("d", d)):
         if int(t.shape[0]) != B:
-            raise ValueError(f"{name} must have length B = {B} (q is {tuple(q.shape)}), got {int(t.shape[0])}")
+            raise ValueError(
+                f"{name} must have length B = {B} (q is {tuple(q.shape)}), got {int(t.shape[0])}"
+            )
     mem = np.asarray(members.detach().cpu().numpy() if _is_torch(members) else members)
     if mem.ndim != 1 or mem.size == 0 or not np.issubdtype(mem.dtype, np.integer):
-        raise ValueError(f"members must be a non-empty 1-d integer array of member indices, got {mem!r}")
+        raise ValueError(
+            f"members must be a non-empty 1-d integer array of member indices, got {mem!r}"
+        )
     if mem.min() < 0 or mem.max() >= E or np.unique(mem).size != mem.size:
-        raise ValueError(f"members must be distinct indices in [0, E = {E}), got {mem.tolist()}")
-    return (q, mem.astype(np.int64), r, d, check_real(c, "c", low=0.0, low_open=True),
-            check_real(gamma, "gamma", low=0.0, high=1.0))
+        raise ValueError(
+            f"members must be distinct indices in [0, E = {E}), got {mem.tolist()}"
+        )
+    return (
+        q,
+        mem.astype(np.int64),
+        r,
+        d,
+        check_real(c, "c", low=0.0, low_open=True),
+        check_real(gamma, "gamma", low=0.0, high=1.0),
+    )
 
 
 def _target_math(q: Any, members: Any, r: Any, d: Any, c: float, gamma: float) -> Any:
@@ -169,7 +237,9 @@ def _target_math(q: Any, members: Any, r: Any, d: Any, c: float, gamma: float) -
     return c * r + gamma * (1.0 - d) * m
 
 
-def td_target_reference(q: Any, members: Any, r: Any, d: Any, c: float, gamma: float) -> Any:
+def td_target_reference(
+    q: Any, members: Any, r: Any, d: Any, c: float, gamma: float
+) -> Any:
     """The PARS TD target (reference).
 
     Args:
@@ -192,7 +262,9 @@ def td_target_reference(q: Any, members: Any, r: Any, d: Any, c: float, gamma: f
     return _target_math(q, mem, r, d, c, gamma).astype(np.float32)
 
 
-def td_target_gpu(q: Any, members: Any, r: Any, d: Any, c: float, gamma: float) -> Any:  # pragma: no cover - GPU
+def td_target_gpu(
+    q: Any, members: Any, r: Any, d: Any, c: float, gamma: float
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`td_target` (CuPy arrays in and out; trusts its arguments)."""
     import cupy as cp
 
@@ -204,7 +276,21 @@ def td_target_gpu(q: Any, members: Any, r: Any, d: Any, c: float, gamma: float) 
     out = cp.empty(B, dtype=cp.float32)
     fn = load_module("pars_kernels").get_function("td_target")
     grid = max(1, min((B + _BLOCK - 1) // _BLOCK, 1024))
-    fn((grid,), (_BLOCK,), (q, mem, r, d, out, np.int64(B), np.int32(mem.size), np.float32(c), np.float32(gamma)))
+    fn(
+        (grid,),
+        (_BLOCK,),
+        (
+            q,
+            mem,
+            r,
+            d,
+            out,
+            np.int64(B),
+            np.int32(mem.size),
+            np.float32(c),
+            np.float32(gamma),
+        ),
+    )
     return out
 
 
@@ -221,9 +307,14 @@ def td_target(q: Any, members: Any, r: Any, d: Any, c: float, gamma: float) -> A
         if q.is_cuda and gpu_available():  # pragma: no cover - GPU
             import cupy as cp
 
-            y = td_target_gpu(*(cp.from_dlpack(t.detach().float().contiguous()) for t in (q,)), mem,
-                              cp.from_dlpack(r.detach().float().contiguous()),
-                              cp.from_dlpack(d.detach().float().contiguous()), c, gamma)
+            y = td_target_gpu(
+                *(cp.from_dlpack(t.detach().float().contiguous()) for t in (q,)),
+                mem,
+                cp.from_dlpack(r.detach().float().contiguous()),
+                cp.from_dlpack(d.detach().float().contiguous()),
+                c,
+                gamma,
+            )
             return torch.from_dlpack(y)
         return _target_math(q, torch.as_tensor(mem, device=q.device), r, d, c, gamma)
     if gpu_available():  # pragma: no cover - GPU
@@ -238,18 +329,24 @@ def td_target(q: Any, members: Any, r: Any, d: Any, c: float, gamma: float) -> A
 _U_MAX = 1e37
 
 
-def _check_sampler(B: Any, act_dim: Any, U: Any, seed: Any) -> tuple[int, int, float, int]:
+def _check_sampler(
+    B: Any, act_dim: Any, U: Any, seed: Any
+) -> tuple[int, int, float, int]:
     B = check_int(B, "B", low=1)
     act_dim = check_int(act_dim, "act_dim", low=1)
     # 2U must be a finite float32
     U = check_real(U, "U", low=1.0, low_open=True, high=_U_MAX)
     seed = check_int(seed, "seed", low=0, high=2**64 - 1)
     # the reference holds ~4 uint64/float64 work arrays of B * act_dim entries
-    check_budget(f"infeasible_actions(B={B}, act_dim={act_dim})", n_bytes=40.0 * B * act_dim)
+    check_budget(
+        f"infeasible_actions(B={B}, act_dim={act_dim})", n_bytes=40.0 * B * act_dim
+    )
     return B, act_dim, U, seed
 
 
-def infeasible_actions_reference(B: int, act_dim: int, U: float, seed: int) -> np.ndarray:
+def infeasible_actions_reference(
+    B: int, act_dim: int, U: float, seed: int
+) -> np.ndarray:
     """Infeasible actions, every coordinate ``+-U (1 + u)`` with ``u`` in ``[0, 1)`` (reference).
 
     For flat index ``i`` of the row-major (B, act_dim) output: ``h = splitmix64(splitmix64(seed) ^ i)``,
@@ -276,7 +373,9 @@ def infeasible_actions_reference(B: int, act_dim: int, U: float, seed: int) -> n
     return np.where((h & np.uint64(1)) == 1, -mag, mag).reshape(B, act_dim)
 
 
-def infeasible_actions_gpu(B: int, act_dim: int, U: float, seed: int) -> Any:  # pragma: no cover - GPU
+def infeasible_actions_gpu(
+    B: int, act_dim: int, U: float, seed: int
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`infeasible_actions` (a CuPy array out; trusts its arguments)."""
     import cupy as cp
 

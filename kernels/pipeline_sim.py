@@ -23,8 +23,14 @@ import numpy as np
 from icml25.checks import check_array, check_budget, check_int
 from icml25.common import gpu_available
 
-__all__ = ["MAX_S", "MAX_EVENTS", "event_table", "batched_makespan", "batched_makespan_reference",
-           "batched_makespan_gpu"]
+__all__ = [
+    "MAX_S",
+    "MAX_EVENTS",
+    "event_table",
+    "batched_makespan",
+    "batched_makespan_reference",
+    "batched_makespan_gpu",
+]
 
 #: the kernel keeps a (S, S) cut matrix and a finish time per event in registers/local memory
 MAX_S = 32
@@ -32,7 +38,9 @@ MAX_EVENTS = 4096
 _BLOCK = 128
 
 
-def event_table(schedule: list[list[tuple[int, int, str]]], S: int, M: int) -> np.ndarray:
+def event_table(
+    schedule: list[list[tuple[int, int, str]]], S: int, M: int
+) -> np.ndarray:
     """The schedule as a flat table in a static topological order of the superset event DAG.
 
     Args:
@@ -64,9 +72,15 @@ def event_table(schedule: list[list[tuple[int, int, str]]], S: int, M: int) -> n
                 j, k, kind = schedule[r][pos[r]]
                 j, k = int(j), int(k)
                 if not (0 <= j < S and 0 <= k < M and kind in ("F", "B")):
-                    raise ValueError(f"schedule[{r}] holds an event out of range: {schedule[r][pos[r]]!r}")
+                    raise ValueError(
+                        f"schedule[{r}] holds an event out of range: {schedule[r][pos[r]]!r}"
+                    )
                 kd = 0 if kind == "F" else 1
-                ok = done[0, :j, k].all() if kd == 0 else (done[1, j + 1:, k].all() and done[0, j, k])
+                ok = (
+                    done[0, :j, k].all()
+                    if kd == 0
+                    else (done[1, j + 1 :, k].all() and done[0, j, k])
+                )
                 if not ok:
                     break
                 done[kd, j, k] = True
@@ -75,13 +89,28 @@ def event_table(schedule: list[list[tuple[int, int, str]]], S: int, M: int) -> n
                 pos[r] += 1
                 progressed = True
         if not progressed:
-            raise ValueError("the schedule has no static topological order (a cycle in its event DAG)")
+            raise ValueError(
+                "the schedule has no static topological order (a cycle in its event DAG)"
+            )
     return np.asarray(rows, dtype=np.int32).reshape(-1, 5)
 
 
-def _check_inputs(f_prefix: Any, b_prefix: Any, opt_prefix: Any, act_prefix: Any, w_prefix: Any, tmp_ord: Any,
-                  edge_src: Any, edge_dst: Any, edge_bytes: Any, candidates: Any, events: Any,
-                  comm: Any, D: int, M: int) -> tuple:
+def _check_inputs(
+    f_prefix: Any,
+    b_prefix: Any,
+    opt_prefix: Any,
+    act_prefix: Any,
+    w_prefix: Any,
+    tmp_ord: Any,
+    edge_src: Any,
+    edge_dst: Any,
+    edge_bytes: Any,
+    candidates: Any,
+    events: Any,
+    comm: Any,
+    D: int,
+    M: int,
+) -> tuple:
     fp = check_array(f_prefix, "f_prefix", ndim=1, dtype=np.float64, min_size=2)
     n = len(fp) - 1
     bp = check_array(b_prefix, "b_prefix", shape=(n + 1,), dtype=np.float64)
@@ -90,33 +119,66 @@ def _check_inputs(f_prefix: Any, b_prefix: Any, opt_prefix: Any, act_prefix: Any
     wp = check_array(w_prefix, "w_prefix", shape=(n + 1,), kind="int")
     tmp = check_array(tmp_ord, "tmp_ord", shape=(n,), kind="int", low=0)
     es = check_array(edge_src, "edge_src", ndim=1, kind="int", low=0, high=n - 1)
-    ed = check_array(edge_dst, "edge_dst", shape=(len(es),), kind="int", low=0, high=n - 1)
+    ed = check_array(
+        edge_dst, "edge_dst", shape=(len(es),), kind="int", low=0, high=n - 1
+    )
     eb = check_array(edge_bytes, "edge_bytes", shape=(len(es),), kind="int", low=0)
     if len(es) > 1 and np.any(np.diff(es) < 0):
         raise ValueError("edge_src must be sorted (edges grouped by producer position)")
     shp = np.shape(candidates)
     # refuse before converting (a huge candidate table would be copied first)
     if len(shp) == 2:
-        check_budget(f"batched_makespan(K={shp[0]})", n_bytes=float(shp[0]) * (shp[1] + 1) * 8 * 4)
+        check_budget(
+            f"batched_makespan(K={shp[0]})",
+            n_bytes=float(shp[0]) * (shp[1] + 1) * 8 * 4,
+        )
     cand = check_array(candidates, "candidates", ndim=2, kind="int")
     S = cand.shape[1] + 1
     if S > MAX_S:
-        raise ValueError(f"candidates: at most {MAX_S} stages (S - 1 = {MAX_S - 1} columns), got S = {S}")
-    if cand.size and (cand.min() < 1 or cand.max() > n - 1 or (S > 2 and np.any(np.diff(cand, axis=1) <= 0))):
-        raise ValueError(f"candidates: each row must be strictly increasing split points in 1..{n - 1}")
+        raise ValueError(
+            f"candidates: at most {MAX_S} stages (S - 1 = {MAX_S - 1} columns), got S = {S}"
+        )
+    if cand.size and (
+        cand.min() < 1
+        or cand.max() > n - 1
+        or (S > 2 and np.any(np.diff(cand, axis=1) <= 0))
+    ):
+        raise ValueError(
+            f"candidates: each row must be strictly increasing split points in 1..{n - 1}"
+        )
     ev = check_array(events, "events", ndim=2, kind="int")
     if ev.shape[1] != 5:
         raise ValueError(f"events must be (E, 5) from event_table, got {ev.shape}")
     D = check_int(D, "D", low=1, high=S)
     M = check_int(M, "M", low=1)
     if 2 * S * M > MAX_EVENTS:
-        raise ValueError(f"events: 2 S M = {2 * S * M} exceeds the kernel's {MAX_EVENTS} events")
+        raise ValueError(
+            f"events: 2 S M = {2 * S * M} exceeds the kernel's {MAX_EVENTS} events"
+        )
     if len(ev) and (ev[:, 0].max() >= D or ev[:, 1].max() >= S or ev[:, 2].max() >= M):
         raise ValueError("events name a rank, stage or micro-batch outside D, S or M")
     cm = check_array(comm, "comm", shape=(3,), dtype=np.float64, low=0.0)
-    check_budget(f"batched_makespan(K={len(cand)})", n_bytes=float(len(cand)) * (2 * S * M * 8 + S * S * 8 + 64),
-                 n_operations=float(len(cand)) * (len(ev) * S + len(es) * S + n))
-    return fp, bp, op, ap, wp, tmp, es, ed, eb, cand.astype(np.int64), ev.astype(np.int64), cm, D, M
+    check_budget(
+        f"batched_makespan(K={len(cand)})",
+        n_bytes=float(len(cand)) * (2 * S * M * 8 + S * S * 8 + 64),
+        n_operations=float(len(cand)) * (len(ev) * S + len(es) * S + n),
+    )
+    return (
+        fp,
+        bp,
+        op,
+        ap,
+        wp,
+        tmp,
+        es,
+        ed,
+        eb,
+        cand.astype(np.int64),
+        ev.astype(np.int64),
+        cm,
+        D,
+        M,
+    )
 
 
 def _range_max_table(tmp: np.ndarray) -> list[np.ndarray]:
@@ -153,7 +215,9 @@ def _batched_reference(fp, bp, op, ap, wp, tmp, es, ed, eb, cand, ev, cm, D, M):
     K, S = len(cand), cand.shape[1] + 1
     n = len(fp) - 1
     c, m, x0 = (float(v) for v in cm)
-    bounds = np.concatenate([np.zeros((K, 1), np.int64), cand, np.full((K, 1), n, np.int64)], 1)
+    bounds = np.concatenate(
+        [np.zeros((K, 1), np.int64), cand, np.full((K, 1), n, np.int64)], 1
+    )
     lo, hi = bounds[:, :-1], bounds[:, 1:]
     F, B, O = fp[hi] - fp[lo], bp[hi] - bp[lo], op[hi] - op[lo]
     A, W = ap[hi] - ap[lo], wp[hi] - wp[lo]
@@ -187,7 +251,7 @@ def _batched_reference(fp, bp, op, ap, wp, tmp, es, ed, eb, cand, ev, cm, D, M):
         else:
             start = np.maximum(start, fin[:, 0, j, k])
             preds = range(j + 1, S)
-            nb_all = C[:, j, j + 1:]
+            nb_all = C[:, j, j + 1 :]
         for q, i in enumerate(preds):
             nb = nb_all[:, q]
             if i % D == r:
@@ -216,9 +280,22 @@ def _batched_reference(fp, bp, op, ap, wp, tmp, es, ed, eb, cand, ev, cm, D, M):
     return makespan, peak
 
 
-def batched_makespan_reference(f_prefix: Any, b_prefix: Any, opt_prefix: Any, act_prefix: Any, w_prefix: Any,
-                               tmp_ord: Any, edge_src: Any, edge_dst: Any, edge_bytes: Any, candidates: Any,
-                               events: Any, comm: Any, D: int, M: int) -> tuple[np.ndarray, np.ndarray]:
+def batched_makespan_reference(
+    f_prefix: Any,
+    b_prefix: Any,
+    opt_prefix: Any,
+    act_prefix: Any,
+    w_prefix: Any,
+    tmp_ord: Any,
+    edge_src: Any,
+    edge_dst: Any,
+    edge_bytes: Any,
+    candidates: Any,
+    events: Any,
+    comm: Any,
+    D: int,
+    M: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Makespan and per-rank peak memory of ``K`` candidate splits (NumPy reference, the contract).
 
     Args:
@@ -240,12 +317,42 @@ def batched_makespan_reference(f_prefix: Any, b_prefix: Any, opt_prefix: Any, ac
         ValueError, TypeError: shapes, ranges or kinds (naming the argument); TooLargeError:
             ``K`` too large for memory or the work budget.
     """
-    return _batched_reference(*_check_inputs(f_prefix, b_prefix, opt_prefix, act_prefix, w_prefix, tmp_ord,
-                                             edge_src, edge_dst, edge_bytes, candidates, events, comm, D, M))
+    return _batched_reference(
+        *_check_inputs(
+            f_prefix,
+            b_prefix,
+            opt_prefix,
+            act_prefix,
+            w_prefix,
+            tmp_ord,
+            edge_src,
+            edge_dst,
+            edge_bytes,
+            candidates,
+            events,
+            comm,
+            D,
+            M,
+        )
+    )
 
 
-def batched_makespan_gpu(fp: Any, bp: Any, op: Any, ap: Any, wp: Any, tmp: Any, es: Any, ed: Any, eb: Any,
-                         cand: Any, ev: Any, cm: Any, D: int, M: int) -> tuple[Any, Any]:  # pragma: no cover - GPU
+def batched_makespan_gpu(
+    fp: Any,
+    bp: Any,
+    op: Any,
+    ap: Any,
+    wp: Any,
+    tmp: Any,
+    es: Any,
+    ed: Any,
+    eb: Any,
+    cand: Any,
+    ev: Any,
+    cm: Any,
+    D: int,
+    M: int,
+) -> tuple[Any, Any]:  # pragma: no cover - GPU
     """CuPy launcher of ``batched_makespan`` (trusted, validated NumPy inputs; CuPy outputs)."""
     import cupy as cp
 
@@ -254,29 +361,86 @@ def batched_makespan_gpu(fp: Any, bp: Any, op: Any, ap: Any, wp: Any, tmp: Any, 
     K, S = len(cand), cand.shape[1] + 1
     n = len(fp) - 1
     d = {k: cp.asarray(v) for k, v in dict(fp=fp, bp=bp, op=op).items()}
-    i64 = {k: cp.asarray(np.ascontiguousarray(v, np.int64)) for k, v in dict(ap=ap, wp=wp, tmp=tmp, eb=eb).items()}
-    i32 = {k: cp.asarray(np.ascontiguousarray(v, np.int32)) for k, v in
-           dict(es=es, ed=ed, cand=cand, ev=ev).items()}
+    i64 = {
+        k: cp.asarray(np.ascontiguousarray(v, np.int64))
+        for k, v in dict(ap=ap, wp=wp, tmp=tmp, eb=eb).items()
+    }
+    i32 = {
+        k: cp.asarray(np.ascontiguousarray(v, np.int32))
+        for k, v in dict(es=es, ed=ed, cand=cand, ev=ev).items()
+    }
     mk = cp.empty(K, dtype=cp.float64)
     peak = cp.empty((K, D), dtype=cp.int64)
     fn = load_module("pipeline_sim").get_function("batched_makespan")
     grid = ((K + _BLOCK - 1) // _BLOCK,)
-    fn(grid, (_BLOCK,), (d["fp"], d["bp"], d["op"], i64["ap"], i64["wp"], i64["tmp"], i32["es"], i32["ed"], i64["eb"],
-                         np.int32(len(es)), i32["cand"], np.int32(K), np.int32(S), np.int32(n), i32["ev"],
-                         np.int32(len(ev)), np.int32(D), np.int32(M), np.float64(cm[0]), np.float64(cm[1]),
-                         np.float64(cm[2]), mk, peak))
+    fn(
+        grid,
+        (_BLOCK,),
+        (
+            d["fp"],
+            d["bp"],
+            d["op"],
+            i64["ap"],
+            i64["wp"],
+            i64["tmp"],
+            i32["es"],
+            i32["ed"],
+            i64["eb"],
+            np.int32(len(es)),
+            i32["cand"],
+            np.int32(K),
+            np.int32(S),
+            np.int32(n),
+            i32["ev"],
+            np.int32(len(ev)),
+            np.int32(D),
+            np.int32(M),
+            np.float64(cm[0]),
+            np.float64(cm[1]),
+            np.float64(cm[2]),
+            mk,
+            peak,
+        ),
+    )
     return mk, peak
 
 
-def batched_makespan(f_prefix: Any, b_prefix: Any, opt_prefix: Any, act_prefix: Any, w_prefix: Any,
-                     tmp_ord: Any, edge_src: Any, edge_dst: Any, edge_bytes: Any, candidates: Any,
-                     events: Any, comm: Any, D: int, M: int) -> tuple[np.ndarray, np.ndarray]:
+def batched_makespan(
+    f_prefix: Any,
+    b_prefix: Any,
+    opt_prefix: Any,
+    act_prefix: Any,
+    w_prefix: Any,
+    tmp_ord: Any,
+    edge_src: Any,
+    edge_dst: Any,
+    edge_bytes: Any,
+    candidates: Any,
+    events: Any,
+    comm: Any,
+    D: int,
+    M: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`batched_makespan_reference`'s contract, on the GPU when one is usable (NumPy in, NumPy out).
 
     Args / Returns / Raises: as :func:`batched_makespan_reference`.
     """
-    args = _check_inputs(f_prefix, b_prefix, opt_prefix, act_prefix, w_prefix, tmp_ord, edge_src, edge_dst,
-                         edge_bytes, candidates, events, comm, D, M)
+    args = _check_inputs(
+        f_prefix,
+        b_prefix,
+        opt_prefix,
+        act_prefix,
+        w_prefix,
+        tmp_ord,
+        edge_src,
+        edge_dst,
+        edge_bytes,
+        candidates,
+        events,
+        comm,
+        D,
+        M,
+    )
     if len(args[9]) and gpu_available():  # pragma: no cover - GPU
         mk, peak = batched_makespan_gpu(*args)
         return mk.get(), peak.get()

@@ -35,19 +35,27 @@ __all__ = [
 _BLOCK = 256
 
 
-def _check_violation_args(C: Any, xi: Any, y: Any, margin: Any, unsafe_weight: Any
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+def _check_violation_args(
+    C: Any, xi: Any, y: Any, margin: Any, unsafe_weight: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
     C = check_array(C, "C", ndim=2, dtype=np.float32)
     N, K = C.shape
     if K < 1:
         raise ValueError(f"C must have at least one facet column, got shape {C.shape}")
     xi = check_array(xi, "xi", shape=(K,), dtype=np.float32)
     y = check_array(y, "y", kind="int", shape=(N,), low=0, high=1, dtype=np.int32)
-    return C, xi, y, check_real(margin, "margin", low=0.0), check_real(unsafe_weight, "unsafe_weight", low=0.0)
+    return (
+        C,
+        xi,
+        y,
+        check_real(margin, "margin", low=0.0),
+        check_real(unsafe_weight, "unsafe_weight", low=0.0),
+    )
 
 
-def polytope_violations_reference(C: np.ndarray, xi: np.ndarray, y: np.ndarray, margin: float,
-                                  unsafe_weight: float) -> dict[str, np.ndarray]:
+def polytope_violations_reference(
+    C: np.ndarray, xi: np.ndarray, y: np.ndarray, margin: float, unsafe_weight: float
+) -> dict[str, np.ndarray]:
     """Per-row SaP loss pieces from ``C = E(H) Phi^T`` (the contract; NumPy).
 
     ``v = C - xi``; ``safe_hinge = sum_k [m + v_k]_+``; ``max_v, argmax = max_k v_k`` (first index
@@ -71,17 +79,26 @@ def polytope_violations_reference(C: np.ndarray, xi: np.ndarray, y: np.ndarray, 
     return _violations_cpu(C, xi, y, m, wu)
 
 
-def _violations_cpu(C: np.ndarray, xi: np.ndarray, y: np.ndarray, m: float, wu: float) -> dict[str, np.ndarray]:
+def _violations_cpu(
+    C: np.ndarray, xi: np.ndarray, y: np.ndarray, m: float, wu: float
+) -> dict[str, np.ndarray]:
     v = C - xi[None, :]
     safe = np.maximum(np.float32(m) + v, 0).sum(axis=1, dtype=np.float32)
     k = np.argmax(v, axis=1).astype(np.int32)
     mx = v[np.arange(v.shape[0]), k]
     unsafe = (np.float32(wu) * np.maximum(np.float32(m) - mx, 0)).astype(np.float32)
-    return {"safe_hinge": safe, "max_v": mx.astype(np.float32), "argmax": k,
-            "unsafe_hinge": unsafe, "loss_row": np.where(y == 1, safe, unsafe).astype(np.float32)}
+    return {
+        "safe_hinge": safe,
+        "max_v": mx.astype(np.float32),
+        "argmax": k,
+        "unsafe_hinge": unsafe,
+        "loss_row": np.where(y == 1, safe, unsafe).astype(np.float32),
+    }
 
 
-def polytope_violations_gpu(C: Any, xi: Any, y: Any, margin: float, unsafe_weight: float) -> dict[str, Any]:  # pragma: no cover - GPU
+def polytope_violations_gpu(
+    C: Any, xi: Any, y: Any, margin: float, unsafe_weight: float
+) -> dict[str, Any]:  # pragma: no cover - GPU
     """CuPy launcher of :func:`polytope_violations`: one warp per row (CuPy arrays out).
 
     Trusts its arguments (validated by :func:`polytope_violations`)."""
@@ -93,17 +110,36 @@ def polytope_violations_gpu(C: Any, xi: Any, y: Any, margin: float, unsafe_weigh
     xi = cp.ascontiguousarray(cp.asarray(xi, dtype=cp.float32))
     y = cp.ascontiguousarray(cp.asarray(y, dtype=cp.int32))
     N, K = C.shape
-    out = {name: cp.empty(N, dtype=cp.float32) for name in ("safe_hinge", "max_v", "unsafe_hinge", "loss_row")}
+    out = {
+        name: cp.empty(N, dtype=cp.float32)
+        for name in ("safe_hinge", "max_v", "unsafe_hinge", "loss_row")
+    }
     out["argmax"] = cp.empty(N, dtype=cp.int32)
     grid = max(1, (N * 32 + _BLOCK - 1) // _BLOCK)
     fn = load_module("polytope").get_function("polytope_violations")
-    fn((grid,), (_BLOCK,), (C, xi, y, np.int64(N), np.int32(K), np.float32(margin), np.float32(unsafe_weight),
-                           out["safe_hinge"], out["max_v"], out["argmax"], out["loss_row"]))
+    fn(
+        (grid,),
+        (_BLOCK,),
+        (
+            C,
+            xi,
+            y,
+            np.int64(N),
+            np.int32(K),
+            np.float32(margin),
+            np.float32(unsafe_weight),
+            out["safe_hinge"],
+            out["max_v"],
+            out["argmax"],
+            out["loss_row"],
+        ),
+    )
     return out
 
 
-def polytope_violations(C: np.ndarray, xi: np.ndarray, y: np.ndarray, margin: float,
-                        unsafe_weight: float) -> dict[str, np.ndarray]:
+def polytope_violations(
+    C: np.ndarray, xi: np.ndarray, y: np.ndarray, margin: float, unsafe_weight: float
+) -> dict[str, np.ndarray]:
     """Per-row SaP loss pieces (contract of :func:`polytope_violations_reference`); CUDA on a GPU.
 
     Args, Returns and Raises: as :func:`polytope_violations_reference` (NumPy in, NumPy out; float
@@ -115,22 +151,31 @@ def polytope_violations(C: np.ndarray, xi: np.ndarray, y: np.ndarray, margin: fl
     return _violations_cpu(C, xi, y, m, wu)
 
 
-def _check_dykstra_args(X: Any, Phi: Any, xi: Any, n_sweeps: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _check_dykstra_args(
+    X: Any, Phi: Any, xi: Any, n_sweeps: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     X = check_array(X, "X", ndim=2, dtype=np.float64)
     N, d = X.shape
     Phi = check_array(Phi, "Phi", ndim=2, dtype=np.float64)
     if Phi.shape[1] != d or Phi.shape[0] < 1:
-        raise ValueError(f"Phi must have shape (K, {d}) with K >= 1 to match X of shape {X.shape}, got {Phi.shape}")
+        raise ValueError(
+            f"Phi must have shape (K, {d}) with K >= 1 to match X of shape {X.shape}, got {Phi.shape}"
+        )
     if np.any(np.einsum("kd,kd->k", Phi, Phi) <= 0):
         raise ValueError("Phi has a zero row: a facet needs a non-zero normal")
     xi = check_array(xi, "xi", shape=(Phi.shape[0],), dtype=np.float64)
     n_sweeps = check_int(n_sweeps, "n_sweeps", low=1)
-    check_budget(f"dykstra_project(N={N}, K={Phi.shape[0]}, d={d}, n_sweeps={n_sweeps})",
-                 n_bytes=8.0 * N * Phi.shape[0] * d * 2, n_operations=4.0 * N * Phi.shape[0] * d * n_sweeps)
+    check_budget(
+        f"dykstra_project(N={N}, K={Phi.shape[0]}, d={d}, n_sweeps={n_sweeps})",
+        n_bytes=8.0 * N * Phi.shape[0] * d * 2,
+        n_operations=4.0 * N * Phi.shape[0] * d * n_sweeps,
+    )
     return X, Phi, xi, n_sweeps
 
 
-def dykstra_project_reference(X: np.ndarray, Phi: np.ndarray, xi: np.ndarray, n_sweeps: int = 200) -> np.ndarray:
+def dykstra_project_reference(
+    X: np.ndarray, Phi: np.ndarray, xi: np.ndarray, n_sweeps: int = 200
+) -> np.ndarray:
     """Euclidean projection of each row of ``X`` onto ``{x : Phi x <= xi}`` by cyclic Dykstra.
 
     Dykstra's algorithm (Boyle and Dykstra 1986) over the half-spaces ``H_k = {x : phi_k x <= xi_k}``:
@@ -155,7 +200,9 @@ def dykstra_project_reference(X: np.ndarray, Phi: np.ndarray, xi: np.ndarray, n_
     return _dykstra_cpu(X, Phi, xi, n_sweeps)
 
 
-def _dykstra_cpu(X: np.ndarray, Phi: np.ndarray, xi: np.ndarray, n_sweeps: int) -> np.ndarray:
+def _dykstra_cpu(
+    X: np.ndarray, Phi: np.ndarray, xi: np.ndarray, n_sweeps: int
+) -> np.ndarray:
     x = X.copy()
     K = Phi.shape[0]
     Y = np.zeros((K,) + X.shape)
@@ -170,7 +217,9 @@ def _dykstra_cpu(X: np.ndarray, Phi: np.ndarray, xi: np.ndarray, n_sweeps: int) 
     return x
 
 
-def dykstra_project_gpu(X: Any, Phi: Any, xi: Any, n_sweeps: int) -> Any:  # pragma: no cover - GPU
+def dykstra_project_gpu(
+    X: Any, Phi: Any, xi: Any, n_sweeps: int
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`dykstra_project` (float32; one block per point; CuPy (N, d) out).
 
     Trusts its arguments (validated by :func:`dykstra_project`)."""
@@ -190,12 +239,29 @@ def dykstra_project_gpu(X: Any, Phi: Any, xi: Any, n_sweeps: int) -> Any:  # pra
     while threads < min(d, 256):
         threads *= 2
     fn = load_module("polytope").get_function("dykstra_project")
-    fn((N,), (threads,), (X, Phi, xi, sq, np.int64(N), np.int32(d), np.int32(K), np.int32(n_sweeps), Y, P),
-       shared_mem=threads * 4)
+    fn(
+        (N,),
+        (threads,),
+        (
+            X,
+            Phi,
+            xi,
+            sq,
+            np.int64(N),
+            np.int32(d),
+            np.int32(K),
+            np.int32(n_sweeps),
+            Y,
+            P,
+        ),
+        shared_mem=threads * 4,
+    )
     return P
 
 
-def dykstra_project(X: np.ndarray, Phi: np.ndarray, xi: np.ndarray, n_sweeps: int = 200) -> np.ndarray:
+def dykstra_project(
+    X: np.ndarray, Phi: np.ndarray, xi: np.ndarray, n_sweeps: int = 200
+) -> np.ndarray:
     """Batched Euclidean projection onto a linear polytope (contract of :func:`dykstra_project_reference`).
 
     NumPy in, NumPy out (float64); the CUDA path computes in float32 (agreement to ~1e-4 relative).

@@ -57,12 +57,20 @@ def _check_labels(labels: Any, name: str, B: int, N: int, G: int) -> Any:
     """Labels as int64 (B, N) with values in [0, G): torch stays torch, anything else NumPy."""
     if _is_tensor(labels):
         torch = _torch()
-        if labels.dtype in (torch.bool,) or labels.is_floating_point() or labels.is_complex():
+        if (
+            labels.dtype in (torch.bool,)
+            or labels.is_floating_point()
+            or labels.is_complex()
+        ):
             raise TypeError(f"{name} must hold integers, got dtype {labels.dtype}")
         if tuple(labels.shape) != (B, N):
-            raise ValueError(f"{name} must have shape ({B}, {N}), got {tuple(labels.shape)}")
+            raise ValueError(
+                f"{name} must have shape ({B}, {N}), got {tuple(labels.shape)}"
+            )
         if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= G):
-            raise ValueError(f"{name} must lie in [0, G={G}), got range [{int(labels.min())}, {int(labels.max())}]")
+            raise ValueError(
+                f"{name} must lie in [0, G={G}), got range [{int(labels.min())}, {int(labels.max())}]"
+            )
         return labels.long()
     return check_array(labels, name, kind="int", shape=(B, N), low=0, high=G - 1)
 
@@ -70,9 +78,13 @@ def _check_labels(labels: Any, name: str, B: int, N: int, G: int) -> Any:
 def _check_values(values: Any, name: str, ndim: int) -> Any:
     if _is_tensor(values):
         if not values.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got dtype {values.dtype}")
+            raise TypeError(
+                f"{name} must be a floating-point tensor, got dtype {values.dtype}"
+            )
         if values.ndim != ndim:
-            raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(values.shape)}")
+            raise ValueError(
+                f"{name} must be {ndim}-D, got shape {tuple(values.shape)}"
+            )
         return values
     return check_array(values, name, ndim=ndim, dtype=np.float32)
 
@@ -83,7 +95,9 @@ def _check_mean_args(values: Any, labels: Any, G: Any) -> tuple[Any, Any, int]:
     G = check_int(G, "G", low=1)
     labels = _check_labels(labels, "labels", B, N, G)
     if _is_tensor(values) != _is_tensor(labels):
-        raise TypeError("values and labels must both be torch tensors or both be NumPy arrays")
+        raise TypeError(
+            "values and labels must both be torch tensors or both be NumPy arrays"
+        )
     return values, labels, G
 
 
@@ -107,14 +121,24 @@ def segment_mean_reference(values: Any, labels: Any, G: int) -> Any:
         ValueError: wrong shapes, labels outside ``[0, G)``, ``G < 1``, non-finite values.
     """
     values, labels, G = _check_mean_args(values, labels, G)
-    return _mean_torch(values, labels, G) if _is_tensor(values) else _mean_numpy(values, labels, G)
+    return (
+        _mean_torch(values, labels, G)
+        if _is_tensor(values)
+        else _mean_numpy(values, labels, G)
+    )
 
 
 def _mean_torch(values: Any, labels: Any, G: int) -> Any:
     torch = _torch()
     B, C, _ = values.shape
     out = torch.zeros((B, C, G), dtype=values.dtype, device=values.device)
-    return out.scatter_reduce(2, labels.unsqueeze(1).expand(-1, C, -1), values, reduce="mean", include_self=False)
+    return out.scatter_reduce(
+        2,
+        labels.unsqueeze(1).expand(-1, C, -1),
+        values,
+        reduce="mean",
+        include_self=False,
+    )
 
 
 def _mean_numpy(values: np.ndarray, labels: np.ndarray, G: int) -> np.ndarray:
@@ -123,7 +147,9 @@ def _mean_numpy(values: np.ndarray, labels: np.ndarray, G: int) -> np.ndarray:
     for b in range(B):
         counts = np.bincount(labels[b], minlength=G).astype(np.float64)
         for c in range(C):
-            sums = np.bincount(labels[b], weights=values[b, c].astype(np.float64), minlength=G)
+            sums = np.bincount(
+                labels[b], weights=values[b, c].astype(np.float64), minlength=G
+            )
             out[b, c] = np.where(counts > 0, sums / np.maximum(counts, 1.0), 0.0)
     return out
 
@@ -144,8 +170,16 @@ def segment_mean_gpu(values: Any, labels: Any, G: int) -> Any:  # pragma: no cov
     B, C, N = (int(s) for s in v.shape)
     sums = cp.zeros((B, C, G), dtype=cp.float32)
     counts = cp.zeros((B, G), dtype=cp.float32)
-    _launch("segment_sums", B * N, (v, lab, sums, counts, np.int64(B), np.int64(C), np.int64(N), np.int64(G)))
-    _launch("divide_counts", B * C * G, (sums, counts, np.int64(B), np.int64(C), np.int64(G)))
+    _launch(
+        "segment_sums",
+        B * N,
+        (v, lab, sums, counts, np.int64(B), np.int64(C), np.int64(N), np.int64(G)),
+    )
+    _launch(
+        "divide_counts",
+        B * C * G,
+        (sums, counts, np.int64(B), np.int64(C), np.int64(G)),
+    )
     return sums
 
 
@@ -165,8 +199,12 @@ def _mean_fn():  # pragma: no cover - GPU
     class _SegmentMean(torch.autograd.Function):
         @staticmethod
         def forward(ctx, values, labels, G):
-            out = torch.from_dlpack(segment_mean_gpu(_to_cupy(values.float()), _to_cupy(labels), G)).to(values.dtype)
-            counts = torch.zeros(labels.shape[0], G, device=labels.device, dtype=values.dtype)
+            out = torch.from_dlpack(
+                segment_mean_gpu(_to_cupy(values.float()), _to_cupy(labels), G)
+            ).to(values.dtype)
+            counts = torch.zeros(
+                labels.shape[0], G, device=labels.device, dtype=values.dtype
+            )
             counts.scatter_add_(1, labels, torch.ones_like(labels, dtype=values.dtype))
             ctx.save_for_backward(labels, counts)
             return out
@@ -203,25 +241,37 @@ def segment_mean(values: Any, labels: Any, G: int) -> Any:
         import cupy
 
         return cupy.asnumpy(segment_mean_gpu(values, labels, G))
-    return _mean_torch(values, labels, G) if _is_tensor(values) else _mean_numpy(values, labels, G)
+    return (
+        _mean_torch(values, labels, G)
+        if _is_tensor(values)
+        else _mean_numpy(values, labels, G)
+    )
 
 
-def _check_fill_args(x: Any, labels: Any, m: Any, fill: Any) -> tuple[Any, Any, Any, Any]:
+def _check_fill_args(
+    x: Any, labels: Any, m: Any, fill: Any
+) -> tuple[Any, Any, Any, Any]:
     x = _check_values(x, "x", 3)
     B, C, N = x.shape
     m = _check_values(m, "m", 2)
     if m.shape[0] != B:
-        raise ValueError(f"m must have {B} rows (one per image of x), got shape {tuple(m.shape)}")
+        raise ValueError(
+            f"m must have {B} rows (one per image of x), got shape {tuple(m.shape)}"
+        )
     G = int(m.shape[1])
     if G < 1:
         raise ValueError("m must have at least one group column")
     labels = _check_labels(labels, "labels", B, N, G)
     fill = _check_values(fill, "fill", 1)
     if fill.shape[0] != C:
-        raise ValueError(f"fill must have {C} entries (one per channel), got shape {tuple(fill.shape)}")
+        raise ValueError(
+            f"fill must have {C} entries (one per channel), got shape {tuple(fill.shape)}"
+        )
     kinds = {_is_tensor(a) for a in (x, labels, m, fill)}
     if len(kinds) != 1:
-        raise TypeError("x, labels, m and fill must all be torch tensors or all be NumPy arrays")
+        raise TypeError(
+            "x, labels, m and fill must all be torch tensors or all be NumPy arrays"
+        )
     return x, labels, m, fill
 
 
@@ -245,7 +295,11 @@ def masked_fill_reference(x: Any, labels: Any, m: Any, fill: Any) -> Any:
         ValueError: shapes that disagree, labels outside ``[0, G)``, non-finite values.
     """
     x, labels, m, fill = _check_fill_args(x, labels, m, fill)
-    return _fill_torch(x, labels, m, fill) if _is_tensor(x) else _fill_numpy(x, labels, m, fill)
+    return (
+        _fill_torch(x, labels, m, fill)
+        if _is_tensor(x)
+        else _fill_numpy(x, labels, m, fill)
+    )
 
 
 def _fill_torch(x: Any, labels: Any, m: Any, fill: Any) -> Any:
@@ -253,12 +307,16 @@ def _fill_torch(x: Any, labels: Any, m: Any, fill: Any) -> Any:
     return w * x + (1 - w) * fill.view(1, -1, 1)
 
 
-def _fill_numpy(x: np.ndarray, labels: np.ndarray, m: np.ndarray, fill: np.ndarray) -> np.ndarray:
+def _fill_numpy(
+    x: np.ndarray, labels: np.ndarray, m: np.ndarray, fill: np.ndarray
+) -> np.ndarray:
     w = np.take_along_axis(m, labels, axis=1)[:, None, :]
     return (w * x + (1 - w) * fill[None, :, None]).astype(np.float32)
 
 
-def masked_fill_gpu(x: Any, labels: Any, m: Any, fill: Any) -> Any:  # pragma: no cover - GPU
+def masked_fill_gpu(
+    x: Any, labels: Any, m: Any, fill: Any
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`masked_fill` (CuPy float32 (B, C, N) out; trusts its arguments)."""
     import cupy as cp
 
@@ -269,7 +327,11 @@ def masked_fill_gpu(x: Any, labels: Any, m: Any, fill: Any) -> Any:  # pragma: n
     B, C, N = (int(s) for s in xc.shape)
     G = int(mc.shape[1])
     out = cp.empty_like(xc)
-    _launch("masked_fill", B * C * N, (xc, lab, mc, fc, out, np.int64(B), np.int64(C), np.int64(N), np.int64(G)))
+    _launch(
+        "masked_fill",
+        B * C * N,
+        (xc, lab, mc, fc, out, np.int64(B), np.int64(C), np.int64(N), np.int64(G)),
+    )
     return out
 
 
@@ -279,8 +341,14 @@ def _fill_fn():  # pragma: no cover - GPU
     class _MaskedFill(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, labels, m, fill):
-            out = torch.from_dlpack(masked_fill_gpu(_to_cupy(x.float()), _to_cupy(labels), _to_cupy(m.float()),
-                                                    _to_cupy(fill.float()))).to(x.dtype)
+            out = torch.from_dlpack(
+                masked_fill_gpu(
+                    _to_cupy(x.float()),
+                    _to_cupy(labels),
+                    _to_cupy(m.float()),
+                    _to_cupy(fill.float()),
+                )
+            ).to(x.dtype)
             ctx.save_for_backward(x, labels, m, fill)
             return out
 
@@ -313,4 +381,8 @@ def masked_fill(x: Any, labels: Any, m: Any, fill: Any) -> Any:
         import cupy
 
         return cupy.asnumpy(masked_fill_gpu(x, labels, m, fill))
-    return _fill_torch(x, labels, m, fill) if _is_tensor(x) else _fill_numpy(x, labels, m, fill)
+    return (
+        _fill_torch(x, labels, m, fill)
+        if _is_tensor(x)
+        else _fill_numpy(x, labels, m, fill)
+    )

@@ -26,13 +26,18 @@ from icml25.checks import check_array, check_budget
 from icml25.common import gpu_available
 
 __all__ = [
-    "pack_bits", "pack_fingerprints",
-    "bulk_tanimoto", "bulk_tanimoto_reference", "bulk_tanimoto_gpu",
-    "max_tanimoto", "max_tanimoto_reference", "max_tanimoto_gpu",
+    "pack_bits",
+    "pack_fingerprints",
+    "bulk_tanimoto",
+    "bulk_tanimoto_reference",
+    "bulk_tanimoto_gpu",
+    "max_tanimoto",
+    "max_tanimoto_reference",
+    "max_tanimoto_gpu",
 ]
 
 _BLOCK = 128
-_CHUNK_BYTES = 32 * 2**20   # the reference's (rows, m, W) uint64 work array per chunk
+_CHUNK_BYTES = 32 * 2**20  # the reference's (rows, m, W) uint64 work array per chunk
 
 
 # ----------------------------------------------------------------------------- packing
@@ -56,7 +61,9 @@ def pack_bits(bits: Any) -> np.ndarray:
     if arr.dtype != np.bool_:
         arr = check_array(arr, "bits", ndim=2, kind="int")
         if arr.size and (arr.min() < 0 or arr.max() > 1):
-            raise ValueError(f"bits must hold only 0 and 1, got values in [{arr.min()}, {arr.max()}]")
+            raise ValueError(
+                f"bits must hold only 0 and 1, got values in [{arr.min()}, {arr.max()}]"
+            )
         arr = arr.astype(np.bool_)
     else:
         arr = check_array(arr, "bits", ndim=2, kind="bool")
@@ -66,8 +73,10 @@ def pack_bits(bits: Any) -> np.ndarray:
     W = -(-n_bits // 64)
     padded = np.zeros((n, W * 64), dtype=np.bool_)
     padded[:, :n_bits] = arr
-    by = np.packbits(padded, axis=1, bitorder="little")           # byte k holds bits 8k .. 8k+7
-    return np.ascontiguousarray(by).view("<u8").astype(np.uint64, copy=False).reshape(n, W)
+    by = np.packbits(padded, axis=1, bitorder="little")  # byte k holds bits 8k .. 8k+7
+    return (
+        np.ascontiguousarray(by).view("<u8").astype(np.uint64, copy=False).reshape(n, W)
+    )
 
 
 def pack_fingerprints(fps: Sequence[Any]) -> np.ndarray:
@@ -83,11 +92,17 @@ def pack_fingerprints(fps: Sequence[Any]) -> np.ndarray:
         lengths = {fp.GetNumBits() for fp in fps}
         text = "".join(fp.ToBitString() for fp in fps)
     except AttributeError as err:
-        raise TypeError(f"fps must be RDKit ExplicitBitVect objects, got {type(fps[0]).__name__}") from err
+        raise TypeError(
+            f"fps must be RDKit ExplicitBitVect objects, got {type(fps[0]).__name__}"
+        ) from err
     if len(lengths) != 1:
-        raise ValueError(f"fps must all have the same number of bits, got {sorted(lengths)}")
+        raise ValueError(
+            f"fps must all have the same number of bits, got {sorted(lengths)}"
+        )
     n_bits = lengths.pop()
-    bits = (np.frombuffer(text.encode("ascii"), dtype=np.uint8) - ord("0")).reshape(len(fps), n_bits)
+    bits = (np.frombuffer(text.encode("ascii"), dtype=np.uint8) - ord("0")).reshape(
+        len(fps), n_bits
+    )
     return pack_bits(bits.astype(np.bool_))
 
 
@@ -99,20 +114,31 @@ def _check_packed(a: Any, name: str) -> np.ndarray:
         a = a.get()
     arr = np.asarray(a)
     if arr.dtype != np.uint64:
-        raise TypeError(f"{name} must be a uint64 array of packed fingerprints (see pack_bits), got dtype {arr.dtype}")
+        raise TypeError(
+            f"{name} must be a uint64 array of packed fingerprints (see pack_bits), got dtype {arr.dtype}"
+        )
     if arr.ndim != 2 or arr.shape[1] == 0:
-        raise ValueError(f"{name} must have shape (rows, W) with W >= 1 words, got {arr.shape}")
+        raise ValueError(
+            f"{name} must have shape (rows, W) with W >= 1 words, got {arr.shape}"
+        )
     return np.ascontiguousarray(arr)
 
 
-def _check_pair(A: Any, B: Any, what: str, matrix: bool) -> tuple[np.ndarray, np.ndarray]:
+def _check_pair(
+    A: Any, B: Any, what: str, matrix: bool
+) -> tuple[np.ndarray, np.ndarray]:
     A = _check_packed(A, "A")
     B = _check_packed(B, "B")
     if A.shape[1] != B.shape[1]:
-        raise ValueError(f"A and B must have the same number of words W, got A {A.shape} and B {B.shape}")
+        raise ValueError(
+            f"A and B must have the same number of words W, got A {A.shape} and B {B.shape}"
+        )
     out_bytes = 4.0 * A.shape[0] * (B.shape[0] if matrix else 1) + _CHUNK_BYTES * 3
-    check_budget(f"{what}(n={A.shape[0]}, m={B.shape[0]})", n_bytes=out_bytes,
-                 n_operations=3.0 * A.shape[0] * B.shape[0] * A.shape[1])
+    check_budget(
+        f"{what}(n={A.shape[0]}, m={B.shape[0]})",
+        n_bytes=out_bytes,
+        n_operations=3.0 * A.shape[0] * B.shape[0] * A.shape[1],
+    )
     return A, B
 
 
@@ -120,13 +146,15 @@ def _popcount_rows(X: np.ndarray) -> np.ndarray:
     return np.bitwise_count(X).sum(axis=1, dtype=np.int64)
 
 
-def _tanimoto_block(A: np.ndarray, B: np.ndarray, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
+def _tanimoto_block(
+    A: np.ndarray, B: np.ndarray, pa: np.ndarray, pb: np.ndarray
+) -> np.ndarray:
     """``T[i, j] = c / (a + b - c)`` for one block of rows of ``A`` (0 where the union is empty)."""
     # |a & b|
     c = np.bitwise_count(A[:, None, :] & B[None, :, :]).sum(axis=2, dtype=np.int64)
-    union = pa[:, None] + pb[None, :] - c                                               # |a | b|
+    union = pa[:, None] + pb[None, :] - c  # |a | b|
     with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.where(union > 0, c / np.maximum(union, 1), 0.0)                          # float64, one rounding
+        t = np.where(union > 0, c / np.maximum(union, 1), 0.0)  # float64, one rounding
     return t.astype(np.float32)
 
 
@@ -180,7 +208,8 @@ def bulk_tanimoto_gpu(A: Any, B: Any) -> Any:  # pragma: no cover - GPU
         return out
     grid = max(1, min((n * m + _BLOCK - 1) // _BLOCK, 65535))
     load_module("tanimoto").get_function("bulk_tanimoto")(
-        (grid,), (_BLOCK,), (A, B, out, np.int64(n), np.int64(m), np.int64(W)))
+        (grid,), (_BLOCK,), (A, B, out, np.int64(n), np.int64(m), np.int64(W))
+    )
     return out
 
 
@@ -207,7 +236,9 @@ def _max_math(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 def _check_max(A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
     A, B = _check_pair(A, B, "max_tanimoto", False)
     if B.shape[0] == 0:
-        raise ValueError("B must hold at least one fingerprint (the maximum over an empty set is undefined)")
+        raise ValueError(
+            "B must hold at least one fingerprint (the maximum over an empty set is undefined)"
+        )
     return A, B
 
 
@@ -241,7 +272,11 @@ def max_tanimoto_gpu(A: Any, B: Any) -> Any:  # pragma: no cover - GPU
         return out
     grid = max(1, min(n, 65535))
     load_module("tanimoto").get_function("max_tanimoto")(
-        (grid,), (_BLOCK,), (A, B, out, np.int64(n), np.int64(m), np.int64(W)), shared_mem=_BLOCK * 4)
+        (grid,),
+        (_BLOCK,),
+        (A, B, out, np.int64(n), np.int64(m), np.int64(W)),
+        shared_mem=_BLOCK * 4,
+    )
     return out
 
 

@@ -68,14 +68,24 @@ def noise_threshold(p: float) -> int:
     return int(math.floor(float(p) * 2.0**53))
 
 
-def _true_answer(S: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+def _true_answer(
+    S: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray
+) -> np.ndarray:
     """The vertex of the sorted triple ``a < b < c`` that splits away first in the tree of ``S``."""
     sab, sac = S[a, b], S[a, c]
     return np.where(sab < sac, c, np.where(sac < sab, b, a))
 
 
-def oracle_answers(S: np.ndarray, lo: np.ndarray, mid: np.ndarray, hi: np.ndarray, threshold: int, seed: int,
-                   D: np.ndarray | None = None, counter: np.ndarray | None = None) -> np.ndarray:
+def oracle_answers(
+    S: np.ndarray,
+    lo: np.ndarray,
+    mid: np.ndarray,
+    hi: np.ndarray,
+    threshold: int,
+    seed: int,
+    D: np.ndarray | None = None,
+    counter: np.ndarray | None = None,
+) -> np.ndarray:
     """Answers of the hashed splitting oracle to sorted triples ``lo < mid < hi`` (the contract).
 
     Args:
@@ -94,7 +104,9 @@ def oracle_answers(S: np.ndarray, lo: np.ndarray, mid: np.ndarray, hi: np.ndarra
     mixed = _splitmix64(np.array([seed % 2**64], dtype=np.uint64))[0]
     key = (lo.astype(np.uint64) * n + mid.astype(np.uint64)) * n + hi.astype(np.uint64)
     if counter is not None:  # independent repeats: a fresh stream per query number
-        key = key ^ _splitmix64(counter.astype(np.uint64) + np.uint64(0x632BE59BD9B4E019))
+        key = key ^ _splitmix64(
+            counter.astype(np.uint64) + np.uint64(0x632BE59BD9B4E019)
+        )
     h = _splitmix64(mixed ^ key)
     correct = (h >> np.uint64(11)) < np.uint64(threshold)
     truth = _true_answer(S, lo, mid, hi)
@@ -112,7 +124,9 @@ def _check_lca(S: Any, name: str, n: int | None = None) -> np.ndarray:
     if not isinstance(S, np.ndarray):
         S = check_array(S, name, kind="int", ndim=2, dtype=np.int32)
     elif not np.issubdtype(S.dtype, np.integer) or S.dtype == np.bool_:
-        raise TypeError(f"{name} must be an array of integers (LCA sizes), got dtype {S.dtype}")
+        raise TypeError(
+            f"{name} must be an array of integers (LCA sizes), got dtype {S.dtype}"
+        )
     if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] < 1:
         raise ValueError(f"{name} must be a square (n, n) matrix, got shape {S.shape}")
     if n is not None and S.shape[0] != n:
@@ -126,7 +140,9 @@ def _check_lca_values(S: np.ndarray, name: str) -> np.ndarray:
     return np.ascontiguousarray(S)
 
 
-def _check_count_args(S: Any, p: Any, seed: Any, D: Any) -> tuple[np.ndarray, float, int, np.ndarray | None]:
+def _check_count_args(
+    S: Any, p: Any, seed: Any, D: Any
+) -> tuple[np.ndarray, float, int, np.ndarray | None]:
     S = _check_lca(S, "S")
     p = check_real(p, "p", low=0.0, low_open=True, high=1.0)
     seed = check_int(seed, "seed", low=0, high=2**64 - 1)
@@ -137,7 +153,9 @@ def _check_count_args(S: Any, p: Any, seed: Any, D: Any) -> tuple[np.ndarray, fl
 def _count_budget(n: int, path: str, max_triples: float) -> None:
     """Refuse ``n`` whose ``n^3`` ordered triples or whose memory cannot fit on ``path``."""
     what = f"triplet_counts(S of n={n}, {path})"
-    n_bytes = 4.0 * n * n * 3 + (_BYTES_PER_ELEMENT * min(float(n) ** 3, _CHUNK_ELEMENTS) if path == "cpu" else 0)
+    n_bytes = 4.0 * n * n * 3 + (
+        _BYTES_PER_ELEMENT * min(float(n) ** 3, _CHUNK_ELEMENTS) if path == "cpu" else 0
+    )
     check_budget(what, n_bytes=n_bytes)
     check_budget(what, n_operations=float(n) ** 3, max_operations=max_triples)
 
@@ -161,11 +179,15 @@ def _counts_cpu(S: np.ndarray, p: float, seed: int, D: np.ndarray | None) -> np.
             mid = uu + vv + xx - lo - hi
             ans = oracle_answers(S, lo, mid, hi, thr, seed, D)
             valid = (xx != uu) & (xx != vv) & (uu != vv)
-            C[us:us + u.shape[0], vs:vs + v.shape[1]] = ((ans != xx) & valid).sum(axis=2)
+            C[us : us + u.shape[0], vs : vs + v.shape[1]] = ((ans != xx) & valid).sum(
+                axis=2
+            )
     return C
 
 
-def triplet_counts_reference(S: np.ndarray, p: float, seed: int, D: np.ndarray | None = None) -> np.ndarray:
+def triplet_counts_reference(
+    S: np.ndarray, p: float, seed: int, D: np.ndarray | None = None
+) -> np.ndarray:
     """``C[u, v] = #{x not in {u, v} : O(u, v, x) != x}`` for the hashed oracle (NumPy reference).
 
     Blocked over ``(u, v)``: each block evaluates :func:`oracle_answers` on at most
@@ -196,7 +218,9 @@ def triplet_counts_reference(S: np.ndarray, p: float, seed: int, D: np.ndarray |
     return _counts_cpu(S, p, seed, D)
 
 
-def triplet_counts_gpu(S: Any, p: float, seed: int, D: Any = None) -> Any:  # pragma: no cover - GPU
+def triplet_counts_gpu(
+    S: Any, p: float, seed: int, D: Any = None
+) -> Any:  # pragma: no cover - GPU
     """CuPy launcher of :func:`triplet_counts`: one thread per ordered pair (CuPy (n, n) int32 out).
 
     Trusts its arguments (validated by :func:`triplet_counts`)."""
@@ -211,12 +235,25 @@ def triplet_counts_gpu(S: Any, p: float, seed: int, D: Any = None) -> Any:  # pr
     C = cp.empty((n, n), dtype=cp.int32)
     grid = min(max(1, (n * n + _BLOCK - 1) // _BLOCK), 65535 * 4)
     fn = load_module("triplets").get_function("triplet_counts")
-    fn((grid,), (_BLOCK,), (S, Dp, np.int32(D is not None), C, np.int64(n), np.uint64(seed % 2**64),
-                            np.uint64(noise_threshold(p))))
+    fn(
+        (grid,),
+        (_BLOCK,),
+        (
+            S,
+            Dp,
+            np.int32(D is not None),
+            C,
+            np.int64(n),
+            np.uint64(seed % 2**64),
+            np.uint64(noise_threshold(p)),
+        ),
+    )
     return C
 
 
-def triplet_counts(S: np.ndarray, p: float, seed: int, D: np.ndarray | None = None) -> np.ndarray:
+def triplet_counts(
+    S: np.ndarray, p: float, seed: int, D: np.ndarray | None = None
+) -> np.ndarray:
     """Triplet counts (contract of :func:`triplet_counts_reference`): CUDA when a GPU is usable.
 
     Args:
@@ -232,7 +269,11 @@ def triplet_counts(S: np.ndarray, p: float, seed: int, D: np.ndarray | None = No
     """
     S, p, seed, D = _check_count_args(S, p, seed, D)
     on_gpu = gpu_available()
-    _count_budget(S.shape[0], "gpu" if on_gpu else "cpu", GPU_MAX_TRIPLES if on_gpu else CPU_MAX_TRIPLES)
+    _count_budget(
+        S.shape[0],
+        "gpu" if on_gpu else "cpu",
+        GPU_MAX_TRIPLES if on_gpu else CPU_MAX_TRIPLES,
+    )
     S = _check_lca_values(S, "S")
     D = None if D is None else _check_lca_values(D, "D")
     if on_gpu:  # pragma: no cover - GPU

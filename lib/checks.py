@@ -66,10 +66,14 @@ class TooLargeError(ValueError):
 def _is_real_scalar(value: Any) -> bool:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
-    return isinstance(value, (Real, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, (Real, np.floating, np.integer)) and not isinstance(
+        value, (bool, np.bool_)
+    )
 
 
-def _range_text(low: Any, high: Any, low_open: bool = False, high_open: bool = False) -> str:
+def _range_text(
+    low: Any, high: Any, low_open: bool = False, high_open: bool = False
+) -> str:
     parts = []
     if low is not None:
         parts.append(f"{'>' if low_open else '>='} {low}")
@@ -83,7 +87,9 @@ def _range_text(low: Any, high: Any, low_open: bool = False, high_open: bool = F
 # --------------------------------------------------------------------------------------------
 
 
-def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
+def check_int(
+    value: Any, name: str, *, low: int | None = None, high: int | None = None
+) -> int:
     """``value`` as a Python ``int`` in ``[low, high]`` (either bound optional, both inclusive).
 
     Accepts Python and NumPy integers (and 0-d integer arrays); rejects bools, floats (even
@@ -93,12 +99,20 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
         TypeError: not an integer.
         ValueError: outside ``[low, high]``.
     """
-    if isinstance(value, np.ndarray) and value.ndim == 0 and np.issubdtype(value.dtype, np.integer):
+    if (
+        isinstance(value, np.ndarray)
+        and value.ndim == 0
+        and np.issubdtype(value.dtype, np.integer)
+    ):
         value = value.item()
     rng_text = _range_text(low, high)
     expected = f"an integer {rng_text}".rstrip()
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Integral, np.integer)):
-        raise TypeError(f"{name} must be {expected}, got {type(value).__name__} {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (Integral, np.integer)
+    ):
+        raise TypeError(
+            f"{name} must be {expected}, got {type(value).__name__} {value!r}"
+        )
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
         raise ValueError(f"{name} must be {expected}, got {value}")
@@ -131,7 +145,9 @@ def check_real(
     rng_text = _range_text(low, high, low_open, high_open)
     expected = f"a {'' if allow_inf else 'finite '}real number {rng_text}".rstrip()
     if not _is_real_scalar(value):
-        raise TypeError(f"{name} must be {expected}, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be {expected}, got {type(value).__name__} {value!r}"
+        )
     x = float(value.item() if isinstance(value, np.ndarray) else value)
     if math.isnan(x) or (math.isinf(x) and not allow_inf):
         raise ValueError(f"{name} must be {expected}, got {x!r}")
@@ -147,10 +163,14 @@ def check_positive(value: Any, name: str) -> float:
     return check_real(value, name, low=0.0, low_open=True)
 
 
-def check_probability(value: Any, name: str, *, open_low: bool = False, open_high: bool = False) -> float:
+def check_probability(
+    value: Any, name: str, *, open_low: bool = False, open_high: bool = False
+) -> float:
     """``value`` as a ``float`` in ``[0, 1]`` (ends excluded on request, e.g. a confidence level
     ``delta`` in ``(0, 1)``). Raises as :func:`check_real`."""
-    return check_real(value, name, low=0.0, high=1.0, low_open=open_low, high_open=open_high)
+    return check_real(
+        value, name, low=0.0, high=1.0, low_open=open_low, high_open=open_high
+    )
 
 
 def check_bool(value: Any, name: str) -> bool:
@@ -160,7 +180,9 @@ def check_bool(value: Any, name: str) -> bool:
         TypeError: not a bool.
     """
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be True or False, got {type(value).__name__} {value!r}"
+        )
     return bool(value)
 
 
@@ -184,19 +206,33 @@ def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
 # Arrays
 # --------------------------------------------------------------------------------------------
 
-_KINDS = {"float": "real numbers", "int": "integers", "bool": "booleans", "number": "real numbers"}
+_KINDS = {
+    "float": "real numbers",
+    "int": "integers",
+    "bool": "booleans",
+    "number": "real numbers",
+}
 
 
 def _shape_text(shape: Sequence[int | None]) -> str:
-    return "(" + ", ".join("?" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    return (
+        "("
+        + ", ".join("?" if s is None else str(s) for s in shape)
+        + ("," if len(shape) == 1 else "")
+        + ")"
+    )
 
 
 def _check_shape(actual: tuple[int, ...], name: str, ndim: Any, shape: Any) -> None:
     """Raise ``ValueError`` unless ``actual`` matches ``shape`` (``None`` entries free) or ``ndim``."""
     if shape is not None:
         shape = tuple(shape)
-        if len(actual) != len(shape) or any(s is not None and s != t for s, t in zip(shape, actual)):
-            raise ValueError(f"{name} must have shape {_shape_text(shape)}, got shape {actual}")
+        if len(actual) != len(shape) or any(
+            s is not None and s != t for s, t in zip(shape, actual)
+        ):
+            raise ValueError(
+                f"{name} must have shape {_shape_text(shape)}, got shape {actual}"
+            )
     elif ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if len(actual) not in allowed:
@@ -247,7 +283,9 @@ def check_array(
     try:
         arr = to_numpy(a)  # torch tensors and CuPy arrays are copied to the host
     except Exception as err:  # ragged lists and the like
-        raise TypeError(f"{name} must be an array of {_KINDS[kind]}, got {type(a).__name__}: {err}") from err
+        raise TypeError(
+            f"{name} must be an array of {_KINDS[kind]}, got {type(a).__name__}: {err}"
+        ) from err
     dt = arr.dtype
     if kind == "bool":
         if dt != np.bool_:
@@ -260,7 +298,9 @@ def check_array(
                 raise TypeError(f"{name} must be an array of integers, got dtype {dt}")
         arr = arr.astype(dtype or np.int64, copy=False)
     else:
-        if dt == np.bool_ or not (np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.integer)):
+        if dt == np.bool_ or not (
+            np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.integer)
+        ):
             raise TypeError(f"{name} must be an array of real numbers, got dtype {dt}")
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
@@ -268,15 +308,26 @@ def check_array(
             arr = arr.astype(np.float64)
     _check_shape(tuple(arr.shape), name, ndim, shape)
     if arr.size < min_size:
-        raise ValueError(f"{name} must have at least {min_size} element(s), got {arr.size}")
-    if finite and np.issubdtype(arr.dtype, np.floating) and arr.size and not np.isfinite(arr).all():
+        raise ValueError(
+            f"{name} must have at least {min_size} element(s), got {arr.size}"
+        )
+    if (
+        finite
+        and np.issubdtype(arr.dtype, np.floating)
+        and arr.size
+        and not np.isfinite(arr).all()
+    ):
         raise ValueError(f"{name} must be finite (it holds NaN or inf)")
     if arr.size and kind != "bool":
         if low is not None and (arr.min() < low or (low_open and arr.min() == low)):
             op = ">" if low_open else ">="
-            raise ValueError(f"{name} must be {op} {low} everywhere, got a minimum of {arr.min()!r}")
+            raise ValueError(
+                f"{name} must be {op} {low} everywhere, got a minimum of {arr.min()!r}"
+            )
         if high is not None and arr.max() > high:
-            raise ValueError(f"{name} must be <= {high} everywhere, got a maximum of {arr.max()!r}")
+            raise ValueError(
+                f"{name} must be <= {high} everywhere, got a maximum of {arr.max()!r}"
+            )
     return arr
 
 
@@ -308,14 +359,21 @@ def check_tensor(
         try:
             arr = check_array(x, name, kind="number", finite=False)
         except TypeError as err:
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}") from err
+            raise TypeError(
+                f"{name} must be a torch.Tensor, got {type(x).__name__}"
+            ) from err
         x = torch.as_tensor(arr, dtype=torch.get_default_dtype() if floating else None)
     if x.dtype == torch.bool or (x.is_complex()):
         raise TypeError(f"{name} must hold real numbers, got dtype {x.dtype}")
     if floating and not x.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
     _check_shape(tuple(x.shape), name, ndim, shape)
-    if finite and x.is_floating_point() and x.numel() and not bool(torch.isfinite(x).all()):
+    if (
+        finite
+        and x.is_floating_point()
+        and x.numel()
+        and not bool(torch.isfinite(x).all())
+    ):
         raise ValueError(f"{name} must be finite (it holds NaN or inf)")
     return x
 
@@ -325,7 +383,9 @@ def check_tensor(
 # --------------------------------------------------------------------------------------------
 
 
-def check_rng(rng: Any, name: str = "rng", *, allow_none: bool = False) -> np.random.Generator | None:
+def check_rng(
+    rng: Any, name: str = "rng", *, allow_none: bool = False
+) -> np.random.Generator | None:
     """``rng`` if it is a ``numpy.random.Generator`` (``None`` too when ``allow_none``).
 
     The book threads one generator through every call (``rng = seed_everything(SEED)``); an
@@ -346,7 +406,9 @@ def check_rng(rng: Any, name: str = "rng", *, allow_none: bool = False) -> np.ra
     return rng
 
 
-def check_torch_generator(rng: Any, name: str = "rng", *, allow_none: bool = True) -> Any:
+def check_torch_generator(
+    rng: Any, name: str = "rng", *, allow_none: bool = True
+) -> Any:
     """``rng`` if it is a ``torch.Generator`` (or ``None`` when ``allow_none``: torch's global one).
 
     Raises:
@@ -358,7 +420,9 @@ def check_torch_generator(rng: Any, name: str = "rng", *, allow_none: bool = Tru
         return None
     if not isinstance(rng, torch.Generator):
         extra = " or None" if allow_none else ""
-        raise TypeError(f"{name} must be a torch.Generator{extra}, got {type(rng).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Generator{extra}, got {type(rng).__name__}"
+        )
     return rng
 
 

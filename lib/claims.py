@@ -48,10 +48,25 @@ VERDICTS = (HOLDS, DIRECTION, NOT_REPRODUCED, NOT_RECORDED)
 
 #: chapter -> module holding its CLAIMS (the book's chapter modules, book/notation.md)
 CHAPTER_MODULES = {
-    "01": "lowra", "02": "vmf_exploration", "04": "gim", "05": "safety_polytope", "06": "mincut_predictions",
-    "07": "flow_divergence", "09": "p2p", "10": "omapl", "11": "mnl_bandits", "12": "hc_oracles",
-    "15": "pars", "16": "grokking", "17": "maxent_mislead", "19": "pcl",
-    "03": "vae_variance_attack", "08": "univlg", "13": "pfeife", "14": "combimots", "18": "peptune",
+    "01": "lowra",
+    "02": "vmf_exploration",
+    "04": "gim",
+    "05": "safety_polytope",
+    "06": "mincut_predictions",
+    "07": "flow_divergence",
+    "09": "p2p",
+    "10": "omapl",
+    "11": "mnl_bandits",
+    "12": "hc_oracles",
+    "15": "pars",
+    "16": "grokking",
+    "17": "maxent_mislead",
+    "19": "pcl",
+    "03": "vae_variance_attack",
+    "08": "univlg",
+    "13": "pfeife",
+    "14": "combimots",
+    "18": "peptune",
 }
 
 
@@ -106,14 +121,25 @@ class Claim:
 
     def __post_init__(self) -> None:
         for name in ("id", "claim", "paper", "metric", "judged_by"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
-                raise ValueError(f"Claim.{name} must be a non-empty string, got {getattr(self, name)!r}")
+            if (
+                not isinstance(getattr(self, name), str)
+                or not getattr(self, name).strip()
+            ):
+                raise ValueError(
+                    f"Claim.{name} must be a non-empty string, got {getattr(self, name)!r}"
+                )
         if not callable(self.holds):
-            raise TypeError(f"Claim.holds must be callable (metrics -> bool), got {type(self.holds).__name__}")
+            raise TypeError(
+                f"Claim.holds must be callable (metrics -> bool), got {type(self.holds).__name__}"
+            )
         if self.direction is not None and not callable(self.direction):
             raise TypeError("Claim.direction must be callable or None")
-        if not (self.judged_by == "reported only" or self.judged_by.startswith("check: ")):
-            raise ValueError(f"Claim.judged_by must be 'reported only' or 'check: <title>', got {self.judged_by!r}")
+        if not (
+            self.judged_by == "reported only" or self.judged_by.startswith("check: ")
+        ):
+            raise ValueError(
+                f"Claim.judged_by must be 'reported only' or 'check: <title>', got {self.judged_by!r}"
+            )
 
 
 def verdict(claim: Claim, metrics: Mapping[str, Any] | None) -> str:
@@ -158,7 +184,9 @@ def _judged_bool(value: Any, claim: Claim, which: str) -> bool:
             return bool(value)
     except ImportError:  # pragma: no cover
         pass
-    raise TypeError(f"claim {claim.id!r}: {which}(metrics) returned {type(value).__name__}, not bool")
+    raise TypeError(
+        f"claim {claim.id!r}: {which}(metrics) returned {type(value).__name__}, not bool"
+    )
 
 
 def chapter_claims(chapter: str) -> list[Claim]:
@@ -168,7 +196,9 @@ def chapter_claims(chapter: str) -> list[Claim]:
         ValueError: ``chapter`` is not a chapter of the book, or its claims repeat an id.
     """
     if chapter not in CHAPTER_MODULES:
-        raise ValueError(f"chapter must be one of {sorted(CHAPTER_MODULES)}, got {chapter!r}")
+        raise ValueError(
+            f"chapter must be one of {sorted(CHAPTER_MODULES)}, got {chapter!r}"
+        )
     mod = importlib.import_module(f"icml25.{CHAPTER_MODULES[chapter]}")
     claims = list(getattr(mod, "CLAIMS", []))
     ids = [c.id for c in claims]
@@ -177,7 +207,9 @@ def chapter_claims(chapter: str) -> list[Claim]:
         raise ValueError(f"chapter {chapter}: claim ids repeat: {dup}")
     for c in claims:
         if not isinstance(c, Claim):
-            raise TypeError(f"chapter {chapter}: CLAIMS holds a {type(c).__name__}, not a Claim")
+            raise TypeError(
+                f"chapter {chapter}: CLAIMS holds a {type(c).__name__}, not a Claim"
+            )
     return claims
 
 
@@ -225,7 +257,12 @@ def _run_metrics(run: dict | None) -> tuple[Mapping[str, Any] | None, str | None
     return run.get("metrics", {}), None
 
 
-def claims_table(chapter: str, metrics: Mapping[str, Any], *, gpu_folder: str | os.PathLike | None = None) -> "Any":
+def claims_table(
+    chapter: str,
+    metrics: Mapping[str, Any],
+    *,
+    gpu_folder: str | os.PathLike | None = None,
+) -> "Any":
     """The chapter's results table from its claim records.
 
     Args:
@@ -248,26 +285,35 @@ def claims_table(chapter: str, metrics: Mapping[str, Any], *, gpu_folder: str | 
         raise ValueError(f"metrics must be a mapping, got {type(metrics).__name__}")
     claims = chapter_claims(chapter)
     if not claims:
-        raise ValueError(f"chapter {chapter} declares no CLAIMS in icml25.{CHAPTER_MODULES[chapter]}")
-    folder = Path(gpu_folder) if gpu_folder is not None else repo_root() / "data" / "results"
+        raise ValueError(
+            f"chapter {chapter} declares no CLAIMS in icml25.{CHAPTER_MODULES[chapter]}"
+        )
+    folder = (
+        Path(gpu_folder) if gpu_folder is not None else repo_root() / "data" / "results"
+    )
     gpu, gpu_fail = _run_metrics(load_run(chapter, "gpu", folder))
     rows = []
     for c in claims:
-        rows.append({
-            "claim": c.claim,
-            "paper": c.paper,
-            "this run": _value(metrics, c.metric),
-            "verdict": verdict(c, metrics),
-            "GPU run": gpu_fail or _value(gpu, c.metric),
-            "GPU verdict": gpu_fail or verdict(c, gpu),
-            "judged by": c.judged_by,
-        })
+        rows.append(
+            {
+                "claim": c.claim,
+                "paper": c.paper,
+                "this run": _value(metrics, c.metric),
+                "verdict": verdict(c, metrics),
+                "GPU run": gpu_fail or _value(gpu, c.metric),
+                "GPU verdict": gpu_fail or verdict(c, gpu),
+                "judged by": c.judged_by,
+            }
+        )
     pd.set_option("display.max_colwidth", None)
     return pd.DataFrame(rows)
 
 
-def reproduction_rows(cpu_folder: str | os.PathLike, gpu_folder: str | os.PathLike,
-                      chapters: Iterable[str] | None = None) -> list[dict[str, str]]:
+def reproduction_rows(
+    cpu_folder: str | os.PathLike,
+    gpu_folder: str | os.PathLike,
+    chapters: Iterable[str] | None = None,
+) -> list[dict[str, str]]:
     """One row per claim of every chapter, for the reproduction page.
 
     Args:
@@ -293,15 +339,33 @@ def reproduction_rows(cpu_folder: str | os.PathLike, gpu_folder: str | os.PathLi
         cpu, cpu_fail = _run_metrics(load_run(ch, "cpu", cpu_folder))
         gpu, gpu_fail = _run_metrics(load_run(ch, "gpu", gpu_folder))
         for c in claims:
-            out.append({
-                "chapter": ch, "id": c.id, "claim": c.claim, "paper": c.paper, "metric": c.metric,
-                "cpu": cpu_fail or _value(cpu, c.metric), "cpu_verdict": cpu_fail or verdict(c, cpu),
-                "gpu": gpu_fail or _value(gpu, c.metric), "gpu_verdict": gpu_fail or verdict(c, gpu),
-                "judged_by": c.judged_by,
-            })
+            out.append(
+                {
+                    "chapter": ch,
+                    "id": c.id,
+                    "claim": c.claim,
+                    "paper": c.paper,
+                    "metric": c.metric,
+                    "cpu": cpu_fail or _value(cpu, c.metric),
+                    "cpu_verdict": cpu_fail or verdict(c, cpu),
+                    "gpu": gpu_fail or _value(gpu, c.metric),
+                    "gpu_verdict": gpu_fail or verdict(c, gpu),
+                    "judged_by": c.judged_by,
+                }
+            )
     return out
 
 
 def _placeholder(ch: str, why: str) -> dict[str, str]:
-    return {"chapter": ch, "id": "-", "claim": f"({why})", "paper": "", "metric": "", "cpu": NOT_RECORDED,
-            "cpu_verdict": NOT_RECORDED, "gpu": NOT_RECORDED, "gpu_verdict": NOT_RECORDED, "judged_by": ""}
+    return {
+        "chapter": ch,
+        "id": "-",
+        "claim": f"({why})",
+        "paper": "",
+        "metric": "",
+        "cpu": NOT_RECORDED,
+        "cpu_verdict": NOT_RECORDED,
+        "gpu": NOT_RECORDED,
+        "gpu_verdict": NOT_RECORDED,
+        "judged_by": "",
+    }

@@ -92,12 +92,18 @@ SETUP_TAG = "exercise-setup"
 PARAMETERS_TAG = "parameters"
 
 _FENCE = r"(?:`{3,}|:{3,})"
-_EXERCISE_RE = re.compile(rf"^{_FENCE}\{{exercise(?:-start)?\}}[ \t]*(?P<title>[^\n]*)$", re.M)
-_SOLUTION_START_RE = re.compile(rf"^{_FENCE}\{{solution-start\}}[ \t]*(?P<label>\S+)", re.M)
+_EXERCISE_RE = re.compile(
+    rf"^{_FENCE}\{{exercise(?:-start)?\}}[ \t]*(?P<title>[^\n]*)$", re.M
+)
+_SOLUTION_START_RE = re.compile(
+    rf"^{_FENCE}\{{solution-start\}}[ \t]*(?P<label>\S+)", re.M
+)
 _SOLUTION_END_RE = re.compile(rf"^{_FENCE}\{{solution-end\}}", re.M)
 _EXERCISE_END_RE = re.compile(rf"^{_FENCE}\{{exercise-end\}}", re.M)
 _LABEL_RE = re.compile(r"^:label:[ \t]*(?P<label>\S+)", re.M)
-_CHECK_LABEL_RE = re.compile(r"exercise\s+`?(?P<label>[A-Za-z0-9_.:-]+?)`?(?=[\s:,;.)]|$)")
+_CHECK_LABEL_RE = re.compile(
+    r"exercise\s+`?(?P<label>[A-Za-z0-9_.:-]+?)`?(?=[\s:,;.)]|$)"
+)
 _CHAPTER_RE = re.compile(r"^(?P<number>\d\d)_(?P<slug>[A-Za-z0-9_]+)$")
 _MAGIC_RE = re.compile(r"^\s*[%!]")
 
@@ -139,7 +145,9 @@ class Exercise:
     def authored_stub(self) -> str:
         """The starter cells that define one of the solution's names (the stub the book shows)."""
         names = set(self.functions)
-        return "\n\n\n".join(s.strip("\n") for s in self.starter if names & set(signatures(s)))
+        return "\n\n\n".join(
+            s.strip("\n") for s in self.starter if names & set(signatures(s))
+        )
 
     @property
     def other_starter(self) -> list[str]:
@@ -217,7 +225,9 @@ def _without_magics(src: str) -> str:
 def _parse(src: str, where: str) -> ast.Module:
     try:
         return ast.parse(_without_magics(src))
-    except SyntaxError as exc:  # pragma: no cover - a chapter that does not parse fails elsewhere too
+    except (
+        SyntaxError
+    ) as exc:  # pragma: no cover - a chapter that does not parse fails elsewhere too
         raise ClassroomFormatError(f"{where}: cannot parse the cell: {exc}") from exc
 
 
@@ -244,9 +254,15 @@ def _scope(nodes: Iterable[ast.AST]) -> tuple[set[str], set[str], list[ast.AST]]
                 stack.extend(k.value for k in node.keywords)
             else:
                 args = node.args
-                stack.extend(d for d in args.defaults + args.kw_defaults if d is not None)
+                stack.extend(
+                    d for d in args.defaults + args.kw_defaults if d is not None
+                )
                 if not isinstance(node, ast.Lambda):
-                    stack.extend(a.annotation for a in _all_args(args) if a.annotation is not None)
+                    stack.extend(
+                        a.annotation
+                        for a in _all_args(args)
+                        if a.annotation is not None
+                    )
                     if node.returns is not None:
                         stack.append(node.returns)
             continue
@@ -277,7 +293,11 @@ def _scope_free(body: list[ast.AST], params: set[str], enclosing: set[str]) -> s
     free = loads - local - enclosing
     for sc in nested:
         inner_body = [sc.body] if isinstance(sc, ast.Lambda) else list(sc.body)
-        inner_params = set() if isinstance(sc, ast.ClassDef) else {a.arg for a in _all_args(sc.args)}
+        inner_params = (
+            set()
+            if isinstance(sc, ast.ClassDef)
+            else {a.arg for a in _all_args(sc.args)}
+        )
         free |= _scope_free(inner_body, inner_params, enclosing | local)
     return free
 
@@ -304,7 +324,11 @@ def _drop_imports(src: str, imports: list[str]) -> str:
 
 
 def _top_level_imports(tree: ast.Module) -> list[str]:
-    return [ast.unparse(st) for st in tree.body if isinstance(st, (ast.Import, ast.ImportFrom))]
+    return [
+        ast.unparse(st)
+        for st in tree.body
+        if isinstance(st, (ast.Import, ast.ImportFrom))
+    ]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -346,7 +370,11 @@ def stub_source(solution: str, label: str = "") -> str:
     parts = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            msg = f"exercise {label}: write {node.name}" if label else f"write {node.name}"
+            msg = (
+                f"exercise {label}: write {node.name}"
+                if label
+                else f"write {node.name}"
+            )
             stub = _stub_node(node, msg)
             parts.append(ast.unparse(ast.fix_missing_locations(stub)))
     return "\n\n\n".join(parts)
@@ -378,7 +406,9 @@ def signatures(source: str) -> dict[str, str]:
             out[node.name] = sig(node)
         elif isinstance(node, ast.ClassDef):
             methods = {
-                b.name: sig(b) for b in node.body if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
+                b.name: sig(b)
+                for b in node.body
+                if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
             }
             bases = ", ".join(ast.unparse(b) for b in node.bases)
             out[node.name] = f"class({bases}) {methods}"
@@ -396,11 +426,15 @@ def _exercise_from_markdown(src: str, where: str) -> Exercise:
     title = m.group("title").strip()
     body_lines = []
     lab = None
-    fence = re.match(r"`{3,}|:{3,}", src[m.start():]).group(0)  # type: ignore[union-attr]
-    rest = src[m.end():].split("\n")[1:]
+    fence = re.match(r"`{3,}|:{3,}", src[m.start() :]).group(0)  # type: ignore[union-attr]
+    rest = src[m.end() :].split("\n")[1:]
     in_options = True
     for line in rest:
-        if line.strip() == fence or line.strip().startswith(fence) and not line.strip().lstrip(fence[0]):
+        if (
+            line.strip() == fence
+            or line.strip().startswith(fence)
+            and not line.strip().lstrip(fence[0])
+        ):
             break
         if in_options and line.startswith(":"):
             lm = _LABEL_RE.match(line)
@@ -410,11 +444,15 @@ def _exercise_from_markdown(src: str, where: str) -> Exercise:
         in_options = False
         body_lines.append(line)
     if not lab:
-        raise ClassroomFormatError(f"{where}: the exercise {title!r} has no :label: option")
+        raise ClassroomFormatError(
+            f"{where}: the exercise {title!r} has no :label: option"
+        )
     return Exercise(label=lab, title=title, prompt="\n".join(body_lines).strip())
 
 
-def _check_label(src: str, exercises: dict[str, Exercise], current: Exercise | None, where: str) -> Exercise:
+def _check_label(
+    src: str, exercises: dict[str, Exercise], current: Exercise | None, where: str
+) -> Exercise:
     first = src.lstrip().split("\n", 1)[0]
     m = _CHECK_LABEL_RE.search(first)
     if m and m.group("label") in exercises:
@@ -430,7 +468,14 @@ def _check_label(src: str, exercises: dict[str, Exercise], current: Exercise | N
 
 
 _DIRECTIVE_RE = re.compile(rf"^{_FENCE}\{{(?P<name>[^}}\s]+)\}}", re.M)
-_GATE_NAMES = ("exercise", "exercise-start", "exercise-end", "solution", "solution-start", "solution-end")
+_GATE_NAMES = (
+    "exercise",
+    "exercise-start",
+    "exercise-end",
+    "solution",
+    "solution-start",
+    "solution-end",
+)
 _KNOWN_TAGS = (SOLUTION_TAG, CHECK_TAG, HIDDEN_TAG, SETUP_TAG)
 
 
@@ -451,11 +496,15 @@ def check_gates(nb: nbformat.NotebookNode, name: str = "notebook") -> None:
         where = f"{name} cell {i}"
         for tag in _tags(cell):
             low = tag.lower()
-            if tag not in _KNOWN_TAGS and (low.startswith(("exercise", "solution")) or
-                                           difflib.get_close_matches(low, _KNOWN_TAGS, n=1, cutoff=0.8)):
+            if tag not in _KNOWN_TAGS and (
+                low.startswith(("exercise", "solution"))
+                or difflib.get_close_matches(low, _KNOWN_TAGS, n=1, cutoff=0.8)
+            ):
                 near = difflib.get_close_matches(low, _KNOWN_TAGS, n=1, cutoff=0.5)
-                raise ClassroomFormatError(f"{where}: unknown exercise tag {tag!r}"
-                                           + (f" (did you mean {near[0]!r}?)" if near else ""))
+                raise ClassroomFormatError(
+                    f"{where}: unknown exercise tag {tag!r}"
+                    + (f" (did you mean {near[0]!r}?)" if near else "")
+                )
         if cell.get("cell_type") != "markdown":
             continue
         src = _source(cell)
@@ -465,29 +514,41 @@ def check_gates(nb: nbformat.NotebookNode, name: str = "notebook") -> None:
                 continue
             near = difflib.get_close_matches(d.lower(), _GATE_NAMES, n=1, cutoff=0.75)
             if near or d.lower().startswith(("solution", "exercise")):
-                raise ClassroomFormatError(f"{where}: unknown directive {{{d}}}"
-                                           + (f" (did you mean {{{near[0]}}}?)" if near else ""))
+                raise ClassroomFormatError(
+                    f"{where}: unknown directive {{{d}}}"
+                    + (f" (did you mean {{{near[0]}}}?)" if near else "")
+                )
         starts = bool(_SOLUTION_START_RE.search(src))
         ends = bool(_SOLUTION_END_RE.search(src))
         if (_EXERCISE_RE.search(src) or starts) and open_at is not None:
-            raise ClassroomFormatError(f"{name} cell {open_at}: this {{solution-start}} is not closed by a "
-                                       f"{{solution-end}} before cell {i}")
+            raise ClassroomFormatError(
+                f"{name} cell {open_at}: this {{solution-start}} is not closed by a "
+                f"{{solution-end}} before cell {i}"
+            )
         if starts:
             open_at = i
         if ends:
             if open_at is None:
-                raise ClassroomFormatError(f"{where}: {{solution-end}} with no open {{solution-start}}")
+                raise ClassroomFormatError(
+                    f"{where}: {{solution-end}} with no open {{solution-start}}"
+                )
             open_at = None
     if open_at is not None:
-        raise ClassroomFormatError(f"{name} cell {open_at}: this {{solution-start}} is never closed by a "
-                                   "{solution-end}")
+        raise ClassroomFormatError(
+            f"{name} cell {open_at}: this {{solution-start}} is never closed by a "
+            "{solution-end}"
+        )
 
 
 def chapter_notebooks(root: str | Path | None = None) -> list[Path]:
     """The chapter notebooks ``notebooks/NN_*.ipynb`` under ``root`` (default: the current
     directory when it has ``notebooks/``, else the repository this module lives in)."""
     if root is None:
-        root = Path.cwd() if (Path.cwd() / "notebooks").is_dir() else Path(__file__).resolve().parents[1]
+        root = (
+            Path.cwd()
+            if (Path.cwd() / "notebooks").is_dir()
+            else Path(__file__).resolve().parents[1]
+        )
     return sorted((Path(root) / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -522,7 +583,9 @@ def parse_chapter(path: str | Path) -> Chapter:
     exercises: dict[str, Exercise] = {}
     current: Exercise | None = None
     in_solution: Exercise | None = None
-    chapter_cells: list[tuple[int, str]] = []  # (cell index, source) of ordinary code cells
+    chapter_cells: list[
+        tuple[int, str]
+    ] = []  # (cell index, source) of ordinary code cells
     first_exercise_cell: int | None = None
     tagged_setup: list[tuple[int, str]] = []
 
@@ -538,7 +601,9 @@ def parse_chapter(path: str | Path) -> Chapter:
             if _EXERCISE_RE.search(src):
                 ex = _exercise_from_markdown(src, where)
                 if ex.label in exercises:
-                    raise ClassroomFormatError(f"{where}: exercise label {ex.label!r} is used twice")
+                    raise ClassroomFormatError(
+                        f"{where}: exercise label {ex.label!r} is used twice"
+                    )
                 exercises[ex.label] = ex
                 current = ex
                 in_solution = None
@@ -549,9 +614,13 @@ def parse_chapter(path: str | Path) -> Chapter:
             if sm:
                 label = sm.group("label")
                 if label not in exercises:
-                    raise ClassroomFormatError(f"{where}: solution-start names unknown exercise {label!r}")
+                    raise ClassroomFormatError(
+                        f"{where}: solution-start names unknown exercise {label!r}"
+                    )
                 in_solution = exercises[label]
-                after = re.split(r"^(?:`{3,}|:{3,})\s*$", src[sm.end():], maxsplit=1, flags=re.M)
+                after = re.split(
+                    r"^(?:`{3,}|:{3,})\s*$", src[sm.end() :], maxsplit=1, flags=re.M
+                )
                 if len(after) == 2 and after[1].strip():
                     in_solution.solution_text.append(after[1].strip())
                 continue
@@ -569,8 +638,12 @@ def parse_chapter(path: str | Path) -> Chapter:
         if SOLUTION_TAG in tags:
             target = in_solution or current
             if target is None:
-                raise ClassroomFormatError(f"{where}: a cell tagged 'solution' precedes every exercise")
-            target.solution = (target.solution + "\n\n\n" + src).strip() if target.solution else src
+                raise ClassroomFormatError(
+                    f"{where}: a cell tagged 'solution' precedes every exercise"
+                )
+            target.solution = (
+                (target.solution + "\n\n\n" + src).strip() if target.solution else src
+            )
             continue
         if CHECK_TAG in tags:
             _check_label(src, exercises, current, where).checks.append(src)
@@ -581,25 +654,47 @@ def parse_chapter(path: str | Path) -> Chapter:
         if SETUP_TAG in tags:
             tagged_setup.append((i, src))
             continue
-        if current is not None and in_solution is None and not current.solution and not current.checks:
+        if (
+            current is not None
+            and in_solution is None
+            and not current.solution
+            and not current.checks
+        ):
             current.starter.append(src)
             continue
         chapter_cells.append((i, src))
 
     for ex in exercises.values():
         if not ex.solution:
-            raise ClassroomFormatError(f"{path.name}: exercise {ex.label!r} has no code cell tagged 'solution'")
+            raise ClassroomFormatError(
+                f"{path.name}: exercise {ex.label!r} has no code cell tagged 'solution'"
+            )
         if not ex.checks:
-            raise ClassroomFormatError(f"{path.name}: exercise {ex.label!r} has no cell tagged 'exercise-check'")
+            raise ClassroomFormatError(
+                f"{path.name}: exercise {ex.label!r} has no cell tagged 'exercise-check'"
+            )
         if not signatures(ex.solution):
             raise ClassroomFormatError(
                 f"{path.name}: the solution of {ex.label!r} defines no named function (tests call named functions)"
             )
 
-    setup, notes = _build_setup(path.name, parameters, tagged_setup, chapter_cells, list(exercises.values()),
-                                first_exercise_cell)
-    return Chapter(path=path, name=name, title=title, parameters=parameters, setup=setup,
-                   setup_notes=notes, exercises=list(exercises.values()))
+    setup, notes = _build_setup(
+        path.name,
+        parameters,
+        tagged_setup,
+        chapter_cells,
+        list(exercises.values()),
+        first_exercise_cell,
+    )
+    return Chapter(
+        path=path,
+        name=name,
+        title=title,
+        parameters=parameters,
+        setup=setup,
+        setup_notes=notes,
+        exercises=list(exercises.values()),
+    )
 
 
 def _build_setup(
@@ -661,9 +756,9 @@ def _build_setup(
                 todo.extend(sorted(_free_names(tree) - defined - seen))
                 break
         # a name nobody defines stays unresolved: the check fails loudly when run (NameError)
-    blocks: list[tuple[int, str]] = [(i, _drop_imports(s, imports)) for i, s in tagged] + [
-        (i, _drop_imports(s, imports)) for i, s in chosen.items()
-    ]
+    blocks: list[tuple[int, str]] = [
+        (i, _drop_imports(s, imports)) for i, s in tagged
+    ] + [(i, _drop_imports(s, imports)) for i, s in chosen.items()]
     blocks.sort()
     setup = []
     if imports:
@@ -682,7 +777,9 @@ def _identifier(label: str) -> str:
     return ident if not ident[0].isdigit() else f"q_{ident}"
 
 
-def _test_cell(src: str, label: str, kind: str, k: int, functions: Sequence[str] = ()) -> str:
+def _test_cell(
+    src: str, label: str, kind: str, k: int, functions: Sequence[str] = ()
+) -> str:
     """An exception-based otter test: the check cell as a function whose parameters are the names
     it reads, looked up in the student's final global environment (missing names become None).
     A public test is rewritten by :func:`icml25.learner.feedback_test_source` to explain failures
@@ -703,7 +800,9 @@ def _test_cell(src: str, label: str, kind: str, k: int, functions: Sequence[str]
         f"hidden: {hidden}\n"
         '""" # END TEST CONFIG\n'
         f"def {fname}({params}):\n"
-        + "\n".join(("    " + line) if line.strip() else "" for line in body.split("\n"))
+        + "\n".join(
+            ("    " + line) if line.strip() else "" for line in body.split("\n")
+        )
         + "\n\n"
         + f"{fname}({params})"
     )
@@ -712,7 +811,9 @@ def _test_cell(src: str, label: str, kind: str, k: int, functions: Sequence[str]
 _ROLE_RE = re.compile(r"\{(?P<role>[A-Za-z:_-]+)\}`(?P<text>[^`]+)`")
 
 
-def _plain_markdown(text: str, labels: dict[str, str] | None = None, bib: dict[str, str] | None = None) -> str:
+def _plain_markdown(
+    text: str, labels: dict[str, str] | None = None, bib: dict[str, str] | None = None
+) -> str:
     """MyST roles as plain Jupyter markdown (the student edition does not hold the chapter's
     targets): {math}`x` -> $x$; {prf:ref}`thm02-p0` -> 'the theorem "P0 ..."' (written out from the
     chapter's labels); {cite}`key` -> 'Author et al. (year)' (from book/references.bib)."""
@@ -721,8 +822,12 @@ def _plain_markdown(text: str, labels: dict[str, str] | None = None, bib: dict[s
     return write_out_roles(text, labels or {}, bib or {})
 
 
-def _prompt_markdown(k: int, ex: Exercise, labels: dict[str, str] | None = None,
-                     bib: dict[str, str] | None = None) -> str:
+def _prompt_markdown(
+    k: int,
+    ex: Exercise,
+    labels: dict[str, str] | None = None,
+    bib: dict[str, str] | None = None,
+) -> str:
     funcs = ", ".join(f"`{n}`" for n in ex.functions)
     return (
         f"### Exercise {k}: {ex.title} (`{ex.label}`)\n\n{_plain_markdown(ex.prompt, labels, bib)}\n\n"
@@ -759,14 +864,19 @@ def build_master(chapter: Chapter, *, points: float = 1.0) -> nbformat.NotebookN
         "check_all_cell": True,
         "run_tests": False,
         "tests": {"files": False, "ok_format": False},
-        "generate": {"pdf": False, "filtering": False, "pagebreaks": False, "show_stdout": True},
+        "generate": {
+            "pdf": False,
+            "filtering": False,
+            "pagebreaks": False,
+            "show_stdout": True,
+        },
     }
     cells = [
         nbv4.new_raw_cell("# ASSIGNMENT CONFIG\n" + json.dumps(config, indent=2)),
         nbv4.new_markdown_cell(
             f"# {chapter.name[:2]} · {chapter.title}: exercises\n\n"
             f"The exercises of the chapter `notebooks/{chapter.path.name}`. Run the setup cell, then "
-            "write each function where the cell says so; `grader.check(\"LABEL\")` runs the public "
+            'write each function where the cell says so; `grader.check("LABEL")` runs the public '
             "tests of an exercise. The grader runs the whole notebook and then calls your functions "
             "by name, so you may add, move or delete cells freely. Hidden tests are run at grading time."
         ),
@@ -776,17 +886,27 @@ def build_master(chapter: Chapter, *, points: float = 1.0) -> nbformat.NotebookN
         cells.append(nbv4.new_code_cell(setup))
     from icml25.learner import _bib_index, label_index
 
-    labels = label_index(nbformat.read(chapter.path, as_version=4)) if chapter.path.is_file() else {}
+    labels = (
+        label_index(nbformat.read(chapter.path, as_version=4))
+        if chapter.path.is_file()
+        else {}
+    )
     bib = _bib_index(_project_root() / "book" / "references.bib")
     for k, ex in enumerate(chapter.exercises, start=1):
-        cells.append(nbv4.new_raw_cell(f"# BEGIN QUESTION\nname: {ex.label}\npoints: {points}"))
+        cells.append(
+            nbv4.new_raw_cell(f"# BEGIN QUESTION\nname: {ex.label}\npoints: {points}")
+        )
         cells.append(nbv4.new_markdown_cell(_prompt_markdown(k, ex, labels, bib)))
         cells.append(nbv4.new_raw_cell("# BEGIN SOLUTION"))
         stub = ex.student_stub()
         quote = '"""' if '"""' not in stub else "'''"
         if quote in stub:
             stub = stub_source(ex.solution, ex.label)
-        sol = "# BEGIN SOLUTION NO PROMPT\n" + ex.solution.strip("\n") + "\n# END SOLUTION"
+        sol = (
+            "# BEGIN SOLUTION NO PROMPT\n"
+            + ex.solution.strip("\n")
+            + "\n# END SOLUTION"
+        )
         sol += f"\nr{quote} # BEGIN PROMPT\n" + stub + f"\n{quote} # END PROMPT"
         cells.append(nbv4.new_code_cell(sol))
         for text in ex.solution_text:
@@ -794,7 +914,9 @@ def build_master(chapter: Chapter, *, points: float = 1.0) -> nbformat.NotebookN
         cells.append(nbv4.new_raw_cell("# END SOLUTION"))
         cells.append(nbv4.new_raw_cell("# BEGIN TESTS"))
         for j, src in enumerate(ex.checks, start=1):
-            cells.append(nbv4.new_code_cell(_test_cell(src, ex.label, "public", j, ex.functions)))
+            cells.append(
+                nbv4.new_code_cell(_test_cell(src, ex.label, "public", j, ex.functions))
+            )
         for j, src in enumerate(ex.hidden, start=1):
             cells.append(nbv4.new_code_cell(_test_cell(src, ex.label, "hidden", j)))
         cells.append(nbv4.new_raw_cell("# END TESTS"))
@@ -802,7 +924,11 @@ def build_master(chapter: Chapter, *, points: float = 1.0) -> nbformat.NotebookN
         for src in ex.other_starter:
             cells.append(nbv4.new_code_cell(src))
     nb = nbv4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.metadata["language_info"] = {"name": "python"}
     return nb
 
@@ -824,7 +950,9 @@ class Editions:
     notes: list[str]
 
 
-_PROMPT_BLOCK_RE = re.compile(r"^r?(\"\"\"|''') # BEGIN PROMPT\n.*?^\1 # END PROMPT\n?", re.M | re.S)
+_PROMPT_BLOCK_RE = re.compile(
+    r"^r?(\"\"\"|''') # BEGIN PROMPT\n.*?^\1 # END PROMPT\n?", re.M | re.S
+)
 
 
 def _clean_instructor_notebook(path: Path) -> None:
@@ -835,8 +963,14 @@ def _clean_instructor_notebook(path: Path) -> None:
         if cell.cell_type == "code" and "otter_assign_solution_cell" in _tags(cell):
             src = _PROMPT_BLOCK_RE.sub("", _source(cell))
             src = "\n".join(
-                line for line in src.split("\n")
-                if line.strip() not in ("# BEGIN SOLUTION NO PROMPT", "# BEGIN SOLUTION", "# END SOLUTION")
+                line
+                for line in src.split("\n")
+                if line.strip()
+                not in (
+                    "# BEGIN SOLUTION NO PROMPT",
+                    "# BEGIN SOLUTION",
+                    "# END SOLUTION",
+                )
             )
             cell.source = src.strip("\n")
     nbformat.write(nb, path)
@@ -874,7 +1008,9 @@ def assign(
     master = build_master(chapter, points=points)
     if run_tests:
         cfg_src = master.cells[0].source
-        master.cells[0].source = cfg_src.replace('"run_tests": false', '"run_tests": true')
+        master.cells[0].source = cfg_src.replace(
+            '"run_tests": false', '"run_tests": true'
+        )
     out = Path(out)
     student_dir = out / "student" / chapter.name
     instructor_dir = out / "instructor" / chapter.name
@@ -887,9 +1023,16 @@ def assign(
         log = io.StringIO()
         try:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                otter_assign(str(master_path), str(tmpd / "dist"), no_pdfs=True, no_run_tests=not run_tests)
+                otter_assign(
+                    str(master_path),
+                    str(tmpd / "dist"),
+                    no_pdfs=True,
+                    no_run_tests=not run_tests,
+                )
         except Exception as exc:
-            raise RuntimeError(f"otter assign failed for {chapter.name}: {exc}\n{log.getvalue()}") from exc
+            raise RuntimeError(
+                f"otter assign failed for {chapter.name}: {exc}\n{log.getvalue()}"
+            ) from exc
         dist = tmpd / "dist"
         for d in (student_dir, instructor_dir):
             if d.exists():
@@ -898,13 +1041,19 @@ def assign(
         shutil.copytree(dist / "autograder", instructor_dir)
         zips = sorted(instructor_dir.glob("*.zip"))
         if not zips:
-            raise RuntimeError(f"otter assign wrote no autograder zip for {chapter.name}:\n{log.getvalue()}")
+            raise RuntimeError(
+                f"otter assign wrote no autograder zip for {chapter.name}:\n{log.getvalue()}"
+            )
         if zips[0].name != "autograder.zip":
             zips[0].rename(instructor_dir / "autograder.zip")
         import zipfile
 
-        with zipfile.ZipFile(instructor_dir / "autograder.zip", "a") as zf:  # what the sandboxed grader reads
-            zf.writestr(GRADING_SPEC, json.dumps(grading_spec(chapter, points=points), indent=1))
+        with zipfile.ZipFile(
+            instructor_dir / "autograder.zip", "a"
+        ) as zf:  # what the sandboxed grader reads
+            zf.writestr(
+                GRADING_SPEC, json.dumps(grading_spec(chapter, points=points), indent=1)
+            )
         shutil.copy(master_path, instructor_dir / "master.ipynb")
         _clean_instructor_notebook(instructor_dir / f"{chapter.name}.ipynb")
     return Editions(
@@ -974,9 +1123,18 @@ class Limits:
     tmp_size: int = 1 << 30
 
     def __post_init__(self) -> None:
-        for name in ("wall", "exercise", "memory", "processes", "file_size", "tmp_size"):
+        for name in (
+            "wall",
+            "exercise",
+            "memory",
+            "processes",
+            "file_size",
+            "tmp_size",
+        ):
             if not getattr(self, name) > 0:
-                raise ValueError(f"Limits.{name} must be positive, got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"Limits.{name} must be positive, got {getattr(self, name)!r}"
+                )
 
 
 def _masks(sources: Iterable[str]) -> list[str]:
@@ -986,7 +1144,9 @@ def _masks(sources: Iterable[str]) -> list[str]:
             for name in re.split(r"[,\s]+", m.group("names")):
                 if name and name not in out:
                     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", name):
-                        raise ClassroomFormatError(f"'# Grading masks:' names dotted paths (module.function), got {name!r}")
+                        raise ClassroomFormatError(
+                            f"'# Grading masks:' names dotted paths (module.function), got {name!r}"
+                        )
                     out.append(name)
     return out
 
@@ -1006,13 +1166,37 @@ def grading_spec(chapter: Chapter, *, points: float = 1.0) -> dict[str, Any]:
     setup = "\n\n".join(s for s in [chapter.parameters.strip(), *chapter.setup] if s)
     exercises = []
     for ex in chapter.exercises:
-        tests = [{"name": f"test_{_identifier(ex.label)}_public_{j}", "hidden": False, "source": _without_magics(s)}
-                 for j, s in enumerate(ex.checks, start=1)]
-        tests += [{"name": f"test_{_identifier(ex.label)}_hidden_{j}", "hidden": True, "source": _without_magics(s)}
-                  for j, s in enumerate(ex.hidden, start=1)]
-        exercises.append({"label": ex.label, "functions": ex.functions, "points": float(points),
-                          "masks": _masks([*ex.checks, *ex.hidden]), "tests": tests})
-    return {"format": 1, "chapter": chapter.name, "setup": _without_magics(setup), "exercises": exercises}
+        tests = [
+            {
+                "name": f"test_{_identifier(ex.label)}_public_{j}",
+                "hidden": False,
+                "source": _without_magics(s),
+            }
+            for j, s in enumerate(ex.checks, start=1)
+        ]
+        tests += [
+            {
+                "name": f"test_{_identifier(ex.label)}_hidden_{j}",
+                "hidden": True,
+                "source": _without_magics(s),
+            }
+            for j, s in enumerate(ex.hidden, start=1)
+        ]
+        exercises.append(
+            {
+                "label": ex.label,
+                "functions": ex.functions,
+                "points": float(points),
+                "masks": _masks([*ex.checks, *ex.hidden]),
+                "tests": tests,
+            }
+        )
+    return {
+        "format": 1,
+        "chapter": chapter.name,
+        "setup": _without_magics(setup),
+        "exercises": exercises,
+    }
 
 
 def _read_spec(autograder: Path) -> dict[str, Any]:
@@ -1020,11 +1204,15 @@ def _read_spec(autograder: Path) -> dict[str, Any]:
 
     with zipfile.ZipFile(autograder) as zf:
         if GRADING_SPEC not in zf.namelist():
-            raise ValueError(f"autograder: {autograder} holds no {GRADING_SPEC} (built before the sandboxed "
-                             "grader; run `make assignments` again)")
+            raise ValueError(
+                f"autograder: {autograder} holds no {GRADING_SPEC} (built before the sandboxed "
+                "grader; run `make assignments` again)"
+            )
         spec = json.loads(zf.read(GRADING_SPEC).decode())
     if spec.get("format") != 1:
-        raise ValueError(f"autograder: {GRADING_SPEC} has unknown format {spec.get('format')!r}")
+        raise ValueError(
+            f"autograder: {GRADING_SPEC} has unknown format {spec.get('format')!r}"
+        )
     return spec
 
 
@@ -1042,7 +1230,9 @@ def _bound_names(st: ast.stmt) -> set[str]:
     return set()
 
 
-def submission_definitions(nb: nbformat.NotebookNode, spec: dict[str, Any]) -> tuple[list[str], list[str]]:
+def submission_definitions(
+    nb: nbformat.NotebookNode, spec: dict[str, Any]
+) -> tuple[list[str], list[str]]:
     """The statements of a submission that grading loads, in notebook order.
 
     For every name an exercise asks for, the last top-level statement (in cell order) that binds
@@ -1068,14 +1258,19 @@ def submission_definitions(nb: nbformat.NotebookNode, spec: dict[str, Any]) -> t
         try:
             tree = ast.parse(src)
         except SyntaxError:
-            if any(re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(f)}\b", src, re.M)
-                   for ex in spec["exercises"] for f in ex["functions"]):
+            if any(
+                re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(f)}\b", src, re.M)
+                for ex in spec["exercises"]
+                for f in ex["functions"]
+            ):
                 notes.append(f"cell {i} does not parse (skipped)")
             continue
         for k, st in enumerate(tree.body):
             for name in _bound_names(st):
                 last[name] = (i, k, st)
-    setup_names = _module_bindings(ast.parse(spec["setup"])) if spec["setup"].strip() else set()
+    setup_names = (
+        _module_bindings(ast.parse(spec["setup"])) if spec["setup"].strip() else set()
+    )
     wanted = [f for ex in spec["exercises"] for f in ex["functions"]]
     chosen: dict[tuple[int, int], ast.stmt] = {}
     todo, seen = list(wanted), set()
@@ -1097,16 +1292,61 @@ def submission_definitions(nb: nbformat.NotebookNode, spec: dict[str, Any]) -> t
     return [ast.unparse(chosen[key]) for key in sorted(chosen)], notes
 
 
-_SCREEN_MODULES = {"builtins", "code", "codeop", "ctypes", "dill", "cloudpickle", "gc", "importlib", "imp",
-                   "inspect", "marshal", "pickle", "pkgutil", "runpy", "site", "sys", "types", "zipimport"}
-_SCREEN_NAMES = {"__import__", "breakpoint", "compile", "delattr", "eval", "exec", "getattr", "globals", "locals",
-                 "reload", "setattr", "vars"}
-_SCREEN_ATTRS = {"ctypeslib", "f_back", "f_builtins", "f_code", "f_globals", "f_locals", "gi_frame", "cr_frame",
-                 "ag_frame", "tb_frame", "_getframe", "modules"}
+_SCREEN_MODULES = {
+    "builtins",
+    "code",
+    "codeop",
+    "ctypes",
+    "dill",
+    "cloudpickle",
+    "gc",
+    "importlib",
+    "imp",
+    "inspect",
+    "marshal",
+    "pickle",
+    "pkgutil",
+    "runpy",
+    "site",
+    "sys",
+    "types",
+    "zipimport",
+}
+_SCREEN_NAMES = {
+    "__import__",
+    "breakpoint",
+    "compile",
+    "delattr",
+    "eval",
+    "exec",
+    "getattr",
+    "globals",
+    "locals",
+    "reload",
+    "setattr",
+    "vars",
+}
+_SCREEN_ATTRS = {
+    "ctypeslib",
+    "f_back",
+    "f_builtins",
+    "f_code",
+    "f_globals",
+    "f_locals",
+    "gi_frame",
+    "cr_frame",
+    "ag_frame",
+    "tb_frame",
+    "_getframe",
+    "modules",
+}
 
 
-_SCREEN_STRING_RE = re.compile(r"__\w+|\w+__\b|\b(?:" + "|".join(sorted(_SCREEN_ATTRS | _SCREEN_NAMES - {"compile"}))
-                               + r"|kwdefaults|closure|cell_contents|wrapped|globals|builtins)\b")
+_SCREEN_STRING_RE = re.compile(
+    r"__\w+|\w+__\b|\b(?:"
+    + "|".join(sorted(_SCREEN_ATTRS | _SCREEN_NAMES - {"compile"}))
+    + r"|kwdefaults|closure|cell_contents|wrapped|globals|builtins)\b"
+)
 
 
 def screen(sources: Sequence[str]) -> list[str]:
@@ -1122,23 +1362,49 @@ def screen(sources: Sequence[str]) -> list[str]:
             what = None
             if isinstance(node, ast.Name) and node.id in _SCREEN_NAMES:
                 what = f"{node.id}()"
-            elif isinstance(node, ast.Attribute) and (node.attr in _SCREEN_ATTRS or
-                                                     (node.attr.startswith("__") and node.attr.endswith("__"))):
+            elif isinstance(node, ast.Attribute) and (
+                node.attr in _SCREEN_ATTRS
+                or (node.attr.startswith("__") and node.attr.endswith("__"))
+            ):
                 what = f".{node.attr}"
-            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                  and isinstance(node.value, ast.Name) and node.value.id not in ("self", "cls")):
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name)
+                and node.value.id not in ("self", "cls")
+            ):
                 what = f"a private name ({node.value.id}.{node.attr})"
-            elif isinstance(node, ast.ImportFrom) and any(a.name.startswith("_") for a in node.names):
+            elif isinstance(node, ast.ImportFrom) and any(
+                a.name.startswith("_") for a in node.names
+            ):
                 what = f"a private name (from {node.module} import {next(a.name for a in node.names if a.name.startswith('_'))})"
-            elif isinstance(node, ast.Name) and node.id in ("attrgetter", "methodcaller"):
+            elif isinstance(node, ast.Name) and node.id in (
+                "attrgetter",
+                "methodcaller",
+            ):
                 what = f"{node.id}()"
-            elif isinstance(node, ast.Attribute) and node.attr in ("attrgetter", "methodcaller"):
+            elif isinstance(node, ast.Attribute) and node.attr in (
+                "attrgetter",
+                "methodcaller",
+            ):
                 what = f".{node.attr}()"
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _SCREEN_STRING_RE.search(node.value):
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and _SCREEN_STRING_RE.search(node.value)
+            ):
                 what = f"the string {_SCREEN_STRING_RE.search(node.value).group(0)!r}"
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                what = next((f"import {m}" for m in mods if m.split(".")[0] in _SCREEN_MODULES), None)
+                mods = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                what = next(
+                    (f"import {m}" for m in mods if m.split(".")[0] in _SCREEN_MODULES),
+                    None,
+                )
             if what and what not in found:
                 found.append(what)
     return found
@@ -1157,8 +1423,23 @@ def sandbox_available() -> str | None:
     if shutil.which("prlimit") is None:
         return "prlimit (util-linux) is not installed"
     try:
-        r = subprocess.run([bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-                            *_system_binds(), "--", "/bin/true"], capture_output=True, text=True, timeout=30)
+        r = subprocess.run(
+            [
+                bwrap,
+                "--unshare-all",
+                "--unshare-user",
+                "--uid",
+                "65534",
+                "--gid",
+                "65534",
+                *_system_binds(),
+                "--",
+                "/bin/true",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap does not run: {exc}"
     if r.returncode != 0:
@@ -1195,7 +1476,10 @@ def _pids_cgroup(limit: int) -> Path | None:
     for base in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids")):
         if not (base / "cgroup.procs").exists() or not os.access(base, os.W_OK):
             continue
-        if base == Path("/sys/fs/cgroup") and not (base / "cgroup.controllers").exists():
+        if (
+            base == Path("/sys/fs/cgroup")
+            and not (base / "cgroup.controllers").exists()
+        ):
             continue  # v1 root tmpfs
         try:
             cg = base / name
@@ -1210,42 +1494,113 @@ def _pids_cgroup(limit: int) -> Path | None:
     return None
 
 
-def _sandbox_argv(limits: Limits, hide: Sequence[Path], code: str | None = None) -> list[str]:
+def _sandbox_argv(
+    limits: Limits, hide: Sequence[Path], code: str | None = None
+) -> list[str]:
     """bwrap + prlimit command line running ``python -I -c CODE`` in the sandbox (default: the test
     process). Used as is by the grader; the tests run probes through it."""
     exe = Path(sys.executable)
     binds: list[Path] = []
-    for p in (Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), exe.resolve().parent.parent,
-              _project_root()):
+    for p in (
+        Path(sys.base_prefix).resolve(),
+        Path(sys.prefix).resolve(),
+        exe.resolve().parent.parent,
+        _project_root(),
+    ):
         if not any(p == b or b in p.parents for b in binds):
             binds.append(p)
-    argv = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-            "--die-with-parent", "--new-session", "--hostname", "grading", *_system_binds()]
+    argv = [
+        "bwrap",
+        "--unshare-all",
+        "--unshare-user",
+        "--uid",
+        "65534",
+        "--gid",
+        "65534",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "grading",
+        *_system_binds(),
+    ]
     # The private /tmp and /dev/shm first, then the read-only project and venv on top of them: a
     # checkout that lives under /tmp (a CI clone) stays visible inside the sandbox.
     size = str(limits.tmp_size)
-    argv += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp"]
+    argv += [
+        "--dev",
+        "/dev",
+        "--size",
+        size,
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        size,
+        "--tmpfs",
+        "/tmp",
+    ]
     for b in binds:
         argv += ["--ro-bind", str(b), str(b)]
-    masked = [_project_root() / d for d in _HIDDEN_PROJECT_DIRS] + [Path(h).resolve() for h in hide]
+    masked = [_project_root() / d for d in _HIDDEN_PROJECT_DIRS] + [
+        Path(h).resolve() for h in hide
+    ]
     for m in masked:
         if m.is_dir() and any(m == b or b in m.parents for b in binds):
             argv += ["--tmpfs", str(m)]
         elif m.is_file() and any(b in m.parents for b in binds):
             argv += ["--ro-bind", "/dev/null", str(m)]
-    argv += ["--chdir", "/tmp", "--setenv", "HOME", "/tmp",
-             "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "MPLBACKEND", "Agg"]
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    argv += [
+        "--chdir",
+        "/tmp",
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "MPLCONFIGDIR",
+        "/tmp",
+        "--setenv",
+        "MPLBACKEND",
+        "Agg",
+    ]
+    for var in (
+        "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+    ):
         argv += ["--setenv", var, "1"]
-    argv += ["--setenv", "ICML25_FORCE_CPU", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
-    argv += ["prlimit", f"--as={limits.memory}", f"--cpu={int(limits.wall) + 5}", f"--fsize={limits.file_size}",
-             f"--nproc={limits.processes}", "--core=0", "--nofile=1024", "--"]
-    argv += [str(exe), "-I", "-c", code or "from icml25.classroom import _test_process_main; _test_process_main()"]
+    argv += [
+        "--setenv",
+        "ICML25_FORCE_CPU",
+        "1",
+        "--setenv",
+        "PYTHONDONTWRITEBYTECODE",
+        "1",
+    ]
+    argv += [
+        "prlimit",
+        f"--as={limits.memory}",
+        f"--cpu={int(limits.wall) + 5}",
+        f"--fsize={limits.file_size}",
+        f"--nproc={limits.processes}",
+        "--core=0",
+        "--nofile=1024",
+        "--",
+    ]
+    argv += [
+        str(exe),
+        "-I",
+        "-c",
+        code or "from icml25.classroom import _test_process_main; _test_process_main()",
+    ]
     return argv
 
 
-def sandbox_exec(limits: Limits, hide: Sequence[str | Path], stdin: bytes = b"",
-                 code: str | None = None) -> tuple[int | None, bytes, bytes]:
+def sandbox_exec(
+    limits: Limits,
+    hide: Sequence[str | Path],
+    stdin: bytes = b"",
+    code: str | None = None,
+) -> tuple[int | None, bytes, bytes]:
     """Run ``python -I -c CODE`` (default: the grading test process) in the sandbox.
 
     The process tree is held to ``limits``: wall time by this function (the sandbox is killed),
@@ -1271,9 +1626,15 @@ def sandbox_exec(limits: Limits, hide: Sequence[str | Path], stdin: bytes = b"",
     # them, and only their ends are read back (a submission printing without end must not fill
     # the grader's memory)
     with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
-        proc = subprocess.Popen(_sandbox_argv(limits, [Path(h) for h in hide], code), stdin=subprocess.PIPE,
-                                stdout=fout, stderr=ferr, start_new_session=True,
-                                preexec_fn=enter_cgroup, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+        proc = subprocess.Popen(
+            _sandbox_argv(limits, [Path(h) for h in hide], code),
+            stdin=subprocess.PIPE,
+            stdout=fout,
+            stderr=ferr,
+            start_new_session=True,
+            preexec_fn=enter_cgroup,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        )
 
         def tail(f: Any, n: int) -> bytes:
             f.seek(0, os.SEEK_END)
@@ -1302,18 +1663,30 @@ def sandbox_exec(limits: Limits, hide: Sequence[str | Path], stdin: bytes = b"",
                         time.sleep(0.05)
 
 
-def _run_sandboxed(header: dict, tests: dict, limits: Limits, hide: Sequence[Path]) -> tuple[dict | None, str]:
+def _run_sandboxed(
+    header: dict, tests: dict, limits: Limits, hide: Sequence[Path]
+) -> tuple[dict | None, str]:
     """Run the test process in the sandbox; (its result, or None, and a reason when None)."""
     h, t = json.dumps(header).encode(), json.dumps(tests).encode()
     data = len(h).to_bytes(8, "little") + h + len(t).to_bytes(8, "little") + t
     rc, out, err = sandbox_exec(limits, hide, data)
     if rc is None:
-        return None, f"stopped: the submission ran past the wall-time limit ({limits.wall:g} s)"
-    lines = [ln for ln in out.decode(errors="replace").splitlines() if ln.startswith('{"icml25-result"')]
+        return (
+            None,
+            f"stopped: the submission ran past the wall-time limit ({limits.wall:g} s)",
+        )
+    lines = [
+        ln
+        for ln in out.decode(errors="replace").splitlines()
+        if ln.startswith('{"icml25-result"')
+    ]
     if rc != 0 or not lines:
         tail = err.decode(errors="replace").strip().splitlines()[-3:]
         why = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
-        return None, f"stopped: the test process ended ({why}): {' | '.join(tail)[-400:]}"
+        return (
+            None,
+            f"stopped: the test process ended ({why}): {' | '.join(tail)[-400:]}",
+        )
     return json.loads(lines[-1])["icml25-result"], ""
 
 
@@ -1341,8 +1714,12 @@ def _recv(sock: Any, max_bytes: int = 1 << 31) -> bytes:
     return _recv_exact(sock, n)
 
 
-_BUILTIN_EXCEPTIONS = {n: getattr(builtins, n) for n in dir(builtins)
-                       if isinstance(getattr(builtins, n), type) and issubclass(getattr(builtins, n), Exception)}
+_BUILTIN_EXCEPTIONS = {
+    n: getattr(builtins, n)
+    for n in dir(builtins)
+    if isinstance(getattr(builtins, n), type)
+    and issubclass(getattr(builtins, n), Exception)
+}
 
 
 def _encode(obj: Any, arrays: list, depth: int = 0) -> Any:
@@ -1361,26 +1738,50 @@ def _encode(obj: Any, arrays: list, depth: int = 0) -> Any:
     if type(obj) in (list, tuple, set, frozenset):
         return {type(obj).__name__: [_encode(v, arrays, depth + 1) for v in obj]}
     if type(obj) is dict:
-        return {"dict": [[_encode(k, arrays, depth + 1), _encode(v, arrays, depth + 1)] for k, v in obj.items()]}
+        return {
+            "dict": [
+                [_encode(k, arrays, depth + 1), _encode(v, arrays, depth + 1)]
+                for k, v in obj.items()
+            ]
+        }
     if type(obj) is np.ndarray or isinstance(obj, np.generic):
         a = np.asarray(obj)
         if a.dtype.hasobject:
-            return {"objarr": _encode(a.tolist(), arrays, depth + 1), "shape": list(a.shape)}
+            return {
+                "objarr": _encode(a.tolist(), arrays, depth + 1),
+                "shape": list(a.shape),
+            }
         arrays.append(np.ascontiguousarray(a))
         return {"nd" if type(obj) is np.ndarray else "np": len(arrays) - 1}
     mod = type(obj).__module__ or ""
     if mod.startswith("torch") and type(obj).__name__ in ("Tensor", "Parameter"):
         t = obj.detach().cpu()
         dtype = str(t.dtype).replace("torch.", "")
-        arrays.append(np.ascontiguousarray(t.float().numpy() if dtype == "bfloat16" else t.numpy()))
+        arrays.append(
+            np.ascontiguousarray(
+                t.float().numpy() if dtype == "bfloat16" else t.numpy()
+            )
+        )
         return {"torch": len(arrays) - 1, "dtype": dtype}
-    if mod.startswith("icml25.") and hasattr(obj, "__dict__") and not isinstance(obj, type):
+    if (
+        mod.startswith("icml25.")
+        and hasattr(obj, "__dict__")
+        and not isinstance(obj, type)
+    ):
         state = {k: v for k, v in vars(obj).items()}
-        return {"obj": f"{mod}:{type(obj).__qualname__}", "state": _encode(state, arrays, depth + 1)}
+        return {
+            "obj": f"{mod}:{type(obj).__qualname__}",
+            "state": _encode(state, arrays, depth + 1),
+        }
     if isinstance(obj, tuple) and hasattr(obj, "_fields") and mod.startswith("icml25."):
-        return {"ntuple": f"{mod}:{type(obj).__qualname__}", "v": [_encode(v, arrays, depth + 1) for v in obj]}
-    raise TypeError(f"a {type(obj).__module__}.{type(obj).__qualname__} cannot be returned to the tests "
-                    "(return numbers, strings, lists/tuples/dicts/sets, NumPy arrays or torch tensors)")
+        return {
+            "ntuple": f"{mod}:{type(obj).__qualname__}",
+            "v": [_encode(v, arrays, depth + 1) for v in obj],
+        }
+    raise TypeError(
+        f"a {type(obj).__module__}.{type(obj).__qualname__} cannot be returned to the tests "
+        "(return numbers, strings, lists/tuples/dicts/sets, NumPy arrays or torch tensors)"
+    )
 
 
 def _decode(obj: Any, arrays: list) -> Any:
@@ -1388,8 +1789,27 @@ def _decode(obj: Any, arrays: list) -> Any:
 
     if obj is None or isinstance(obj, (bool, int, float)):
         return obj
-    (key, val), = [(k, v) for k, v in obj.items() if k in ("s", "c", "b", "list", "tuple", "set", "frozenset", "dict",
-                                                             "nd", "np", "torch", "obj", "ntuple", "objarr")]
+    ((key, val),) = [
+        (k, v)
+        for k, v in obj.items()
+        if k
+        in (
+            "s",
+            "c",
+            "b",
+            "list",
+            "tuple",
+            "set",
+            "frozenset",
+            "dict",
+            "nd",
+            "np",
+            "torch",
+            "obj",
+            "ntuple",
+            "objarr",
+        )
+    ]
     if key == "s":
         return str(val)
     if key == "c":
@@ -1399,7 +1819,9 @@ def _decode(obj: Any, arrays: list) -> Any:
         return bytearray(b) if obj.get("ba") else b
     if key in ("list", "tuple", "set", "frozenset"):
         items = [_decode(v, arrays) for v in val]
-        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[key](items)
+        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[key](
+            items
+        )
     if key == "dict":
         return {_decode(k, arrays): _decode(v, arrays) for k, v in val}
     if key == "nd":
@@ -1415,7 +1837,11 @@ def _decode(obj: Any, arrays: list) -> Any:
         import torch
 
         t = torch.from_numpy(np.array(arrays[val]))
-        return t.to(getattr(torch, obj["dtype"])) if isinstance(getattr(torch, obj["dtype"], None), torch.dtype) else t
+        return (
+            t.to(getattr(torch, obj["dtype"]))
+            if isinstance(getattr(torch, obj["dtype"], None), torch.dtype)
+            else t
+        )
     if key in ("obj", "ntuple"):
         import importlib
 
@@ -1455,7 +1881,10 @@ def _unpack(payload: bytes) -> tuple[dict, list]:
     buf = io.BytesIO(payload)
     n = int.from_bytes(buf.read(8), "little")
     header = json.loads(buf.read(n).decode())
-    arrays = [np.lib.format.read_array(buf, allow_pickle=False) for _ in range(int(header["n_arrays"]))]
+    arrays = [
+        np.lib.format.read_array(buf, allow_pickle=False)
+        for _ in range(int(header["n_arrays"]))
+    ]
     return header, arrays
 
 
@@ -1477,7 +1906,9 @@ def _attrs_bound_to(mod: Any, obj: Any) -> list[str]:
         return []
 
 
-def _make_guard(orig: Any, message: str, libdir: str | None, names: frozenset[str]) -> Any:
+def _make_guard(
+    orig: Any, message: str, libdir: str | None, names: frozenset[str]
+) -> Any:
     """The function that stands for a masked library function in a worker.
 
     Walking up from its caller: a frame of the submission raises MaskedFunctionError; a frame of
@@ -1494,7 +1925,11 @@ def _make_guard(orig: Any, message: str, libdir: str | None, names: frozenset[st
             fn = f.f_code.co_filename
             if fn == _SUBMISSION_FILE:
                 raise MaskedFunctionError(message)
-            if libdir and fn.startswith(libdir) and names.intersection(f.f_code.co_names):
+            if (
+                libdir
+                and fn.startswith(libdir)
+                and names.intersection(f.f_code.co_names)
+            ):
                 return orig(*args, **kwargs)
             f = f.f_back
         raise MaskedFunctionError(message)
@@ -1524,13 +1959,20 @@ def _install_masks(names: Sequence[str], label: str, ns: dict) -> list[str]:
             notes.append(f"mask {dotted}: not callable")
             continue
         libdir = _library_dir(orig)
-        message = (f"exercise {label}: {dotted} is what this exercise asks you to write; "
-                   "it is not available to your code while it is graded")
+        message = (
+            f"exercise {label}: {dotted} is what this exercise asks you to write; "
+            "it is not available to your code while it is graded"
+        )
         top = dotted.split(".")[0]
         top_mod = getattr(ns.get(top), "__name__", top).split(".")[0]
-        bound = [(mod, _attrs_bound_to(mod, orig)) for mname, mod in list(sys.modules.items())
-                 if mod is not None and (mname == top_mod or mname.startswith(top_mod + "."))]
-        callers = {rest[-1], getattr(orig, "__name__", rest[-1])} | {k for _, attrs in bound for k in attrs}
+        bound = [
+            (mod, _attrs_bound_to(mod, orig))
+            for mname, mod in list(sys.modules.items())
+            if mod is not None and (mname == top_mod or mname.startswith(top_mod + "."))
+        ]
+        callers = {rest[-1], getattr(orig, "__name__", rest[-1])} | {
+            k for _, attrs in bound for k in attrs
+        }
         guard = _make_guard(orig, message, libdir, frozenset(callers))
         guard.__name__ = getattr(orig, "__name__", rest[-1])
         guard.__doc__ = f"Masked while grading exercise {label}."
@@ -1569,14 +2011,18 @@ def _unwrapped_code(fn: Any) -> Any:
     return None
 
 
-def _worker_main(sock: Any, ns: dict, exercise: dict, definitions: list[str], exercise_cpu: float) -> None:
+def _worker_main(
+    sock: Any, ns: dict, exercise: dict, definitions: list[str], exercise_cpu: float
+) -> None:
     """A forked worker: mask, load the submission's definitions, answer calls until told to stop."""
     import resource
 
     import dill
 
     with contextlib.suppress(OSError):
-        resource.setrlimit(resource.RLIMIT_CPU, (int(exercise_cpu) + 1, int(exercise_cpu) + 2))
+        resource.setrlimit(
+            resource.RLIMIT_CPU, (int(exercise_cpu) + 1, int(exercise_cpu) + 2)
+        )
     # wait for the start signal (the test process has read its tests by then)
     _recv(sock)
     notes = _install_masks(exercise["masks"], exercise["label"], ns)
@@ -1587,7 +2033,9 @@ def _worker_main(sock: Any, ns: dict, exercise: dict, definitions: list[str], ex
         try:
             exec(compile(src, _SUBMISSION_FILE, "exec"), sns)
         except BaseException as exc:  # noqa: BLE001 - the submission's own failure
-            notes.append(f"loading `{src.splitlines()[0][:60]}` raised {type(exc).__name__}: {str(exc)[:200]}")
+            notes.append(
+                f"loading `{src.splitlines()[0][:60]}` raised {type(exc).__name__}: {str(exc)[:200]}"
+            )
     _send(sock, json.dumps({"notes": notes}).encode())
     while True:
         try:
@@ -1603,13 +2051,21 @@ def _worker_main(sock: Any, ns: dict, exercise: dict, definitions: list[str], ex
             if isinstance(fn, type):
                 if fn.__module__ != _SUBMISSION_MODULE:
                     raise TypeError(f"{name} is not a class the submission defines")
-            elif _unwrapped_code(fn) is None or _unwrapped_code(fn).co_filename != _SUBMISSION_FILE:
-                raise TypeError(f"{name} is not a function the submission defines ({fn!r})")
+            elif (
+                _unwrapped_code(fn) is None
+                or _unwrapped_code(fn).co_filename != _SUBMISSION_FILE
+            ):
+                raise TypeError(
+                    f"{name} is not a function the submission defines ({fn!r})"
+                )
             result = fn(*args, **kwargs)
             import numpy as np
 
-            states = [[i, a.bit_generator.state] for i, a in enumerate([*args, *kwargs.values()])
-                      if isinstance(a, np.random.Generator)]
+            states = [
+                [i, a.bit_generator.state]
+                for i, a in enumerate([*args, *kwargs.values()])
+                if isinstance(a, np.random.Generator)
+            ]
             reply = {"value": _encode(result, arrays), "rng": states}
         except BaseException as exc:  # noqa: BLE001 - reported to the test as its exception
             arrays = []
@@ -1621,7 +2077,16 @@ def _worker_main(sock: Any, ns: dict, exercise: dict, definitions: list[str], ex
         try:
             _send(sock, _pack(reply, arrays))
         except (TypeError, ValueError) as exc:
-            _send(sock, _pack({"exc": "TypeError", "msg": f"the returned value cannot be sent: {exc}"}, []))
+            _send(
+                sock,
+                _pack(
+                    {
+                        "exc": "TypeError",
+                        "msg": f"the returned value cannot be sent: {exc}",
+                    },
+                    [],
+                ),
+            )
 
 
 class _Worker:
@@ -1645,9 +2110,13 @@ class _Worker:
             import socket as _socket
 
             if isinstance(exc, _socket.timeout) or isinstance(exc, TimeoutError):
-                self.kill(f"stopped: the exercise's code ran past its time limit ({self.budget_total:g} s)")
+                self.kill(
+                    f"stopped: the exercise's code ran past its time limit ({self.budget_total:g} s)"
+                )
             else:
-                self.kill(f"stopped: the exercise's process ended ({type(exc).__name__}: {exc})")
+                self.kill(
+                    f"stopped: the exercise's process ended ({type(exc).__name__}: {exc})"
+                )
             raise RuntimeError(self.dead) from None
         finally:
             self.left -= time.monotonic() - t0
@@ -1692,7 +2161,11 @@ class _Worker:
 
         every = [*args, *kwargs.values()]
         for i, state in header.get("rng", []):
-            if isinstance(i, int) and 0 <= i < len(every) and isinstance(every[i], np.random.Generator):
+            if (
+                isinstance(i, int)
+                and 0 <= i < len(every)
+                and isinstance(every[i], np.random.Generator)
+            ):
                 with contextlib.suppress(Exception):
                     every[i].bit_generator.state = state
         return value
@@ -1805,11 +2278,15 @@ def _test_process_main() -> None:
                     os.dup2(devnull, 0)
                     os.dup2(2, 1)
                     sys.stdin = open(os.devnull)
-                    _worker_main(child, ns, ex, header["definitions"], header["exercise_s"])
+                    _worker_main(
+                        child, ns, ex, header["definitions"], header["exercise_s"]
+                    )
                 finally:
                     os._exit(0)
             child.close()
-            workers[ex["label"]] = _Worker(ex["label"], pid, parent, float(header["exercise_s"]))
+            workers[ex["label"]] = _Worker(
+                ex["label"], pid, parent, float(header["exercise_s"])
+            )
     tests = json.loads(_read_fd_frame(0))
     names = [f for ex in header["exercises"] for f in ex["functions"]]
     for ex in header["exercises"]:
@@ -1831,8 +2308,13 @@ def _test_process_main() -> None:
             tree = ast.parse(t["source"])
             params = sorted(_free_names(tree))
             body = t["source"].strip("\n")
-            src = f"def {t['name']}({', '.join(params)}):\n" + "\n".join(
-                ("    " + line) if line.strip() else "" for line in body.split("\n")) + "\n    pass\n"
+            src = (
+                f"def {t['name']}({', '.join(params)}):\n"
+                + "\n".join(
+                    ("    " + line) if line.strip() else "" for line in body.split("\n")
+                )
+                + "\n    pass\n"
+            )
             env: dict[str, Any] = {"__builtins__": builtins}
             try:
                 exec(compile(src, f"<{t['name']}>", "exec"), env)
@@ -1845,7 +2327,9 @@ def _test_process_main() -> None:
                 if isinstance(exc, MaskedFunctionError) or w.dead:
                     msg = str(exc)
                 elif isinstance(exc, AssertionError):
-                    msg = "an assertion failed" + (f": {str(exc)[:160]}" if str(exc) else "")
+                    msg = "an assertion failed" + (
+                        f": {str(exc)[:160]}" if str(exc) else ""
+                    )
                 else:
                     msg = f"{type(exc).__name__}: {str(exc)[:160]}"
                 if isinstance(exc, MaskedFunctionError) or w.dead:
@@ -1853,7 +2337,10 @@ def _test_process_main() -> None:
                 else:
                     rec["reasons"].append(f"{kind} test: {msg}")
         w.kill("done")
-        _kill_strays({os.getpid(), *(v.pid for v in workers.values() if not v.dead)}, int(header.get("pid_max", 1 << 22)))
+        _kill_strays(
+            {os.getpid(), *(v.pid for v in workers.values() if not v.dead)},
+            int(header.get("pid_max", 1 << 22)),
+        )
     sys.stdout.write(json.dumps({"icml25-result": result}) + "\n")
     sys.stdout.flush()
     os._exit(0)
@@ -1869,11 +2356,15 @@ def _final_state_only(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.source = _CHECK_CALL_RE.sub(r"\1pass  # grader.check: run at the end by the grader", _source(cell))
+            cell.source = _CHECK_CALL_RE.sub(
+                r"\1pass  # grader.check: run at the end by the grader", _source(cell)
+            )
     return nb
 
 
-_CHECK_CALL_RE = re.compile(r"^(\s*)(?:\w+\s*=\s*)?grader\.check(?:_all)?\(.*\)\s*(?:#.*)?$", re.M)
+_CHECK_CALL_RE = re.compile(
+    r"^(\s*)(?:\w+\s*=\s*)?grader\.check(?:_all)?\(.*\)\s*(?:#.*)?$", re.M
+)
 
 
 def _grade_one_otter(submission: Path, autograder: Path) -> dict[str, Any]:
@@ -1936,12 +2427,20 @@ def grade_one(
         return _grade_one_otter(submission, autograder)
     why = sandbox_available()
     if why:
-        raise RuntimeError(f"cannot sandbox the submissions: {why} (sandbox=False grades without one, unsafely)")
-    return _grade_sandboxed(submission, _read_spec(autograder), limits or Limits(),
-                            [autograder.parent, submission.parent, *map(Path, hide)])
+        raise RuntimeError(
+            f"cannot sandbox the submissions: {why} (sandbox=False grades without one, unsafely)"
+        )
+    return _grade_sandboxed(
+        submission,
+        _read_spec(autograder),
+        limits or Limits(),
+        [autograder.parent, submission.parent, *map(Path, hide)],
+    )
 
 
-def _grade_sandboxed(submission: Path, spec: dict, limits: Limits, hide: Sequence[Path]) -> dict[str, Any]:
+def _grade_sandboxed(
+    submission: Path, spec: dict, limits: Limits, hide: Sequence[Path]
+) -> dict[str, Any]:
     if submission.suffix != ".ipynb":
         raise ValueError(f"submission: {submission.name} is not a notebook (.ipynb)")
     nb = nbformat.read(submission, as_version=4)
@@ -1951,8 +2450,16 @@ def _grade_sandboxed(submission: Path, spec: dict, limits: Limits, hide: Sequenc
         pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
     except (OSError, ValueError):
         pid_max = 1 << 22
-    header = {"setup": spec["setup"], "definitions": definitions, "exercise_s": limits.exercise, "pid_max": pid_max,
-              "exercises": [{k: ex[k] for k in ("label", "functions", "masks")} for ex in spec["exercises"]]}
+    header = {
+        "setup": spec["setup"],
+        "definitions": definitions,
+        "exercise_s": limits.exercise,
+        "pid_max": pid_max,
+        "exercises": [
+            {k: ex[k] for k in ("label", "functions", "masks")}
+            for ex in spec["exercises"]
+        ],
+    }
     tests = {ex["label"]: ex["tests"] for ex in spec["exercises"]}
     res, why = _run_sandboxed(header, tests, limits, hide)
     row: dict[str, Any] = {}
@@ -1968,8 +2475,16 @@ def _grade_sandboxed(submission: Path, spec: dict, limits: Limits, hide: Sequenc
         row[label] = score
         total += score
         if score < pts:
-            notes += [f"{label}: {reason}" for reason in dict.fromkeys(r["reasons"]) if reason != "done"][:1]
-        notes += [f"{label}: {reason}" for reason in r["reasons"] if reason.startswith("mask ")]
+            notes += [
+                f"{label}: {reason}"
+                for reason in dict.fromkeys(r["reasons"])
+                if reason != "done"
+            ][:1]
+        notes += [
+            f"{label}: {reason}"
+            for reason in r["reasons"]
+            if reason.startswith("mask ")
+        ]
     if why:
         notes.insert(0, why)
     if flagged:
@@ -2036,8 +2551,12 @@ def grade(
         if base.is_file():
             files, base = [base], base.parent
         else:
-            files = sorted(p for p in base.rglob("*") if p.suffix in (".ipynb", ".zip")
-                           and ".ipynb_checkpoints" not in p.parts)
+            files = sorted(
+                p
+                for p in base.rglob("*")
+                if p.suffix in (".ipynb", ".zip")
+                and ".ipynb_checkpoints" not in p.parts
+            )
     else:
         files = [Path(p) for p in submissions]
         base = None
@@ -2046,7 +2565,9 @@ def grade(
     if sandbox:
         why = sandbox_available()
         if why:
-            raise RuntimeError(f"cannot sandbox the submissions: {why} (sandbox=False grades without one, unsafely)")
+            raise RuntimeError(
+                f"cannot sandbox the submissions: {why} (sandbox=False grades without one, unsafely)"
+            )
         _read_spec(ag)
 
     kw = {"sandbox": sandbox, "limits": limits}
@@ -2076,13 +2597,17 @@ def grade(
             student = f.stem
         row: dict[str, Any] = {"student": student}
         if isinstance(res, str):
-            row.update({"total": 0.0, "possible": float("nan"), "error": res, "notes": ""})
+            row.update(
+                {"total": 0.0, "possible": float("nan"), "error": res, "notes": ""}
+            )
         else:
             row.update(res)
             row["error"] = ""
         rows.append(row)
     df = pd.DataFrame(rows).set_index("student")
-    questions = [c for c in df.columns if c not in ("total", "possible", "error", "notes")]
+    questions = [
+        c for c in df.columns if c not in ("total", "possible", "error", "notes")
+    ]
     df["percent"] = 100.0 * df["total"] / df["possible"]
     df["notes"] = df["notes"].fillna("")
     df = df[[*questions, "total", "possible", "percent", "error", "notes"]]
@@ -2138,31 +2663,73 @@ def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m icml25.classroom assign|grade|reader ...`` (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m icml25.classroom", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m icml25.classroom", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     pa = sub.add_parser("assign", help="build the student and instructor editions")
-    pa.add_argument("notebooks", nargs="*", type=Path,
-                    help="chapter notebooks (default: every notebooks/NN_*.ipynb that has exercises)")
+    pa.add_argument(
+        "notebooks",
+        nargs="*",
+        type=Path,
+        help="chapter notebooks (default: every notebooks/NN_*.ipynb that has exercises)",
+    )
     pa.add_argument("--out", type=Path, default=Path("_build/assignments"))
-    pa.add_argument("--run-tests", action="store_true", help="also run all tests on the solutions")
+    pa.add_argument(
+        "--run-tests", action="store_true", help="also run all tests on the solutions"
+    )
     pa.add_argument("--points", type=float, default=1.0, help="points per question")
-    pg = sub.add_parser("grade", help="grade a folder of submissions offline; writes a CSV")
+    pg = sub.add_parser(
+        "grade", help="grade a folder of submissions offline; writes a CSV"
+    )
     pg.add_argument("autograder", type=Path, help="the chapter's autograder.zip")
-    pg.add_argument("submissions", type=Path, help="a folder of .ipynb submissions (or one notebook)")
-    pg.add_argument("--csv", type=Path, default=None, help="default: SUBMISSIONS/../scores.csv")
+    pg.add_argument(
+        "submissions",
+        type=Path,
+        help="a folder of .ipynb submissions (or one notebook)",
+    )
+    pg.add_argument(
+        "--csv", type=Path, default=None, help="default: SUBMISSIONS/../scores.csv"
+    )
     pg.add_argument("--jobs", type=int, default=1)
-    pg.add_argument("--wall", type=float, default=Limits.wall, help="seconds per submission (default %(default)s)")
-    pg.add_argument("--exercise-time", type=float, default=Limits.exercise,
-                    help="seconds the student's code of one exercise may run (default %(default)s)")
-    pg.add_argument("--memory-gib", type=float, default=Limits.memory / 2**30,
-                    help="address space per process, GiB (default %(default)s)")
-    pg.add_argument("--processes", type=int, default=Limits.processes,
-                    help="processes and threads per sandbox (default %(default)s)")
-    pg.add_argument("--tmp-mib", type=int, default=Limits.tmp_size >> 20,
-                    help="size of the sandbox's /tmp and of its /dev/shm (RAM), MiB each (default %(default)s)")
-    pg.add_argument("--no-sandbox", action="store_true",
-                    help="otter's own unsandboxed path: the notebooks run as you, in your folders (trusted notebooks only)")
-    pr = sub.add_parser("reader", help="copy notebooks with solutions removed (reader edition)")
+    pg.add_argument(
+        "--wall",
+        type=float,
+        default=Limits.wall,
+        help="seconds per submission (default %(default)s)",
+    )
+    pg.add_argument(
+        "--exercise-time",
+        type=float,
+        default=Limits.exercise,
+        help="seconds the student's code of one exercise may run (default %(default)s)",
+    )
+    pg.add_argument(
+        "--memory-gib",
+        type=float,
+        default=Limits.memory / 2**30,
+        help="address space per process, GiB (default %(default)s)",
+    )
+    pg.add_argument(
+        "--processes",
+        type=int,
+        default=Limits.processes,
+        help="processes and threads per sandbox (default %(default)s)",
+    )
+    pg.add_argument(
+        "--tmp-mib",
+        type=int,
+        default=Limits.tmp_size >> 20,
+        help="size of the sandbox's /tmp and of its /dev/shm (RAM), MiB each (default %(default)s)",
+    )
+    pg.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="otter's own unsandboxed path: the notebooks run as you, in your folders (trusted notebooks only)",
+    )
+    pr = sub.add_parser(
+        "reader", help="copy notebooks with solutions removed (reader edition)"
+    )
     pr.add_argument("src", type=Path)
     pr.add_argument("dest", type=Path)
     args = parser.parse_args(argv)
@@ -2184,7 +2751,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"error: {nbp}: {exc}", file=sys.stderr)
                 failed.append(str(nbp))
                 continue
-            print(f"{ed.name}: {len(ch.exercises)} exercises -> {ed.student} ; {ed.instructor.parent}/")
+            print(
+                f"{ed.name}: {len(ch.exercises)} exercises -> {ed.student} ; {ed.instructor.parent}/"
+            )
             for note in ed.notes:
                 print(f"  setup pulls in {note}")
         if failed:
@@ -2193,18 +2762,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.cmd == "grade":
         csv = args.csv or args.submissions.resolve().parent / "scores.csv"
-        limits = Limits(wall=args.wall, exercise=args.exercise_time, memory=int(args.memory_gib * 2**30),
-                        processes=args.processes, tmp_size=args.tmp_mib << 20)
+        limits = Limits(
+            wall=args.wall,
+            exercise=args.exercise_time,
+            memory=int(args.memory_gib * 2**30),
+            processes=args.processes,
+            tmp_size=args.tmp_mib << 20,
+        )
         try:
-            df = grade(args.autograder, args.submissions, csv, jobs=args.jobs, sandbox=not args.no_sandbox,
-                       limits=limits)
+            df = grade(
+                args.autograder,
+                args.submissions,
+                csv,
+                jobs=args.jobs,
+                sandbox=not args.no_sandbox,
+                limits=limits,
+            )
         except (RuntimeError, ValueError, FileNotFoundError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         import pandas as pd
 
         with pd.option_context("display.width", 200, "display.max_columns", 50):
-            print(df.drop(columns=["error", "notes"]) if not df["error"].any() else df.drop(columns=["notes"]))
+            print(
+                df.drop(columns=["error", "notes"])
+                if not df["error"].any()
+                else df.drop(columns=["notes"])
+            )
         for student, note in df["notes"].items():
             if note:
                 print(f"{student}: {note}")

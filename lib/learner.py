@@ -86,11 +86,13 @@ def guard(fn: Any, name: str, label: str) -> Any:
         that raises :class:`StillToWrite` saying the function is not defined.
     """
     if fn is None:
+
         def missing(*_args: Any, **_kwargs: Any) -> Any:
             raise StillToWrite(
                 f"`{name}` is not defined: run the cell of exercise {label} that defines it "
                 "(or write it there), then run this check again"
             )
+
         return missing
     if not isinstance(fn, types.FunctionType):
         return fn
@@ -104,7 +106,11 @@ def guard(fn: Any, name: str, label: str) -> Any:
             # where it came from, for your_function_raised once it has escaped the test
             if not hasattr(exc, _RAISED_ATTR):
                 try:
-                    setattr(exc, _RAISED_ATTR, (fn, name, label, args, kwargs, exc.__traceback__))
+                    setattr(
+                        exc,
+                        _RAISED_ATTR,
+                        (fn, name, label, args, kwargs, exc.__traceback__),
+                    )
                 except Exception:  # noqa: BLE001 - an exception that takes no attributes
                     pass
             raise
@@ -123,7 +129,9 @@ def _where(fn: Any, tb: Any) -> tuple[str, str]:
     mine = deepest = ""
     while tb is not None:
         f = tb.tb_frame
-        line = linecache.getline(f.f_code.co_filename, tb.tb_lineno, f.f_globals).strip()
+        line = linecache.getline(
+            f.f_code.co_filename, tb.tb_lineno, f.f_globals
+        ).strip()
         if f.f_code is fn.__code__:
             mine = f"line {tb.tb_lineno - fn.__code__.co_firstlineno + 1} of your {fn.__name__}: {line}"
             deepest = ""
@@ -155,7 +163,9 @@ def your_function_raised(exc: BaseException) -> None:
         bound = inspect.signature(fn).bind(*args, **kwargs).arguments
         call = [f"      with {k} = {_show(v)}" for k, v in bound.items()]
     except (TypeError, ValueError):
-        shown = [_show(a, 120) for a in args] + [f"{k}={_show(v, 120)}" for k, v in kwargs.items()]
+        shown = [_show(a, 120) for a in args] + [
+            f"{k}={_show(v, 120)}" for k, v in kwargs.items()
+        ]
         call = [f"      with arguments {', '.join(shown)}"]
     text = " ".join(str(exc).split())
     text = text if len(text) <= 400 else text[:399] + "…"
@@ -163,17 +173,28 @@ def your_function_raised(exc: BaseException) -> None:
     # raised by its own body
     if isinstance(exc, NotImplementedError) and mine and not deepest:
         if _is_stub(fn):
-            head = (f"`{name}` is still to write (exercise {label}): its body only raises NotImplementedError. "
-                    "Write it in its cell, run that cell, then run this check again.")
+            head = (
+                f"`{name}` is still to write (exercise {label}): its body only raises NotImplementedError. "
+                "Write it in its cell, run that cell, then run this check again."
+            )
         else:
             head = f"`{name}` raised {what} (exercise {label}): a part of it is still to write"
-        raise StillToWrite("\n".join([head, *([f"  at {mine}"] if mine else []), *call])) from None
+        raise StillToWrite(
+            "\n".join([head, *([f"  at {mine}"] if mine else []), *call])
+        ) from None
     if not mine:  # the call itself failed: the signature does not match the exercise's
-        lines = [f"exercise {label}: calling your `{name}` raised {what}",
-                 "  (does its signature match the one the exercise asks for?)", *call]
+        lines = [
+            f"exercise {label}: calling your `{name}` raised {what}",
+            "  (does its signature match the one the exercise asks for?)",
+            *call,
+        ]
     else:
-        lines = [f"exercise {label}: your `{name}` raised {what}", f"  at {mine}",
-                 *([f"  from {deepest}"] if deepest else []), *call]
+        lines = [
+            f"exercise {label}: your `{name}` raised {what}",
+            f"  at {mine}",
+            *([f"  from {deepest}"] if deepest else []),
+            *call,
+        ]
     raise ErrorInYourFunction("\n".join(lines)) from None
 
 
@@ -187,11 +208,16 @@ def _show(value: Any, width: int = 240) -> str:
     if mod.startswith("torch") and hasattr(value, "detach"):
         try:
             arr = value.detach().cpu().numpy()
-            return f"tensor of shape {tuple(arr.shape)}, {value.dtype}: " + _show(arr, width).split(": ", 1)[-1]
+            return (
+                f"tensor of shape {tuple(arr.shape)}, {value.dtype}: "
+                + _show(arr, width).split(": ", 1)[-1]
+            )
         except Exception:  # noqa: BLE001 - fall back to repr
             pass
     if np is not None and isinstance(value, np.ndarray):
-        body = np.array2string(value, threshold=8, edgeitems=3, precision=6, max_line_width=10**6)
+        body = np.array2string(
+            value, threshold=8, edgeitems=3, precision=6, max_line_width=10**6
+        )
         text = f"array of shape {value.shape}, {value.dtype}: {' '.join(body.split())}"
     elif isinstance(value, float):
         text = f"{value:.10g}"
@@ -207,8 +233,13 @@ def _show(value: Any, width: int = 240) -> str:
 _UNSET = object()
 
 
-def explain(label: str, test: str, bound: Sequence[tuple[str, str, str]], env: Mapping[str, Any],
-            note: Any = _UNSET) -> str:
+def explain(
+    label: str,
+    test: str,
+    bound: Sequence[tuple[str, str, str]],
+    env: Mapping[str, Any],
+    note: Any = _UNSET,
+) -> str:
     """The message of a failed public assertion.
 
     Args:
@@ -246,7 +277,11 @@ def explain(label: str, test: str, bound: Sequence[tuple[str, str, str]], env: M
     return "\n".join(lines)
 
 
-def fail(why: tuple[str, str, Sequence[tuple[str, str, str]]], env: Mapping[str, Any], note: Any = _UNSET) -> None:
+def fail(
+    why: tuple[str, str, Sequence[tuple[str, str, str]]],
+    env: Mapping[str, Any],
+    note: Any = _UNSET,
+) -> None:
     """Raise the explained ``AssertionError`` of a failed public assertion (see :func:`explain`).
 
     Args:
@@ -261,8 +296,21 @@ def fail(why: tuple[str, str, Sequence[tuple[str, str, str]]], env: Mapping[str,
     raise AssertionError(explain(label, test, bound, env, note))
 
 
-_STUB_OPS = {"RESUME", "NOP", "CACHE", "PUSH_NULL", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_CONST", "PRECALL", "CALL",
-             "CALL_FUNCTION", "RAISE_VARARGS", "LOAD_ASSERTION_ERROR", "EXTENDED_ARG"}
+_STUB_OPS = {
+    "RESUME",
+    "NOP",
+    "CACHE",
+    "PUSH_NULL",
+    "LOAD_GLOBAL",
+    "LOAD_NAME",
+    "LOAD_CONST",
+    "PRECALL",
+    "CALL",
+    "CALL_FUNCTION",
+    "RAISE_VARARGS",
+    "LOAD_ASSERTION_ERROR",
+    "EXTENDED_ARG",
+}
 
 
 def _is_stub(fn: Any) -> bool:
@@ -284,11 +332,15 @@ def require_written(fn: Any, name: str, label: str) -> None:
         StillToWrite: ``fn`` is ``None`` (not defined) or its body only raises ``NotImplementedError``.
     """
     if fn is None:
-        raise StillToWrite(f"`{name}` is not defined: run the cell of exercise {label} that defines it "
-                           "(or write it there), then run this check again")
+        raise StillToWrite(
+            f"`{name}` is not defined: run the cell of exercise {label} that defines it "
+            "(or write it there), then run this check again"
+        )
     if _is_stub(fn):
-        raise StillToWrite(f"`{name}` is still to write (exercise {label}): its body only raises "
-                           "NotImplementedError. Write it in its cell, run that cell, then run this check again.")
+        raise StillToWrite(
+            f"`{name}` is still to write (exercise {label}): its body only raises "
+            "NotImplementedError. Write it in its cell, run that cell, then run this check again."
+        )
 
 
 class _Unwalrus(ast.NodeTransformer):
@@ -320,7 +372,10 @@ class _Binder(ast.NodeTransformer):
 
     def bind(self, node: ast.expr, role: str) -> ast.expr:
         # constants are in the condition's text already; a generator or lambda has no value to show
-        if isinstance(node, (ast.Constant, ast.Starred, ast.NamedExpr, ast.Lambda, ast.GeneratorExp)):
+        if isinstance(
+            node,
+            (ast.Constant, ast.Starred, ast.NamedExpr, ast.Lambda, ast.GeneratorExp),
+        ):
             return node
         var = self.fresh()
         self.bound.append((var, _text(node), role))
@@ -352,8 +407,13 @@ class _Binder(ast.NodeTransformer):
         return node
 
 
-def _rewrite_assert(node: ast.Assert, label: str, functions: set[str], counter: list[int],
-                    assigned: Mapping[str, str] | None = None) -> list[ast.stmt]:
+def _rewrite_assert(
+    node: ast.Assert,
+    label: str,
+    functions: set[str],
+    counter: list[int],
+    assigned: Mapping[str, str] | None = None,
+) -> list[ast.stmt]:
     """``assert cond, msg`` -> ``_fbwN = (label, text, bound)`` and ``if not cond: fail(_fbwN, locals(), msg)``.
 
     The failing line otter prints is then the short ``fail(...)`` call, and :func:`fail` raises the
@@ -367,22 +427,43 @@ def _rewrite_assert(node: ast.Assert, label: str, functions: set[str], counter: 
     if isinstance(top, ast.Compare):
         top.left = binder.bind(top.left, "value")
         top.comparators = [binder.bind(c, "value") for c in top.comparators]
-    elif isinstance(top, ast.Call) and not (isinstance(top.func, ast.Name) and top.func.id in functions):
+    elif isinstance(top, ast.Call) and not (
+        isinstance(top.func, ast.Name) and top.func.id in functions
+    ):
         top.args = [binder.bind(a, "value") for a in top.args]
     # names the condition reads that an earlier statement set from one of the learner's calls
     shown = {v for v, _, _ in binder.bound}
-    for n in dict.fromkeys(x.id for x in ast.walk(node.test) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)):
+    for n in dict.fromkeys(
+        x.id
+        for x in ast.walk(node.test)
+        if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)
+    ):
         if assigned and n in assigned and n not in shown:
             binder.bound.append((n, assigned[n], "assigned"))
     counter[0] += 1
     why = f"{_VAR}w{counter[0]}"
     assign = ast.parse(f"{why} = {(label, text, binder.bound)!r}").body[0]
-    args = [ast.Name(id=why, ctx=ast.Load()), ast.Call(func=ast.Name(id="locals", ctx=ast.Load()), args=[], keywords=[])]
+    args = [
+        ast.Name(id=why, ctx=ast.Load()),
+        ast.Call(func=ast.Name(id="locals", ctx=ast.Load()), args=[], keywords=[]),
+    ]
     if node.msg is not None:
         args.append(node.msg)
-    call = ast.Expr(ast.Call(func=ast.Attribute(value=ast.Name(id=_GUARD_ALIAS, ctx=ast.Load()), attr="fail",
-                                                ctx=ast.Load()), args=args, keywords=[]))
-    return [assign, ast.If(test=ast.UnaryOp(op=ast.Not(), operand=test), body=[call], orelse=[])]
+    call = ast.Expr(
+        ast.Call(
+            func=ast.Attribute(
+                value=ast.Name(id=_GUARD_ALIAS, ctx=ast.Load()),
+                attr="fail",
+                ctx=ast.Load(),
+            ),
+            args=args,
+            keywords=[],
+        )
+    )
+    return [
+        assign,
+        ast.If(test=ast.UnaryOp(op=ast.Not(), operand=test), body=[call], orelse=[]),
+    ]
 
 
 class _AssertRewriter(ast.NodeTransformer):
@@ -392,16 +473,28 @@ class _AssertRewriter(ast.NodeTransformer):
         self.assigned: dict[str, str] = {}
 
     def _calls_exercise(self, node: ast.AST) -> bool:
-        return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in self.functions
-                   for c in ast.walk(node))
+        return any(
+            isinstance(c, ast.Call)
+            and isinstance(c.func, ast.Name)
+            and c.func.id in self.functions
+            for c in ast.walk(node)
+        )
 
     def visit_Assign(self, node: ast.Assign) -> ast.Assign:
         # `p = f(x)` then `assert p.sum() == 1`: on failure, show p as from the learner's call
-        targets = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        targets = [
+            n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)
+        ]
         for n in targets:
             self.assigned.pop(n, None)
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and self._calls_exercise(node.value):
-            self.assigned[node.targets[0].id] = f"{node.targets[0].id} = {ast.unparse(node.value)}"
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and self._calls_exercise(node.value)
+        ):
+            self.assigned[node.targets[0].id] = (
+                f"{node.targets[0].id} = {ast.unparse(node.value)}"
+            )
         self.generic_visit(node)
         return node
 
@@ -419,7 +512,9 @@ class _AssertRewriter(ast.NodeTransformer):
         return node
 
     def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
-        return _rewrite_assert(node, self.label, self.functions, self.counter, self.assigned)
+        return _rewrite_assert(
+            node, self.label, self.functions, self.counter, self.assigned
+        )
 
 
 def feedback_test_source(src: str, label: str, functions: Sequence[str]) -> str:
@@ -452,8 +547,11 @@ def feedback_test_source(src: str, label: str, functions: Sequence[str]) -> str:
     ast.fix_missing_locations(new)
     body = ast.unparse(new)
     if reads:  # an exception escaping the check from a learner's function is explained
-        body = ("try:\n" + "\n".join("    " + ln for ln in body.split("\n"))
-                + f"\nexcept Exception as _fbx:\n    {_GUARD_ALIAS}.your_function_raised(_fbx)\n    raise")
+        body = (
+            "try:\n"
+            + "\n".join("    " + ln for ln in body.split("\n"))
+            + f"\nexcept Exception as _fbx:\n    {_GUARD_ALIAS}.your_function_raised(_fbx)\n    raise"
+        )
     pre = [f"from icml25 import learner as {_GUARD_ALIAS}"]
     pre += [f"{_GUARD_ALIAS}.require_written({n}, {n!r}, {label!r})" for n in reads]
     pre += [f"{n} = {_GUARD_ALIAS}.guard({n}, {n!r}, {label!r})" for n in reads]
@@ -461,7 +559,11 @@ def feedback_test_source(src: str, label: str, functions: Sequence[str]) -> str:
     try:
         compile(out, "<feedback>", "exec")
         # as the body of a function too (how the tests run): a walrus may not rebind a parameter
-        compile("def _t():\n" + "\n".join("    " + ln for ln in out.split("\n")), "<feedback>", "exec")
+        compile(
+            "def _t():\n" + "\n".join("    " + ln for ln in out.split("\n")),
+            "<feedback>",
+            "exec",
+        )
     except SyntaxError:
         return src
     return out
@@ -475,15 +577,30 @@ _DIRECTIVE_RE = re.compile(
     r"^(?P<fence>`{3,}|:{3,})\{(?P<kind>[A-Za-z:_-]+)\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
     re.M | re.S,
 )
-_TARGET_RE = re.compile(r"^\((?P<label>[A-Za-z0-9_.:-]+)\)=\s*\n#+\s*(?P<title>[^\n]+)", re.M)
+_TARGET_RE = re.compile(
+    r"^\((?P<label>[A-Za-z0-9_.:-]+)\)=\s*\n#+\s*(?P<title>[^\n]+)", re.M
+)
 _ROLE_RE = re.compile(r"\{(?P<role>[A-Za-z:_-]+)\}`(?P<text>[^`]+)`")
 _KIND_NAMES = {
-    "prf:definition": "definition", "prf:theorem": "theorem", "prf:lemma": "lemma",
-    "prf:proposition": "proposition", "prf:corollary": "corollary", "prf:algorithm": "algorithm",
-    "prf:remark": "remark", "prf:example": "example", "prf:proof": "proof", "prf:assumption": "assumption",
-    "prf:property": "property", "prf:observation": "observation", "prf:conjecture": "conjecture",
-    "prf:axiom": "axiom", "prf:criterion": "criterion",
-    "exercise": "exercise", "figure": "figure", "math": "equation", "table": "table",
+    "prf:definition": "definition",
+    "prf:theorem": "theorem",
+    "prf:lemma": "lemma",
+    "prf:proposition": "proposition",
+    "prf:corollary": "corollary",
+    "prf:algorithm": "algorithm",
+    "prf:remark": "remark",
+    "prf:example": "example",
+    "prf:proof": "proof",
+    "prf:assumption": "assumption",
+    "prf:property": "property",
+    "prf:observation": "observation",
+    "prf:conjecture": "conjecture",
+    "prf:axiom": "axiom",
+    "prf:criterion": "criterion",
+    "exercise": "exercise",
+    "figure": "figure",
+    "math": "equation",
+    "table": "table",
 }
 
 
@@ -497,8 +614,10 @@ def label_index(nb: nbformat.NotebookNode) -> dict[str, str]:
         TypeError: ``nb`` is not a notebook (a path, a plain dict).
     """
     if not hasattr(nb, "cells") or not isinstance(getattr(nb, "cells", None), list):
-        raise TypeError(f"nb: expected a notebook read by nbformat (nbformat.read(path, as_version=4)), "
-                        f"got {type(nb).__name__}")
+        raise TypeError(
+            f"nb: expected a notebook read by nbformat (nbformat.read(path, as_version=4)), "
+            f"got {type(nb).__name__}"
+        )
     out: dict[str, str] = {}
     for cell in nb.cells:
         if cell.cell_type != "markdown":
@@ -509,8 +628,13 @@ def label_index(nb: nbformat.NotebookNode) -> dict[str, str]:
             if lab:
                 kind = _KIND_NAMES.get(m["kind"], m["kind"].split(":")[-1])
                 title = m["title"].strip()
-                title = _ROLE_RE.sub(lambda r: f"${r['text']}$" if r["role"] == "math" else r["text"], title)
-                out[lab.group(1)] = f'the {kind} "{title}"' if title else f"the {kind} `{lab.group(1)}`"
+                title = _ROLE_RE.sub(
+                    lambda r: f"${r['text']}$" if r["role"] == "math" else r["text"],
+                    title,
+                )
+                out[lab.group(1)] = (
+                    f'the {kind} "{title}"' if title else f"the {kind} `{lab.group(1)}`"
+                )
         for m in _TARGET_RE.finditer(src):
             out[m["label"]] = f'the section "{m["title"].strip()}"'
     return out
@@ -528,16 +652,35 @@ def _bib_index(bib_path: Path) -> dict[str, str]:
         y = re.search(r"\byear\s*=\s*[{\"]?(\d{4})", body, re.I)
         if not a:
             continue
-        authors = [s.strip() for s in re.split(r"\s+and\s+", a.group(1).replace("{", "").replace("}", ""))]
-        first = authors[0].split(",")[0].strip() if "," in authors[0] else authors[0].split()[-1]
-        name = first + (" et al." if len(authors) > 2 else f" and {authors[1].split(',')[0].split()[-1]}"
-                        if len(authors) == 2 else "")
+        authors = [
+            s.strip()
+            for s in re.split(
+                r"\s+and\s+", a.group(1).replace("{", "").replace("}", "")
+            )
+        ]
+        first = (
+            authors[0].split(",")[0].strip()
+            if "," in authors[0]
+            else authors[0].split()[-1]
+        )
+        name = first + (
+            " et al."
+            if len(authors) > 2
+            else f" and {authors[1].split(',')[0].split()[-1]}"
+            if len(authors) == 2
+            else ""
+        )
         out[key] = f"{name} ({y.group(1)})" if y else name
     return out
 
 
-def write_out_roles(text: str, labels: Mapping[str, str], bib: Mapping[str, str], *,
-                    keep_local: bool = False) -> str:
+def write_out_roles(
+    text: str,
+    labels: Mapping[str, str],
+    bib: Mapping[str, str],
+    *,
+    keep_local: bool = False,
+) -> str:
     """Replace MyST roles a notebook cannot resolve with plain words.
 
     ``{cite}`k1,k2``` becomes "Author et al. (year); ..."; ``{prf:ref}``, ``{ref}``, ``{numref}`` and
@@ -562,7 +705,9 @@ def write_out_roles(text: str, labels: Mapping[str, str], bib: Mapping[str, str]
         raise TypeError(f"text: expected markdown as a str, got {type(text).__name__}")
     for arg, value in (("labels", labels), ("bib", bib)):
         if not isinstance(value, Mapping):
-            raise TypeError(f"{arg}: expected a mapping (label_index / the bibliography), got {type(value).__name__}")
+            raise TypeError(
+                f"{arg}: expected a mapping (label_index / the bibliography), got {type(value).__name__}"
+            )
 
     def sub(m: re.Match) -> str:
         role, body = m["role"], m["text"]
@@ -591,7 +736,9 @@ def write_out_roles(text: str, labels: Mapping[str, str], bib: Mapping[str, str]
 # ------------------------------------------------------------------------------------------------
 
 
-def learner_notebook(chapter_path: str | Path, student: nbformat.NotebookNode) -> nbformat.NotebookNode:
+def learner_notebook(
+    chapter_path: str | Path, student: nbformat.NotebookNode
+) -> nbformat.NotebookNode:
     """The learner copy of a chapter: the whole chapter, solutions replaced by stubs.
 
     Args:
@@ -627,12 +774,18 @@ def learner_notebook(chapter_path: str | Path, student: nbformat.NotebookNode) -
                 lab = re.search(r"^:label:[ \t]*(\S+)", src, re.M)
                 current = by_label.get(lab.group(1)) if lab else None
                 if not grader_added:
-                    cells.append(nbformat.v4.new_markdown_cell(
-                        "Your copy of the exercises. Write each function in the cell below its exercise and "
-                        "run that cell; `grader.check(\"LABEL\")` then runs the exercise's public tests. "
-                        "Hidden tests run only when your notebook is graded."))
-                    cells.append(nbformat.v4.new_code_cell(
-                        f'import otter\n\ngrader = otter.Notebook("{chapter.name}.ipynb")'))
+                    cells.append(
+                        nbformat.v4.new_markdown_cell(
+                            "Your copy of the exercises. Write each function in the cell below its exercise and "
+                            'run that cell; `grader.check("LABEL")` then runs the exercise\'s public tests. '
+                            "Hidden tests run only when your notebook is graded."
+                        )
+                    )
+                    cells.append(
+                        nbformat.v4.new_code_cell(
+                            f'import otter\n\ngrader = otter.Notebook("{chapter.name}.ipynb")'
+                        )
+                    )
                     grader_added = True
             if classroom._SOLUTION_START_RE.search(src):
                 in_solution = True
@@ -642,7 +795,9 @@ def learner_notebook(chapter_path: str | Path, student: nbformat.NotebookNode) -
                 continue
             if in_solution:
                 continue
-            new = nbformat.v4.new_markdown_cell(write_out_roles(src, labels, bib, keep_local=True))
+            new = nbformat.v4.new_markdown_cell(
+                write_out_roles(src, labels, bib, keep_local=True)
+            )
             new.metadata = dict(cell.get("metadata", {}))
             cells.append(new)
             continue
@@ -676,7 +831,9 @@ def learner_notebook(chapter_path: str | Path, student: nbformat.NotebookNode) -
     return out
 
 
-def make_learner_copy(chapter: str | Path, dest: str | Path = "work", *, force: bool = False) -> Path:
+def make_learner_copy(
+    chapter: str | Path, dest: str | Path = "work", *, force: bool = False
+) -> Path:
     """Write the learner copy of a chapter to ``DEST/NN_slug/NN_slug.ipynb``.
 
     A copy that exists already is the learner's work: it is left as it is unless ``force``.
@@ -697,17 +854,27 @@ def make_learner_copy(chapter: str | Path, dest: str | Path = "work", *, force: 
     """
     from icml25 import classroom
 
-    if isinstance(chapter, int) and not isinstance(chapter, bool) and 0 <= chapter <= 99:
+    if (
+        isinstance(chapter, int)
+        and not isinstance(chapter, bool)
+        and 0 <= chapter <= 99
+    ):
         chapter = f"{chapter:02d}"
     if not isinstance(chapter, (str, Path)):
-        raise TypeError(f"chapter: expected a notebook path or a two-digit number, got {type(chapter).__name__}")
+        raise TypeError(
+            f"chapter: expected a notebook path or a two-digit number, got {type(chapter).__name__}"
+        )
     if not isinstance(dest, (str, Path)):
         raise TypeError(f"dest: expected a folder path, got {type(dest).__name__}")
     path = Path(chapter)
     if not path.suffix and not path.is_dir():
-        found = sorted((classroom._project_root() / "notebooks").glob(f"{chapter}_*.ipynb"))
+        found = sorted(
+            (classroom._project_root() / "notebooks").glob(f"{chapter}_*.ipynb")
+        )
         if len(found) != 1:
-            raise FileNotFoundError(f"chapter: no single notebook notebooks/{chapter}_*.ipynb (found {len(found)})")
+            raise FileNotFoundError(
+                f"chapter: no single notebook notebooks/{chapter}_*.ipynb (found {len(found)})"
+            )
         path = found[0]
     if not path.is_file():
         raise FileNotFoundError(f"chapter: no notebook at {path}")
@@ -731,17 +898,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         0 on success. Raises as :func:`make_learner_copy` does.
     """
-    p = argparse.ArgumentParser(prog="python -m icml25.learner", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m icml25.learner", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("chapter", help="a chapter notebook, or its two-digit number")
     p.add_argument("--dest", default="work", help="the work folder (default work/)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing learner copy")
+    p.add_argument(
+        "--force", action="store_true", help="overwrite an existing learner copy"
+    )
     a = p.parse_args(argv)
     from icml25 import classroom
 
     chapter = Path(a.chapter)
     # a number: the notebook it names, to tell whether a copy exists
     if not chapter.suffix:
-        found = sorted((classroom._project_root() / "notebooks").glob(f"{a.chapter}_*.ipynb"))
+        found = sorted(
+            (classroom._project_root() / "notebooks").glob(f"{a.chapter}_*.ipynb")
+        )
         chapter = found[0] if len(found) == 1 else chapter
     existed = (Path(a.dest) / chapter.stem / chapter.name).exists()
     out = make_learner_copy(a.chapter, a.dest, force=a.force)

@@ -43,7 +43,15 @@ from typing import Any, Sequence
 
 from icml25.checks import check_choice, check_int, check_positive
 
-__all__ = ["Task", "TaskResult", "chapter_notebooks", "inputs_hash", "run_task", "execute_all", "main"]
+__all__ = [
+    "Task",
+    "TaskResult",
+    "chapter_notebooks",
+    "inputs_hash",
+    "run_task",
+    "execute_all",
+    "main",
+]
 
 _STATE = ".runner"
 
@@ -105,7 +113,9 @@ def chapter_notebooks(chapters: Sequence[str] | None = None) -> list[Path]:
 
 
 def _deps_module() -> Any:
-    spec = importlib.util.spec_from_file_location("_icml25_deps", _root() / ".ci" / "deps.py")
+    spec = importlib.util.spec_from_file_location(
+        "_icml25_deps", _root() / ".ci" / "deps.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(mod)
@@ -174,7 +184,9 @@ def _failing_cell(out_nb: Path) -> str | None:
     return None
 
 
-def run_task(task: Task, results: str, out_dir: str, wall_s: float, memory_gib: float) -> TaskResult:
+def run_task(
+    task: Task, results: str, out_dir: str, wall_s: float, memory_gib: float
+) -> TaskResult:
     """Execute one task with papermill in its own process group (a Ray task calls this).
 
     Args:
@@ -191,15 +203,40 @@ def run_task(task: Task, results: str, out_dir: str, wall_s: float, memory_gib: 
     results_p.mkdir(parents=True, exist_ok=True)
     out_p.mkdir(parents=True, exist_ok=True)
     out_nb = out_p / f"{task.name}.ipynb"
-    env = {**os.environ, "ICML25_RESULTS_DIR": str(results_p.resolve()), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    env = {
+        **os.environ,
+        "ICML25_RESULTS_DIR": str(results_p.resolve()),
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
     if task.profile == "cpu":
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             env[var] = "1"
-    cmd = [sys.executable, "-m", "papermill", "--log-level", "WARNING", "--no-progress-bar",
-           "--cwd", str(Path(task.notebook).parent), "-p", "PROFILE", task.profile, "-p", "SEED", str(task.seed),
-           task.notebook, str(out_nb)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "papermill",
+        "--log-level",
+        "WARNING",
+        "--no-progress-bar",
+        "--cwd",
+        str(Path(task.notebook).parent),
+        "-p",
+        "PROFILE",
+        task.profile,
+        "-p",
+        "SEED",
+        str(task.seed),
+        task.notebook,
+        str(out_nb),
+    ]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     limit = int(memory_gib * 2**30)
     why: list[str] = []
 
@@ -227,27 +264,63 @@ def run_task(task: Task, results: str, out_dir: str, wall_s: float, memory_gib: 
     if proc.returncode == 0 and not why:
         status, error = "ok", None
         if not record.exists():
-            status, error = "failed", f"the notebook recorded no metrics ({record.name})"
+            status, error = (
+                "failed",
+                f"the notebook recorded no metrics ({record.name})",
+            )
     else:
         cell = _failing_cell(out_nb)
         if why and why[0] == "timeout":
-            status, error = "timeout", f"wall-time limit {wall_s:g} s reached ({cell or 'before the first cell ran'})"
+            status, error = (
+                "timeout",
+                f"wall-time limit {wall_s:g} s reached ({cell or 'before the first cell ran'})",
+            )
         elif why:
-            status, error = "memory", f"memory limit {memory_gib:g} GiB reached" + (f" ({cell})" if cell else "")
+            status, error = (
+                "memory",
+                f"memory limit {memory_gib:g} GiB reached"
+                + (f" ({cell})" if cell else ""),
+            )
         else:
             status = "failed"
-            dead = "DeadKernelError" in log or "Kernel died" in log or "kernel died" in log
-            error = ("the kernel died" if dead else "a cell raised") + (f" ({cell})" if cell else "")
+            dead = (
+                "DeadKernelError" in log or "Kernel died" in log or "kernel died" in log
+            )
+            error = ("the kernel died" if dead else "a cell raised") + (
+                f" ({cell})" if cell else ""
+            )
             if not cell:
                 error += ": " + " ".join(log.strip().splitlines()[-3:])[:300]
-        record.write_text(json.dumps({"chapter": task.chapter, "profile": task.profile, "status": "failed",
-                                      "error": error, "metrics": {}, "provenance": {"seed": task.seed,
-                                      "wall_time_s": round(wall, 3)}}, indent=2) + "\n")
+        record.write_text(
+            json.dumps(
+                {
+                    "chapter": task.chapter,
+                    "profile": task.profile,
+                    "status": "failed",
+                    "error": error,
+                    "metrics": {},
+                    "provenance": {"seed": task.seed, "wall_time_s": round(wall, 3)},
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     state = results_p / _STATE
     state.mkdir(exist_ok=True)
-    res = TaskResult(task=task.name, chapter=task.chapter, profile=task.profile, seed=task.seed, status=status,
-                     wall_s=round(wall, 2), error=error, record=str(record), inputs=inputs)
-    (state / f"{task.name}.json").write_text(json.dumps(dataclasses.asdict(res), indent=1) + "\n")
+    res = TaskResult(
+        task=task.name,
+        chapter=task.chapter,
+        profile=task.profile,
+        seed=task.seed,
+        status=status,
+        wall_s=round(wall, 2),
+        error=error,
+        record=str(record),
+        inputs=inputs,
+    )
+    (state / f"{task.name}.json").write_text(
+        json.dumps(dataclasses.asdict(res), indent=1) + "\n"
+    )
     return res
 
 
@@ -258,7 +331,11 @@ def _unchanged(task: Task, results: Path) -> bool:
         return False
     prev = json.loads(state.read_text())
     rec = json.loads(record.read_text())
-    return prev.get("status") == "ok" and rec.get("status", "ok") != "failed" and prev.get("inputs") == inputs_hash(task)
+    return (
+        prev.get("status") == "ok"
+        and rec.get("status", "ok") != "failed"
+        and prev.get("inputs") == inputs_hash(task)
+    )
 
 
 def execute_all(
@@ -305,15 +382,30 @@ def execute_all(
         if not p.is_file():
             raise ValueError(f"notebooks: no notebook at {p}")
     root = _root()
-    res_dir = Path(results) if results is not None else root / ("data/results" if profile == "gpu" else "_build/results")
-    out = Path(out_dir) if out_dir is not None else root / "_build" / f"executed-all-{profile}"
+    res_dir = (
+        Path(results)
+        if results is not None
+        else root / ("data/results" if profile == "gpu" else "_build/results")
+    )
+    out = (
+        Path(out_dir)
+        if out_dir is not None
+        else root / "_build" / f"executed-all-{profile}"
+    )
     tasks = [Task(str(p), profile, s) for p in paths for s in seeds]
     done: dict[str, TaskResult] = {}
     todo = []
     for t in tasks:
         if not force and _unchanged(t, res_dir):
-            done[t.name] = TaskResult(task=t.name, chapter=t.chapter, profile=profile, seed=t.seed, status="skipped",
-                                      wall_s=0.0, record=str(_record_path(t, res_dir)))
+            done[t.name] = TaskResult(
+                task=t.name,
+                chapter=t.chapter,
+                profile=profile,
+                seed=t.seed,
+                status="skipped",
+                wall_s=0.0,
+                record=str(_record_path(t, res_dir)),
+            )
         else:
             todo.append(t)
     if todo:
@@ -324,14 +416,28 @@ def execute_all(
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         started = not ray.is_initialized()
         if started:
-            kw: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+            kw: dict[str, Any] = dict(
+                include_dashboard=False, log_to_driver=False, configure_logging=False
+            )
             if not os.environ.get("RAY_ADDRESS"):
-                kw.update(num_cpus=num_cpus or os.cpu_count(), object_store_memory=100 * 2**20)
+                kw.update(
+                    num_cpus=num_cpus or os.cpu_count(), object_store_memory=100 * 2**20
+                )
             ray.init(**kw)
         try:
-            remote = ray.remote(num_cpus=1, num_gpus=1 if profile == "gpu" else 0, max_retries=0)(run_task)
-            refs = {remote.remote(t, str(res_dir), str(out), wall_s, memory_gib): t for t in todo}
-            bar = tqdm(total=len(tasks), initial=len(done), disable=not progress, desc=f"execute-all {profile}")
+            remote = ray.remote(
+                num_cpus=1, num_gpus=1 if profile == "gpu" else 0, max_retries=0
+            )(run_task)
+            refs = {
+                remote.remote(t, str(res_dir), str(out), wall_s, memory_gib): t
+                for t in todo
+            }
+            bar = tqdm(
+                total=len(tasks),
+                initial=len(done),
+                disable=not progress,
+                desc=f"execute-all {profile}",
+            )
             failed = 0
             pending = list(refs)
             while pending:
@@ -339,7 +445,10 @@ def execute_all(
                 r = ray.get(ready[0])
                 done[r.task] = r
                 failed += r.status not in ("ok", "skipped")
-                bar.set_postfix(running=min(len(pending), num_cpus or os.cpu_count() or 1), failed=failed)
+                bar.set_postfix(
+                    running=min(len(pending), num_cpus or os.cpu_count() or 1),
+                    failed=failed,
+                )
                 bar.update(1)
             bar.close()
         finally:
@@ -348,7 +457,8 @@ def execute_all(
     ordered = [done[t.name] for t in tasks]
     res_dir.mkdir(parents=True, exist_ok=True)
     (res_dir / f"execute-all-{profile}.json").write_text(
-        json.dumps([dataclasses.asdict(r) for r in ordered], indent=1) + "\n")
+        json.dumps([dataclasses.asdict(r) for r in ordered], indent=1) + "\n"
+    )
     return ordered
 
 
@@ -358,26 +468,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         0 when every task is ok or skipped, else 1.
     """
-    p = argparse.ArgumentParser(prog="python -m icml25.runner", description=__doc__.split("\n\n")[0])
-    p.add_argument("notebooks", nargs="*", help="notebooks (default: every chapter, or --chapters)")
+    p = argparse.ArgumentParser(
+        prog="python -m icml25.runner", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument(
+        "notebooks", nargs="*", help="notebooks (default: every chapter, or --chapters)"
+    )
     p.add_argument("--profile", default="cpu", choices=["cpu", "gpu"])
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--chapters", nargs="+", default=None)
     p.add_argument("--results", default=None)
     p.add_argument("--out", default=None)
-    p.add_argument("--wall", type=float, default=900.0, help="per-task wall-time limit, s")
-    p.add_argument("--memory-gib", type=float, default=4.0, help="per-task memory limit, GiB")
+    p.add_argument(
+        "--wall", type=float, default=900.0, help="per-task wall-time limit, s"
+    )
+    p.add_argument(
+        "--memory-gib", type=float, default=4.0, help="per-task memory limit, GiB"
+    )
     p.add_argument("--force", action="store_true")
     a = p.parse_args(argv)
     nbs = a.notebooks or chapter_notebooks(a.chapters)
     t0 = time.perf_counter()
-    rs = execute_all(nbs, a.profile, a.seeds, results=a.results, out_dir=a.out, wall_s=a.wall,
-                     memory_gib=a.memory_gib, force=a.force)
+    rs = execute_all(
+        nbs,
+        a.profile,
+        a.seeds,
+        results=a.results,
+        out_dir=a.out,
+        wall_s=a.wall,
+        memory_gib=a.memory_gib,
+        force=a.force,
+    )
     print(f"{'task':<22} {'status':<8} {'wall s':>8}  error")
     for r in rs:
         print(f"{r.task:<22} {r.status:<8} {r.wall_s:>8.1f}  {r.error or ''}")
-    print(f"{len(rs)} tasks in {time.perf_counter() - t0:.1f} s: "
-          + ", ".join(f"{s} {sum(r.status == s for r in rs)}" for s in ("ok", "skipped", "failed", "timeout", "memory")))
+    print(
+        f"{len(rs)} tasks in {time.perf_counter() - t0:.1f} s: "
+        + ", ".join(
+            f"{s} {sum(r.status == s for r in rs)}"
+            for s in ("ok", "skipped", "failed", "timeout", "memory")
+        )
+    )
     return 0 if all(r.status in ("ok", "skipped") for r in rs) else 1
 
 

@@ -9,14 +9,27 @@ import numpy as np
 import pytest
 
 from icml25 import checks
-from icml25.checks import (TooLargeError, check_array, check_bool, check_budget, check_choice, check_int,
-                           check_positive, check_probability, check_real, check_rng, check_tensor,
-                           check_torch_generator)
+from icml25.checks import (
+    TooLargeError,
+    check_array,
+    check_bool,
+    check_budget,
+    check_choice,
+    check_int,
+    check_positive,
+    check_probability,
+    check_real,
+    check_rng,
+    check_tensor,
+    check_torch_generator,
+)
 
 
 @pytest.mark.parametrize("value", [3, np.int64(3), np.array(3)])
 def test_check_int_accepts_integers(value):
-    assert check_int(value, "n", low=1, high=3) == 3 and type(check_int(value, "n")) is int
+    assert (
+        check_int(value, "n", low=1, high=3) == 3 and type(check_int(value, "n")) is int
+    )
 
 
 @pytest.mark.parametrize("value", [True, 3.0, "3", None, np.array([3])])
@@ -53,7 +66,10 @@ def test_check_bool_and_choice():
     with pytest.raises(TypeError, match="flag must be True or False"):
         check_bool(1, "flag")
     assert check_choice("exact", "estimator", ("exact", "hutchinson")) == "exact"
-    with pytest.raises(ValueError, match=r"estimator must be one of \['exact', 'hutchinson'\], got 'Exact'"):
+    with pytest.raises(
+        ValueError,
+        match=r"estimator must be one of \['exact', 'hutchinson'\], got 'Exact'",
+    ):
         check_choice("Exact", "estimator", ("exact", "hutchinson"))
     with pytest.raises(ValueError):
         check_choice([1], "x", (1, 2))  # unhashable: never a choice
@@ -72,7 +88,9 @@ def test_check_array_kinds_shapes_and_ranges():
         check_array(["a"], "X")
     with pytest.raises(TypeError, match="real numbers, got dtype bool"):
         check_array([True], "X")
-    with pytest.raises(ValueError, match=r"X must have shape \(\?, 3\), got shape \(2, 2\)"):
+    with pytest.raises(
+        ValueError, match=r"X must have shape \(\?, 3\), got shape \(2, 2\)"
+    ):
         check_array(np.ones((2, 2)), "X", shape=(None, 3))
     with pytest.raises(ValueError, match="1-D or 2-D"):
         check_array(np.ones((1, 1, 1)), "X", ndim=(1, 2))
@@ -153,5 +171,10 @@ def test_ci_deps_finds_imports_with_ast_not_text():
         "# import icml25.grokking\n"
     )
     files = deps.module_files(code)
-    assert {"lib/common.py", "kernels/mips.py", "kernels/mips.cu", "lib/checks.py"} <= files
+    assert {
+        "lib/common.py",
+        "kernels/mips.py",
+        "kernels/mips.cu",
+        "lib/checks.py",
+    } <= files
     assert not any("lowra" in f or "grokking" in f for f in files)

@@ -17,8 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _claim(**kw):
-    base = dict(id="x", claim="x beats y", paper="x > y (Table 1)", metric="x",
-                holds=lambda m: m["x"] > m["y"], direction=lambda m: m["x"] > 0.9 * m["y"])
+    base = dict(
+        id="x",
+        claim="x beats y",
+        paper="x > y (Table 1)",
+        metric="x",
+        holds=lambda m: m["x"] > m["y"],
+        direction=lambda m: m["x"] > 0.9 * m["y"],
+    )
     return claims.Claim(**{**base, **kw})
 
 
@@ -27,14 +33,20 @@ def test_verdicts():
     assert claims.verdict(c, {"x": 2, "y": 1}) == claims.HOLDS
     assert claims.verdict(c, {"x": 0.95, "y": 1}) == claims.DIRECTION
     assert claims.verdict(c, {"x": 0.5, "y": 1}) == claims.NOT_REPRODUCED
-    assert claims.verdict(_claim(direction=None), {"x": 0.95, "y": 1}) == claims.NOT_REPRODUCED
+    assert (
+        claims.verdict(_claim(direction=None), {"x": 0.95, "y": 1})
+        == claims.NOT_REPRODUCED
+    )
     assert claims.verdict(c, None) == claims.NOT_RECORDED
     assert claims.verdict(c, {"x": 2}) == "not recorded (y not recorded)"
     assert claims.verdict(c, {"x": float("nan"), "y": 1}) == "not recorded (x is NaN)"
     # NaN as record_metrics writes it
     assert claims.verdict(c, {"x": "nan", "y": 1}) == "not recorded (x is NaN)"
     # numpy bool
-    assert claims.verdict(_claim(holds=lambda m: np.float64(m["x"]) > 1), {"x": 2}) == claims.HOLDS
+    assert (
+        claims.verdict(_claim(holds=lambda m: np.float64(m["x"]) > 1), {"x": 2})
+        == claims.HOLDS
+    )
 
 
 def test_a_judge_that_returns_no_bool_is_an_error():
@@ -42,10 +54,16 @@ def test_a_judge_that_returns_no_bool_is_an_error():
         claims.verdict(_claim(holds=lambda m: m["x"]), {"x": 1.0})
 
 
-@pytest.mark.parametrize("kw, err", [
-    (dict(id=""), ValueError), (dict(claim=" "), ValueError), (dict(holds=3), TypeError),
-    (dict(direction="yes"), TypeError), (dict(judged_by="asserted"), ValueError),
-])
+@pytest.mark.parametrize(
+    "kw, err",
+    [
+        (dict(id=""), ValueError),
+        (dict(claim=" "), ValueError),
+        (dict(holds=3), TypeError),
+        (dict(direction="yes"), TypeError),
+        (dict(judged_by="asserted"), ValueError),
+    ],
+)
 def test_bad_claims_are_refused(kw, err):
     with pytest.raises(err):
         _claim(**kw)
@@ -68,20 +86,27 @@ def test_reproduction_rows_show_missing_failed_and_nan_never_drop(tmp_path):
     empty = tmp_path / "none"
     empty.mkdir()
     rows = [r for r in claims.reproduction_rows(empty, empty, ["06"])]
-    assert len(rows) == n06 and all(r["cpu_verdict"] == claims.NOT_RECORDED for r in rows)
+    assert len(rows) == n06 and all(
+        r["cpu_verdict"] == claims.NOT_RECORDED for r in rows
+    )
 
     failed = tmp_path / "failed"
     failed.mkdir()
     _record(failed, "06", status="failed", error="cell 24: AssertionError")
     rows = claims.reproduction_rows(failed, empty, ["06"])
-    assert len(rows) == n06 and all(r["cpu_verdict"] == "chapter failed: cell 24: AssertionError" for r in rows)
+    assert len(rows) == n06 and all(
+        r["cpu_verdict"] == "chapter failed: cell 24: AssertionError" for r in rows
+    )
 
     nan = tmp_path / "nan"
     nan.mkdir()
     _record(nan, "06", {"matching_speedup_eta0": "nan", "learned_over_karger": 0.1})
     rows = {r["id"]: r for r in claims.reproduction_rows(nan, empty, ["06"])}
     assert len(rows) == n06
-    assert rows["speedup_eta0"]["cpu_verdict"] == "not recorded (matching_speedup_eta0 is NaN)"
+    assert (
+        rows["speedup_eta0"]["cpu_verdict"]
+        == "not recorded (matching_speedup_eta0 is NaN)"
+    )
     assert rows["speedup_eta0"]["cpu"] == "NaN"
     assert rows["learned_predictions"]["cpu_verdict"] == claims.HOLDS
     assert rows["robust_threshold"]["cpu_verdict"].startswith("not recorded (")
@@ -96,11 +121,30 @@ def test_a_chapter_without_claims_is_listed(tmp_path):
 def test_reproduction_page_renders_every_row(tmp_path):
     cpu = tmp_path / "cpu"
     cpu.mkdir()
-    _record(cpu, "06", {"matching_speedup_eta0": 41.7, "matching_karger_mean_trials": 43.1,
-                        "matching_boosted_mean_trials_eta0": 1.03, "matching_boosted_mean_trials_eta1_rho0": float("nan")})
+    _record(
+        cpu,
+        "06",
+        {
+            "matching_speedup_eta0": 41.7,
+            "matching_karger_mean_trials": 43.1,
+            "matching_boosted_mean_trials_eta0": 1.03,
+            "matching_boosted_mean_trials_eta1_rho0": float("nan"),
+        },
+    )
     out = tmp_path / "reproduction.md"
-    subprocess.run([sys.executable, str(ROOT / ".ci" / "reproduction.py"), str(ROOT / "book" / "reproduction.md"),
-                    str(out), "--cpu", str(cpu), "--gpu", str(tmp_path)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / ".ci" / "reproduction.py"),
+            str(ROOT / "book" / "reproduction.md"),
+            str(out),
+            "--cpu",
+            str(cpu),
+            "--gpu",
+            str(tmp_path),
+        ],
+        check=True,
+    )
     text = out.read_text()
     assert "<!-- reproduction-table -->" not in text
     rows = claims.reproduction_rows(cpu, tmp_path)
@@ -115,16 +159,23 @@ def test_claims_name_metrics_the_chapter_records(chapter):
     """Every claim's metrics appear in the chapter notebook (where its metrics dict is built)."""
     try:
         cl = claims.chapter_claims(chapter)
-    except ImportError as exc:  # a chapter module not importable here is reported by its own tests
+    except (
+        ImportError
+    ) as exc:  # a chapter module not importable here is reported by its own tests
         pytest.skip(str(exc))
     nbs = list((ROOT / "notebooks").glob(f"{chapter}_*.ipynb"))
     if not cl or not nbs:
         pytest.skip("no claim records yet")
     src = nbs[0].read_text()
     for c in cl:
-        assert f'\\"{c.metric}\\"' in src, f"claim {c.id}: metric {c.metric!r} is not recorded by the chapter"
+        assert f'\\"{c.metric}\\"' in src, (
+            f"claim {c.id}: metric {c.metric!r} is not recorded by the chapter"
+        )
         if c.judged_by.startswith("check: "):
-            title = c.judged_by[len("check: "):]
+            title = c.judged_by[len("check: ") :]
             assert " ".join(title.split())[:60] in " ".join(
-                json.loads(src) and "".join("".join(x["source"]) for x in json.loads(src)["cells"]).replace("#", " ").split()
+                json.loads(src)
+                and "".join("".join(x["source"]) for x in json.loads(src)["cells"])
+                .replace("#", " ")
+                .split()
             ), f"claim {c.id}: no check cell reads {title[:60]!r}"

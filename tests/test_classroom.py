@@ -41,7 +41,9 @@ def _has_exercises(nb: Path) -> bool:
 
 
 NO_SANDBOX = cr.sandbox_available()
-needs_sandbox = pytest.mark.skipif(NO_SANDBOX is not None, reason=f"no grading sandbox here: {NO_SANDBOX}")
+needs_sandbox = pytest.mark.skipif(
+    NO_SANDBOX is not None, reason=f"no grading sandbox here: {NO_SANDBOX}"
+)
 CHAPTERS = [FIXTURE] + [nb for nb in cr.chapter_notebooks(ROOT) if _has_exercises(nb)]
 IDS = [p.stem for p in CHAPTERS]
 
@@ -57,7 +59,11 @@ def built(tmp_path_factory):
         if entry is None:
             chapter = cr.parse_chapter(nb)
             editions = cr.assign(nb, out)
-            entry = cache[nb] = {"chapter": chapter, "editions": editions, "out": out / nb.stem}
+            entry = cache[nb] = {
+                "chapter": chapter,
+                "editions": editions,
+                "out": out / nb.stem,
+            }
         return entry
 
     return get
@@ -69,7 +75,11 @@ def built(tmp_path_factory):
 
 
 def _answer_cells(nb) -> list[int]:
-    return [i for i, c in enumerate(nb.cells) if "otter_answer_cell" in c.metadata.get("tags", [])]
+    return [
+        i
+        for i, c in enumerate(nb.cells)
+        if "otter_answer_cell" in c.metadata.get("tags", [])
+    ]
 
 
 def _filled(student_nb, chapter: cr.Chapter):
@@ -92,13 +102,25 @@ def _shuffled(nb):
     answers = [cells[i] for i in _answer_cells(nb)]
     setup = next(c for c in cells if c.cell_type == "code" and "PROFILE" in c.source)
     checks = [c for c in cells if c.cell_type == "code" and "grader.check(" in c.source]
-    rest = [c for c in cells if c.cell_type == "code" and c not in answers and c not in checks
-            and "check_all" not in c.source]
+    rest = [
+        c
+        for c in cells
+        if c.cell_type == "code"
+        and c not in answers
+        and c not in checks
+        and "check_all" not in c.source
+    ]
     moved_check = copy.deepcopy(checks[0])
-    new = [moved_check, *rest, copy.deepcopy(setup), *checks[1:],
-           nbformat.v4.new_code_cell("raise RuntimeError('a student cell that fails')"),
-           nbformat.v4.new_code_cell("def broken(:\n    pass"),
-           *answers[::-1], copy.deepcopy(answers[0])]
+    new = [
+        moved_check,
+        *rest,
+        copy.deepcopy(setup),
+        *checks[1:],
+        nbformat.v4.new_code_cell("raise RuntimeError('a student cell that fails')"),
+        nbformat.v4.new_code_cell("def broken(:\n    pass"),
+        *answers[::-1],
+        copy.deepcopy(answers[0]),
+    ]
     nb.cells = new
     return nb
 
@@ -122,7 +144,11 @@ def _grade_variants(chapter: cr.Chapter, ed: cr.Editions, subs: Path, names: lis
     for name in names:
         nbformat.write(_fresh_ids(make[name]()), subs / f"{name}.ipynb")
     df = cr.grade(ed.autograder, subs, subs / "scores.csv")
-    return {"df": df, "csv": subs / "scores.csv", "questions": [ex.label for ex in chapter.exercises]}
+    return {
+        "df": df,
+        "csv": subs / "scores.csv",
+        "questions": [ex.label for ex in chapter.exercises],
+    }
 
 
 def _assert_scores(s: dict, full: list[str], zero: list[str]) -> None:
@@ -132,7 +158,9 @@ def _assert_scores(s: dict, full: list[str], zero: list[str]) -> None:
     for who in full:
         for q in questions:
             assert df.loc[who, q] == pytest.approx(1.0), (who, q, df.loc[who].to_dict())
-        assert df.loc[who, "total"] == pytest.approx(len(questions)) and df.loc[who, "possible"] == len(questions)
+        assert df.loc[who, "total"] == pytest.approx(len(questions)) and df.loc[
+            who, "possible"
+        ] == len(questions)
     for who in zero:
         for q in questions:
             assert df.loc[who, q] == 0.0, (who, q, df.loc[who].to_dict())
@@ -152,9 +180,14 @@ def test_instructor_scores_full_marks_and_student_zero(built, nb):
     # the fixture is cheap: every edit a student makes, in one grading run
     if nb == FIXTURE:
         names += ["filled", "filled_shuffled", "untouched_shuffled"]
-    entry["scores"] = s = _grade_variants(entry["chapter"], entry["editions"], entry["out"] / "subs", names)
-    _assert_scores(s, full=[n for n in names if n in ("instructor", "filled", "filled_shuffled")],
-                   zero=[n for n in names if n.startswith("untouched")])
+    entry["scores"] = s = _grade_variants(
+        entry["chapter"], entry["editions"], entry["out"] / "subs", names
+    )
+    _assert_scores(
+        s,
+        full=[n for n in names if n in ("instructor", "filled", "filled_shuffled")],
+        zero=[n for n in names if n.startswith("untouched")],
+    )
 
 
 @pytest.mark.slow
@@ -164,7 +197,12 @@ def test_shuffled_filled_student_notebook_scores_full_marks(built, nb):
     """A student who pasted the solutions, duplicated, moved and deleted cells and left a failing
     cell still gets full marks (slow: runs the chapter's solutions once more)."""
     entry = built(nb)
-    s = _grade_variants(entry["chapter"], entry["editions"], entry["out"] / "subs-shuffled", ["filled_shuffled"])
+    s = _grade_variants(
+        entry["chapter"],
+        entry["editions"],
+        entry["out"] / "subs-shuffled",
+        ["filled_shuffled"],
+    )
     _assert_scores(s, full=["filled_shuffled"], zero=[])
 
 
@@ -190,7 +228,9 @@ def _strings(obj) -> list[str]:
     if isinstance(obj, str):
         return [obj]
     if isinstance(obj, dict):
-        return [s for v in obj.values() for s in _strings(v)] + [k for k in obj if isinstance(k, str)]
+        return [s for v in obj.values() for s in _strings(v)] + [
+            k for k in obj if isinstance(k, str)
+        ]
     if isinstance(obj, list):
         return [s for v in obj for s in _strings(v)]
     return []
@@ -218,7 +258,10 @@ def _signature_lines(src: str) -> set[int]:
     """0-based line numbers of def/class headers (decorators, multi-line signatures)."""
     lines: set[int] = set()
     for node in ast.walk(ast.parse(src)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.body
+        ):
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
             if node.body[0].lineno > node.lineno:
                 lines.update(range(start - 1, node.body[0].lineno - 1))
@@ -228,18 +271,29 @@ def _signature_lines(src: str) -> set[int]:
 def _secret_lines(code: str, *, skip_signatures: bool) -> list[str]:
     skip = _signature_lines(code) if skip_signatures else set()
     out = [line.strip() for k, line in enumerate(code.split("\n")) if k not in skip]
-    for st in ast.parse(code).body:  # the forms ast.unparse gives (otter rewrites test bodies so)
-        if not (skip_signatures and isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))):
+    for st in ast.parse(
+        code
+    ).body:  # the forms ast.unparse gives (otter rewrites test bodies so)
+        if not (
+            skip_signatures
+            and isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        ):
             out.extend(line.strip() for line in ast.unparse(st).split("\n"))
     return out
 
 
 def _leaks(lines: list[str], haystack: str, public: str) -> list[str]:
     public_lines = {line.strip() for line in public.split("\n")}
-    return sorted({
-        line for line in lines
-        if len(re.sub(r"\s", "", line)) >= 6 and line not in public_lines and line not in public and line in haystack
-    })
+    return sorted(
+        {
+            line
+            for line in lines
+            if len(re.sub(r"\s", "", line)) >= 6
+            and line not in public_lines
+            and line not in public
+            and line in haystack
+        }
+    )
 
 
 @pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
@@ -251,17 +305,27 @@ def test_student_edition_holds_no_solution_and_no_hidden_test(built, nb):
     for ex in chapter.exercises:
         sol = _secret_lines(ex.solution, skip_signatures=True)
         sol += [line.strip() for t in ex.solution_text for line in t.split("\n")]
-        assert not _leaks(sol, text, public), f"{ex.label}: solution lines in the student edition: {_leaks(sol, text, public)}"
+        assert not _leaks(sol, text, public), (
+            f"{ex.label}: solution lines in the student edition: {_leaks(sol, text, public)}"
+        )
         for hidden in ex.hidden:
             hid = _secret_lines(hidden, skip_signatures=False)
-            assert not _leaks(hid, text, public), f"{ex.label}: hidden-test lines in the student edition: {_leaks(hid, text, public)}"
+            assert not _leaks(hid, text, public), (
+                f"{ex.label}: hidden-test lines in the student edition: {_leaks(hid, text, public)}"
+            )
     assert "hidden=True" not in text and "hidden: true" not in text
     # and the instructor side does hold them (the search above can find what it looks for)
     with zipfile.ZipFile(ed.autograder) as zf:
-        bundle = "\n".join(zf.read(n).decode() for n in zf.namelist() if n.startswith("tests/"))
+        bundle = "\n".join(
+            zf.read(n).decode() for n in zf.namelist() if n.startswith("tests/")
+        )
     inst = _student_text(ed.instructor.parent) + bundle
     for ex in chapter.exercises:
-        sol = [line for line in _secret_lines(ex.solution, skip_signatures=True) if len(line) >= 6]
+        sol = [
+            line
+            for line in _secret_lines(ex.solution, skip_signatures=True)
+            if len(line) >= 6
+        ]
         assert any(line in inst for line in sol), ex.label
         if ex.hidden:
             assert "hidden=True" in inst
@@ -275,7 +339,10 @@ def _received_lines(student_dir: Path, chapter_nb: Path) -> set[str]:
     """Every line, whitespace normalised, of every file a student receives: the student edition's
     files and the reader edition of the chapter (the book without solutions)."""
     texts = [_student_text(student_dir)]
-    texts += [c.source for c in cr.strip_solutions(nbformat.read(chapter_nb, as_version=4)).cells]
+    texts += [
+        c.source
+        for c in cr.strip_solutions(nbformat.read(chapter_nb, as_version=4)).cells
+    ]
     return {_norm(line) for t in texts for line in t.split("\n")}
 
 
@@ -291,23 +358,40 @@ def test_no_solution_or_hidden_test_line_reaches_a_student(built, nb):
     received = _received_lines(ed.student.parent, nb)
 
     def leaks(code: str, skip: set[int]) -> list[str]:
-        lines = [_norm(line) for k, line in enumerate(code.split("\n")) if k not in skip]
-        return sorted({line for line in lines if len(line.replace(" ", "")) >= 6 and not line.startswith("#")
-                       and line in received})
+        lines = [
+            _norm(line) for k, line in enumerate(code.split("\n")) if k not in skip
+        ]
+        return sorted(
+            {
+                line
+                for line in lines
+                if len(line.replace(" ", "")) >= 6
+                and not line.startswith("#")
+                and line in received
+            }
+        )
 
     for ex in chapter.exercises:
         sol = cr._without_magics(ex.solution)
         found = leaks(sol, _signature_lines(sol))
         found += [line for t in ex.solution_text for line in leaks(t, set())]
-        assert not found, f"{nb.name} {ex.label}: solution lines a student receives: {found}"
+        assert not found, (
+            f"{nb.name} {ex.label}: solution lines a student receives: {found}"
+        )
         for hidden in ex.hidden:
             found = leaks(cr._without_magics(hidden), set())
-            assert not found, f"{nb.name} {ex.label}: hidden-test lines a student receives: {found}"
+            assert not found, (
+                f"{nb.name} {ex.label}: hidden-test lines a student receives: {found}"
+            )
     # the search finds what it looks for: every solution is in the instructor's files
     inst = {_norm(line) for line in _student_text(ed.instructor.parent).split("\n")}
     for ex in chapter.exercises:
         sol = cr._without_magics(ex.solution)
-        body = [_norm(line) for k, line in enumerate(sol.split("\n")) if k not in _signature_lines(sol)]
+        body = [
+            _norm(line)
+            for k, line in enumerate(sol.split("\n"))
+            if k not in _signature_lines(sol)
+        ]
         assert any(line in inst for line in body if len(line) >= 6), ex.label
 
 
@@ -317,8 +401,12 @@ def test_every_exercise_has_a_hidden_test_in_the_autograder_only(built, nb):
     chapter, ed = entry["chapter"], entry["editions"]
     spec = cr._read_spec(ed.autograder)
     for ex, sx in zip(chapter.exercises, spec["exercises"]):
-        assert ex.hidden, f"{nb.name} {ex.label}: no cell tagged exercise-hidden (see the instructor guide)"
-        assert sx["label"] == ex.label and [t["hidden"] for t in sx["tests"]].count(True) == len(ex.hidden)
+        assert ex.hidden, (
+            f"{nb.name} {ex.label}: no cell tagged exercise-hidden (see the instructor guide)"
+        )
+        assert sx["label"] == ex.label and [t["hidden"] for t in sx["tests"]].count(
+            True
+        ) == len(ex.hidden)
     student = nbformat.read(ed.student, as_version=4)
     assert "Hidden check" not in "\n".join(c.source for c in student.cells)
 
@@ -330,12 +418,18 @@ def test_checks_read_only_the_setup_and_the_exercise_functions(nb):
     another check's local variable."""
     chapter = cr.parse_chapter(nb)
     spec = cr.grading_spec(chapter)
-    known = cr._module_bindings(ast.parse(spec["setup"])) if spec["setup"].strip() else set()
+    known = (
+        cr._module_bindings(ast.parse(spec["setup"]))
+        if spec["setup"].strip()
+        else set()
+    )
     known |= {f for ex in chapter.exercises for f in ex.functions}
     for sx in spec["exercises"]:
         for t in sx["tests"]:
             unknown = cr._free_names(ast.parse(t["source"])) - known
-            assert not unknown, f"{nb.name} {t['name']}: reads {sorted(unknown)}, which neither the setup nor an exercise defines"
+            assert not unknown, (
+                f"{nb.name} {t['name']}: reads {sorted(unknown)}, which neither the setup nor an exercise defines"
+            )
 
 
 def test_masks_name_what_the_setup_defines():
@@ -364,15 +458,22 @@ def test_each_stub_keeps_its_solution_signature(built, nb):
         stubs.update(cr.signatures(student.cells[i].source))
     for ex in entry["chapter"].exercises:
         for name, sig in cr.signatures(ex.solution).items():
-            assert name in stubs, f"{ex.label}: the student edition has no stub for {name}"
-            assert stubs[name] == sig, f"{ex.label}: stub {name}{stubs[name]} != solution {name}{sig}"
+            assert name in stubs, (
+                f"{ex.label}: the student edition has no stub for {name}"
+            )
+            assert stubs[name] == sig, (
+                f"{ex.label}: stub {name}{stubs[name]} != solution {name}{sig}"
+            )
 
 
 @pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
 def test_student_edition_has_public_checks_for_every_exercise(built, nb):
     entry = built(nb)
     student = nbformat.read(entry["editions"].student, as_version=4)
-    calls = re.findall(r'grader\.check\("([^"]+)"\)', "\n".join(c.source for c in student.cells if c.cell_type == "code"))
+    calls = re.findall(
+        r'grader\.check\("([^"]+)"\)',
+        "\n".join(c.source for c in student.cells if c.cell_type == "code"),
+    )
     assert calls == [ex.label for ex in entry["chapter"].exercises]
     tests = student.metadata["otter"]["tests"]
     assert set(tests) == set(calls)
@@ -384,13 +485,17 @@ def test_student_edition_has_public_checks_for_every_exercise(built, nb):
 
 
 def test_free_names_are_scope_aware():
-    tree = ast.parse("def f(rng):\n    return rng.normal() + k\nx = [y for y in data]\nrng2 = rng\nf(rng)")
+    tree = ast.parse(
+        "def f(rng):\n    return rng.normal() + k\nx = [y for y in data]\nrng2 = rng\nf(rng)"
+    )
     assert cr._free_names(tree) == {"k", "data", "rng"}
 
 
 def test_stub_keeps_signature_and_drops_everything_else():
-    src = ('import math\n\n@staticmethod\ndef f(a, b: int = 2, *args, c, d=None, **kw) -> float:\n'
-           '    """secret doc"""\n    return math.pi * a\n\nclass K(Base):\n    def m(self, x):\n        return x\n\nprint(f(1, c=2))')
+    src = (
+        "import math\n\n@staticmethod\ndef f(a, b: int = 2, *args, c, d=None, **kw) -> float:\n"
+        '    """secret doc"""\n    return math.pi * a\n\nclass K(Base):\n    def m(self, x):\n        return x\n\nprint(f(1, c=2))'
+    )
     stub = cr.stub_source(src, "ex-1")
     assert cr.signatures(stub) == cr.signatures(src)
     for secret in ("math.pi", "secret doc", "print(", "return x"):
@@ -417,18 +522,29 @@ def test_malformed_chapters_raise_clear_errors(tmp_path):
     nbformat.write(no_label, tmp_path / "01_a.ipynb")
     with pytest.raises(cr.ClassroomFormatError, match="no :label:"):
         cr.parse_chapter(tmp_path / "01_a.ipynb")
-    no_check = _nb(md("```{exercise} T\n:label: ex-a\nbody\n```"), _tag(code("def f(x):\n    return x"), "solution"))
+    no_check = _nb(
+        md("```{exercise} T\n:label: ex-a\nbody\n```"),
+        _tag(code("def f(x):\n    return x"), "solution"),
+    )
     nbformat.write(no_check, tmp_path / "01_b.ipynb")
     with pytest.raises(cr.ClassroomFormatError, match="exercise-check"):
         cr.parse_chapter(tmp_path / "01_b.ipynb")
-    no_function = _nb(md("```{exercise} T\n:label: ex-a\nbody\n```"), _tag(code("x = 1"), "solution"),
-                      _tag(code("# Check: exercise ex-a\nassert x == 1"), "exercise-check"))
+    no_function = _nb(
+        md("```{exercise} T\n:label: ex-a\nbody\n```"),
+        _tag(code("x = 1"), "solution"),
+        _tag(code("# Check: exercise ex-a\nassert x == 1"), "exercise-check"),
+    )
     nbformat.write(no_function, tmp_path / "01_c.ipynb")
     with pytest.raises(cr.ClassroomFormatError, match="named function"):
         cr.parse_chapter(tmp_path / "01_c.ipynb")
-    drift = _nb(md("```{exercise} T\n:label: ex-a\nbody\n```"), code("def f(x, y):\n    raise NotImplementedError"),
-                md("```{solution-start} ex-a\n```"), _tag(code("def f(x):\n    return x"), "solution"),
-                md("```{solution-end}\n```"), _tag(code("# Check: exercise ex-a\nassert f(1) == 1"), "exercise-check"))
+    drift = _nb(
+        md("```{exercise} T\n:label: ex-a\nbody\n```"),
+        code("def f(x, y):\n    raise NotImplementedError"),
+        md("```{solution-start} ex-a\n```"),
+        _tag(code("def f(x):\n    return x"), "solution"),
+        md("```{solution-end}\n```"),
+        _tag(code("# Check: exercise ex-a\nassert f(1) == 1"), "exercise-check"),
+    )
     nbformat.write(drift, tmp_path / "01_d.ipynb")
     with pytest.raises(cr.ClassroomFormatError, match="signatures differ"):
         cr.build_master(cr.parse_chapter(tmp_path / "01_d.ipynb"))
@@ -439,34 +555,62 @@ def test_malformed_chapters_raise_clear_errors(tmp_path):
 def _gated(*gates):
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     cells = [md("# 01 · T"), md("```{exercise} T\n:label: ex-a\nbody\n```")]
-    cells += [md(g) if g.startswith(("```", ":::")) else _tag(code("def f(x):\n    return x"), "solution")
-              for g in gates]
+    cells += [
+        md(g)
+        if g.startswith(("```", ":::"))
+        else _tag(code("def f(x):\n    return x"), "solution")
+        for g in gates
+    ]
     cells += [_tag(code("# Check: exercise ex-a\nassert f(1) == 1"), "exercise-check")]
-    cells += [md("## Summary"), code("print('the rest of the chapter')"), md("more"), md("and more")]
+    cells += [
+        md("## Summary"),
+        code("print('the rest of the chapter')"),
+        md("more"),
+        md("and more"),
+    ]
     return _nb(*cells)
 
 
-@pytest.mark.parametrize("gates, match", [
-    (["```{solution-start} ex-a\n:class: dropdown\n```", "SOL"], "cell 2: this {solution-start} is never closed"),
-    (["```{solution-start} ex-a\n```", "SOL", "```{soluton-end}\n```"], r"cell 4: unknown directive \{soluton-end\}"),
-    (["```{solution-strat} ex-a\n```", "SOL", "```{solution-end}\n```"], r"cell 2: unknown directive \{solution-strat\}"),
-    (["SOL", "```{solution-end}\n```"], r"cell 3: \{solution-end\} with no open"),
-])
+@pytest.mark.parametrize(
+    "gates, match",
+    [
+        (
+            ["```{solution-start} ex-a\n:class: dropdown\n```", "SOL"],
+            "cell 2: this {solution-start} is never closed",
+        ),
+        (
+            ["```{solution-start} ex-a\n```", "SOL", "```{soluton-end}\n```"],
+            r"cell 4: unknown directive \{soluton-end\}",
+        ),
+        (
+            ["```{solution-strat} ex-a\n```", "SOL", "```{solution-end}\n```"],
+            r"cell 2: unknown directive \{solution-strat\}",
+        ),
+        (["SOL", "```{solution-end}\n```"], r"cell 3: \{solution-end\} with no open"),
+    ],
+)
 def test_broken_solution_gates_are_errors_naming_the_cell(tmp_path, gates, match):
     nb = _gated(*gates)
     nbformat.write(nb, tmp_path / "01_g.ipynb")
     with pytest.raises(cr.ClassroomFormatError, match=match):
         cr.parse_chapter(tmp_path / "01_g.ipynb")
-    with pytest.raises(cr.ClassroomFormatError, match=match.replace("cell", "notebook cell")):
+    with pytest.raises(
+        cr.ClassroomFormatError, match=match.replace("cell", "notebook cell")
+    ):
         cr.strip_solutions(nb)  # never a silent drop of the rest of the chapter
 
 
 def test_misspelt_exercise_tag_is_an_error(tmp_path):
     nb = _gated("```{solution-start} ex-a\n```", "SOL", "```{solution-end}\n```")
     nb.cells[-4].metadata["tags"] = ["exercise-hiden"]
-    with pytest.raises(cr.ClassroomFormatError, match="unknown exercise tag 'exercise-hiden'.*exercise-hidden"):
+    with pytest.raises(
+        cr.ClassroomFormatError,
+        match="unknown exercise tag 'exercise-hiden'.*exercise-hidden",
+    ):
         cr.check_gates(nb)
-    well_formed = _gated("```{solution-start} ex-a\n```", "SOL", "```{solution-end}\n```")
+    well_formed = _gated(
+        "```{solution-start} ex-a\n```", "SOL", "```{solution-end}\n```"
+    )
     assert len(cr.strip_solutions(well_formed).cells) == len(well_formed.cells) - 3
 
 
@@ -475,7 +619,11 @@ def test_setup_pulls_in_only_the_cells_the_exercises_need():
     setup = "\n".join(ch.setup)
     assert "data = rng.normal" in setup and "cfg = profile_config" in setup
     assert "data.mean() - 1.5" not in setup  # the chapter's own check cell stays out
-    assert [ex.label for ex in ch.exercises] == ["ex99-mean", "ex99-softmax", "ex99-runmax"]
+    assert [ex.label for ex in ch.exercises] == [
+        "ex99-mean",
+        "ex99-softmax",
+        "ex99-runmax",
+    ]
     assert [len(ex.hidden) for ex in ch.exercises] == [1, 1, 1]
 
 
@@ -483,7 +631,11 @@ def test_reader_edition_removes_solutions_and_hidden_checks():
     nb = nbformat.read(FIXTURE, as_version=4)
     out = cr.strip_solutions(nb)
     text = "\n".join(c.source for c in out.cells)
-    assert "solution-start" not in text and "total += v" not in text and "Hidden check" not in text
+    assert (
+        "solution-start" not in text
+        and "total += v" not in text
+        and "Hidden check" not in text
+    )
     assert text.count("{exercise}") == 3 and text.count("# Check: exercise") == 3
     # gates + solution + hidden check per exercise
     assert len(nb.cells) - len(out.cells) == 3 * 3 + 3

@@ -21,16 +21,27 @@ from icml25.kernels import dominance  # noqa: E402
 
 ERLOTINIB = "COCCOc1cc2ncnc(Nc3cccc(C#C)c3)c2cc1OCCOC"
 CRIZOTINIB = "C[C@@H](Oc1cc(-c2cnn(C3CCNCC3)c2)cnc1N)c1c(Cl)ccc(F)c1Cl"
-SOME = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", ERLOTINIB, CRIZOTINIB, "NCCc1ccccc1", "OC(=O)c1ccncc1"]
+SOME = [
+    "CCO",
+    "c1ccccc1O",
+    "CC(=O)Nc1ccc(O)cc1",
+    ERLOTINIB,
+    CRIZOTINIB,
+    "NCCc1ccccc1",
+    "OC(=O)c1ccncc1",
+]
 
 
 @pytest.fixture(scope="module")
 def small_space():
-    return cm.load_real_space(n_blocks=450, rng=np.random.default_rng(3), min_per_slot=12)
+    return cm.load_real_space(
+        n_blocks=450, rng=np.random.default_rng(3), min_per_slot=12
+    )
 
 
 def _cheap_objective():
     """A fast deterministic 2-objective oracle in [0, 1] (heavy-atom and hetero-atom shares)."""
+
     def heavy(smiles):
         out = np.zeros(len(smiles))
         for i, s in enumerate(smiles):
@@ -44,7 +55,10 @@ def _cheap_objective():
         for i, s in enumerate(smiles):
             m = Chem.MolFromSmiles(s)
             if m is not None and m.GetNumHeavyAtoms():
-                out[i] = sum(a.GetSymbol() not in ("C", "H") for a in m.GetAtoms()) / m.GetNumHeavyAtoms()
+                out[i] = (
+                    sum(a.GetSymbol() not in ("C", "H") for a in m.GetAtoms())
+                    / m.GetNumHeavyAtoms()
+                )
         return out
 
     return cm.ObjectiveVector({"heavy": heavy, "hetero": hetero})
@@ -71,7 +85,9 @@ def test_full_space_has_139493_blocks_and_13_reactions():
     full, reactions = cm.load_real_space()
     assert len(full) == len(blocks) and len(reactions) == 13
     for r in reactions:
-        assert [len(a) for a in r.allowed] == [len(mapping[r.reaction_id][i]) for i in range(r.n_reactants)]
+        assert [len(a) for a in r.allowed] == [
+            len(mapping[r.reaction_id][i]) for i in range(r.n_reactants)
+        ]
 
 
 def test_subsample_keeps_min_per_slot_and_restricts_allowed_sets(small_space):
@@ -81,9 +97,13 @@ def test_subsample_keeps_min_per_slot_and_restricts_allowed_sets(small_space):
     for r in reactions:
         for a in r.allowed:
             assert len(a) >= 12 and a <= keep
-    again, _ = cm.load_real_space(n_blocks=450, rng=np.random.default_rng(3), min_per_slot=12)
+    again, _ = cm.load_real_space(
+        n_blocks=450, rng=np.random.default_rng(3), min_per_slot=12
+    )
     assert again["smiles"].tolist() == blocks["smiles"].tolist()
-    other, _ = cm.load_real_space(n_blocks=450, rng=np.random.default_rng(4), min_per_slot=12)
+    other, _ = cm.load_real_space(
+        n_blocks=450, rng=np.random.default_rng(4), min_per_slot=12
+    )
     assert other["smiles"].tolist() != blocks["smiles"].tolist()
 
 
@@ -103,7 +123,7 @@ def test_products_equal_synthemols_reaction(small_space):
                     want.append(s)
             assert r.run(reactants) == want
             checked += bool(want)
-    assert checked >= 30     # most random allowed tuples react
+    assert checked >= 30  # most random allowed tuples react
 
 
 def test_reactant_matches_needs_explicit_hs_and_the_allowed_set(small_space):
@@ -113,7 +133,7 @@ def test_reactant_matches_needs_explicit_hs_and_the_allowed_set(small_space):
     assert 0 in amide.reactant_matches(amine) and 1 in amide.reactant_matches(acid)
     # the amine SMARTS names [H]: without explicit hydrogens RDKit finds no match
     assert not Chem.MolFromSmiles("CCNCC").HasSubstructMatch(amide.queries[0])
-    assert amide.reactant_matches("CCNCC") == [0]         # not a block: SMARTS only
+    assert amide.reactant_matches("CCNCC") == [0]  # not a block: SMARTS only
     assert amide.reactant_matches("not a smiles") == []
     prods = amide.run([amine, acid])
     assert prods and all(Chem.MolFromSmiles(p) is not None for p in prods)
@@ -147,12 +167,21 @@ def test_reduce_search_space_matches_rdkit(small_space):
     for s in (ERLOTINIB, CRIZOTINIB):
         for f in BRICS.BRICSDecompose(Chem.MolFromSmiles(s)):
             import re
+
             fm = Chem.MolFromSmiles(re.sub(r"\[\d*\*\]", "[H]", f))
             if fm is not None and fm.GetNumHeavyAtoms() >= 3:
                 frags.add(Chem.MolToSmiles(fm))
     ffp = [gen.GetFingerprint(Chem.MolFromSmiles(f)) for f in sorted(frags)]
-    want = [s for s in blocks["smiles"]
-            if max(DataStructs.BulkTanimotoSimilarity(gen.GetFingerprint(Chem.MolFromSmiles(s)), ffp)) >= np.float32(0.3)]
+    want = [
+        s
+        for s in blocks["smiles"]
+        if max(
+            DataStructs.BulkTanimotoSimilarity(
+                gen.GetFingerprint(Chem.MolFromSmiles(s)), ffp
+            )
+        )
+        >= np.float32(0.3)
+    ]
     assert kept["smiles"].tolist() == want and 0 < len(want) < len(blocks)
     with pytest.raises(ValueError, match="sim_threshold"):
         cm.reduce_search_space(blocks, [ERLOTINIB], sim_threshold=1.5)
@@ -203,7 +232,11 @@ def test_similarity_objective_is_max_rdkit_tanimoto():
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
     rf = [gen.GetFingerprint(Chem.MolFromSmiles(s)) for s in refs]
     for i, s in enumerate(SOME):
-        want = max(DataStructs.BulkTanimotoSimilarity(gen.GetFingerprint(Chem.MolFromSmiles(s)), rf))
+        want = max(
+            DataStructs.BulkTanimotoSimilarity(
+                gen.GetFingerprint(Chem.MolFromSmiles(s)), rf
+            )
+        )
         assert got[i] == np.float32(want)
     assert got[3] == 1.0 and got[-1] == 0.0
     with pytest.raises(ValueError, match="refs"):
@@ -249,7 +282,9 @@ def test_stand_in_objectives_and_reference_inhibitors():
 def _ucb_scalar(w, n_i, p, n, c, D, variant):
     q = w / n_i if n_i > 0 else 0.0
     if variant == "pmcts":
-        return q + c * p * math.sqrt(math.log(D) + 4 * math.log(1 + n) / (2 * (1 + n_i)))
+        return q + c * p * math.sqrt(
+            math.log(D) + 4 * math.log(1 + n) / (2 * (1 + n_i))
+        )
     return q + c * p * math.sqrt(math.log(D) + math.log(1 + n)) / (1 + n_i)
 
 
@@ -262,12 +297,19 @@ def test_pareto_ucb_equals_the_formula(variant):
     got = cm.pareto_ucb(W, N, P, n, c=10.0, variant=variant)
     for i in range(k):
         for d in range(D):
-            assert got[i, d] == pytest.approx(_ucb_scalar(W[i, d], N[i], P[i, d], n, 10.0, D, variant), rel=1e-12)
-    assert np.array_equal(cm.pareto_ucb(W, N, P, n, c=0.0), np.where(N[:, None] > 0, W / np.maximum(N, 1)[:, None], 0))
+            assert got[i, d] == pytest.approx(
+                _ucb_scalar(W[i, d], N[i], P[i, d], n, 10.0, D, variant), rel=1e-12
+            )
+    assert np.array_equal(
+        cm.pareto_ucb(W, N, P, n, c=0.0),
+        np.where(N[:, None] > 0, W / np.maximum(N, 1)[:, None], 0),
+    )
 
 
 def test_diversity_factor_closed_form():
-    assert np.allclose(cm.diversity_factor([1, 101, 0]), [1.0, math.exp(-1), math.exp(0.01)])
+    assert np.allclose(
+        cm.diversity_factor([1, 101, 0]), [1.0, math.exp(-1), math.exp(0.01)]
+    )
     with pytest.raises(ValueError, match="max_counts"):
         cm.diversity_factor([-1])
     with pytest.raises(ValueError, match="decay"):
@@ -295,7 +337,10 @@ def test_pareto_ucb_bad_inputs():
 
 
 def test_pareto_mask_and_sort_are_the_shared_kernels():
-    assert cm.pareto_mask is dominance.pareto_mask and cm.non_dominated_sort is dominance.non_dominated_sort
+    assert (
+        cm.pareto_mask is dominance.pareto_mask
+        and cm.non_dominated_sort is dominance.non_dominated_sort
+    )
     assert cm.hypervolume is dominance.hypervolume
 
 
@@ -305,7 +350,13 @@ def test_pareto_mask_and_sort_are_the_shared_kernels():
 @pytest.fixture(scope="module")
 def tree(small_space):
     blocks, reactions = small_space
-    return cm.ParetoMCTS(_cheap_objective(), blocks, reactions, num_expand_nodes=10, rng=np.random.default_rng(0)).run(40)
+    return cm.ParetoMCTS(
+        _cheap_objective(),
+        blocks,
+        reactions,
+        num_expand_nodes=10,
+        rng=np.random.default_rng(0),
+    ).run(40)
 
 
 def test_every_molecule_replays_and_counts_one_oracle_call(tree, small_space):
@@ -315,7 +366,10 @@ def test_every_molecule_replays_and_counts_one_oracle_call(tree, small_space):
     smiles = [r["smiles"] for r in recs]
     assert len(set(smiles)) == len(smiles)
     assert tree.n_oracle_calls == len(set(smiles) - set(tree.root_blocks))
-    assert all(len(r["log"]) == 1 and r["reactants"] and all(i >= 0 for i in r["reagent_ids"]) for r in recs)
+    assert all(
+        len(r["log"]) == 1 and r["reactants"] and all(i >= 0 for i in r["reagent_ids"])
+        for r in recs
+    )
 
 
 def test_fronts_partition_molecules_by_non_dominated_sort(tree):
@@ -323,14 +377,20 @@ def test_fronts_partition_molecules_by_non_dominated_sort(tree):
     fronts = tree.fronts()
     assert sum(len(f) for f in fronts) == len(F)
     rank = dominance.non_dominated_sort(F)
-    assert [len(f) for f in fronts] == [int((rank == r).sum()) for r in range(rank.max() + 1)]
+    assert [len(f) for f in fronts] == [
+        int((rank == r).sum()) for r in range(rank.max() + 1)
+    ]
     first = np.stack([m.P for m in fronts[0]])
     assert dominance.pareto_mask(first).all()
     assert [r["front"] for r in tree.recipes()] == rank.tolist()
 
 
 def test_visit_counts_and_values_add_up(tree):
-    root_children = [k for k in tree.node_map.values() if len(k.molecules) == 1 and not k.log and k.N > 0]
+    root_children = [
+        k
+        for k in tree.node_map.values()
+        if len(k.molecules) == 1 and not k.log and k.N > 0
+    ]
     assert sum(k.N for k in root_children) == tree.n_rollouts == 40
     # W of a root child is the sum of its rollouts' returns: each return is some finished molecule's P
     # (element-wise max of those below), hence <= the element-wise max over all molecules
@@ -341,21 +401,40 @@ def test_visit_counts_and_values_add_up(tree):
 
 def test_same_seed_same_search(small_space):
     blocks, reactions = small_space
-    a = cm.ParetoMCTS(_cheap_objective(), blocks, reactions, num_expand_nodes=10, rng=np.random.default_rng(5)).run(15)
-    b = cm.ParetoMCTS(_cheap_objective(), blocks, reactions, num_expand_nodes=10, rng=np.random.default_rng(5)).run(15)
+    a = cm.ParetoMCTS(
+        _cheap_objective(),
+        blocks,
+        reactions,
+        num_expand_nodes=10,
+        rng=np.random.default_rng(5),
+    ).run(15)
+    b = cm.ParetoMCTS(
+        _cheap_objective(),
+        blocks,
+        reactions,
+        num_expand_nodes=10,
+        rng=np.random.default_rng(5),
+    ).run(15)
     assert [r["smiles"] for r in a.recipes()] == [r["smiles"] for r in b.recipes()]
 
 
 def test_parallel_sibling_selection_picks_only_pareto_children(small_space):
     blocks, reactions = small_space
-    t = cm.ParetoMCTS(_cheap_objective(), blocks, reactions, c=0.0, num_expand_nodes=10, diversity=False,
-                      rng=np.random.default_rng(0))
+    t = cm.ParetoMCTS(
+        _cheap_objective(),
+        blocks,
+        reactions,
+        c=0.0,
+        num_expand_nodes=10,
+        diversity=False,
+        rng=np.random.default_rng(0),
+    )
     kids = t._children(t.root)
     # c = 0 and nothing visited: all UCBs are 0, all tie
     ucb = np.stack([k.P for k in kids]) * 0.0
     assert dominance.pareto_mask(ucb).all()
     picks = {id(t._select(kids)) for _ in range(60)}
-    assert len(picks) > 5                          # uniform among the tied front, not the first child
+    assert len(picks) > 5  # uniform among the tied front, not the first child
 
 
 def test_paretomcts_bad_inputs(small_space):
@@ -390,14 +469,18 @@ def test_paretomcts_bad_inputs(small_space):
 def test_diversity_and_novelty_equal_rdkit_loops():
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=3, fpSize=2048)
     fps = [gen.GetFingerprint(Chem.MolFromSmiles(s)) for s in SOME]
-    sims = [DataStructs.BulkTanimotoSimilarity(fps[i], fps[:i]) for i in range(1, len(fps))]
+    sims = [
+        DataStructs.BulkTanimotoSimilarity(fps[i], fps[:i]) for i in range(1, len(fps))
+    ]
     n_pairs = len(fps) * (len(fps) - 1) / 2
     want_div = 1 - sum(float(np.float32(x)) for row in sims for x in row) / n_pairs
     assert cm.diversity(SOME) == pytest.approx(want_div, abs=1e-6)
     assert cm.diversity(["CCO"]) == 0.0
     train = [ERLOTINIB, "CCO"]
     tfp = [gen.GetFingerprint(Chem.MolFromSmiles(s)) for s in train]
-    want_nov = np.mean([max(DataStructs.BulkTanimotoSimilarity(f, tfp)) < 0.4 for f in fps])
+    want_nov = np.mean(
+        [max(DataStructs.BulkTanimotoSimilarity(f, tfp)) < 0.4 for f in fps]
+    )
     assert cm.novelty(SOME, train) == want_nov
     assert cm.uniqueness(["A", "A", "B", "C"]) == 0.75
     with pytest.raises(ValueError, match="thr"):
@@ -425,7 +508,14 @@ def test_validity_detects_a_forged_recipe(small_space):
 def test_synthemol_generator_runs_on_the_same_space(small_space):
     blocks, reactions = small_space
     obj = _cheap_objective()
-    out = cm.run_synthemol(blocks, reactions, cm.scalarize(obj), n_rollouts=8, num_expand_nodes=10, rng_seed=0)
+    out = cm.run_synthemol(
+        blocks,
+        reactions,
+        cm.scalarize(obj),
+        n_rollouts=8,
+        num_expand_nodes=10,
+        rng_seed=0,
+    )
     assert out and cm.validity(out, reactions) == 1.0
     scores = [r["score"] for r in out]
     assert scores == sorted(scores, reverse=True)
@@ -436,17 +526,34 @@ def test_synthemol_generator_runs_on_the_same_space(small_space):
 
 def test_nsga2_returns_valid_distinct_products(small_space):
     blocks, reactions = small_space
-    out = cm.nsga2_block_pairs(_cheap_objective(), blocks, reactions, 30, np.random.default_rng(0), pop_size=10)
+    out = cm.nsga2_block_pairs(
+        _cheap_objective(), blocks, reactions, 30, np.random.default_rng(0), pop_size=10
+    )
     assert 0 < len(out) <= 30 and len({r["smiles"] for r in out}) == len(out)
     assert cm.validity(out, reactions) == 1.0
     with pytest.raises(ValueError, match="pop_size"):
-        cm.nsga2_block_pairs(_cheap_objective(), blocks, reactions, 30, np.random.default_rng(0), pop_size=2)
+        cm.nsga2_block_pairs(
+            _cheap_objective(),
+            blocks,
+            reactions,
+            30,
+            np.random.default_rng(0),
+            pop_size=2,
+        )
 
 
 def test_compare_and_summarize(small_space):
     blocks, reactions = small_space
-    runs = cm.compare_methods(_cheap_objective(), blocks, reactions, 10, 8, 10.0, np.random.default_rng(0),
-                              with_nsga2=False)
+    runs = cm.compare_methods(
+        _cheap_objective(),
+        blocks,
+        reactions,
+        10,
+        8,
+        10.0,
+        np.random.default_rng(0),
+        with_nsga2=False,
+    )
     assert set(runs) == {"pmcts", "synthemol", "random"}
     assert runs["random"].n_oracle_calls == runs["pmcts"].n_oracle_calls
     m = cm.summarize(runs, reactions, [ERLOTINIB])
@@ -458,7 +565,9 @@ def test_compare_and_summarize(small_space):
     # a per-objective best is never dominated
     assert np.allclose(front_best, runs["pmcts"].F.max(axis=0))
     with pytest.raises(ValueError, match="n_rollouts"):
-        cm.compare_methods(_cheap_objective(), blocks, reactions, 0, 8, 10.0, np.random.default_rng(0))
+        cm.compare_methods(
+            _cheap_objective(), blocks, reactions, 0, 8, 10.0, np.random.default_rng(0)
+        )
 
 
 def test_claims_are_well_formed():
@@ -481,13 +590,13 @@ def test_review_bad_inputs_are_refused():
     """Inputs that returned silent wrong results before the chapter review."""
     W, N, P = np.ones((2, 2)), np.array([3, 4]), np.ones((2, 2))
     with pytest.raises(ValueError, match="n"):
-        cm.pareto_ucb(W, N, P, 1)                      # n below the siblings' visits
+        cm.pareto_ucb(W, N, P, 1)  # n below the siblings' visits
     with pytest.raises(ValueError, match="gen"):
-        cm.novelty(["not a smiles"], ["CCO"])           # an unparsable SMILES counted as novel
+        cm.novelty(["not a smiles"], ["CCO"])  # an unparsable SMILES counted as novel
     with pytest.raises(ValueError, match="train"):
         cm.novelty(["CCO"], ["not a smiles"])
     with pytest.raises(ValueError, match="smiles"):
-        cm.diversity(["CCO", "not a smiles"])           # ... and as diverse
+        cm.diversity(["CCO", "not a smiles"])  # ... and as diverse
     with pytest.raises(TypeError, match="objectives"):
         cm.ObjectiveVector({"a": 3})
     with pytest.raises(TypeError, match="objectives"):

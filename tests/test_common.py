@@ -11,7 +11,9 @@ from icml25 import common
 
 
 def test_profile_config_picks_profile_value():
-    cfg = common.profile_config("cpu", n=common.per_profile(cpu=10, gpu=1000), kappa=2.0)
+    cfg = common.profile_config(
+        "cpu", n=common.per_profile(cpu=10, gpu=1000), kappa=2.0
+    )
     assert (cfg.n, cfg.kappa, cfg.profile) == (10, 2.0, "cpu")
     with pytest.warns(RuntimeWarning, match="no GPU"):
         gpu = common.profile_config("gpu", n=common.per_profile(cpu=10, gpu=1000), d=64)
@@ -25,7 +27,9 @@ def test_profile_config_uses_tuples_and_mappings_as_they_are():
     table = {"cpu": 1, "gpu": 2}
     cfg = common.profile_config("cpu", lams=grid, three=(1, 2, 3), table=table)
     assert cfg.lams == (0.1, 0.3) and cfg.three == (1, 2, 3) and cfg.table == table
-    nested = common.profile_config("cpu", alphas=common.per_profile(cpu=(0.1,), gpu=(0.1, 0.2)))
+    nested = common.profile_config(
+        "cpu", alphas=common.per_profile(cpu=(0.1,), gpu=(0.1, 0.2))
+    )
     assert nested.alphas == (0.1,)
 
 
@@ -76,7 +80,9 @@ def test_force_cpu_env_selects_numpy(monkeypatch):
 
 def test_record_metrics_writes_provenance(tmp_path):
     common.seed_everything(7)
-    path = common.record_metrics("02", {"x": np.float32(1.5), "curve": np.arange(3)}, "cpu", out_dir=tmp_path)
+    path = common.record_metrics(
+        "02", {"x": np.float32(1.5), "curve": np.arange(3)}, "cpu", out_dir=tmp_path
+    )
     record = json.loads(path.read_text())
     assert path.name == "02-cpu-seed7.json"
     assert record["metrics"] == {"x": 1.5, "curve": [0, 1, 2]}
@@ -102,7 +108,9 @@ def test_record_metrics_rejects_bad_input(tmp_path, kwargs, match):
 def test_results_table_reads_gpu_column(tmp_path):
     common.seed_everything(0)
     common.record_metrics("05", {"acc": 0.91}, "gpu", out_dir=tmp_path)
-    table = common.results_table("05", [("acc", "0.93", 0.8), ("loss", "0.1", 0.2)], gpu_folder=tmp_path)
+    table = common.results_table(
+        "05", [("acc", "0.93", 0.8), ("loss", "0.1", 0.2)], gpu_folder=tmp_path
+    )
     gpu_col = [c for c in table.columns if c.startswith("GPU run")][0]
     assert table.loc["acc", gpu_col] == "0.91"
     assert table.loc["loss", gpu_col] == "not recorded"
@@ -112,7 +120,9 @@ def test_results_table_reads_gpu_column(tmp_path):
 def test_static_or_interactive_requires_defaults():
     ipywidgets = pytest.importorskip("ipywidgets")
     with pytest.raises(ValueError, match="kappa"):
-        common.static_or_interactive(lambda kappa: None, {"kappa": ipywidgets.FloatSlider()})
+        common.static_or_interactive(
+            lambda kappa: None, {"kappa": ipywidgets.FloatSlider()}
+        )
 
 
 def test_profile_config_cpu_limits_blas_threads():
@@ -128,7 +138,10 @@ def test_record_metrics_keeps_other_seeds_apart(tmp_path):
     path = common.record_metrics("02", {"x": 1}, "cpu", out_dir=tmp_path)
     assert path.name == "02-cpu-seed1.json"
     common.seed_everything(0)
-    assert common.record_metrics("02", {"x": 1}, "cpu", out_dir=tmp_path).name == "02-cpu.json"
+    assert (
+        common.record_metrics("02", {"x": 1}, "cpu", out_dir=tmp_path).name
+        == "02-cpu.json"
+    )
 
 
 def test_relative_results_dir_is_relative_to_the_repo(monkeypatch):
@@ -164,25 +177,38 @@ def test_static_or_interactive_refuses_bad_describe_and_controls():
 
     ctl = {"kappa": ipywidgets.FloatSlider()}
     with pytest.raises(TypeError, match="describe must be a mapping"):
-        common.static_or_interactive(lambda kappa: None, ctl, describe=["kappa"], kappa=1.0)
+        common.static_or_interactive(
+            lambda kappa: None, ctl, describe=["kappa"], kappa=1.0
+        )
     with pytest.raises(TypeError, match="not strings"):
-        common.static_or_interactive(lambda kappa: None, ctl, describe={"kappa": 3}, kappa=1.0)
+        common.static_or_interactive(
+            lambda kappa: None, ctl, describe={"kappa": 3}, kappa=1.0
+        )
     with pytest.raises(ValueError, match="names no control"):
-        common.static_or_interactive(lambda kappa: None, ctl, describe={"eta": "x"}, kappa=1.0)
+        common.static_or_interactive(
+            lambda kappa: None, ctl, describe={"eta": "x"}, kappa=1.0
+        )
     with pytest.raises(TypeError, match="controls must be a mapping"):
         common.static_or_interactive(lambda kappa: None, None, kappa=1.0)
     drawn = []
     with pytest.raises(TypeError, match="ipywidgets value widget"):
-        common.static_or_interactive(lambda kappa: drawn.append(kappa), {"kappa": 3}, kappa=1.0)
+        common.static_or_interactive(
+            lambda kappa: drawn.append(kappa), {"kappa": 3}, kappa=1.0
+        )
     assert not drawn, "a bad control must be refused before the figure is drawn"
 
 
 def test_prerendered_grid_keeps_defaults_and_the_frame_cap():
     import ipywidgets as W
 
-    controls = {"a": W.FloatSlider(min=0.0, max=1.0, step=0.05), "b": W.IntSlider(min=1, max=9),
-                "c": W.Dropdown(options=[("x", "x"), ("y", "y"), ("z", "z")]), "d": W.Checkbox(),
-                "e": W.FloatLogSlider(min=-2, max=2, base=10), "f": W.SelectionSlider(options=[1, 2, 4, 8])}
+    controls = {
+        "a": W.FloatSlider(min=0.0, max=1.0, step=0.05),
+        "b": W.IntSlider(min=1, max=9),
+        "c": W.Dropdown(options=[("x", "x"), ("y", "y"), ("z", "z")]),
+        "d": W.Checkbox(),
+        "e": W.FloatLogSlider(min=-2, max=2, base=10),
+        "f": W.SelectionSlider(options=[1, 2, 4, 8]),
+    }
     defaults = {"a": 0.33, "b": 4, "c": "y", "d": True, "e": 3.0, "f": 4}
     for n_max in (2, 7, 25, 100):
         grid = common._frame_grid(controls, defaults, n_max)
@@ -191,9 +217,17 @@ def test_prerendered_grid_keeps_defaults_and_the_frame_cap():
             assert defaults[name] in vals, (name, vals)
             assert len(vals) == len({repr(v) for v in vals}), "values repeat"
     big = common._frame_grid(controls, defaults, 10**6)
-    assert big["c"] == ["x", "y", "z"] and big["d"] == [False, True] and big["f"] == [1, 2, 4, 8]
+    assert (
+        big["c"] == ["x", "y", "z"]
+        and big["d"] == [False, True]
+        and big["f"] == [1, 2, 4, 8]
+    )
     assert min(big["a"]) == 0.0 and max(big["a"]) == 1.0 and len(big["a"]) == 5
-    assert all(isinstance(v, int) for v in big["b"]) and big["b"][0] == 1 and big["b"][-1] == 9
+    assert (
+        all(isinstance(v, int) for v in big["b"])
+        and big["b"][0] == 1
+        and big["b"][-1] == 9
+    )
     assert big["e"][0] == pytest.approx(0.01) and big["e"][-1] == pytest.approx(100.0)
 
 
@@ -202,14 +236,19 @@ def test_prerendered_grid_stays_on_the_sliders_steps_and_range():
 
     # chapter 19's hint slider (0..999 by 10) once rounded its top frame to 1000, past the
     # schedule's last index, and the book's pre-render failed
-    for w, default in ((W.IntSlider(min=0, max=999, step=10), 300),
-                       (W.FloatSlider(min=0.1, max=1.0, step=0.3), 0.4),
-                       (W.IntSlider(min=-7, max=20, step=3), -1)):
+    for w, default in (
+        (W.IntSlider(min=0, max=999, step=10), 300),
+        (W.FloatSlider(min=0.1, max=1.0, step=0.3), 0.4),
+        (W.IntSlider(min=-7, max=20, step=3), -1),
+    ):
         for k in (2, 5, 25):
             vals = common._control_values(w, default, k)
             assert default in vals
             assert all(w.min <= v <= w.max for v in vals), (w, k, vals)
-            assert all(abs((v - w.min) / w.step - round((v - w.min) / w.step)) < 1e-6 for v in vals), vals
+            assert all(
+                abs((v - w.min) / w.step - round((v - w.min) / w.step)) < 1e-6
+                for v in vals
+            ), vals
 
 
 def test_static_or_interactive_prerenders_frames_for_the_book(monkeypatch):
@@ -234,15 +273,28 @@ def test_static_or_interactive_prerenders_frames_for_the_book(monkeypatch):
         fig, ax = plt.subplots(figsize=(2, 2))
         ax.plot([0, 1], [0, k if flag else -k])
 
-    common.static_or_interactive(plot, {"k": W.IntSlider(min=1, max=3), "flag": W.Checkbox()},
-                                 describe={"k": "the slope"}, k=2, flag=False)
+    common.static_or_interactive(
+        plot,
+        {"k": W.IntSlider(min=1, max=3), "flag": W.Checkbox()},
+        describe={"k": "the slope"},
+        k=2,
+        flag=False,
+    )
     html = [o for o in shown if isinstance(o, IPython.display.HTML)]
-    assert len(html) == 1 and not any(isinstance(o, W.Widget) for o in shown), "the book gets no dead widgets"
+    assert len(html) == 1 and not any(isinstance(o, W.Widget) for o in shown), (
+        "the book gets no dead widgets"
+    )
     text = html[0].data
-    payload = json.loads(__import__("html").unescape(re.search(r"data-frames='([^']*)'", text).group(1)))
+    payload = json.loads(
+        __import__("html").unescape(re.search(r"data-frames='([^']*)'", text).group(1))
+    )
     assert payload["names"] == ["k", "flag"]
-    assert sorted(payload["frames"]) == sorted(f"{i},{j}" for i in range(3) for j in range(2))
-    assert len(set(payload["frames"].values())) == 6, "each value pair draws its own figure"
+    assert sorted(payload["frames"]) == sorted(
+        f"{i},{j}" for i in range(3) for j in range(2)
+    )
+    assert len(set(payload["frames"].values())) == 6, (
+        "each value pair draws its own figure"
+    )
     assert "the slope" in text and "max='2'" in text
     assert calls[0] == (2, False) and len(calls) == 1 + 6
 
@@ -261,13 +313,19 @@ def test_static_or_interactive_skips_frames_of_a_slow_figure(monkeypatch):
     monkeypatch.setenv(common.PRERENDER_BUDGET_ENV, "0")
     monkeypatch.delenv("ICML25_NO_WIDGETS", raising=False)
     calls = []
-    common.static_or_interactive(lambda k: (calls.append(k), plt.subplots()), {"k": W.IntSlider(min=1, max=3)}, k=2)
+    common.static_or_interactive(
+        lambda k: (calls.append(k), plt.subplots()),
+        {"k": W.IntSlider(min=1, max=3)},
+        k=2,
+    )
     assert calls == [2]
     assert "too long to pre-render" in shown[-1].data
 
 
 def test_hot_loops_table_reads_a_benchmark_and_binds_no_name(tmp_path, capsys):
-    run = json.loads((common.repo_root() / "benchmarks" / "results" / "grokking.json").read_text())
+    run = json.loads(
+        (common.repo_root() / "benchmarks" / "results" / "grokking.json").read_text()
+    )
     (tmp_path / "x.json").write_text(json.dumps(run))
     table, sentence = common.hot_loops_table("x", tmp_path)
     assert len(table) == len(run["hot_loops"])

@@ -76,14 +76,20 @@ def _notebook_sources() -> list[tuple[str, str]]:
             if cell["cell_type"] != "code":
                 continue
             src = "".join(cell["source"])
-            src = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines())
+            src = "\n".join(
+                "" if line.lstrip().startswith(("%", "!")) else line
+                for line in src.splitlines()
+            )
             out.append((f"{nb.name} cell {i}", src))
     return out
 
 
 def _sources() -> list[tuple[str, str, bool]]:
     """(label, code, is_notebook) of lib, kernels and the notebooks."""
-    files = [(str(p.relative_to(ROOT)), p.read_text(), False) for p in _py_files(LIB, KERNELS)]
+    files = [
+        (str(p.relative_to(ROOT)), p.read_text(), False)
+        for p in _py_files(LIB, KERNELS)
+    ]
     return files + [(label, src, True) for label, src in _notebook_sources()]
 
 
@@ -101,8 +107,12 @@ def _parse(label: str, src: str) -> ast.Module:
 
 def _is_torch_cuda_probe(node: ast.AST) -> bool:
     """``<x>.cuda.is_available`` (torch's own device question)."""
-    return (isinstance(node, ast.Attribute) and node.attr == "is_available"
-            and isinstance(node.value, ast.Attribute) and node.value.attr == "cuda")
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "is_available"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "cuda"
+    )
 
 
 def test_only_common_and_kernels_ask_for_the_device():
@@ -118,16 +128,32 @@ def test_only_common_and_kernels_ask_for_the_device():
             if isinstance(node, ast.alias) and node.name in DEVICE_CALLS:
                 bad.append(f"{p.relative_to(ROOT)} imports {node.name}")
             if _is_torch_cuda_probe(node):
-                bad.append(f"{p.relative_to(ROOT)}:{node.lineno} asks torch.cuda.is_available() (use torch_device)")
+                bad.append(
+                    f"{p.relative_to(ROOT)}:{node.lineno} asks torch.cuda.is_available() (use torch_device)"
+                )
     for label, src in _notebook_sources():
         for node in ast.walk(_parse(label, src)):
-            name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-            if name in DEVICE_CALLS or (isinstance(node, ast.alias) and node.name in DEVICE_CALLS):
-                bad.append(f"{label}:{getattr(node, 'lineno', '?')} uses {name or node.name}")
+            name = (
+                node.id
+                if isinstance(node, ast.Name)
+                else node.attr
+                if isinstance(node, ast.Attribute)
+                else None
+            )
+            if name in DEVICE_CALLS or (
+                isinstance(node, ast.alias) and node.name in DEVICE_CALLS
+            ):
+                bad.append(
+                    f"{label}:{getattr(node, 'lineno', '?')} uses {name or node.name}"
+                )
             if _is_torch_cuda_probe(node):
-                bad.append(f"{label}: asks torch.cuda.is_available() (use icml25.common.torch_device)")
-    assert not bad, "lib/ and notebooks must not decide the device (icml25.common.torch_device picks " \
+                bad.append(
+                    f"{label}: asks torch.cuda.is_available() (use icml25.common.torch_device)"
+                )
+    assert not bad, (
+        "lib/ and notebooks must not decide the device (icml25.common.torch_device picks "
         "torch's, backend_label prints the kernels'):\n" + "\n".join(bad)
+    )
 
 
 def test_kernels_are_imported_one_way():
@@ -141,15 +167,22 @@ def test_kernels_are_imported_one_way():
                     if a.name.startswith("icml25.kernels"):
                         bad.append(f"{label}:{node.lineno} `import {a.name}`")
             elif isinstance(node, ast.ImportFrom) and node.module:
-                if node.module == "icml25" and any(a.name == "kernels" for a in node.names):
+                if node.module == "icml25" and any(
+                    a.name == "kernels" for a in node.names
+                ):
                     bad.append(f"{label}:{node.lineno} `from icml25 import kernels`")
                 elif node.module.startswith("icml25.kernels."):
                     bad.append(f"{label}:{node.lineno} `from {node.module} import ...`")
                 elif node.module == "icml25.kernels":
                     for a in node.names:
                         if a.asname and a.asname != a.name:
-                            bad.append(f"{label}:{node.lineno} kernel module {a.name} imported as {a.asname}")
-    assert not bad, "import kernels as `from icml25.kernels import NAME` (no alias):\n" + "\n".join(bad)
+                            bad.append(
+                                f"{label}:{node.lineno} kernel module {a.name} imported as {a.asname}"
+                            )
+    assert not bad, (
+        "import kernels as `from icml25.kernels import NAME` (no alias):\n"
+        + "\n".join(bad)
+    )
 
 
 def test_notebooks_import_chapter_modules_under_their_one_alias():
@@ -160,12 +193,19 @@ def test_notebooks_import_chapter_modules_under_their_one_alias():
                 for a in node.names:
                     mod = a.name.removeprefix("icml25.")
                     if a.name.startswith("icml25.") and mod in LIB_ALIASES:
-                        bad.append(f"{label}: `import {a.name}` must be "
-                                   f"`from icml25 import {mod} as {LIB_ALIASES[mod]}`")
+                        bad.append(
+                            f"{label}: `import {a.name}` must be "
+                            f"`from icml25 import {mod} as {LIB_ALIASES[mod]}`"
+                        )
             elif isinstance(node, ast.ImportFrom) and node.module == "icml25":
                 for a in node.names:
-                    if a.name in LIB_ALIASES and (a.asname or a.name) != LIB_ALIASES[a.name]:
-                        bad.append(f"{label}: `from icml25 import {a.name}` must be `as {LIB_ALIASES[a.name]}`")
+                    if (
+                        a.name in LIB_ALIASES
+                        and (a.asname or a.name) != LIB_ALIASES[a.name]
+                    ):
+                        bad.append(
+                            f"{label}: `from icml25 import {a.name}` must be `as {LIB_ALIASES[a.name]}`"
+                        )
     assert not bad, "\n".join(bad)
 
 
@@ -196,7 +236,11 @@ def _shape_of(fn: ast.FunctionDef) -> str:
         def visit_Constant(self, node):  # noqa: N802
             return ast.copy_location(ast.Constant(value=0), node)
 
-    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    body = [
+        s
+        for s in fn.body
+        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
     mod = ast.Module(body=body, type_ignores=[])
     return ast.dump(Erase().visit(ast.fix_missing_locations(mod)))
 
@@ -212,16 +256,30 @@ def test_kernel_references_live_once_in_kernels():
         for fn in _functions(_parse(str(p), p.read_text())):
             # only bodies big enough to be a contract
             if sum(1 for _ in ast.walk(fn)) >= 60:
-                kernel_shapes.setdefault(_shape_of(fn), f"{p.relative_to(ROOT)}:{fn.name}")
-    reference_names = {n.removesuffix("_reference") for names in _kernel_functions().values()
-                        for n in names if n.endswith("_reference")}
+                kernel_shapes.setdefault(
+                    _shape_of(fn), f"{p.relative_to(ROOT)}:{fn.name}"
+                )
+    reference_names = {
+        n.removesuffix("_reference")
+        for names in _kernel_functions().values()
+        for n in names
+        if n.endswith("_reference")
+    }
     for p in _py_files(LIB):
         for fn in _functions(_parse(str(p), p.read_text())):
             where = f"{p.relative_to(ROOT)}:{fn.lineno} {fn.name}"
             if fn.name.endswith("_reference") or fn.name.endswith("_cpu"):
-                base = fn.name.removesuffix("_reference").removesuffix("_cpu").lstrip("_")
-                bad.append(f"{where}: a CPU path of a kernel belongs in kernels/"
-                           + (f" ({base}_reference exists there)" if base in reference_names else ""))
+                base = (
+                    fn.name.removesuffix("_reference").removesuffix("_cpu").lstrip("_")
+                )
+                bad.append(
+                    f"{where}: a CPU path of a kernel belongs in kernels/"
+                    + (
+                        f" ({base}_reference exists there)"
+                        if base in reference_names
+                        else ""
+                    )
+                )
             shape = _shape_of(fn)
             if sum(1 for _ in ast.walk(fn)) >= 60 and shape in kernel_shapes:
                 bad.append(f"{where}: same body as {kernel_shapes[shape]}")
@@ -236,9 +294,27 @@ def test_kernel_references_live_once_in_kernels():
 def test_no_private_copy_of_a_shared_validator():
     from icml25 import checks
 
-    shared = {n.removeprefix("check_") for n in checks.__all__ if n.startswith("check_")}
-    shared |= {"rng", "int", "positive", "real", "probability", "bool", "choice", "array", "tensor",
-               "generator", "float", "positive_int", "finite", "matrix", "vector", "float_array"}
+    shared = {
+        n.removeprefix("check_") for n in checks.__all__ if n.startswith("check_")
+    }
+    shared |= {
+        "rng",
+        "int",
+        "positive",
+        "real",
+        "probability",
+        "bool",
+        "choice",
+        "array",
+        "tensor",
+        "generator",
+        "float",
+        "positive_int",
+        "finite",
+        "matrix",
+        "vector",
+        "float_array",
+    }
     bad = []
     for p in _py_files(LIB, KERNELS):
         if p == LIB / "checks.py":
@@ -246,7 +322,9 @@ def test_no_private_copy_of_a_shared_validator():
         for fn in _functions(_parse(str(p), p.read_text())):
             m = re.fullmatch(r"_(?:check|as)_(\w+)", fn.name)
             if m and m.group(1) in shared:
-                bad.append(f"{p.relative_to(ROOT)}:{fn.lineno} {fn.name} repeats icml25.checks")
+                bad.append(
+                    f"{p.relative_to(ROOT)}:{fn.lineno} {fn.name} repeats icml25.checks"
+                )
     assert not bad, "use icml25.checks instead of a private copy:\n" + "\n".join(bad)
 
 
@@ -254,11 +332,17 @@ def test_profile_config_never_gets_a_bare_pair():
     bad = []
     for label, src, _ in _sources():
         for node in ast.walk(_parse(label, src)):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "profile_config":
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None))
+                == "profile_config"
+            ):
                 for kw in node.keywords:
                     if isinstance(kw.value, ast.Tuple) and len(kw.value.elts) == 2:
-                        bad.append(f"{label}: profile_config({kw.arg}=(a, b)): write per_profile(cpu=a, gpu=b), "
-                                   "or a list if the pair is meant for both profiles")
+                        bad.append(
+                            f"{label}: profile_config({kw.arg}=(a, b)): write per_profile(cpu=a, gpu=b), "
+                            "or a list if the pair is meant for both profiles"
+                        )
     assert not bad, "\n".join(bad)
 
 
@@ -282,7 +366,9 @@ def _public_api(tree: ast.Module) -> list[tuple[str, ast.FunctionDef]]:
 def _missing_hints(fn: ast.FunctionDef) -> list[str]:
     args = fn.args
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-    missing = [a.arg for a in params if a.annotation is None and a.arg not in ("self", "cls")]
+    missing = [
+        a.arg for a in params if a.annotation is None and a.arg not in ("self", "cls")
+    ]
     for a in (args.vararg, args.kwarg):
         if a is not None and a.annotation is None:
             missing.append(a.arg)
@@ -302,7 +388,9 @@ def test_every_public_function_has_hints_and_a_docstring():
                 bad.append(f"{where}: no type hint for {', '.join(missing)}")
             if not ast.get_docstring(fn):
                 bad.append(f"{where}: no docstring")
-    assert not bad, f"{len(bad)} public functions lack hints or docstrings:\n" + "\n".join(bad)
+    assert not bad, (
+        f"{len(bad)} public functions lack hints or docstrings:\n" + "\n".join(bad)
+    )
 
 
 def test_chapter_modules_stay_below_the_package_threshold():
@@ -312,17 +400,28 @@ def test_chapter_modules_stay_below_the_package_threshold():
             continue
         n = len(p.read_text().splitlines())
         if n > MAX_MODULE_LINES:
-            bad.append(f"{p.relative_to(ROOT)}: {n} lines (> {MAX_MODULE_LINES}: split it into a package)")
+            bad.append(
+                f"{p.relative_to(ROOT)}: {n} lines (> {MAX_MODULE_LINES}: split it into a package)"
+            )
     assert not bad, "\n".join(bad)
 
 
 def test_chapter_packages_are_listed_in_pyproject():
     import tomllib
 
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    packages = {"icml25." + p.parent.relative_to(LIB).as_posix().replace("/", ".")
-                for p in LIB.rglob("__init__.py") if p.parent != LIB and "__pycache__" not in p.parts}
-    assert packages <= listed, f"add to [tool.setuptools] packages: {sorted(packages - listed)}"
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+            "packages"
+        ]
+    )
+    packages = {
+        "icml25." + p.parent.relative_to(LIB).as_posix().replace("/", ".")
+        for p in LIB.rglob("__init__.py")
+        if p.parent != LIB and "__pycache__" not in p.parts
+    }
+    assert packages <= listed, (
+        f"add to [tool.setuptools] packages: {sorted(packages - listed)}"
+    )
 
 
 @pytest.mark.parametrize("module", sorted(LIB_ALIASES))
@@ -334,17 +433,38 @@ def test_each_chapter_keeps_its_paper_settings_in_one_frozen_defaults(module):
     d = getattr(mod, "DEFAULTS", None)
     assert d is not None, f"icml25.{module} has no DEFAULTS"
     cls = type(d)
-    assert dataclasses.is_dataclass(d) and cls.__dataclass_params__.frozen, f"{cls.__name__} must be a frozen dataclass"
-    assert cls.__name__.endswith("Defaults"), f"{cls.__name__}: name it <Method>Defaults"
+    assert dataclasses.is_dataclass(d) and cls.__dataclass_params__.frozen, (
+        f"{cls.__name__} must be a frozen dataclass"
+    )
+    assert cls.__name__.endswith("Defaults"), (
+        f"{cls.__name__}: name it <Method>Defaults"
+    )
     if (LIB / module).is_dir():
-        assert cls.__module__ == f"icml25.{module}.defaults", f"{cls.__name__} belongs in lib/{module}/defaults.py"
+        assert cls.__module__ == f"icml25.{module}.defaults", (
+            f"{cls.__name__} belongs in lib/{module}/defaults.py"
+        )
 
 
 #: parameter names book/notation.md retires ("not" column), with the one documented exception
-RETIRED_NAMES = {"trials", "runs", "n_seeds", "replicates", "repeats", "steps", "iters", "generator",
-                 "random_state", "edge_weights", "count", "seed"}
+RETIRED_NAMES = {
+    "trials",
+    "runs",
+    "n_seeds",
+    "replicates",
+    "repeats",
+    "steps",
+    "iters",
+    "generator",
+    "random_state",
+    "edge_weights",
+    "count",
+    "seed",
+}
 # K-means random_state
-NAME_EXCEPTIONS = {("lowra", "assign_precision", "seed"), ("lowra", "sse_vs_budget", "seed")}
+NAME_EXCEPTIONS = {
+    ("lowra", "assign_precision", "seed"),
+    ("lowra", "sse_vs_budget", "seed"),
+}
 
 
 def test_public_signatures_use_the_books_names():
@@ -358,6 +478,9 @@ def test_public_signatures_use_the_books_names():
             for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
                 if a.arg == "seed" and p.parent == KERNELS:
                     continue  # the key of a counter-based generator (Philox, splitmix64): not a stream
-                if a.arg in RETIRED_NAMES and (chapter, name.split(".")[-1], a.arg) not in NAME_EXCEPTIONS:
+                if (
+                    a.arg in RETIRED_NAMES
+                    and (chapter, name.split(".")[-1], a.arg) not in NAME_EXCEPTIONS
+                ):
                     bad.append(f"{p.relative_to(ROOT)}:{fn.lineno} {name}({a.arg}=...)")
     assert not bad, "book/notation.md retires these parameter names:\n" + "\n".join(bad)

@@ -21,14 +21,20 @@ class LinearField(torch.nn.Module):
     def __init__(self, A: np.ndarray, b: np.ndarray | None = None) -> None:
         super().__init__()
         self.A = torch.tensor(A, dtype=torch.float64)
-        self.b = torch.zeros(len(A), dtype=torch.float64) if b is None else torch.tensor(b, dtype=torch.float64)
+        self.b = (
+            torch.zeros(len(A), dtype=torch.float64)
+            if b is None
+            else torch.tensor(b, dtype=torch.float64)
+        )
 
     def forward(self, x, t):
         return x @ self.A.T.to(x.dtype) + self.b.to(x.dtype)
 
 
 def _rng_tensor(seed, *shape):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return torch.randn(
+        *shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+    )
 
 
 # ------------------------------------------------------------------ divergence estimators
@@ -38,7 +44,9 @@ def test_divergence_exact_linear_field_is_trace():
     A = np.random.default_rng(0).normal(size=(4, 4))
     x = _rng_tensor(1, 7, 4)
     div = F.divergence_exact(LinearField(A), x, torch.rand(7, dtype=torch.float64))
-    assert torch.allclose(div, torch.full((7,), np.trace(A), dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(
+        div, torch.full((7,), np.trace(A), dtype=torch.float64), atol=1e-12
+    )
 
 
 def test_divergence_exact_quadratic_field_closed_form():
@@ -51,7 +59,12 @@ def test_divergence_exact_quadratic_field_closed_form():
     def v(xx, tt):
         return torch.einsum("bj,ijk,bk->bi", xx, Q, xx) + tt[:, None] * xx
 
-    expected = torch.einsum("ijk,bk->bij", Q + Q.transpose(1, 2), x).diagonal(dim1=1, dim2=2).sum(1) + d * t
+    expected = (
+        torch.einsum("ijk,bk->bij", Q + Q.transpose(1, 2), x)
+        .diagonal(dim1=1, dim2=2)
+        .sum(1)
+        + d * t
+    )
     assert torch.allclose(F.divergence_exact(v, x, t), expected, atol=1e-10)
 
 
@@ -61,7 +74,9 @@ def test_divergence_hutchinson_unbiased_within_standard_error():
     x = _rng_tensor(5, 1, 5).expand(4000, 5).contiguous()
     t = torch.zeros(4000, dtype=torch.float64)
     for dist in ("rademacher", "gaussian"):
-        est, v = F.divergence_hutchinson(field, x, t, 1, dist, rng=torch.Generator().manual_seed(6))
+        est, v = F.divergence_hutchinson(
+            field, x, t, 1, dist, rng=torch.Generator().manual_seed(6)
+        )
         se = float(est.std()) / math.sqrt(len(est))
         assert abs(float(est.mean()) - np.trace(A)) < 4 * se
         assert v.shape == (4000, 5)
@@ -70,8 +85,13 @@ def test_divergence_hutchinson_unbiased_within_standard_error():
 def test_divergence_hutchinson_rademacher_variance_formula():
     A = np.random.default_rng(7).normal(size=(4, 4))
     x = torch.zeros(20000, 4, dtype=torch.float64)
-    est, _ = F.divergence_hutchinson(LinearField(A), x, torch.zeros(20000, dtype=torch.float64), 1,
-                                     rng=torch.Generator().manual_seed(8))
+    est, _ = F.divergence_hutchinson(
+        LinearField(A),
+        x,
+        torch.zeros(20000, dtype=torch.float64),
+        1,
+        rng=torch.Generator().manual_seed(8),
+    )
     S = A + A.T
     theory = sum(S[i, j] ** 2 for i in range(4) for j in range(i + 1, 4))
     # 20k probes: relative s.e. of a variance ~1.4 %
@@ -101,8 +121,14 @@ def test_affine_path_matches_meta_flow_matching():
     from flow_matching.path.scheduler import CondOTScheduler, LinearVPScheduler
 
     x0, x1 = _rng_tensor(9, 32, 3), _rng_tensor(10, 32, 3)
-    t = torch.rand(32, generator=torch.Generator().manual_seed(11), dtype=torch.float64) * 0.99
-    for name, sched in (("cond_ot", CondOTScheduler()), ("linear_vp", LinearVPScheduler())):
+    t = (
+        torch.rand(32, generator=torch.Generator().manual_seed(11), dtype=torch.float64)
+        * 0.99
+    )
+    for name, sched in (
+        ("cond_ot", CondOTScheduler()),
+        ("linear_vp", LinearVPScheduler()),
+    ):
         ref = AffineProbPath(scheduler=sched).sample(x_0=x0, x_1=x1, t=t)
         ours = F.affine_path(x0, x1, t, name)
         assert torch.allclose(ours.xt, ref.x_t, atol=1e-12)
@@ -123,7 +149,9 @@ def test_conditional_score_and_divergence_match_autograd():
         logp = (-((x - a * x1) ** 2).sum(1) / (2 * s[:, 0] ** 2)).sum()
         score = torch.autograd.grad(logp, x)[0]
         assert torch.allclose(score, ps.score, atol=1e-10)
-        u_fn = lambda xx, tt: ps.d_sigma_t[:, None] / s * (xx - a * x1) + ps.d_alpha_t[:, None] * x1  # noqa: E731
+        u_fn = lambda xx, tt: (
+            ps.d_sigma_t[:, None] / s * (xx - a * x1) + ps.d_alpha_t[:, None] * x1
+        )  # noqa: E731
         assert torch.allclose(u_fn(ps.xt, t), ps.ut, atol=1e-10)
         assert torch.allclose(F.divergence_exact(u_fn, ps.xt, t), ps.div_u, atol=1e-10)
 
@@ -133,7 +161,11 @@ def test_conditional_score_and_divergence_match_autograd():
 
 @pytest.fixture(scope="module")
 def gmm():
-    return F.GaussianMixture2D(np.array([[-2.0, 0.5], [1.5, -1.0], [0.0, 2.0]]), [0.4, 0.7, 0.5], [0.2, 0.5, 0.3])
+    return F.GaussianMixture2D(
+        np.array([[-2.0, 0.5], [1.5, -1.0], [0.0, 2.0]]),
+        [0.4, 0.7, 0.5],
+        [0.2, 0.5, 0.3],
+    )
 
 
 def test_gmm_path_density_integrates_to_one(gmm):
@@ -149,7 +181,12 @@ def test_gmm_path_density_matches_monte_carlo(gmm):
     # P(x_t in box) by Monte Carlo samples of t x1 + (1 - t) x0 vs the grid integral of p_t
     t, n = 0.6, 200_000
     x = gmm.sample_path(n, t, torch.Generator().manual_seed(14)).double()
-    box = ((x[:, 0] > -1) & (x[:, 0] < 1) & (x[:, 1] > 0) & (x[:, 1] < 2)).double().mean().item()
+    box = (
+        ((x[:, 0] > -1) & (x[:, 0] < 1) & (x[:, 1] > 0) & (x[:, 1] < 2))
+        .double()
+        .mean()
+        .item()
+    )
     xs, ys = np.linspace(-1, 1, 201), np.linspace(0, 2, 201)
     X, Y = np.meshgrid(0.5 * (xs[1:] + xs[:-1]), 0.5 * (ys[1:] + ys[:-1]))
     dens = gmm.path_density(torch.tensor(np.stack([X.ravel(), Y.ravel()], 1)), t)
@@ -164,7 +201,9 @@ def test_gmm_score_and_divergence_match_autograd(gmm):
         xg = x.clone().requires_grad_(True)
         score = torch.autograd.grad(gmm.log_path_density(xg, t).sum(), xg)[0]
         assert torch.allclose(score, gmm.marginal_score(x, t), atol=1e-9)
-        div = F.divergence_exact(lambda xx, tt: gmm.marginal_velocity(xx, t), x, torch.full((10,), t))
+        div = F.divergence_exact(
+            lambda xx, tt: gmm.marginal_velocity(xx, t), x, torch.full((10,), t)
+        )
         assert torch.allclose(div, gmm.marginal_divergence(x, t), atol=1e-9)
 
 
@@ -186,8 +225,14 @@ def test_gmm_satisfies_continuity_equation(gmm):
     x = _rng_tensor(17, 50, 2) * 1.5
     for t in (0.2, 0.5, 0.8):
         h = 1e-5
-        dlogp = (gmm.log_path_density(x, t + h) - gmm.log_path_density(x, t - h)) / (2 * h)
-        res = dlogp + gmm.marginal_divergence(x, t) + (gmm.marginal_velocity(x, t) * gmm.marginal_score(x, t)).sum(1)
+        dlogp = (gmm.log_path_density(x, t + h) - gmm.log_path_density(x, t - h)) / (
+            2 * h
+        )
+        res = (
+            dlogp
+            + gmm.marginal_divergence(x, t)
+            + (gmm.marginal_velocity(x, t) * gmm.marginal_score(x, t)).sum(1)
+        )
         assert res.abs().max() < 1e-6
 
 
@@ -200,7 +245,9 @@ def test_conditional_residual_averages_to_marginal_residual(gmm):
     x0 = torch.randn(n, 2, generator=g, dtype=torch.float64)
     ps = F.affine_path(x0, x1, torch.full((n,), t, dtype=torch.float64))
     v = gmm.marginal_velocity(ps.xt, t)
-    r = F.divergence_residual(v, gmm.marginal_divergence(ps.xt, t), ps.ut, ps.score, ps.div_u)
+    r = F.divergence_residual(
+        v, gmm.marginal_divergence(ps.xt, t), ps.ut, ps.score, ps.div_u
+    )
     assert abs(float(r.mean())) < 4 * float(r.std()) / math.sqrt(n)
 
 
@@ -212,7 +259,9 @@ def test_fdm_loss_with_zero_lam_div_is_cfm():
     m = F.VelocityMLP(2, 16, 2)
     x0, x1, t = torch.randn(64, 2), torch.randn(64, 2), torch.rand(64) * 0.9
     ps = F.affine_path(x0, x1, t)
-    assert torch.isclose(F.fdm_loss(m, x0, x1, t, 1.0, 0.0), F.cfm_loss(m(ps.xt, t), ps.ut))
+    assert torch.isclose(
+        F.fdm_loss(m, x0, x1, t, 1.0, 0.0), F.cfm_loss(m(ps.xt, t), ps.ut)
+    )
 
 
 def test_fdm_loss_variants_differentiable_and_distinct():
@@ -222,33 +271,67 @@ def test_fdm_loss_variants_differentiable_and_distinct():
     vals = {}
     for variant in F.FDM_VARIANTS:
         for est in ("exact", "hutchinson"):
-            loss = F.fdm_loss(m, x0, x1, t, 1.0, 0.1, est, variant=variant,
-                              rng=torch.Generator().manual_seed(2))
+            loss = F.fdm_loss(
+                m,
+                x0,
+                x1,
+                t,
+                1.0,
+                0.1,
+                est,
+                variant=variant,
+                rng=torch.Generator().manual_seed(2),
+            )
             m.zero_grad()
             loss.backward()
-            assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in m.parameters())
+            assert all(
+                p.grad is not None and torch.isfinite(p.grad).all()
+                for p in m.parameters()
+            )
             vals[variant, est] = float(loss.detach())
-    assert len({round(v, 6) for (k, e), v in vals.items() if e == "exact"}) == len(F.FDM_VARIANTS)
+    assert len({round(v, 6) for (k, e), v in vals.items() if e == "exact"}) == len(
+        F.FDM_VARIANTS
+    )
 
 
 def test_divergence_matching_loss_norms_and_weights():
     B, d = 8, 2
     v, ut, s = torch.randn(B, d), torch.randn(B, d), torch.randn(B, d)
-    div_v, div_u, sig = torch.randn(B), torch.full((B,), -d / 0.5), torch.full((B,), 0.5)
+    div_v, div_u, sig = (
+        torch.randn(B),
+        torch.full((B,), -d / 0.5),
+        torch.full((B,), 0.5),
+    )
     r = div_v - div_u + ((v - ut) * s).sum(1)
-    assert torch.isclose(F.divergence_matching_loss(v, div_v, ut, s, div_u, sig), r.abs().mean())
-    assert torch.isclose(F.divergence_matching_loss(v, div_v, ut, s, div_u, sig, "l2", "sigma"), ((0.5 * r) ** 2).mean())
+    assert torch.isclose(
+        F.divergence_matching_loss(v, div_v, ut, s, div_u, sig), r.abs().mean()
+    )
+    assert torch.isclose(
+        F.divergence_matching_loss(v, div_v, ut, s, div_u, sig, "l2", "sigma"),
+        ((0.5 * r) ** 2).mean(),
+    )
     # inv_rate: 1 / |sigma_dot / sigma| / d = sigma / d for CondOT
-    assert torch.isclose(F.divergence_matching_loss(v, div_v, ut, s, div_u, sig, "l1", "inv_rate"),
-                         (r * 0.5 / d).abs().mean())
+    assert torch.isclose(
+        F.divergence_matching_loss(v, div_v, ut, s, div_u, sig, "l1", "inv_rate"),
+        (r * 0.5 / d).abs().mean(),
+    )
 
 
 def test_train_flow_reduces_cfm_loss():
     gm = F.GaussianMixture2D.ring(4, 2.0, 0.5)
     torch.manual_seed(3)
     m = F.VelocityMLP(2, 32, 2)
-    hist = F.train_flow(m, gm.sample, 80, 64, 3e-3, "fdm", torch.Generator().manual_seed(4), lam_div=0.1,
-                        variant="sigma_l2")
+    hist = F.train_flow(
+        m,
+        gm.sample,
+        80,
+        64,
+        3e-3,
+        "fdm",
+        torch.Generator().manual_seed(4),
+        lam_div=0.1,
+        variant="sigma_l2",
+    )
     assert hist["cfm"][-20:].mean() < hist["cfm"][:10].mean()
     assert np.isfinite(hist["loss"]).all()
 
@@ -262,14 +345,21 @@ def test_sample_ode_linear_field_matches_matrix_exponential():
     exact = x0.numpy() @ expm(A).T
     rk4 = F.sample_ode(LinearField(A), x0, 50, "rk4").numpy()
     assert np.abs(rk4 - exact).max() < 1e-8
-    err = [np.abs(F.sample_ode(LinearField(A), x0, n, "euler").numpy() - exact).max() for n in (100, 200)]
+    err = [
+        np.abs(F.sample_ode(LinearField(A), x0, n, "euler").numpy() - exact).max()
+        for n in (100, 200)
+    ]
     assert 1.8 < err[0] / err[1] < 2.2  # first order
 
 
 def test_log_likelihood_identity_flow_is_base_density():
     x = _rng_tensor(20, 30, 3)
     ll = F.log_likelihood(LinearField(np.zeros((3, 3))), x, 10)
-    assert torch.allclose(ll, torch.tensor(multivariate_normal(np.zeros(3), np.eye(3)).logpdf(x.numpy())), atol=1e-10)
+    assert torch.allclose(
+        ll,
+        torch.tensor(multivariate_normal(np.zeros(3), np.eye(3)).logpdf(x.numpy())),
+        atol=1e-10,
+    )
 
 
 def test_log_likelihood_linear_flow_matches_pushforward():
@@ -283,8 +373,15 @@ def test_log_likelihood_linear_flow_matches_pushforward():
         ll = F.log_likelihood(LinearField(A), x, n, method=method).numpy()
         assert np.abs(ll - ref).max() < tol
     # Hutchinson: unbiased, 50 probes per step; sd of the integral ~ 0.01 here
-    llh = F.log_likelihood(LinearField(A), x, 20, exact=False, method="midpoint", n_probes=50,
-                           rng=torch.Generator().manual_seed(22)).numpy()
+    llh = F.log_likelihood(
+        LinearField(A),
+        x,
+        20,
+        exact=False,
+        method="midpoint",
+        n_probes=50,
+        rng=torch.Generator().manual_seed(22),
+    ).numpy()
     assert np.abs(llh - ref).mean() < 0.03
 
 
@@ -340,7 +437,9 @@ def test_checkerboard_support():
 def test_dynamical_trajectories_shapes_and_determinism():
     lz = F.lorenz_trajectories(4, T=5, rng=np.random.default_rng(0), n_drop=2)
     assert lz.shape == (4, 5, 3) and np.isfinite(lz).all()
-    assert np.array_equal(lz, F.lorenz_trajectories(4, T=5, rng=np.random.default_rng(0), n_drop=2))
+    assert np.array_equal(
+        lz, F.lorenz_trajectories(4, T=5, rng=np.random.default_rng(0), n_drop=2)
+    )
     fh = F.fitzhugh_nagumo_trajectories(3, T=4, rng=np.random.default_rng(1), n_drop=5)
     assert fh.shape == (3, 4, 4) and np.isfinite(fh).all()
     data = F.TrajectoryData.from_trajectories(lz)
@@ -414,12 +513,14 @@ def test_nan_points_and_times_are_rejected():
     with pytest.raises(ValueError, match="x1 must be finite"):
         F.log_likelihood(m, xn, 5)
     with pytest.raises(ValueError, match=r"t must lie in \[0, 1\]"):
-        F.divergence_exact(m, x, t + 2)          # was accepted silently
+        F.divergence_exact(m, x, t + 2)  # was accepted silently
     with pytest.raises(TypeError, match="t must be a torch.Tensor"):
         F.divergence_hutchinson(m, x, t.numpy())
     with pytest.raises(ValueError, match="t_grid"):
         # was a NaN row
-        F.tv_bound_integrand(m, F.GaussianMixture2D.ring(), [0.5, float("nan")], n_mc=10)
+        F.tv_bound_integrand(
+            m, F.GaussianMixture2D.ring(), [0.5, float("nan")], n_mc=10
+        )
 
 
 def test_fdm_loss_rejects_mismatched_model_dtype_rng_and_empty_batch():
@@ -434,7 +535,7 @@ def test_fdm_loss_rejects_mismatched_model_dtype_rng_and_empty_batch():
     with pytest.raises(TypeError, match="rng must be a torch.Generator"):
         F.fdm_loss(m, x, x, t, estimator="hutchinson", rng=5)
     with pytest.raises(ValueError, match="B >= 1"):
-        F.fdm_loss(m, x[:0], x[:0], t[:0])       # was a NaN loss
+        F.fdm_loss(m, x[:0], x[:0], t[:0])  # was a NaN loss
     with pytest.raises(TypeError, match="model must be a callable"):
         F.fdm_loss(None, x, x, t)
     with pytest.raises(ValueError, match="x must have shape"):
@@ -451,7 +552,9 @@ def test_divergence_residual_does_not_broadcast():
     with pytest.raises(ValueError, match="score must have shape"):
         F.divergence_residual(v, torch.zeros(B), v, v[:1], torch.zeros(B))
     with pytest.raises(TypeError, match="v must be a torch.Tensor"):
-        F.divergence_matching_loss(v.numpy(), torch.zeros(B), v, v, torch.zeros(B), torch.ones(B))
+        F.divergence_matching_loss(
+            v.numpy(), torch.zeros(B), v, v, torch.zeros(B), torch.ones(B)
+        )
     assert F.divergence_residual(v, torch.zeros(B), v, v, torch.zeros(B)).shape == (B,)
 
 
@@ -465,10 +568,12 @@ def test_train_flow_validates_every_option_before_training():
     # was silently the Hutchinson estimator
     with pytest.raises(ValueError, match="estimator"):
         F.train_flow(fresh(), samp, 2, 8, loss="fdm", estimator="bogus")
-    with pytest.raises(ValueError, match="variant"):     # was a KeyError
+    with pytest.raises(ValueError, match="variant"):  # was a KeyError
         F.train_flow(fresh(), samp, 2, 8, loss="fdm", variant="bogus")
-    with pytest.raises(ValueError, match="n_probes"):    # was a NaN loss history
-        F.train_flow(fresh(), samp, 2, 8, loss="fdm", estimator="hutchinson", n_probes=0)
+    with pytest.raises(ValueError, match="n_probes"):  # was a NaN loss history
+        F.train_flow(
+            fresh(), samp, 2, 8, loss="fdm", estimator="hutchinson", n_probes=0
+        )
     with pytest.raises(ValueError, match="lr"):
         F.train_flow(fresh(), samp, 2, 8, lr=float("inf"))
     with pytest.raises(ValueError, match="lr_gamma"):
@@ -485,7 +590,7 @@ def test_train_flow_validates_every_option_before_training():
         F.time_train_step(fresh(), torch.randn(8, 2), "fdm", variant="bogus")
     with pytest.raises(TypeError, match="x1"):
         F.time_train_step(fresh(), np.zeros((8, 2)))
-    with pytest.raises(ValueError, match="n_probes"):    # was a NaN log-likelihood
+    with pytest.raises(ValueError, match="n_probes"):  # was a NaN log-likelihood
         F.log_likelihood(fresh(), torch.randn(4, 2), 5, exact=False, n_probes=0)
 
 
@@ -514,7 +619,7 @@ def test_gmm_metrics_and_grid_bad_inputs():
     with pytest.raises(ValueError, match="density_a"):
         F.grid_tv([-1.0, 1.0], [1.0, 1.0], 1.0)
     with pytest.raises(ValueError, match="a must have at least 1 element"):
-        F.hist_tv(np.zeros((0, 2)), np.zeros((5, 2)))    # was 0.5
+        F.hist_tv(np.zeros((0, 2)), np.zeros((5, 2)))  # was 0.5
     with pytest.raises(ValueError, match="bins"):
         F.hist_kl(np.zeros((5, 2)), np.zeros((5, 2)), bins=0)
     with pytest.raises(ValueError, match="traj"):
@@ -537,7 +642,7 @@ def test_hist_metrics_refuse_samples_holding_nan_or_inf():
         with pytest.raises(ValueError, match="a must be finite"):
             F.hist_kl(b, a, bins=10)
         with pytest.raises(ValueError, match="b must be finite"):
-            F.hist_kl(a, torch.tensor(b), bins=10)   # torch samples too
+            F.hist_kl(a, torch.tensor(b), bins=10)  # torch samples too
     with pytest.raises(ValueError, match=r"b must have shape \(\?, 2\)"):
         F.hist_tv(a, np.zeros((5, 3)))
     with pytest.raises(ValueError, match="range"):
@@ -558,7 +663,9 @@ def test_divergence_matching_loss_refuses_non_positive_sigma():
                 F.divergence_matching_loss(v, div_v, ut, s, div_u, sig, norm, weight)
     with pytest.raises(ValueError, match="sigma_t must have shape"):
         F.divergence_matching_loss(v, div_v, ut, s, div_u, torch.full((B - 1,), 0.5))
-    assert torch.isfinite(F.divergence_matching_loss(v, div_v, ut, s, div_u, torch.full((B,), 1e-6)))
+    assert torch.isfinite(
+        F.divergence_matching_loss(v, div_v, ut, s, div_u, torch.full((B,), 1e-6))
+    )
 
 
 def test_ode_solutions_are_checked_before_use():
@@ -566,35 +673,50 @@ def test_ode_solutions_are_checked_before_use():
     # the sampler; the likelihood integrates backwards, where -50 x^2 blows up)
     blow_up = lambda x, t: 50 * x**2  # noqa: E731
     x0 = torch.full((3, 2), 2.0, dtype=torch.float64)
-    with pytest.raises(RuntimeError, match="sample_ode: the ODE solution is not finite"):
+    with pytest.raises(
+        RuntimeError, match="sample_ode: the ODE solution is not finite"
+    ):
         F.sample_ode(blow_up, x0, 100)
-    with pytest.raises(RuntimeError, match="log_likelihood: the ODE solution is not finite"):
+    with pytest.raises(
+        RuntimeError, match="log_likelihood: the ODE solution is not finite"
+    ):
         F.log_likelihood(lambda x, t: -blow_up(x, t), x0, 100)
     lin = LinearField(-np.eye(2))
-    assert torch.isfinite(F.sample_ode(lin, x0, 10)).all() and torch.isfinite(F.log_likelihood(lin, x0, 10)).all()
+    assert (
+        torch.isfinite(F.sample_ode(lin, x0, 10)).all()
+        and torch.isfinite(F.log_likelihood(lin, x0, 10)).all()
+    )
 
 
 def test_random_generators_are_named_rng_and_are_generators():
     m = F.VelocityMLP(2, 8, 1)
     x, t = torch.randn(4, 2), torch.rand(4) * 0.9
-    with pytest.raises(TypeError, match="generator"):      # the old keyword is gone
+    with pytest.raises(TypeError, match="generator"):  # the old keyword is gone
         F.divergence_hutchinson(m, x, t, generator=torch.Generator())
     with pytest.raises(TypeError, match="rng must be a torch.Generator"):
         F.divergence_hutchinson(m, x, t, rng=np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng must be a torch.Generator"):
-        F.train_flow(m, F.checkerboard, 1, 4, rng=4)        # an int seed was accepted before
+        F.train_flow(m, F.checkerboard, 1, 4, rng=4)  # an int seed was accepted before
     with pytest.raises(TypeError, match="rng must be a torch.Generator"):
         F.checkerboard(4, 0)
     with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
-        F.lorenz_trajectories(2, T=3, rng=0)                # an int seed was accepted before
+        F.lorenz_trajectories(2, T=3, rng=0)  # an int seed was accepted before
     with pytest.raises(TypeError, match="rng"):
-        F.fitzhugh_nagumo_trajectories(2, T=3)              # rng is required
+        F.fitzhugh_nagumo_trajectories(2, T=3)  # rng is required
     # the same generator gives the same run
     gm = F.GaussianMixture2D.ring(4, 2.0, 0.5)
     runs = []
     for _ in range(2):
         torch.manual_seed(3)
-        runs.append(F.train_flow(F.VelocityMLP(2, 8, 1), gm.sample, 3, 16, rng=torch.Generator().manual_seed(5)))
+        runs.append(
+            F.train_flow(
+                F.VelocityMLP(2, 8, 1),
+                gm.sample,
+                3,
+                16,
+                rng=torch.Generator().manual_seed(5),
+            )
+        )
     assert np.array_equal(runs[0]["loss"], runs[1]["loss"])
     with pytest.raises(ValueError, match="n_reps"):
         F.time_train_step(m, x, n_reps=0)
@@ -627,21 +749,29 @@ def test_hist_metrics_refuse_or_charge_mass_outside_the_range():
     # overflow=True: the mass outside is one more bin, so it is charged
     assert F.hist_tv(far, b, overflow=True) == pytest.approx(1.0)
     assert F.hist_tv(b, far, overflow=True) == pytest.approx(1.0)
-    assert F.hist_kl(far, b, overflow=True) > 20.0            # about log(1 / eps) = 23 nats
+    assert F.hist_kl(far, b, overflow=True) > 20.0  # about log(1 / eps) = 23 nats
     half = b.copy()
     half[:500] = 1e6
     assert F.hist_tv(half, b, bins=20, overflow=True) >= 0.5
     assert F.hist_kl(half, b, bins=20, overflow=True) > 5.0
     # default: the official value, mass outside dropped (what the chapter reports)
     c = np.random.default_rng(1).standard_normal((1000, 2))
-    c[:10] = 7.0                                                # 1 % outside [-5, 5]^2
-    h = lambda x: np.histogram2d(x[:, 0], x[:, 1], bins=30, range=((-5, 5), (-5, 5)))[0] / len(x)  # noqa: E731
-    assert F.hist_tv(b, c, bins=30) == pytest.approx(0.5 * np.abs(h(b) - h(c)).sum(), rel=1e-12)
-    assert F.hist_tv(b, c, bins=30, overflow=True) == pytest.approx(F.hist_tv(b, c, bins=30) + 0.005, rel=1e-12)
+    c[:10] = 7.0  # 1 % outside [-5, 5]^2
+    h = lambda x: (
+        np.histogram2d(x[:, 0], x[:, 1], bins=30, range=((-5, 5), (-5, 5)))[0] / len(x)
+    )  # noqa: E731
+    assert F.hist_tv(b, c, bins=30) == pytest.approx(
+        0.5 * np.abs(h(b) - h(c)).sum(), rel=1e-12
+    )
+    assert F.hist_tv(b, c, bins=30, overflow=True) == pytest.approx(
+        F.hist_tv(b, c, bins=30) + 0.005, rel=1e-12
+    )
     pa, pb = h(c), h(b) + 1e-10
     pa, pb = pa / pa.sum(), pb / pb.sum()
     m = pa > 0
-    assert F.hist_kl(c, b, bins=30) == pytest.approx((pa[m] * np.log(pa[m] / pb[m])).sum(), rel=1e-12)
+    assert F.hist_kl(c, b, bins=30) == pytest.approx(
+        (pa[m] * np.log(pa[m] / pb[m])).sum(), rel=1e-12
+    )
 
 
 def test_train_flow_refuses_non_finite_batches_and_losses():
@@ -650,7 +780,7 @@ def test_train_flow_refuses_non_finite_batches_and_losses():
         F.train_flow(m, lambda n, g: torch.full((n, 2), float("nan")), 2, 8)
     calls = []
 
-    def late_nan(n, g):                       # finite at step 0, inf at step 1
+    def late_nan(n, g):  # finite at step 0, inf at step 1
         calls.append(n)
         x = torch.randn(n, 2, generator=g)
         return x if len(calls) == 1 else x * float("inf")
@@ -672,7 +802,9 @@ def _huge_calls():
     x0 = torch.randn(4, 2)
     b = rng.standard_normal((100, 2))
     gmm = F.GaussianMixture2D.ring()
-    traj = F.TrajectoryData.from_trajectories(np.random.default_rng(1).standard_normal((4, 3, 2)))
+    traj = F.TrajectoryData.from_trajectories(
+        np.random.default_rng(1).standard_normal((4, 3, 2))
+    )
     return {
         "hist_tv(bins)": lambda: F.hist_tv(b, b, bins=10**6),
         "hist_kl(bins)": lambda: F.hist_kl(b, b, bins=10**6),
@@ -688,13 +820,23 @@ def _huge_calls():
         "time_train_step(n_reps)": lambda: F.time_train_step(m, x0, n_reps=10**12),
         "tv_bound_integrand(n_mc)": lambda: F.tv_bound_integrand(m, gmm, [0.5], 10**12),
         "model_density_grid(n)": lambda: F.model_density_grid(m, n=10**6),
-        "model_density_grid(n_steps)": lambda: F.model_density_grid(m, n=10, n_steps=10**12),
+        "model_density_grid(n_steps)": lambda: F.model_density_grid(
+            m, n=10, n_steps=10**12
+        ),
         "sample_ode(n_steps)": lambda: F.sample_ode(m, x0, n_steps=10**12),
-        "sample_ode(callable)": lambda: F.sample_ode(lambda x, t: x, x0, n_steps=10**12),
-        "sample_ode(return_path)": lambda: F.sample_ode(m, torch.randn(10**4, 2), n_steps=10**6, return_path=True),
+        "sample_ode(callable)": lambda: F.sample_ode(
+            lambda x, t: x, x0, n_steps=10**12
+        ),
+        "sample_ode(return_path)": lambda: F.sample_ode(
+            m, torch.randn(10**4, 2), n_steps=10**6, return_path=True
+        ),
         "log_likelihood(n_steps)": lambda: F.log_likelihood(m, x0, n_steps=10**12),
-        "log_likelihood(torch path)": lambda: F.log_likelihood(m, x0, n_steps=10**12, use_kernel=False),
-        "log_likelihood(hutchinson)": lambda: F.log_likelihood(m, x0, n_steps=10**12, exact=False),
+        "log_likelihood(torch path)": lambda: F.log_likelihood(
+            m, x0, n_steps=10**12, use_kernel=False
+        ),
+        "log_likelihood(hutchinson)": lambda: F.log_likelihood(
+            m, x0, n_steps=10**12, exact=False
+        ),
     }
 
 
@@ -706,7 +848,9 @@ def test_sizes_that_cannot_fit_are_refused_before_any_work(name):
 
     call = _huge_calls()[name]
     start = time.perf_counter()
-    with pytest.raises(TooLargeError, match=r"n_steps=|n=|bins=|batch=|n_reps=|n_mc=|T="):
+    with pytest.raises(
+        TooLargeError, match=r"n_steps=|n=|bins=|batch=|n_reps=|n_mc=|T="
+    ):
         call()
     assert time.perf_counter() - start < 1.0
 
@@ -716,7 +860,9 @@ def test_package_docstring_summary_is_one_line():
 
     text = pydoc.render_doc(F, renderer=pydoc.plaintext).splitlines()
     name_line = text[text.index("NAME") + 1]
-    assert name_line.strip().startswith("icml25.flow_divergence - Flow and divergence matching")
+    assert name_line.strip().startswith(
+        "icml25.flow_divergence - Flow and divergence matching"
+    )
     assert name_line.rstrip().endswith(".")
 
 
@@ -726,16 +872,25 @@ def test_public_api_has_precise_hints_and_raises_sections():
     for fn in (F.hist_tv, F.hist_kl, F.GaussianMixture2D.__init__):
         for p in list(inspect.signature(fn).parameters.values())[:3]:
             if p.name != "self":
-                assert "Any" not in str(p.annotation), (fn.__qualname__, p.name, p.annotation)
+                assert "Any" not in str(p.annotation), (
+                    fn.__qualname__,
+                    p.name,
+                    p.annotation,
+                )
     assert "tuple[tuple[float, float], tuple[float, float]]" in str(
-        inspect.signature(F.hist_tv, eval_str=True).parameters["range"].annotation)
+        inspect.signature(F.hist_tv, eval_str=True).parameters["range"].annotation
+    )
     for name in F.__all__:
         obj = getattr(F, name)
         if inspect.isfunction(obj):
             members = [obj]
         elif inspect.isclass(obj):
-            members = [v for k, v in vars(obj).items() if not k.startswith("_")
-                       and (inspect.isfunction(v) or isinstance(v, classmethod))]
+            members = [
+                v
+                for k, v in vars(obj).items()
+                if not k.startswith("_")
+                and (inspect.isfunction(v) or isinstance(v, classmethod))
+            ]
         else:
             continue
         for f in members:

@@ -37,8 +37,10 @@ FIXTURE = ROOT / "tests" / "fixtures" / "99_demo_chapter.ipynb"
 QUESTIONS = ["ex99-mean", "ex99-softmax", "ex99-runmax"]
 LIMITS = cr.Limits(wall=120, exercise=6, memory=4 << 30, processes=64)
 
-pytestmark = pytest.mark.skipif(cr.sandbox_available() is not None,
-                                reason=f"no sandbox here: {cr.sandbox_available()}")
+pytestmark = pytest.mark.skipif(
+    cr.sandbox_available() is not None,
+    reason=f"no sandbox here: {cr.sandbox_available()}",
+)
 
 # ------------------------------------------------------------------------------------------------
 # The attacks (cells appended to, or replacing the answers of, the student edition)
@@ -52,14 +54,14 @@ def _always_pass(self, global_environment):
 exception_test.ExceptionTestFile.run = _always_pass
 """
 
-WRONG = '''
+WRONG = """
 def sample_mean(x):
     return 0.0
 
 
 def running_max(xs, *, start=None):
     return [3, 3, 4, 4, 5] if start is None else [7, 7]   # the public answers, hard-coded
-'''
+"""
 
 REBIND = """
 import numpy as _real_np
@@ -72,7 +74,7 @@ class _Numpy:
 np = _Numpy()
 """
 
-LIBRARY = '''
+LIBRARY = """
 def sample_mean(x):
     return float(np.mean(x))
 
@@ -85,7 +87,7 @@ def softmax(z, temperature=1.0):
 def running_max(xs, *, start=None):
     import itertools
     return list(itertools.accumulate(xs, max, initial=start))[1:] if start is not None else list(itertools.accumulate(xs, max))
-'''
+"""
 
 EDIT_TESTS = """
 import glob, os
@@ -97,7 +99,7 @@ for _f in set(glob.glob("**/tests/*.py", recursive=True) + glob.glob("/tmp/**/te
         pass
 """
 
-ESCAPE = '''
+ESCAPE = """
 def _escape():
     import zipfile, io
     open({outside!r}, "w").write("written by a submission")
@@ -123,15 +125,15 @@ except OSError:
 def sample_mean(x):
     _escape()
     raise NotImplementedError
-'''
+"""
 
-SLEEP = '''
+SLEEP = """
 def sample_mean(x):
     import time
     time.sleep(10 ** 6)
-'''
+"""
 
-FORK = '''
+FORK = """
 def sample_mean(x):
     import os
     while True:
@@ -139,15 +141,15 @@ def sample_mean(x):
             os.fork()
         except OSError:
             pass
-'''
+"""
 
-ALLOC = '''
+ALLOC = """
 def sample_mean(x):
     big = np.ones(50 * 2 ** 30 // 8)          # 50 GiB
     return float(big[: len(x)].sum() * 0 + sum(x) / len(x))
-'''
+"""
 
-SOLUTIONS_FROM = '''
+SOLUTIONS_FROM = """
 def _solutions(text):
     import json
     nb = json.loads(text)
@@ -163,9 +165,11 @@ def _cheat(name):
         except Exception:
             pass
     return ns[name]
-'''
+"""
 
-READ_DISK = SOLUTIONS_FROM + '''
+READ_DISK = (
+    SOLUTIONS_FROM
+    + """
 
 def _fetch():
     open({ag!r}, "rb").read()                  # the autograder ...
@@ -174,9 +178,12 @@ def _fetch():
 
 def sample_mean(x):
     return _cheat("sample_mean")(x)
-'''
+"""
+)
 
-NETWORK = SOLUTIONS_FROM + '''
+NETWORK = (
+    SOLUTIONS_FROM
+    + """
 
 def _fetch():
     import socket
@@ -191,7 +198,8 @@ def _fetch():
 
 def sample_mean(x):
     return _cheat("sample_mean")(x)
-'''
+"""
+)
 
 # Attacks found in review (each scored above its twin before the fix named with it)
 
@@ -263,10 +271,16 @@ def running_max(xs, *, start=None):
 
 
 def _answers(nb) -> list[int]:
-    return [i for i, c in enumerate(nb.cells) if "otter_answer_cell" in c.metadata.get("tags", [])]
+    return [
+        i
+        for i, c in enumerate(nb.cells)
+        if "otter_answer_cell" in c.metadata.get("tags", [])
+    ]
 
 
-def _with_answers(student, chapter, *, replace: dict[str, str] | None = None, keep_stub=()):
+def _with_answers(
+    student, chapter, *, replace: dict[str, str] | None = None, keep_stub=()
+):
     """The student edition with the solutions in (or the given sources for the named functions)."""
     nb = copy.deepcopy(student)
     by_name = {n: ex for ex in chapter.exercises for n in ex.functions}
@@ -312,7 +326,11 @@ def _digest(paths) -> dict[str, str]:
     out = {}
     for base in paths:
         base = Path(base)
-        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
+        files = (
+            [base]
+            if base.is_file()
+            else sorted(p for p in base.rglob("*") if p.is_file())
+        )
         for f in files:
             out[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
     return out
@@ -327,8 +345,15 @@ def setup(tmp_path_factory):
     honest = _with_answers(student, chapter)
     mean_stub = _with_answers(student, chapter, keep_stub=("sample_mean",))
     server = _SolutionServer(ed.instructor.read_bytes())
-    return {"tmp": tmp, "chapter": chapter, "ed": ed, "student": student, "honest": honest,
-            "mean_stub": mean_stub, "server": server}
+    return {
+        "tmp": tmp,
+        "chapter": chapter,
+        "ed": ed,
+        "student": student,
+        "honest": honest,
+        "mean_stub": mean_stub,
+        "server": server,
+    }
 
 
 def _submissions(s, folder: Path) -> dict[str, str]:
@@ -336,9 +361,16 @@ def _submissions(s, folder: Path) -> dict[str, str]:
     folder.mkdir(parents=True)
     ed, student, chapter = s["ed"], s["student"], s["chapter"]
     other = folder / "zz_other_student.ipynb"
-    wrong = _with_answers(student, chapter, replace={"sample_mean": WRONG, "running_max": WRONG})
-    fmt = {"ag": str(ed.autograder), "instructor": str(ed.instructor), "other": str(other),
-           "outside": str(folder.parent / "written-by-a-submission.txt"), "port": s["server"].port}
+    wrong = _with_answers(
+        student, chapter, replace={"sample_mean": WRONG, "running_max": WRONG}
+    )
+    fmt = {
+        "ag": str(ed.autograder),
+        "instructor": str(ed.instructor),
+        "other": str(other),
+        "outside": str(folder.parent / "written-by-a-submission.txt"),
+        "port": s["server"].port,
+    }
     subs = {
         "honest": s["honest"],
         "untouched": student,
@@ -346,34 +378,86 @@ def _submissions(s, folder: Path) -> dict[str, str]:
         "attack_runner": _append(student, RUNNER),
         "wrong_answers": wrong,
         "attack_rebind": _append(wrong, REBIND),
-        "attack_library": _with_answers(student, chapter, replace={n: LIBRARY for n in ("sample_mean", "softmax", "running_max")}),
+        "attack_library": _with_answers(
+            student,
+            chapter,
+            replace={n: LIBRARY for n in ("sample_mean", "softmax", "running_max")},
+        ),
         "attack_edit_tests": _append(student, EDIT_TESTS),
-        "attack_escape": _with_answers(student, chapter, replace={"sample_mean": ESCAPE.format(**fmt)},
-                                       keep_stub=("softmax", "running_max")),
+        "attack_escape": _with_answers(
+            student,
+            chapter,
+            replace={"sample_mean": ESCAPE.format(**fmt)},
+            keep_stub=("softmax", "running_max"),
+        ),
         "mean_stub": s["mean_stub"],
         "attack_sleep": _with_answers(student, chapter, replace={"sample_mean": SLEEP}),
         "attack_fork": _with_answers(student, chapter, replace={"sample_mean": FORK}),
         "attack_alloc": _with_answers(student, chapter, replace={"sample_mean": ALLOC}),
-        "attack_read_disk": _with_answers(student, chapter, replace={"sample_mean": READ_DISK.format(**fmt)},
-                                          keep_stub=("softmax", "running_max")),
-        "attack_network": _with_answers(student, chapter, replace={"sample_mean": NETWORK.format(**fmt)},
-                                        keep_stub=("softmax", "running_max")),
-        "attack_kwdefaults": _with_answers(student, chapter, replace={"sample_mean": KWDEFAULTS}, keep_stub=("softmax", "running_max")),
-        "attack_numpy_hof": _with_answers(student, chapter, replace={"sample_mean": NUMPY_HOF}, keep_stub=("softmax", "running_max")),
-        "attack_thread": _with_answers(student, chapter, replace={"sample_mean": THREAD}, keep_stub=("softmax", "running_max")),
-        "attack_stdin": _with_answers(student, chapter, replace={"sample_mean": STDIN}, keep_stub=("softmax", "running_max")),
-        "attack_daemon": _with_answers(student, chapter, replace={"sample_mean": DAEMON, "running_max": DAEMON},
-                                       keep_stub=("softmax",)),
+        "attack_read_disk": _with_answers(
+            student,
+            chapter,
+            replace={"sample_mean": READ_DISK.format(**fmt)},
+            keep_stub=("softmax", "running_max"),
+        ),
+        "attack_network": _with_answers(
+            student,
+            chapter,
+            replace={"sample_mean": NETWORK.format(**fmt)},
+            keep_stub=("softmax", "running_max"),
+        ),
+        "attack_kwdefaults": _with_answers(
+            student,
+            chapter,
+            replace={"sample_mean": KWDEFAULTS},
+            keep_stub=("softmax", "running_max"),
+        ),
+        "attack_numpy_hof": _with_answers(
+            student,
+            chapter,
+            replace={"sample_mean": NUMPY_HOF},
+            keep_stub=("softmax", "running_max"),
+        ),
+        "attack_thread": _with_answers(
+            student,
+            chapter,
+            replace={"sample_mean": THREAD},
+            keep_stub=("softmax", "running_max"),
+        ),
+        "attack_stdin": _with_answers(
+            student,
+            chapter,
+            replace={"sample_mean": STDIN},
+            keep_stub=("softmax", "running_max"),
+        ),
+        "attack_daemon": _with_answers(
+            student,
+            chapter,
+            replace={"sample_mean": DAEMON, "running_max": DAEMON},
+            keep_stub=("softmax",),
+        ),
     }
     for name, nb in subs.items():
         for cell in nb.cells:
             cell["id"] = nbformat.v4.new_code_cell().id
         nbformat.write(nb, folder / f"{name}.ipynb")
-    return {"attack_runner": "untouched", "attack_rebind": "wrong_answers", "attack_library": "untouched",
-            "attack_edit_tests": "untouched", "attack_escape": "untouched", "attack_sleep": "mean_stub",
-            "attack_fork": "mean_stub", "attack_alloc": "mean_stub", "attack_read_disk": "untouched",
-            "attack_network": "untouched", "attack_kwdefaults": "untouched", "attack_numpy_hof": "untouched",
-            "attack_thread": "untouched", "attack_stdin": "untouched", "attack_daemon": "untouched"}
+    return {
+        "attack_runner": "untouched",
+        "attack_rebind": "wrong_answers",
+        "attack_library": "untouched",
+        "attack_edit_tests": "untouched",
+        "attack_escape": "untouched",
+        "attack_sleep": "mean_stub",
+        "attack_fork": "mean_stub",
+        "attack_alloc": "mean_stub",
+        "attack_read_disk": "untouched",
+        "attack_network": "untouched",
+        "attack_kwdefaults": "untouched",
+        "attack_numpy_hof": "untouched",
+        "attack_thread": "untouched",
+        "attack_stdin": "untouched",
+        "attack_daemon": "untouched",
+    }
 
 
 def _row(df, who) -> list[float]:
@@ -388,29 +472,55 @@ def test_every_attack_scores_as_its_twin_and_changes_no_file(setup):
     watched += [p for p in folder.iterdir() if p.suffix == ".ipynb"]
     before = _digest(watched)
     connections = s["server"].connections
-    df = cr.grade(s["ed"].autograder, folder, folder.parent / "scores.csv", jobs=2, limits=LIMITS)
+    df = cr.grade(
+        s["ed"].autograder, folder, folder.parent / "scores.csv", jobs=2, limits=LIMITS
+    )
     assert (df["error"] == "").all(), df["error"].to_dict()
     notes = df["notes"].to_dict()
     assert _row(df, "honest") == [1.0, 1.0, 1.0], notes["honest"]
-    assert _row(df, "untouched") == [0.0, 0.0, 0.0] and _row(df, "zz_other_student") == [0.0, 0.0, 0.0]
+    assert _row(df, "untouched") == [0.0, 0.0, 0.0] and _row(
+        df, "zz_other_student"
+    ) == [0.0, 0.0, 0.0]
     assert _row(df, "mean_stub") == [0.0, 1.0, 1.0]
     # hard-coded public answers fail the hidden test
     assert _row(df, "wrong_answers") == [0.0, 1.0, 0.5]
     for attack, twin in twins.items():
-        assert _row(df, attack) == _row(df, twin), (attack, _row(df, attack), twin, _row(df, twin), notes[attack])
+        assert _row(df, attack) == _row(df, twin), (
+            attack,
+            _row(df, attack),
+            twin,
+            _row(df, twin),
+            notes[attack],
+        )
     # the reasons are in the table
-    assert "ex99-mean" in notes["attack_library"] and "asks you to write" in notes["attack_library"]
-    assert "ex99-softmax" in notes["attack_library"] and "ex99-runmax" in notes["attack_library"]
+    assert (
+        "ex99-mean" in notes["attack_library"]
+        and "asks you to write" in notes["attack_library"]
+    )
+    assert (
+        "ex99-softmax" in notes["attack_library"]
+        and "ex99-runmax" in notes["attack_library"]
+    )
     assert "time limit" in notes["attack_sleep"], notes["attack_sleep"]
-    assert "time limit" in notes["attack_fork"] or "ended" in notes["attack_fork"], notes["attack_fork"]
+    assert "time limit" in notes["attack_fork"] or "ended" in notes["attack_fork"], (
+        notes["attack_fork"]
+    )
     assert "MemoryError" in notes["attack_alloc"], notes["attack_alloc"]
     assert "FileNotFoundError" in notes["attack_read_disk"], notes["attack_read_disk"]
-    assert "review by hand" in notes["attack_read_disk"] and "exec()" in notes["attack_read_disk"]
+    assert (
+        "review by hand" in notes["attack_read_disk"]
+        and "exec()" in notes["attack_read_disk"]
+    )
     assert "Error" in notes["attack_network"], notes["attack_network"]
-    assert "review by hand" in notes["attack_kwdefaults"] and "__kwdefaults__" in notes["attack_kwdefaults"]
+    assert (
+        "review by hand" in notes["attack_kwdefaults"]
+        and "__kwdefaults__" in notes["attack_kwdefaults"]
+    )
     for attack in ("attack_numpy_hof", "attack_thread"):
         assert "asks you to write" in notes[attack], (attack, notes[attack])
-    assert s["server"].connections == connections, "a sandboxed submission reached the grader's network"
+    assert s["server"].connections == connections, (
+        "a sandboxed submission reached the grader's network"
+    )
     assert not (folder.parent / "written-by-a-submission.txt").exists()
     assert _digest(watched) == before
 
@@ -422,8 +532,18 @@ def test_the_attacks_do_fool_the_unsandboxed_path(setup):
     s = setup
     folder = s["tmp"] / "unsafe"
     twins = _submissions(s, folder)
-    keep = {"untouched", "wrong_answers", "zz_other_student", "attack_runner", "attack_rebind", "attack_library",
-            "attack_edit_tests", "attack_escape", "attack_read_disk", "attack_network"}
+    keep = {
+        "untouched",
+        "wrong_answers",
+        "zz_other_student",
+        "attack_runner",
+        "attack_rebind",
+        "attack_library",
+        "attack_edit_tests",
+        "attack_escape",
+        "attack_read_disk",
+        "attack_network",
+    }
     for p in folder.iterdir():
         if p.stem not in keep:
             p.unlink()
@@ -432,13 +552,23 @@ def test_the_attacks_do_fool_the_unsandboxed_path(setup):
     ag_copy.parent.mkdir()
     ag_copy.write_bytes(s["ed"].autograder.read_bytes())
     for p in folder.iterdir():  # point the escape at the copy
-        p.write_text(p.read_text().replace(json.dumps(str(s["ed"].autograder))[1:-1], str(ag_copy)))
+        p.write_text(
+            p.read_text().replace(
+                json.dumps(str(s["ed"].autograder))[1:-1], str(ag_copy)
+            )
+        )
     # graded last, in this order
     later = [folder / "attack_escape.ipynb", folder / "zz_other_student.ipynb"]
-    first = sorted(p for p in folder.iterdir() if p.suffix == ".ipynb" and p not in later)
+    first = sorted(
+        p for p in folder.iterdir() if p.suffix == ".ipynb" and p not in later
+    )
     df = cr.grade(ag_copy, first, None, jobs=2, sandbox=False)
     for attack in (keep & set(twins)) - {"attack_escape"}:
-        assert sum(_row(df, attack)) > sum(_row(df, twins[attack])), (attack, _row(df, attack), _row(df, twins[attack]))
+        assert sum(_row(df, attack)) > sum(_row(df, twins[attack])), (
+            attack,
+            _row(df, attack),
+            _row(df, twins[attack]),
+        )
     df = cr.grade(ag_copy, later, None, jobs=1, sandbox=False)
     # graded after the escape: the autograder was rewritten
     assert sum(_row(df, "zz_other_student")) > 0
@@ -448,7 +578,7 @@ def test_the_attacks_do_fool_the_unsandboxed_path(setup):
 # The sandbox itself, probed directly (what the attacks above rely on)
 # ------------------------------------------------------------------------------------------------
 
-PROBE = r'''
+PROBE = r"""
 import json, os, socket, time
 out = {"uid": os.getuid(), "tmp": sorted(os.listdir("/tmp"))}
 root = @ROOT@
@@ -496,7 +626,7 @@ for d in ("/tmp", "/dev/shm"):
 out["tmp_written"] = written
 print(json.dumps(out), flush=True)
 os.write(2, b"x" * (64 << 20))                          # output without end: the grader reads its end only
-'''
+"""
 
 
 def test_the_sandbox_hides_isolates_and_limits(setup, tmp_path):
@@ -504,9 +634,14 @@ def test_the_sandbox_hides_isolates_and_limits(setup, tmp_path):
     secret_dir.mkdir()
     secret = secret_dir / "autograder.zip"
     secret.write_bytes(b"hidden tests")
-    limits = cr.Limits(wall=60, exercise=5, memory=2 << 30, processes=32, tmp_size=256 << 20)
-    code = (PROBE.replace("@ROOT@", repr(str(ROOT))).replace("@SECRET@", repr(str(secret)))
-            .replace("@PORT@", str(setup["server"].port)))
+    limits = cr.Limits(
+        wall=60, exercise=5, memory=2 << 30, processes=32, tmp_size=256 << 20
+    )
+    code = (
+        PROBE.replace("@ROOT@", repr(str(ROOT)))
+        .replace("@SECRET@", repr(str(secret)))
+        .replace("@PORT@", str(setup["server"].port))
+    )
     connections = setup["server"].connections
     rc, stdout, stderr = cr.sandbox_exec(limits, [secret_dir], b"", code)
     assert rc == 0, stderr.decode()[-2000:]
@@ -514,10 +649,17 @@ def test_the_sandbox_hides_isolates_and_limits(setup, tmp_path):
     # /tmp is a private RAM disk: it holds nothing of the host's /tmp but the mount points of the
     # project and the Python it runs, when those live under /tmp (a CI clone does)
     bound = [Path(p).resolve() for p in (ROOT, sys.prefix, sys.base_prefix)]
-    allowed = {b.relative_to("/tmp").parts[0] for b in bound if Path("/tmp") in b.parents}
+    allowed = {
+        b.relative_to("/tmp").parts[0] for b in bound if Path("/tmp") in b.parents
+    }
     assert out["uid"] == 65534 and set(out["tmp"]) <= allowed, (out["tmp"], allowed)
     assert out["lib_readable"] and not out["project_writable"]
-    assert out["hidden_notebooks"] and out["hidden_tests"] and out["hidden__build"] and out["hidden_.git"]
+    assert (
+        out["hidden_notebooks"]
+        and out["hidden_tests"]
+        and out["hidden__build"]
+        and out["hidden_.git"]
+    )
     assert out["hidden_secret"]
     assert not out["network"] and setup["server"].connections == connections
     assert not out["alloc_50g"]
@@ -525,7 +667,10 @@ def test_the_sandbox_hides_isolates_and_limits(setup, tmp_path):
     # /tmp and /dev/shm are bounded RAM disks
     assert out["tmp_written"] <= 2 * (256 << 20), out["tmp_written"]
     assert len(stderr) <= 64 << 10
-    assert not (ROOT / "lib" / "pwned.py").exists() and not Path("/tmp/left-behind").exists()
+    assert (
+        not (ROOT / "lib" / "pwned.py").exists()
+        and not Path("/tmp/left-behind").exists()
+    )
 
 
 def test_a_runaway_test_process_is_stopped_at_the_wall_time_limit(setup):
@@ -533,8 +678,17 @@ def test_a_runaway_test_process_is_stopped_at_the_wall_time_limit(setup):
     import time
 
     t0 = time.perf_counter()
-    res, why = cr._run_sandboxed({"setup": "import time\ntime.sleep(600)", "definitions": [], "exercise_s": 60,
-                                  "exercises": []}, {}, limits, [])
+    res, why = cr._run_sandboxed(
+        {
+            "setup": "import time\ntime.sleep(600)",
+            "definitions": [],
+            "exercise_s": 60,
+            "exercises": [],
+        },
+        {},
+        limits,
+        [],
+    )
     assert res is None and "wall-time limit (4 s)" in why
     assert time.perf_counter() - t0 < 30
 
@@ -543,10 +697,14 @@ def test_the_screen_flags_routes_past_the_masks():
     """Unflagged before review: a getter built from a string, strings naming dunders, private
     library names (chapter 11: ``from icml25.mnl_bandits.model import _variance`` scored with no
     note). The screen only adds a note; the solutions of every chapter raise none."""
-    found = cr.screen(['import operator\n_g = operator.attrgetter("__kwdefaults__")',
-                       'from icml25.mnl_bandits.model import _variance',
-                       'def f(v):\n    return mnl._oracle(v)',
-                       'def g(self):\n    return self._cache'])
+    found = cr.screen(
+        [
+            'import operator\n_g = operator.attrgetter("__kwdefaults__")',
+            "from icml25.mnl_bandits.model import _variance",
+            "def f(v):\n    return mnl._oracle(v)",
+            "def g(self):\n    return self._cache",
+        ]
+    )
     assert ".attrgetter()" in found and "the string '__kwdefaults__'" in found
     assert "a private name (from icml25.mnl_bandits.model import _variance)" in found
     assert "a private name (mnl._oracle)" in found

@@ -87,8 +87,17 @@ def test_ista_reaches_sklearn_lasso():
     X, y, a = _cs(0)
     beta1 = 1e-3
     alpha = 0.9 * float(grok.stability_bound(X))
-    h = grok.subgradient_descent(X, y, a, alpha=alpha, beta1=beta1, init=0.0, n_steps=20_000, method="ista",
-                              eval_every=1000)
+    h = grok.subgradient_descent(
+        X,
+        y,
+        a,
+        alpha=alpha,
+        beta1=beta1,
+        init=0.0,
+        n_steps=20_000,
+        method="ista",
+        eval_every=1000,
+    )
     ref = grok.lasso_solution(X, y, beta1)
     np.testing.assert_allclose(h.final[0], ref, atol=1e-8)
 
@@ -97,7 +106,9 @@ def test_l2_only_gd_reaches_ridge_closed_form_from_large_init():
     X, y, a = _cs(1)
     beta2 = 1e-2
     alpha = 0.9 * float(grok.stability_bound(X, beta2))
-    h = grok.subgradient_descent(X, y, a, alpha=alpha, beta2=beta2, init=10.0, n_steps=20_000, eval_every=1000)
+    h = grok.subgradient_descent(
+        X, y, a, alpha=alpha, beta2=beta2, init=10.0, n_steps=20_000, eval_every=1000
+    )
     np.testing.assert_allclose(h.final[0], grok.ridge_solution(X, y, beta2), atol=1e-9)
 
 
@@ -106,7 +117,9 @@ def test_l1_path_recovers_basis_pursuit_solution():
     bp = grok.basis_pursuit(X, y)
     # exact recovery: s = 3, N = 30, n = 60
     np.testing.assert_allclose(bp, a, atol=1e-8)
-    h = grok.subgradient_descent(X, y, a, alpha=0.1, beta1=1e-4, init=1e-6, n_steps=20_000, eval_every=100)
+    h = grok.subgradient_descent(
+        X, y, a, alpha=0.1, beta1=1e-4, init=1e-6, n_steps=20_000, eval_every=100
+    )
     err = np.linalg.norm(h.final[0] - bp) / np.linalg.norm(bp)
     # the subgradient iterate oscillates at O(alpha beta1) around the solution
     assert err < 1e-2
@@ -117,7 +130,9 @@ def test_l1_path_recovers_basis_pursuit_solution():
 
 def test_projected_subgradient_stays_feasible():
     X, y, a = _cs(3)
-    h = grok.subgradient_descent(X, y, a, alpha=0.1, beta1=1e-3, n_steps=2000, method="proj", eval_every=100)
+    h = grok.subgradient_descent(
+        X, y, a, alpha=0.1, beta1=1e-3, n_steps=2000, method="proj", eval_every=100
+    )
     assert np.all(h.train_error[1:] < 1e-10)
 
 
@@ -128,18 +143,26 @@ def test_batched_and_unbatched_runs_agree():
     A = np.stack([c[2] for c in cases])
     alphas = np.array([0.05, 0.1, 0.08])
     betas = np.array([1e-4, 3e-4, 1e-3])
-    hb = grok.subgradient_descent(X, y, A, alpha=alphas, beta1=betas, n_steps=3000, eval_every=100)
+    hb = grok.subgradient_descent(
+        X, y, A, alpha=alphas, beta1=betas, n_steps=3000, eval_every=100
+    )
     for b, (Xb, yb, ab) in enumerate(cases):
-        h1 = grok.subgradient_descent(Xb, yb, ab, alpha=alphas[b], beta1=betas[b], n_steps=3000, eval_every=100)
+        h1 = grok.subgradient_descent(
+            Xb, yb, ab, alpha=alphas[b], beta1=betas[b], n_steps=3000, eval_every=100
+        )
         np.testing.assert_allclose(hb.final[b], h1.final[0], rtol=1e-10, atol=1e-15)
-        np.testing.assert_allclose(hb.recovery_error[:, b], h1.recovery_error[:, 0], rtol=1e-9)
+        np.testing.assert_allclose(
+            hb.recovery_error[:, b], h1.recovery_error[:, 0], rtol=1e-9
+        )
 
 
 def test_subgradient_two_phases_and_t2_law():
     X, y, a = _cs(4)
     a_ls = grok.min_norm_solution(X, y)
     betas = np.array([5e-5, 2e-4])
-    h = grok.subgradient_descent(X, y, a, alpha=0.1, beta1=betas, n_steps=20_000, eval_every=50)
+    h = grok.subgradient_descent(
+        X, y, a, alpha=0.1, beta1=betas, n_steps=20_000, eval_every=50
+    )
     t1, t2 = grok.grokking_times(h, 1e-2)
     assert t2[0] >= 10 * t1[0]  # memorise early, generalise much later
     assert t2[0] / t2[1] == pytest.approx(4.0, rel=0.5)  # t2 ~ 1/(alpha beta)
@@ -151,11 +174,29 @@ def test_deep_identity_init_trap_and_fix():
     X, y, a = _cs(5, s=4)
     while np.all(a >= 0):  # pragma: no cover - needs a negative entry
         X, y, a = _cs(int(np.random.default_rng().integers(100)), s=4)
-    hid = grok.deep_hadamard_gd(X, y, a, depth=2, init=1e-3, parametrisation="identity", alpha=0.1, n_steps=3000,
-                             eval_every=100)
+    hid = grok.deep_hadamard_gd(
+        X,
+        y,
+        a,
+        depth=2,
+        init=1e-3,
+        parametrisation="identity",
+        alpha=0.1,
+        n_steps=3000,
+        eval_every=100,
+    )
     assert np.all(hid.final >= 0)  # identical factors: a = a_1^2 never turns negative
-    huv = grok.deep_hadamard_gd(X, y, a, depth=2, init=1e-3, parametrisation="u*u-v*v", alpha=0.1, n_steps=20_000,
-                             eval_every=1000)
+    huv = grok.deep_hadamard_gd(
+        X,
+        y,
+        a,
+        depth=2,
+        init=1e-3,
+        parametrisation="u*u-v*v",
+        alpha=0.1,
+        n_steps=20_000,
+        eval_every=1000,
+    )
     assert huv.recovery_error[-1, 0] < 0.05 < hid.recovery_error[-1, 0]
 
 
@@ -163,18 +204,26 @@ def test_matrix_completion_svt_without_penalty_fits_observed_entries_only():
     rng = np.random.default_rng(0)
     A = grok.low_rank_matrix(8, 8, 2, rng)
     m = grok.completion_mask(A, 40, 0.0, rng)
-    h = grok.matrix_subgradient(m, A, alpha=1.0, beta_star=0.0, init=0.0, n_steps=5, method="svt", eval_every=1)
+    h = grok.matrix_subgradient(
+        m, A, alpha=1.0, beta_star=0.0, init=0.0, n_steps=5, method="svt", eval_every=1
+    )
     assert h.train_error[-1, 0] < 1e-12
     np.testing.assert_allclose(h.final[0][~m], 0.0, atol=1e-12)
-    assert h.norms["nuclear"][-1, 0] == pytest.approx(np.linalg.svd(h.final[0], compute_uv=False).sum())
+    assert h.norms["nuclear"][-1, 0] == pytest.approx(
+        np.linalg.svd(h.final[0], compute_uv=False).sum()
+    )
 
 
 def test_matrix_nuclear_penalty_recovers_low_rank():
     rng = np.random.default_rng(0)
     A = grok.low_rank_matrix(10, 10, 2, rng)
     m = grok.completion_mask(A, 80, 0.0, rng)
-    h = grok.matrix_subgradient(m, A, alpha=0.5, beta_star=1e-3, n_steps=4000, eval_every=100)
-    h0 = grok.matrix_subgradient(m, A, alpha=0.5, beta_star=0.0, n_steps=4000, eval_every=100)
+    h = grok.matrix_subgradient(
+        m, A, alpha=0.5, beta_star=1e-3, n_steps=4000, eval_every=100
+    )
+    h0 = grok.matrix_subgradient(
+        m, A, alpha=0.5, beta_star=0.0, n_steps=4000, eval_every=100
+    )
     assert h.recovery_error[-1, 0] < 0.05 < h0.recovery_error[-1, 0]
 
 
@@ -186,7 +235,10 @@ def test_grokking_times_rules():
     tr = np.array([[1.0], [0.5], [1e-3], [1e-3], [1e-3], [1e-3]])
     re = np.array([[1.0], [1e-3], [0.5], [1e-3], [1e-3], [1e-3]])
     h = grok.History(steps, tr, re, {}, np.zeros((1, 2)))
-    assert grok.grokking_times(h, 1e-2) == (pytest.approx([20.0]), pytest.approx([10.0]))
+    assert grok.grokking_times(h, 1e-2) == (
+        pytest.approx([20.0]),
+        pytest.approx([10.0]),
+    )
     t1, t2 = grok.grokking_times(h, 1e-2, rule="stays-below")
     assert t1[0] == 20 and t2[0] == 30
     t1, t2 = grok.grokking_times(h, 1e-4)
@@ -213,7 +265,10 @@ def test_encoder_decoder_shapes_and_regularisation_matches_manual():
     x = torch.tensor([[1, 2], [3, 4]])
     assert model(x).shape == (2, 11)
     Ws = [W for W in model.parameters() if W.ndim == 2]
-    want = sum(1e-3 * W.abs().sum() + 1e-2 * W.norm() + 1e-4 * torch.linalg.svdvals(W).sum() for W in Ws).detach()
+    want = sum(
+        1e-3 * W.abs().sum() + 1e-2 * W.norm() + 1e-4 * torch.linalg.svdvals(W).sum()
+        for W in Ws
+    ).detach()
     got = grok.regularisation(model, l1=1e-3, l2=1e-2, nuclear=1e-4).detach()
     assert float(got) == pytest.approx(float(want), rel=1e-5)
 
@@ -223,7 +278,13 @@ def test_train_grokking_fits_training_set():
     data = grok.modular_dataset(7, "+", 0.5, np.random.default_rng(0))
     model = grok.EncoderDecoderMLP(7, 16, rng=torch.Generator().manual_seed(0))
     logs = grok.train_grokking(model, data, lr=1e-2, epochs=200, eval_every=50)
-    assert logs["train_acc"][-1] == 1.0 and logs["epoch"].tolist() == [0, 50, 100, 150, 200]
+    assert logs["train_acc"][-1] == 1.0 and logs["epoch"].tolist() == [
+        0,
+        50,
+        100,
+        150,
+        200,
+    ]
 
 
 # ------------------------------------------------------------------------------ bad inputs
@@ -269,7 +330,9 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="alpha"):
         grok.matrix_subgradient(np.eye(3, dtype=bool), np.eye(3), alpha=2.5)
     with pytest.raises(ValueError, match="rule"):
-        h = grok.History(np.arange(2), np.ones((2, 1)), np.ones((2, 1)), {}, np.zeros((1, 1)))
+        h = grok.History(
+            np.arange(2), np.ones((2, 1)), np.ones((2, 1)), {}, np.zeros((1, 1))
+        )
         grok.grokking_times(h, rule="x")
     with pytest.raises(ValueError, match="l1"):
         grok.regularisation(grok.EncoderDecoderMLP(5, 4), l1=-1.0)
@@ -295,7 +358,9 @@ def test_subgradient_descent_rejects_nonfinite_init():
         with pytest.raises(ValueError, match="init must be finite"):
             grok.subgradient_descent(X, y, a, init=bad, n_steps=10, eval_every=5)
     with pytest.raises(ValueError, match="init must be finite"):
-        grok.subgradient_descent(X, y, a, init=np.full(X.shape[1], np.nan), n_steps=10, eval_every=5)
+        grok.subgradient_descent(
+            X, y, a, init=np.full(X.shape[1], np.nan), n_steps=10, eval_every=5
+        )
 
 
 def test_subgradient_descent_rejects_string_hyperparameters():
@@ -314,7 +379,9 @@ def test_subgradient_descent_rejects_string_hyperparameters():
 
 def test_sparse_problems_rejects_wrong_length_tau():
     rng = np.random.default_rng(0)
-    with pytest.raises(ValueError, match=r"tau must be a scalar or have shape \(B,\) = \(3,\)"):
+    with pytest.raises(
+        ValueError, match=r"tau must be a scalar or have shape \(B,\) = \(3,\)"
+    ):
         grok.sparse_problems(3, 10, 2, 5, [0.1, 0.2], rng)
     with pytest.raises(ValueError, match="tau must be in"):
         grok.sparse_problems(2, 10, 2, 5, [0.1, np.nan], rng)
@@ -340,7 +407,9 @@ def test_stability_bound_rejects_non_matrix():
 
 
 def test_loglog_slope_rejects_mismatched_x_and_y():
-    with pytest.raises(ValueError, match="x and y must have the same number of entries"):
+    with pytest.raises(
+        ValueError, match="x and y must have the same number of entries"
+    ):
         grok.loglog_slope([1.0, 10.0, 100.0], [5.0, 0.5])
 
 
@@ -377,7 +446,9 @@ def test_deep_hadamard_gd_rejects_infinite_init():
 def test_grokking_times_rejects_non_history_and_nan_threshold():
     with pytest.raises(TypeError, match="history"):
         grok.grokking_times({"steps": []})
-    h = grok.History(np.arange(2), np.ones((2, 1)), np.ones((2, 1)), {}, np.zeros((1, 1)))
+    h = grok.History(
+        np.arange(2), np.ones((2, 1)), np.ones((2, 1)), {}, np.zeros((1, 1))
+    )
     with pytest.raises(ValueError, match="threshold must be a finite"):
         grok.grokking_times(h, threshold=np.nan)
 
@@ -404,8 +475,19 @@ def test_defaults_are_one_frozen_value_with_the_paper_settings():
 
     d = grok.DEFAULTS
     assert isinstance(d, grok.GrokkingDefaults)
-    assert (d.sparse.n, d.sparse.s, d.sparse.N, d.sparse.alpha, d.sparse.beta1) == (100, 5, 30, 0.1, 1e-5)
-    assert (d.completion.n1, d.completion.n2, d.completion.r, d.completion.N) == (10, 10, 2, 80)
+    assert (d.sparse.n, d.sparse.s, d.sparse.N, d.sparse.alpha, d.sparse.beta1) == (
+        100,
+        5,
+        30,
+        0.1,
+        1e-5,
+    )
+    assert (d.completion.n1, d.completion.n2, d.completion.r, d.completion.N) == (
+        10,
+        10,
+        2,
+        80,
+    )
     assert (d.mlp.p, d.mlp.d, d.mlp.train_fraction) == (97, 64, 0.4)
     with pytest.raises(dataclasses.FrozenInstanceError):
         d.sparse.n = 50  # type: ignore[misc]
@@ -429,10 +511,16 @@ def test_loglog_slope_of_constant_x_is_nan_as_documented():
     # bug: np.polyfit raised LinAlgError for x = [1, 1, 1] and returned a meaningless slope for [2, 2, 2]
     assert np.isnan(grok.loglog_slope([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]))
     assert np.isnan(grok.loglog_slope([2.0, 2.0, 2.0], [1.0, 2.0, 3.0]))
-    assert np.isnan(grok.loglog_slope([0.1, 0.1, 0.1, 5.0, 5.0], [1.0, 2.0, 3.0, 4.0, 5.0], groups=[0, 0, 0, 1, 1]))
+    assert np.isnan(
+        grok.loglog_slope(
+            [0.1, 0.1, 0.1, 5.0, 5.0], [1.0, 2.0, 3.0, 4.0, 5.0], groups=[0, 0, 0, 1, 1]
+        )
+    )
     # a constant group carries no slope; the others still give theirs
     x = np.array([0.1, 0.1, 1.0, 10.0])
-    assert grok.loglog_slope(x, [3.0, 4.0, 2.0, 0.2], groups=[0, 0, 1, 1]) == pytest.approx(-1.0)
+    assert grok.loglog_slope(
+        x, [3.0, 4.0, 2.0, 0.2], groups=[0, 0, 1, 1]
+    ) == pytest.approx(-1.0)
     # constant y: slope 0, defined
     assert grok.loglog_slope([1.0, 2.0, 4.0], [5.0, 5.0, 5.0]) == 0.0
 
@@ -509,13 +597,18 @@ def test_projected_method_refuses_x_without_full_row_rank():
     X = np.vstack([X, X[:1]])  # a repeated measurement: X X^T is singular
     y = X @ a
     with pytest.raises(ValueError, match="full row rank"):
-        grok.subgradient_descent(X, y, a, alpha=0.05, beta1=1e-3, method="proj", n_steps=10, eval_every=5)
+        grok.subgradient_descent(
+            X, y, a, alpha=0.05, beta1=1e-3, method="proj", n_steps=10, eval_every=5
+        )
 
 
 def _objective(h, y, beta1, beta2):
     """1/2 ||X a - y||^2 + beta2/2 ||a||^2 + beta1 ||a||_1 at each record, from the records."""
-    return 0.5 * (h.train_error[:, 0] * np.linalg.norm(y)) ** 2 + 0.5 * beta2 * h.norms["l2"][:, 0] ** 2 \
+    return (
+        0.5 * (h.train_error[:, 0] * np.linalg.norm(y)) ** 2
+        + 0.5 * beta2 * h.norms["l2"][:, 0] ** 2
         + beta1 * h.norms["l1"][:, 0]
+    )
 
 
 def test_which_fits_are_monotone_and_so_end_at_their_best_iterate():
@@ -524,13 +617,26 @@ def test_which_fits_are_monotone_and_so_end_at_their_best_iterate():
     # (it oscillates around the solution), and the chapter reads its trajectory, not a fit
     X, y, a = _cs(0)
     alpha = 0.9 * float(grok.stability_bound(X, 1e-2))
-    gd = grok.subgradient_descent(X, y, a, alpha=alpha, beta2=1e-2, init=1.0, n_steps=2000, eval_every=1)
-    ista = grok.subgradient_descent(X, y, a, alpha=alpha, beta1=1e-3, init=1.0, n_steps=2000, method="ista",
-                                    eval_every=1)
+    gd = grok.subgradient_descent(
+        X, y, a, alpha=alpha, beta2=1e-2, init=1.0, n_steps=2000, eval_every=1
+    )
+    ista = grok.subgradient_descent(
+        X,
+        y,
+        a,
+        alpha=alpha,
+        beta1=1e-3,
+        init=1.0,
+        n_steps=2000,
+        method="ista",
+        eval_every=1,
+    )
     for h, b1, b2 in ((gd, 0.0, 1e-2), (ista, 1e-3, 0.0)):
         F = _objective(h, y, b1, b2)
         assert np.all(np.diff(F) <= 1e-12 * F[:-1])
-    sub = grok.subgradient_descent(X, y, a, alpha=0.1, beta1=1e-3, init=1e-6, n_steps=20_000, eval_every=1)
+    sub = grok.subgradient_descent(
+        X, y, a, alpha=0.1, beta1=1e-3, init=1e-6, n_steps=20_000, eval_every=1
+    )
     assert np.any(np.diff(_objective(sub, y, 1e-3, 0.0)) > 0)
 
 
@@ -546,20 +652,41 @@ _X0, _y0, _a0 = _cs(0)
 _A0 = grok.low_rank_matrix(6, 6, 2, np.random.default_rng(0))
 _M0 = grok.completion_mask(_A0, 20, 0.0, np.random.default_rng(1))
 _TOO_LARGE = {
-    "measurements(N)": lambda: grok.measurements(10**12, 100, 0.0, np.random.default_rng(0)),
-    "measurements(n)": lambda: grok.measurements(10, 10**9, 0.0, np.random.default_rng(0)),
+    "measurements(N)": lambda: grok.measurements(
+        10**12, 100, 0.0, np.random.default_rng(0)
+    ),
+    "measurements(n)": lambda: grok.measurements(
+        10, 10**9, 0.0, np.random.default_rng(0)
+    ),
     "sparse_signal(n)": lambda: grok.sparse_signal(10**13, 5, np.random.default_rng(0)),
-    "sparse_problems(B)": lambda: grok.sparse_problems(10**12, 100, 5, 30, 0.0, np.random.default_rng(0)),
-    "low_rank_matrix(n1, n2)": lambda: grok.low_rank_matrix(10**7, 10**7, 2, np.random.default_rng(0)),
-    "modular_dataset(p)": lambda: grok.modular_dataset(10**6, "+", 0.5, np.random.default_rng(0)),
-    "subgradient_descent(n_steps)": lambda: grok.subgradient_descent(_X0, _y0, _a0, n_steps=10**12),
+    "sparse_problems(B)": lambda: grok.sparse_problems(
+        10**12, 100, 5, 30, 0.0, np.random.default_rng(0)
+    ),
+    "low_rank_matrix(n1, n2)": lambda: grok.low_rank_matrix(
+        10**7, 10**7, 2, np.random.default_rng(0)
+    ),
+    "modular_dataset(p)": lambda: grok.modular_dataset(
+        10**6, "+", 0.5, np.random.default_rng(0)
+    ),
+    "subgradient_descent(n_steps)": lambda: grok.subgradient_descent(
+        _X0, _y0, _a0, n_steps=10**12
+    ),
     "subgradient_descent(n_steps, eval_every)": lambda: grok.subgradient_descent(
-        _X0, _y0, _a0, n_steps=10**10, eval_every=10**10),
-    "deep_hadamard_gd(n_steps)": lambda: grok.deep_hadamard_gd(_X0, _y0, _a0, n_steps=10**12),
-    "deep_hadamard_gd(depth)": lambda: grok.deep_hadamard_gd(_X0, _y0, _a0, depth=10**12, n_steps=10, eval_every=10),
-    "matrix_subgradient(n_steps)": lambda: grok.matrix_subgradient(_M0, _A0, n_steps=10**12),
+        _X0, _y0, _a0, n_steps=10**10, eval_every=10**10
+    ),
+    "deep_hadamard_gd(n_steps)": lambda: grok.deep_hadamard_gd(
+        _X0, _y0, _a0, n_steps=10**12
+    ),
+    "deep_hadamard_gd(depth)": lambda: grok.deep_hadamard_gd(
+        _X0, _y0, _a0, depth=10**12, n_steps=10, eval_every=10
+    ),
+    "matrix_subgradient(n_steps)": lambda: grok.matrix_subgradient(
+        _M0, _A0, n_steps=10**12
+    ),
     "EncoderDecoderMLP(p)": lambda: grok.EncoderDecoderMLP(10**9, 64),
-    "train_grokking(epochs)": lambda: grok.train_grokking(*_tiny_model_and_data(), epochs=10**12, device="cpu"),
+    "train_grokking(epochs)": lambda: grok.train_grokking(
+        *_tiny_model_and_data(), epochs=10**12, device="cpu"
+    ),
 }
 
 
@@ -584,10 +711,16 @@ def test_the_papers_sizes_stay_within_the_budget():
 
     p = grok.DEFAULTS
     # Fig. 4 grid
-    nbytes, nops = grokking.grok_steps_cost(36, p.sparse.N, p.sparse.n, 2_000_000, 1_000, "sub")
+    nbytes, nops = grokking.grok_steps_cost(
+        36, p.sparse.N, p.sparse.n, 2_000_000, 1_000, "sub"
+    )
     check_budget("law", n_bytes=nbytes, n_operations=nops)
-    model = grok.EncoderDecoderMLP(p.mlp.p, p.mlp.d, rng=torch.Generator().manual_seed(0))
-    data = grok.modular_dataset(p.mlp.p, "+", p.mlp.train_fraction, np.random.default_rng(0))
+    model = grok.EncoderDecoderMLP(
+        p.mlp.p, p.mlp.d, rng=torch.Generator().manual_seed(0)
+    )
+    data = grok.modular_dataset(
+        p.mlp.p, "+", p.mlp.train_fraction, np.random.default_rng(0)
+    )
     from icml25.grokking.networks import _check_modular_data, _training_cost
 
     arrs, _ = _check_modular_data(data, p.mlp.p)
@@ -600,16 +733,25 @@ def test_solver_failures_name_the_solver_and_the_failed_test(monkeypatch):
     import inspect
 
     X = np.array([[1.0, 0.0], [1.0, 0.0]])
-    with pytest.raises(RuntimeError, match=r"basis_pursuit: scipy\.optimize\.linprog \(HiGHS\) failed \(failed test"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"basis_pursuit: scipy\.optimize\.linprog \(HiGHS\) failed \(failed test",
+    ):
         grok.basis_pursuit(X, np.array([1.0, 2.0]))  # x_0 = 1 and x_0 = 2: infeasible
     X, y, _ = _cs(0)
     with monkeypatch.context() as m:
         m.setattr(np.linalg, "pinv", lambda A: np.zeros(A.shape[::-1]))
-        with pytest.raises(RuntimeError, match=r"min_norm_solution: numpy\.linalg\.pinv.*failed test: \|\|X\^T"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"min_norm_solution: numpy\.linalg\.pinv.*failed test: \|\|X\^T",
+        ):
             grok.min_norm_solution(X, y)
     with monkeypatch.context() as m:
         m.setattr(np.linalg, "pinv", lambda A: np.full(A.shape[::-1], np.nan))
-        with pytest.raises(RuntimeError, match=r"min_norm_solution: numpy\.linalg\.pinv returned .* non-finite"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"min_norm_solution: numpy\.linalg\.pinv returned .* non-finite",
+        ):
             grok.min_norm_solution(X, y)
 
     def no_svd(A):
@@ -617,11 +759,15 @@ def test_solver_failures_name_the_solver_and_the_failed_test(monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(np.linalg, "pinv", no_svd)
-        with pytest.raises(RuntimeError, match=r"min_norm_solution: numpy\.linalg\.pinv failed"):
+        with pytest.raises(
+            RuntimeError, match=r"min_norm_solution: numpy\.linalg\.pinv failed"
+        ):
             grok.min_norm_solution(X, y)
     with monkeypatch.context() as m:
         m.setattr(np.linalg, "solve", lambda K, b: np.zeros_like(b))
-        with pytest.raises(RuntimeError, match=r"ridge_solution: numpy\.linalg\.solve.*failed test"):
+        with pytest.raises(
+            RuntimeError, match=r"ridge_solution: numpy\.linalg\.solve.*failed test"
+        ):
             grok.ridge_solution(X, y, 1e-2)
 
     def singular(K, b):
@@ -629,9 +775,16 @@ def test_solver_failures_name_the_solver_and_the_failed_test(monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(np.linalg, "solve", singular)
-        with pytest.raises(RuntimeError, match=r"ridge_solution: numpy\.linalg\.solve failed"):
+        with pytest.raises(
+            RuntimeError, match=r"ridge_solution: numpy\.linalg\.solve failed"
+        ):
             grok.ridge_solution(X, y, 1e-2)
-    for fn in (grok.min_norm_solution, grok.ridge_solution, grok.lasso_solution, grok.basis_pursuit):
+    for fn in (
+        grok.min_norm_solution,
+        grok.ridge_solution,
+        grok.lasso_solution,
+        grok.basis_pursuit,
+    ):
         raises = inspect.getdoc(fn).split("Raises:")[1]
         assert "RuntimeError:" in raises, fn.__name__
 
@@ -640,22 +793,36 @@ def test_public_hyperparameters_have_precise_type_hints():
     """Newcomer: alpha, beta*, init and tau were typed Any; a float or an array of them is known."""
     import typing
 
-    fns = (grok.subgradient_descent, grok.deep_hadamard_gd, grok.matrix_subgradient, grok.stability_bound,
-           grok.predicted_t2, grok.sparse_problems)
+    fns = (
+        grok.subgradient_descent,
+        grok.deep_hadamard_gd,
+        grok.matrix_subgradient,
+        grok.stability_bound,
+        grok.predicted_t2,
+        grok.sparse_problems,
+    )
     for fn in fns:
         hints = typing.get_type_hints(fn)
         for name in ("alpha", "beta", "beta1", "beta2", "beta_star", "init", "tau"):
             if name in hints:
                 assert hints[name] is not typing.Any, (fn.__name__, name)
-                assert float in typing.get_args(hints[name]) or hints[name] is float, (fn.__name__, name)
+                assert float in typing.get_args(hints[name]) or hints[name] is float, (
+                    fn.__name__,
+                    name,
+                )
 
 
 def _notebook_code_cells():
     import json
     from pathlib import Path
 
-    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "16_grokking_regularization.ipynb")
-                    .read_text())
+    nb = json.loads(
+        (
+            Path(__file__).resolve().parents[1]
+            / "notebooks"
+            / "16_grokking_regularization.ipynb"
+        ).read_text()
+    )
     return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
 
 
@@ -666,7 +833,9 @@ def test_notebook_setup_cell_prints_the_backend_label_with_the_config():
     # right after the parameters cell: its print is the first output
     assert cells.index(setup) == 1
     prints = [line for line in setup.splitlines() if line.startswith("print(")]
-    assert any("cfg.as_dict()" in line and "backend_label()" in line for line in prints), prints
+    assert any(
+        "cfg.as_dict()" in line and "backend_label()" in line for line in prints
+    ), prints
 
 
 def test_notebook_reads_the_papers_alpha_and_init_from_defaults():
@@ -678,8 +847,13 @@ def test_notebook_reads_the_papers_alpha_and_init_from_defaults():
     # the cell without its strings and comments (labels may quote the paper)
     def code_only(src: str) -> str:
         toks = tokenize.generate_tokens(io.StringIO(src).readline)
-        return " ".join(t.string for t in toks if t.type not in (tokenize.STRING, tokenize.COMMENT))
+        return " ".join(
+            t.string for t in toks if t.type not in (tokenize.STRING, tokenize.COMMENT)
+        )
 
-    retyped = [c.splitlines()[0] for c in _notebook_code_cells()
-               if re.search(r"\balpha = 0?\.1\b(?!\d)|\binit = 1e-6\b|\( 1e-6 ,", code_only(c))]
+    retyped = [
+        c.splitlines()[0]
+        for c in _notebook_code_cells()
+        if re.search(r"\balpha = 0?\.1\b(?!\d)|\binit = 1e-6\b|\( 1e-6 ,", code_only(c))
+    ]
     assert not retyped, retyped

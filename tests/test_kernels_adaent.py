@@ -24,7 +24,11 @@ def _cos_by_hand(x, y):
     out = []
     for a, b in zip(np.asarray(x, float), np.asarray(y, float)):
         a, b = a - a.min(), b - b.min()
-        out.append(0.0 if np.linalg.norm(a) * np.linalg.norm(b) < 1e-8 else 1.0 - scipy_cosine_distance(a, b))
+        out.append(
+            0.0
+            if np.linalg.norm(a) * np.linalg.norm(b) < 1e-8
+            else 1.0 - scipy_cosine_distance(a, b)
+        )
     return np.array(out)
 
 
@@ -71,20 +75,25 @@ def test_torch_in_torch_out_equals_numpy_path():
 def test_threshold_extremes():
     rng = np.random.default_rng(5)
     qs, qp = rng.normal(size=(50, 8)), rng.normal(size=(50, 8))
-    assert not adaent.landscape_similarity(qs, qp, -1.0)[1].any()   # a cosine is never below -1
+    assert not adaent.landscape_similarity(qs, qp, -1.0)[
+        1
+    ].any()  # a cosine is never below -1
     cos, mask = adaent.landscape_similarity(qs, qp, 1.0)
     np.testing.assert_array_equal(mask, cos < 1.0)
 
 
-@pytest.mark.parametrize("bad,match", [
-    (dict(q_plain=np.zeros((3, 5))), "q_plain"),
-    (dict(q_soft=np.zeros((3, 1)), q_plain=np.zeros((3, 1))), "M >= 2"),
-    (dict(q_soft=np.full((3, 4), np.nan)), "q_soft"),
-    (dict(q_plain=np.full((3, 4), np.inf)), "q_plain"),
-    (dict(threshold=1.5), "threshold"),
-    (dict(threshold=-1.01), "threshold"),
-    (dict(q_soft=np.zeros(4)), "q_soft"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (dict(q_plain=np.zeros((3, 5))), "q_plain"),
+        (dict(q_soft=np.zeros((3, 1)), q_plain=np.zeros((3, 1))), "M >= 2"),
+        (dict(q_soft=np.full((3, 4), np.nan)), "q_soft"),
+        (dict(q_plain=np.full((3, 4), np.inf)), "q_plain"),
+        (dict(threshold=1.5), "threshold"),
+        (dict(threshold=-1.01), "threshold"),
+        (dict(q_soft=np.zeros(4)), "q_soft"),
+    ],
+)
 def test_similarity_refuses_bad_input(bad, match):
     args = dict(q_soft=np.zeros((3, 4)), q_plain=np.zeros((3, 4)), threshold=0.9) | bad
     with pytest.raises(ValueError, match=match):
@@ -95,7 +104,9 @@ def test_similarity_refuses_bad_input(bad, match):
 
 def test_similarity_refuses_non_finite_torch():
     with pytest.raises(ValueError, match="q_soft"):
-        adaent.landscape_similarity(torch.full((2, 3), float("nan")), torch.zeros(2, 3), 0.9)
+        adaent.landscape_similarity(
+            torch.full((2, 3), float("nan")), torch.zeros(2, 3), 0.9
+        )
 
 
 @pytest.mark.parametrize("alpha,da", [(0.5, 0.01), (0.05, 1.0), (2.0, 0.1)])
@@ -104,8 +115,11 @@ def test_grid_soft_value_matches_python_loop(alpha, da):
     Q = rng.normal(size=(4, 50))
     want = [alpha * math.log(sum(math.exp(q / alpha) * da for q in row)) for row in Q]
     np.testing.assert_allclose(adaent.grid_soft_value(Q, alpha, da), want, rtol=1e-10)
-    np.testing.assert_allclose(adaent.grid_soft_value_reference(Q, alpha, da),
-                               alpha * (logsumexp(Q / alpha, axis=1) + np.log(da)), rtol=1e-12)
+    np.testing.assert_allclose(
+        adaent.grid_soft_value_reference(Q, alpha, da),
+        alpha * (logsumexp(Q / alpha, axis=1) + np.log(da)),
+        rtol=1e-12,
+    )
 
 
 def test_grid_soft_value_at_zero_is_max_and_large_q_does_not_overflow():
@@ -115,13 +129,16 @@ def test_grid_soft_value_at_zero_is_max_and_large_q_does_not_overflow():
     assert np.all(np.isfinite(v)) and abs(v[0] - 1000.0) < 1e-6
 
 
-@pytest.mark.parametrize("bad,err,match", [
-    (dict(alpha=-0.1), ValueError, "alpha"),
-    (dict(da=0.0), ValueError, "da"),
-    (dict(Q=np.ones(3)), ValueError, "Q"),
-    (dict(Q=np.array([[np.nan, 1.0]])), ValueError, "Q"),
-    (dict(alpha="big"), TypeError, "alpha"),
-])
+@pytest.mark.parametrize(
+    "bad,err,match",
+    [
+        (dict(alpha=-0.1), ValueError, "alpha"),
+        (dict(da=0.0), ValueError, "da"),
+        (dict(Q=np.ones(3)), ValueError, "Q"),
+        (dict(Q=np.array([[np.nan, 1.0]])), ValueError, "Q"),
+        (dict(alpha="big"), TypeError, "alpha"),
+    ],
+)
 def test_grid_soft_value_refuses_bad_input(bad, err, match):
     args = dict(Q=np.ones((2, 3)), alpha=0.5, da=1.0) | bad
     with pytest.raises(err, match=match):
@@ -158,8 +175,11 @@ def test_gpu_grid_soft_value_equals_reference(B):  # pragma: no cover - GPU
     rng = np.random.default_rng(B + 1)
     Q = rng.normal(size=(B, 1000))
     for alpha in (0.0, 0.05, 1.0):
-        np.testing.assert_allclose(adaent.grid_soft_value_gpu(Q, alpha, 0.002).get(),
-                                   adaent.grid_soft_value_reference(Q, alpha, 0.002), rtol=1e-9)
+        np.testing.assert_allclose(
+            adaent.grid_soft_value_gpu(Q, alpha, 0.002).get(),
+            adaent.grid_soft_value_reference(Q, alpha, 0.002),
+            rtol=1e-9,
+        )
 
 
 def test_grid_soft_value_reference_shifts_before_dividing_by_alpha():
@@ -167,5 +187,8 @@ def test_grid_soft_value_reference_shifts_before_dividing_by_alpha():
     Q = np.array([[1e300, -1e300, 0.0], [3.0, 1.0, 2.0]])
     V = adaent.grid_soft_value_reference(Q, 1e-300, 1.0)
     assert V[0] == 1e300 and V[1] == 3.0
-    np.testing.assert_allclose(adaent.grid_soft_value(Q[1:], 0.5, 0.1), 0.5 * (logsumexp(Q[1] / 0.5) + math.log(0.1)),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        adaent.grid_soft_value(Q[1:], 0.5, 0.1),
+        0.5 * (logsumexp(Q[1] / 0.5) + math.log(0.1)),
+        rtol=1e-12,
+    )

@@ -45,7 +45,10 @@ def _kernels_in(source: str) -> list[tuple[str, bool]]:
     source = _strip_comments(source)
     blocks = _extern_c_blocks(source)
     return [
-        (m["name"], m["extern"] is not None or any(a <= m.start() < b for a, b in blocks))
+        (
+            m["name"],
+            m["extern"] is not None or any(a <= m.start() < b for a, b in blocks),
+        )
         for m in _GLOBAL_FN.finditer(source)
     ]
 
@@ -59,13 +62,21 @@ def test_kernel_source_declares_extern_c_kernels(name):
     found = _kernels_in(kernel_source(name))
     assert found, f"{name}.cu declares no __global__ function"
     not_extern = [fn for fn, is_extern in found if not is_extern]
-    assert not not_extern, f"{name}.cu: kernels must be extern \"C\" (CuPy looks them up by name): {not_extern}"
+    assert not not_extern, (
+        f'{name}.cu: kernels must be extern "C" (CuPy looks them up by name): {not_extern}'
+    )
 
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_kernel_source_includes_no_headers(name):
-    includes = re.findall(r"^\s*#\s*include\s*[<\"]([^>\"]+)", _strip_comments(kernel_source(name)), flags=re.M)
-    assert not includes, f"{name}.cu includes {includes}; use NVRTC built-ins only (no curand etc.)"
+    includes = re.findall(
+        r"^\s*#\s*include\s*[<\"]([^>\"]+)",
+        _strip_comments(kernel_source(name)),
+        flags=re.M,
+    )
+    assert not includes, (
+        f"{name}.cu includes {includes}; use NVRTC built-ins only (no curand etc.)"
+    )
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -75,4 +86,6 @@ def test_kernel_compiles_with_nvrtc(name, arch):
     assert f".target sm_{arch.split('_')[1]}" in ptx
     entries = set(re.findall(r"\.entry\s+(\w+)\s*\(", ptx))
     for fn, _ in _kernels_in(kernel_source(name)):
-        assert fn in entries, f"kernel {fn!r} of {name}.cu is not an entry point of the PTX for {arch}"
+        assert fn in entries, (
+            f"kernel {fn!r} of {name}.cu is not an entry point of the PTX for {arch}"
+        )

@@ -18,19 +18,24 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting  # noqa: E4
 
 def _brute_mask(F):
     n = len(F)
-    return np.array([not any(np.all(F[j] >= F[i]) and np.any(F[j] > F[i]) for j in range(n)) for i in range(n)],
-                    dtype=bool)
+    return np.array(
+        [
+            not any(np.all(F[j] >= F[i]) and np.any(F[j] > F[i]) for j in range(n))
+            for i in range(n)
+        ],
+        dtype=bool,
+    )
 
 
 def _cases():
     rng = np.random.default_rng(0)
     yield rng.random((200, 2))
     yield rng.random((300, 4))
-    yield np.round(rng.random((400, 3)), 1)                 # many ties and exact duplicates
-    yield np.repeat(rng.random((30, 2)), 3, axis=0)          # every row three times
+    yield np.round(rng.random((400, 3)), 1)  # many ties and exact duplicates
+    yield np.repeat(rng.random((30, 2)), 3, axis=0)  # every row three times
     x = rng.random(100)
-    yield np.stack([x, 1 - x], axis=1)                       # all on one front
-    yield np.stack([np.arange(50.0)] * 3, axis=1)            # a chain: 50 fronts
+    yield np.stack([x, 1 - x], axis=1)  # all on one front
+    yield np.stack([np.arange(50.0)] * 3, axis=1)  # a chain: 50 fronts
     yield rng.integers(0, 4, size=(600, 5)).astype(float)
 
 
@@ -49,7 +54,12 @@ def test_pareto_mask_matches_brute_force_paretoset_and_pymoo(k):
     got = dk.pareto_mask_reference(F)
     assert got.dtype == np.bool_ and got.shape == (len(F),)
     assert np.array_equal(got, _brute_mask(F))
-    assert np.array_equal(got, paretoset.paretoset(F, sense=["max"] * F.shape[1], distinct=False, use_numba=False))
+    assert np.array_equal(
+        got,
+        paretoset.paretoset(
+            F, sense=["max"] * F.shape[1], distinct=False, use_numba=False
+        ),
+    )
     front = NonDominatedSorting().do(-F, only_non_dominated_front=True)
     assert np.array_equal(np.flatnonzero(got), np.sort(front))
     assert np.array_equal(dk.pareto_mask(F), got)
@@ -143,8 +153,14 @@ def test_gpu_parity():  # pragma: no cover - GPU
     import cupy as cp
 
     for F in CASES + [np.round(np.random.default_rng(9).random((20000, 3)), 2)]:
-        assert np.array_equal(cp.asnumpy(dk.pareto_mask_gpu(F)), dk.pareto_mask_reference(F))
-        assert np.array_equal(cp.asnumpy(dk.non_dominated_sort_gpu(F)), dk.non_dominated_sort_reference(F))
+        assert np.array_equal(
+            cp.asnumpy(dk.pareto_mask_gpu(F)), dk.pareto_mask_reference(F)
+        )
+        assert np.array_equal(
+            cp.asnumpy(dk.non_dominated_sort_gpu(F)), dk.non_dominated_sort_reference(F)
+        )
     F = np.random.default_rng(10).random((5000, 4))
     assert np.array_equal(dk.pareto_mask(F), dk.pareto_mask_reference(F))
-    assert np.array_equal(dk.non_dominated_sort(F), NonDominatedSorting().do(-F, return_rank=True)[1])
+    assert np.array_equal(
+        dk.non_dominated_sort(F), NonDominatedSorting().do(-F, return_rank=True)[1]
+    )

@@ -47,16 +47,25 @@ def test_grok_steps_reference_matches_naive_loop(method, shared):
     X, y, a0, alpha, beta1, beta2, a_star = _problem(B, shared)
     P = None
     if method == "proj":
-        P = (X.T @ np.linalg.inv(X @ X.T) if shared
-             else np.stack([Xb.T @ np.linalg.inv(Xb @ Xb.T) for Xb in X]))
-    a, rec = grok_steps_reference(X, y, a0, alpha, beta1, beta2, a_star, steps, 100, method, P)
+        P = (
+            X.T @ np.linalg.inv(X @ X.T)
+            if shared
+            else np.stack([Xb.T @ np.linalg.inv(Xb @ Xb.T) for Xb in X])
+        )
+    a, rec = grok_steps_reference(
+        X, y, a0, alpha, beta1, beta2, a_star, steps, 100, method, P
+    )
     for b in range(B):
         Xb = X if shared else X[b]
         want = _naive(Xb, y[b], a0[b], alpha[b], beta1[b], beta2[b], steps, method)
         np.testing.assert_allclose(a[b], want, rtol=1e-10, atol=1e-14)
         # the last record is the final state
-        assert rec[-1, b, 0] == pytest.approx(np.linalg.norm(Xb @ want - y[b]) / np.linalg.norm(y[b]), rel=1e-8)
-        assert rec[-1, b, 1] == pytest.approx(np.linalg.norm(want - a_star[b]) / np.linalg.norm(a_star[b]), rel=1e-8)
+        assert rec[-1, b, 0] == pytest.approx(
+            np.linalg.norm(Xb @ want - y[b]) / np.linalg.norm(y[b]), rel=1e-8
+        )
+        assert rec[-1, b, 1] == pytest.approx(
+            np.linalg.norm(want - a_star[b]) / np.linalg.norm(a_star[b]), rel=1e-8
+        )
         assert rec[-1, b, 3] == pytest.approx(np.abs(want).sum(), rel=1e-10)
 
 
@@ -85,21 +94,32 @@ def test_grokking_cu_compiles_with_nvrtc():
 @pytest.mark.gpu
 @pytest.mark.parametrize("method", ["sub", "ista", "proj"])
 @pytest.mark.parametrize("shared", [True, False])
-def test_grok_steps_gpu_matches_reference_after_1e4_steps(method, shared):  # pragma: no cover - needs a GPU
+def test_grok_steps_gpu_matches_reference_after_1e4_steps(
+    method, shared
+):  # pragma: no cover - needs a GPU
     from icml25.kernels.grokking import grok_steps_gpu
 
     B, steps = 8, 10_000
     X, y, a0, alpha, beta1, beta2, a_star = _problem(B, shared, seed=1)
     P = None
     if method == "proj":
-        P = (X.T @ np.linalg.inv(X @ X.T) if shared
-             else np.stack([Xb.T @ np.linalg.inv(Xb @ Xb.T) for Xb in X]))
-    a_ref, rec_ref = grok_steps_reference(X, y, a0, alpha, beta1, beta2, a_star, steps, 1000, method, P)
-    a_gpu, rec_gpu = grok_steps_gpu(X, y, a0, alpha, beta1, beta2, a_star, steps, 1000, method, P)
+        P = (
+            X.T @ np.linalg.inv(X @ X.T)
+            if shared
+            else np.stack([Xb.T @ np.linalg.inv(Xb @ Xb.T) for Xb in X])
+        )
+    a_ref, rec_ref = grok_steps_reference(
+        X, y, a0, alpha, beta1, beta2, a_star, steps, 1000, method, P
+    )
+    a_gpu, rec_gpu = grok_steps_gpu(
+        X, y, a0, alpha, beta1, beta2, a_star, steps, 1000, method, P
+    )
     a_gpu, rec_gpu = a_gpu.get(), rec_gpu.get()
     rel = np.linalg.norm(a_gpu - a_ref, axis=1) / np.linalg.norm(a_ref, axis=1)
     assert np.all(rel < 1e-10), rel
-    np.testing.assert_allclose(rec_gpu[:, :, [0, 1, 3, 4]], rec_ref[:, :, [0, 1, 3, 4]], rtol=1e-8, atol=1e-14)
+    np.testing.assert_allclose(
+        rec_gpu[:, :, [0, 1, 3, 4]], rec_ref[:, :, [0, 1, 3, 4]], rtol=1e-8, atol=1e-14
+    )
 
 
 def test_grok_steps_reference_trajectory_agrees_after_1e4_steps():
@@ -128,8 +148,12 @@ def test_one_problem_reference_is_the_official_loop_bit_for_bit(beta2):
     X, y, a0, alpha, beta1, _, a_star = _problem(1, True)
     want = _official_loop(X, y[0], a0[0], alpha[0], beta1[0], beta2, 2000)
     b2 = np.array([beta2])
-    a_shared, rec_shared = grok_steps_reference(X, y, a0, alpha, beta1, b2, a_star, 2000, 500)
-    a_stack, rec_stack = grok_steps_reference(X[None], y, a0, alpha, beta1, b2, a_star, 2000, 500)
+    a_shared, rec_shared = grok_steps_reference(
+        X, y, a0, alpha, beta1, b2, a_star, 2000, 500
+    )
+    a_stack, rec_stack = grok_steps_reference(
+        X[None], y, a0, alpha, beta1, b2, a_star, 2000, 500
+    )
     assert a_shared.shape == (1, X.shape[1]) and rec_shared.shape == (5, 1, 5)
     np.testing.assert_array_equal(a_shared[0], want)
     np.testing.assert_array_equal(a_stack, a_shared)

@@ -21,7 +21,10 @@ def test_compiles_with_nvrtc():
 @pytest.mark.parametrize("k", [1, 8, 16])
 def test_knn_matches_ckdtree(k):
     rng = np.random.default_rng(k)
-    q, ref = rng.normal(size=(300, 3)).astype(np.float32), rng.normal(size=(500, 3)).astype(np.float32)
+    q, ref = (
+        rng.normal(size=(300, 3)).astype(np.float32),
+        rng.normal(size=(500, 3)).astype(np.float32),
+    )
     idx, d2 = knn_attention.knn_reference(q, ref, k)
     dd, ii = cKDTree(ref.astype(np.float64)).query(q.astype(np.float64), k)
     ii = np.asarray(ii).reshape(300, k)
@@ -30,8 +33,18 @@ def test_knn_matches_ckdtree(k):
 
 
 def test_knn_respects_scenes_and_breaks_ties_by_index():
-    ref = np.array([[0, 0, 0], [1, 0, 0], [-1, 0, 0], [0, 1, 0],      # scene 0: three points at distance 1 from the origin
-                    [5, 5, 5], [5, 5, 6], [5, 5, 4]], dtype=np.float32)  # scene 1
+    ref = np.array(
+        [
+            [0, 0, 0],
+            [1, 0, 0],
+            [-1, 0, 0],
+            [0, 1, 0],  # scene 0: three points at distance 1 from the origin
+            [5, 5, 5],
+            [5, 5, 6],
+            [5, 5, 4],
+        ],
+        dtype=np.float32,
+    )  # scene 1
     rb = np.array([0, 0, 0, 0, 1, 1, 1])
     q = np.array([[0, 0, 0], [5, 5, 5]], dtype=np.float32)
     idx, _ = knn_attention.knn(q, ref, 3, np.array([0, 1]), rb)
@@ -43,25 +56,40 @@ def test_knn_respects_scenes_and_breaks_ties_by_index():
 
 def test_knn_tiled_matches_untiled(monkeypatch):
     rng = np.random.default_rng(3)
-    q, ref = rng.normal(size=(200, 3)).astype(np.float32), rng.normal(size=(300, 3)).astype(np.float32)
+    q, ref = (
+        rng.normal(size=(200, 3)).astype(np.float32),
+        rng.normal(size=(300, 3)).astype(np.float32),
+    )
     full, _ = knn_attention.knn_reference(q, ref, 8)
-    monkeypatch.setattr(knn_attention, "_TILE_BYTES", 8 * 300 * 7)   # tiles of 7 queries
+    monkeypatch.setattr(knn_attention, "_TILE_BYTES", 8 * 300 * 7)  # tiles of 7 queries
     tiled, _ = knn_attention.knn_reference(q, ref, 8)
     assert np.array_equal(full, tiled)
 
 
-@pytest.mark.parametrize("bad, err", [
-    (dict(q=np.zeros((4, 2))), ValueError),
-    (dict(ref=np.zeros((4, 2))), ValueError),
-    (dict(k=0), ValueError),
-    (dict(k=17), ValueError),
-    (dict(k=5), ValueError),                       # more than the 4 reference points
-    (dict(q_batch=np.zeros(3, int)), ValueError),  # only one of the batch arrays
-    (dict(q_batch=np.zeros(3, int), ref_batch=np.array([1, 0, 0, 0])), ValueError),   # unsorted
-    (dict(q=np.full((3, 3), np.nan)), ValueError),
-])
+@pytest.mark.parametrize(
+    "bad, err",
+    [
+        (dict(q=np.zeros((4, 2))), ValueError),
+        (dict(ref=np.zeros((4, 2))), ValueError),
+        (dict(k=0), ValueError),
+        (dict(k=17), ValueError),
+        (dict(k=5), ValueError),  # more than the 4 reference points
+        (dict(q_batch=np.zeros(3, int)), ValueError),  # only one of the batch arrays
+        (
+            dict(q_batch=np.zeros(3, int), ref_batch=np.array([1, 0, 0, 0])),
+            ValueError,
+        ),  # unsorted
+        (dict(q=np.full((3, 3), np.nan)), ValueError),
+    ],
+)
 def test_knn_refuses_bad_input(bad, err):
-    args = dict(q=np.zeros((3, 3)), ref=np.arange(12.0).reshape(4, 3), k=2, q_batch=None, ref_batch=None)
+    args = dict(
+        q=np.zeros((3, 3)),
+        ref=np.arange(12.0).reshape(4, 3),
+        k=2,
+        q_batch=None,
+        ref_batch=None,
+    )
     args.update(bad)
     with pytest.raises(err):
         knn_attention.knn(**args)
@@ -69,7 +97,11 @@ def test_knn_refuses_bad_input(bad, err):
 
 def _attn_args(N=20, M=30, kn=6, c=8, seed=0):
     g = torch.Generator().manual_seed(seed)
-    q, k, v = torch.randn(N, c, generator=g), torch.randn(M, c, generator=g), torch.randn(M, c, generator=g)
+    q, k, v = (
+        torch.randn(N, c, generator=g),
+        torch.randn(M, c, generator=g),
+        torch.randn(M, c, generator=g),
+    )
     idx = torch.randint(0, M, (N, kn), generator=g)
     pe = torch.randn(N, kn, c, generator=g)
     return q, k, v, idx, pe
@@ -85,10 +117,17 @@ def test_neighbour_attention_matches_loop(heads):
     for i in range(q.shape[0]):
         for h in range(heads):
             sl = slice(h * dh, (h + 1) * dh)
-            logits = torch.tensor([float(q[i, sl] @ (k[j, sl] + pe[i, t, sl])) / np.sqrt(dh) for t, j in enumerate(idx[i])])
+            logits = torch.tensor(
+                [
+                    float(q[i, sl] @ (k[j, sl] + pe[i, t, sl])) / np.sqrt(dh)
+                    for t, j in enumerate(idx[i])
+                ]
+            )
             a = torch.exp(logits - logits.max())
             a = a / a.sum()
-            want[i, sl] = sum(a[t] * (v[j, sl] + pe[i, t, sl]) for t, j in enumerate(idx[i]))
+            want[i, sl] = sum(
+                a[t] * (v[j, sl] + pe[i, t, sl]) for t, j in enumerate(idx[i])
+            )
     assert torch.allclose(out, want, atol=1e-5)
 
 
@@ -98,13 +137,24 @@ def test_neighbour_attention_is_differentiable_and_dispatcher_agrees():
     out = knn_attention.neighbour_attention(q, k, v, idx, pe, heads=2)
     out.sum().backward()
     assert q.grad is not None and torch.isfinite(q.grad).all()
-    assert torch.allclose(out, knn_attention.neighbour_attention_reference(q, k, v, idx, pe, heads=2), atol=1e-6)
+    assert torch.allclose(
+        out,
+        knn_attention.neighbour_attention_reference(q, k, v, idx, pe, heads=2),
+        atol=1e-6,
+    )
 
 
-@pytest.mark.parametrize("bad", [
-    dict(k=torch.zeros(30, 7)), dict(idx=torch.zeros(20, 6)), dict(idx=torch.full((20, 6), 30)),
-    dict(idx=torch.zeros(20, 17, dtype=torch.long)), dict(pe=torch.zeros(20, 5, 8)), dict(heads=3),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(k=torch.zeros(30, 7)),
+        dict(idx=torch.zeros(20, 6)),
+        dict(idx=torch.full((20, 6), 30)),
+        dict(idx=torch.zeros(20, 17, dtype=torch.long)),
+        dict(pe=torch.zeros(20, 5, 8)),
+        dict(heads=3),
+    ],
+)
 def test_neighbour_attention_refuses_bad_input(bad):
     q, k, v, idx, pe = _attn_args()
     args = dict(q=q, k=k, v=v, idx=idx, pe=pe, heads=1)
@@ -120,7 +170,10 @@ def test_gpu_parity():  # pragma: no cover - GPU
     import cupy as cp
 
     rng = np.random.default_rng(0)
-    q, ref = rng.normal(size=(5000, 3)).astype(np.float32), rng.normal(size=(7000, 3)).astype(np.float32)
+    q, ref = (
+        rng.normal(size=(5000, 3)).astype(np.float32),
+        rng.normal(size=(7000, 3)).astype(np.float32),
+    )
     qb = np.sort(rng.integers(0, 3, 5000))
     rb = np.sort(rng.integers(0, 3, 7000))
     want, _ = knn_attention.knn_reference(q, ref, 16, qb, rb)
@@ -128,5 +181,9 @@ def test_gpu_parity():  # pragma: no cover - GPU
     assert np.array_equal(got, want)
     args = _attn_args(N=4000, M=5000, kn=8, c=64)
     want = knn_attention.neighbour_attention_reference(*args, heads=4)
-    got = cp.asnumpy(knn_attention.neighbour_attention_gpu(*(cp.asarray(t.numpy()) for t in args), heads=4))
+    got = cp.asnumpy(
+        knn_attention.neighbour_attention_gpu(
+            *(cp.asarray(t.numpy()) for t in args), heads=4
+        )
+    )
     assert np.allclose(got, want.numpy(), atol=1e-5)

@@ -23,7 +23,11 @@ def test_categorical_labels_match_a_per_element_loop():
     for b in range(3):
         for i in range(4):
             for j in range(6):
-                c = int(y[b, i, j]) if float(u[b, 0, i, j]) < float(a[b]) else min(int(float(u[b, 1, i, j]) * 5), 4)
+                c = (
+                    int(y[b, i, j])
+                    if float(u[b, 0, i, j]) < float(a[b])
+                    else min(int(float(u[b, 1, i, j]) * 5), 4)
+                )
                 want[b, c, i, j] = 1.0
     np.testing.assert_array_equal(out.numpy(), want)
 
@@ -46,14 +50,18 @@ def test_categorical_probs_inverse_cdf_matches_a_loop_and_one_hot_equals_labels(
                 assert int(out[b, i, j]) == c
     y = torch.randint(0, 3, (2, 5, 5), generator=g)
     onehot = torch.nn.functional.one_hot(y, 3).movedim(-1, 1).float()
-    assert torch.equal(label_noise.categorical_corrupt_reference(onehot, a, 3, u),
-                       label_noise.categorical_corrupt_reference(y, a, 3, u))
+    assert torch.equal(
+        label_noise.categorical_corrupt_reference(onehot, a, 3, u),
+        label_noise.categorical_corrupt_reference(y, a, 3, u),
+    )
 
 
 def test_categorical_marginal_by_monte_carlo():
     n, K, ab = 200_000, 4, 0.3
     y = torch.full((n,), 2, dtype=torch.long)
-    out = label_noise.categorical_corrupt(y, torch.full((n,), ab), K, rng=torch.Generator().manual_seed(4))
+    out = label_noise.categorical_corrupt(
+        y, torch.full((n,), ab), K, rng=torch.Generator().manual_seed(4)
+    )
     freq = out.mean(0).numpy()  # (K,)
     want = np.full(K, (1 - ab) / K)
     want[2] += ab
@@ -63,11 +71,17 @@ def test_categorical_marginal_by_monte_carlo():
 
 def test_dispatcher_numpy_in_numpy_out_and_uniforms_drawn_from_rng():
     y = np.array([[0, 1], [2, 3]])
-    out = label_noise.categorical_corrupt(y, np.array([1.0, 1.0]), 4, rng=torch.Generator().manual_seed(0))
+    out = label_noise.categorical_corrupt(
+        y, np.array([1.0, 1.0]), 4, rng=torch.Generator().manual_seed(0)
+    )
     assert isinstance(out, np.ndarray) and out.shape == (2, 4, 2)
     np.testing.assert_array_equal(out.argmax(1), y)  # alpha_bar = 1 keeps every label
-    a = label_noise.categorical_corrupt(torch.as_tensor(y), torch.zeros(2), 4, rng=torch.Generator().manual_seed(5))
-    b = label_noise.categorical_corrupt(torch.as_tensor(y), torch.zeros(2), 4, rng=torch.Generator().manual_seed(5))
+    a = label_noise.categorical_corrupt(
+        torch.as_tensor(y), torch.zeros(2), 4, rng=torch.Generator().manual_seed(5)
+    )
+    b = label_noise.categorical_corrupt(
+        torch.as_tensor(y), torch.zeros(2), 4, rng=torch.Generator().manual_seed(5)
+    )
     assert torch.equal(a, b)
 
 
@@ -76,7 +90,10 @@ def test_gaussian_reference_is_the_closed_form():
     y, e = torch.randn(3, 7, generator=g), torch.randn(3, 7, generator=g)
     a = torch.tensor([0.1, 0.5, 0.99])
     out = label_noise.gaussian_corrupt_reference(y, a, e)
-    want = np.sqrt(a.numpy())[:, None] * y.numpy() + np.sqrt(1 - a.numpy())[:, None] * e.numpy()
+    want = (
+        np.sqrt(a.numpy())[:, None] * y.numpy()
+        + np.sqrt(1 - a.numpy())[:, None] * e.numpy()
+    )
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
     out_np = label_noise.gaussian_corrupt(y.numpy(), a.numpy(), e.numpy())
     assert isinstance(out_np, np.ndarray)
@@ -86,8 +103,10 @@ def test_gaussian_reference_is_the_closed_form():
 def test_gaussian_marginal_moments():
     n = 100_000
     y = torch.full((n, 1), 2.0)
-    out = label_noise.gaussian_corrupt(y, torch.full((n,), 0.25), rng=torch.Generator().manual_seed(7)).numpy()
-    assert abs(out.mean() - 1.0) < 5 * np.sqrt(0.75 / n)   # sqrt(0.25) * 2
+    out = label_noise.gaussian_corrupt(
+        y, torch.full((n,), 0.25), rng=torch.Generator().manual_seed(7)
+    ).numpy()
+    assert abs(out.mean() - 1.0) < 5 * np.sqrt(0.75 / n)  # sqrt(0.25) * 2
     assert abs(out.var() - 0.75) < 0.02
 
 
@@ -96,28 +115,100 @@ def test_pcl_terms_match_numpy():
     a, b, y = rng.normal(size=(3, 50)).astype(np.float32)
     got = label_noise.pcl_terms(a, b, y)
     a64, b64, y64 = a.astype(float), b.astype(float), y.astype(float)
-    want = [np.mean((a64 - y64) ** 2), np.mean((b64 - y64) ** 2), np.mean((a64 - b64) ** 2)]
+    want = [
+        np.mean((a64 - y64) ** 2),
+        np.mean((b64 - y64) ** 2),
+        np.mean((a64 - b64) ** 2),
+    ]
     np.testing.assert_allclose(got, want, rtol=1e-12)
-    np.testing.assert_allclose(label_noise.pcl_terms_reference(torch.as_tensor(a), torch.as_tensor(b), torch.as_tensor(y)),
-                               want, rtol=1e-12)
+    np.testing.assert_allclose(
+        label_noise.pcl_terms_reference(
+            torch.as_tensor(a), torch.as_tensor(b), torch.as_tensor(y)
+        ),
+        want,
+        rtol=1e-12,
+    )
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: label_noise.categorical_corrupt_reference(torch.tensor([[0, 4]]), torch.tensor([0.5]), 4, _u((1, 2, 2))), "y"),
-    (lambda: label_noise.categorical_corrupt_reference(torch.tensor([[0, -1]]), torch.tensor([0.5]), 4, _u((1, 2, 2))), "y"),
-    (lambda: label_noise.categorical_corrupt_reference(torch.tensor([[0, 1]]), torch.tensor([1.5]), 4, _u((1, 2, 2))), "alpha_bar_t"),
-    (lambda: label_noise.categorical_corrupt_reference(torch.tensor([[0, 1]]), torch.tensor([0.5, 0.5]), 4, _u((1, 2, 2))), "alpha_bar_t"),
-    (lambda: label_noise.categorical_corrupt_reference(torch.tensor([[0, 1]]), torch.tensor([0.5]), 4, _u((1, 2, 3))), "uniforms"),
-    (lambda: label_noise.categorical_corrupt_reference(torch.tensor([[0, 1]]), torch.tensor([0.5]), 4, torch.ones(1, 2, 2)), "uniforms"),
-    (lambda: label_noise.categorical_corrupt_reference(torch.tensor([[0, 1]]), torch.tensor([0.5]), 1, _u((1, 2, 2))), "K"),
-    (lambda: label_noise.categorical_corrupt_reference(torch.rand(1, 3, 2), torch.tensor([0.5]), 4, _u((1, 2, 2))), "y"),
-    (lambda: label_noise.gaussian_corrupt_reference(torch.ones(2, 3), torch.tensor([0.5]), torch.ones(2, 3)), "alpha_bar_t"),
-    (lambda: label_noise.gaussian_corrupt_reference(torch.ones(2, 3), torch.tensor([0.5, 0.5]), torch.ones(2, 4)), "eps"),
-    (lambda: label_noise.gaussian_corrupt_reference(torch.ones(2, 3), torch.tensor([0.5, -0.1]), torch.ones(2, 3)), "alpha_bar_t"),
-    (lambda: label_noise.pcl_terms(np.ones(3), np.ones(4), np.ones(3)), "b"),
-    (lambda: label_noise.pcl_terms(np.ones(3), np.ones(3), np.ones(2)), "y"),
-    (lambda: label_noise.categorical_corrupt(torch.tensor([[0, 1]]), torch.tensor([0.5]), 4, rng=3), "rng"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (
+            lambda: label_noise.categorical_corrupt_reference(
+                torch.tensor([[0, 4]]), torch.tensor([0.5]), 4, _u((1, 2, 2))
+            ),
+            "y",
+        ),
+        (
+            lambda: label_noise.categorical_corrupt_reference(
+                torch.tensor([[0, -1]]), torch.tensor([0.5]), 4, _u((1, 2, 2))
+            ),
+            "y",
+        ),
+        (
+            lambda: label_noise.categorical_corrupt_reference(
+                torch.tensor([[0, 1]]), torch.tensor([1.5]), 4, _u((1, 2, 2))
+            ),
+            "alpha_bar_t",
+        ),
+        (
+            lambda: label_noise.categorical_corrupt_reference(
+                torch.tensor([[0, 1]]), torch.tensor([0.5, 0.5]), 4, _u((1, 2, 2))
+            ),
+            "alpha_bar_t",
+        ),
+        (
+            lambda: label_noise.categorical_corrupt_reference(
+                torch.tensor([[0, 1]]), torch.tensor([0.5]), 4, _u((1, 2, 3))
+            ),
+            "uniforms",
+        ),
+        (
+            lambda: label_noise.categorical_corrupt_reference(
+                torch.tensor([[0, 1]]), torch.tensor([0.5]), 4, torch.ones(1, 2, 2)
+            ),
+            "uniforms",
+        ),
+        (
+            lambda: label_noise.categorical_corrupt_reference(
+                torch.tensor([[0, 1]]), torch.tensor([0.5]), 1, _u((1, 2, 2))
+            ),
+            "K",
+        ),
+        (
+            lambda: label_noise.categorical_corrupt_reference(
+                torch.rand(1, 3, 2), torch.tensor([0.5]), 4, _u((1, 2, 2))
+            ),
+            "y",
+        ),
+        (
+            lambda: label_noise.gaussian_corrupt_reference(
+                torch.ones(2, 3), torch.tensor([0.5]), torch.ones(2, 3)
+            ),
+            "alpha_bar_t",
+        ),
+        (
+            lambda: label_noise.gaussian_corrupt_reference(
+                torch.ones(2, 3), torch.tensor([0.5, 0.5]), torch.ones(2, 4)
+            ),
+            "eps",
+        ),
+        (
+            lambda: label_noise.gaussian_corrupt_reference(
+                torch.ones(2, 3), torch.tensor([0.5, -0.1]), torch.ones(2, 3)
+            ),
+            "alpha_bar_t",
+        ),
+        (lambda: label_noise.pcl_terms(np.ones(3), np.ones(4), np.ones(3)), "b"),
+        (lambda: label_noise.pcl_terms(np.ones(3), np.ones(3), np.ones(2)), "y"),
+        (
+            lambda: label_noise.categorical_corrupt(
+                torch.tensor([[0, 1]]), torch.tensor([0.5]), 4, rng=3
+            ),
+            "rng",
+        ),
+    ],
+)
 def test_bad_inputs_are_refused_naming_the_argument(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
@@ -125,12 +216,21 @@ def test_bad_inputs_are_refused_naming_the_argument(call, match):
 
 def test_gaussian_refuses_integer_labels():
     with pytest.raises(TypeError, match="y"):
-        label_noise.gaussian_corrupt_reference(torch.ones(2, 3, dtype=torch.long), torch.tensor([0.5, 0.5]), torch.ones(2, 3))
+        label_noise.gaussian_corrupt_reference(
+            torch.ones(2, 3, dtype=torch.long),
+            torch.tensor([0.5, 0.5]),
+            torch.ones(2, 3),
+        )
 
 
 def test_label_noise_compiles_with_nvrtc():
     ptx = compile_ptx("label_noise")
-    for fn in ("categorical_corrupt_labels", "categorical_corrupt_probs", "gaussian_corrupt", "pcl_terms"):
+    for fn in (
+        "categorical_corrupt_labels",
+        "categorical_corrupt_probs",
+        "gaussian_corrupt",
+        "pcl_terms",
+    ):
         assert fn in ptx
 
 
@@ -150,8 +250,18 @@ def test_gpu_categorical_equals_reference():  # pragma: no cover - GPU
     a = torch.rand(4, generator=g)
     u = torch.rand(4, 2, 16, 16, generator=g)
     for src in (y.int(), p):
-        got = label_noise.categorical_corrupt_gpu(cupy.asarray(src.numpy()), cupy.asarray(a.numpy()), 6, cupy.asarray(u.numpy()))
-        np.testing.assert_array_equal(cupy.asnumpy(got), label_noise.categorical_corrupt_reference(src.long() if not src.is_floating_point() else src, a, 6, u).numpy())
+        got = label_noise.categorical_corrupt_gpu(
+            cupy.asarray(src.numpy()),
+            cupy.asarray(a.numpy()),
+            6,
+            cupy.asarray(u.numpy()),
+        )
+        np.testing.assert_array_equal(
+            cupy.asnumpy(got),
+            label_noise.categorical_corrupt_reference(
+                src.long() if not src.is_floating_point() else src, a, 6, u
+            ).numpy(),
+        )
 
 
 @pytest.mark.gpu
@@ -160,25 +270,67 @@ def test_gpu_gaussian_and_terms_match_reference():  # pragma: no cover - GPU
     g = torch.Generator().manual_seed(10)
     y, e = torch.randn(8, 300, generator=g), torch.randn(8, 300, generator=g)
     a = torch.rand(8, generator=g)
-    got = label_noise.gaussian_corrupt_gpu(cupy.asarray(y.numpy()), cupy.asarray(a.numpy()), cupy.asarray(e.numpy()))
-    np.testing.assert_allclose(cupy.asnumpy(got), label_noise.gaussian_corrupt_reference(y, a, e).numpy(), rtol=1e-6, atol=1e-6)
+    got = label_noise.gaussian_corrupt_gpu(
+        cupy.asarray(y.numpy()), cupy.asarray(a.numpy()), cupy.asarray(e.numpy())
+    )
+    np.testing.assert_allclose(
+        cupy.asnumpy(got),
+        label_noise.gaussian_corrupt_reference(y, a, e).numpy(),
+        rtol=1e-6,
+        atol=1e-6,
+    )
     b = torch.randn(8, 300, generator=g)
-    np.testing.assert_allclose(label_noise.pcl_terms_gpu(cupy.asarray(y.numpy()), cupy.asarray(b.numpy()), cupy.asarray(e.numpy())),
-                               label_noise.pcl_terms_reference(y, b, e), rtol=1e-6)
+    np.testing.assert_allclose(
+        label_noise.pcl_terms_gpu(
+            cupy.asarray(y.numpy()), cupy.asarray(b.numpy()), cupy.asarray(e.numpy())
+        ),
+        label_noise.pcl_terms_reference(y, b, e),
+        rtol=1e-6,
+    )
     if torch.cuda.is_available():
         yc = y.cuda()
         out = label_noise.gaussian_corrupt(yc, a.cuda(), e.cuda())
         assert out.is_cuda
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: label_noise.categorical_corrupt(torch.zeros(2, 4, dtype=torch.long), torch.full((2,), float("nan")), 4), "alpha_bar_t"),
-    (lambda: label_noise.gaussian_corrupt(torch.ones(2, 3), torch.full((2,), float("nan"))), "alpha_bar_t"),
-    (lambda: label_noise.categorical_corrupt_reference(torch.zeros(2, 4, dtype=torch.long), torch.full((2,), 0.5), 4,
-                                                       torch.full((2, 2, 4), float("nan"))), "uniforms"),
-    (lambda: label_noise.categorical_corrupt(torch.full((2, 4, 3), 0.7), torch.full((2,), 0.5), 4), "sum to 1"),
-    (lambda: label_noise.pcl_terms(torch.full((2, 3), float("nan")), torch.ones(2, 3), torch.ones(2, 3)), "a must be finite"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (
+            lambda: label_noise.categorical_corrupt(
+                torch.zeros(2, 4, dtype=torch.long), torch.full((2,), float("nan")), 4
+            ),
+            "alpha_bar_t",
+        ),
+        (
+            lambda: label_noise.gaussian_corrupt(
+                torch.ones(2, 3), torch.full((2,), float("nan"))
+            ),
+            "alpha_bar_t",
+        ),
+        (
+            lambda: label_noise.categorical_corrupt_reference(
+                torch.zeros(2, 4, dtype=torch.long),
+                torch.full((2,), 0.5),
+                4,
+                torch.full((2, 2, 4), float("nan")),
+            ),
+            "uniforms",
+        ),
+        (
+            lambda: label_noise.categorical_corrupt(
+                torch.full((2, 4, 3), 0.7), torch.full((2,), 0.5), 4
+            ),
+            "sum to 1",
+        ),
+        (
+            lambda: label_noise.pcl_terms(
+                torch.full((2, 3), float("nan")), torch.ones(2, 3), torch.ones(2, 3)
+            ),
+            "a must be finite",
+        ),
+    ],
+)
 def test_review_non_finite_and_unnormalised_inputs_are_refused(call, match):
     """Review of chapter 19: NaN keep-probabilities or uniforms, unnormalised probabilities and NaN
     loss inputs used to give a silent result (or a RuntimeError deep in torch.multinomial)."""

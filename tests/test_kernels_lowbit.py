@@ -31,7 +31,9 @@ def naive_unpack(packed, offsets, row_bits, n):
     for c, b in enumerate(row_bits):
         b = int(b)
         for j in range(n):
-            codes[c, j] = (int(packed[offsets[c] + (j * b) // 8]) >> ((j * b) % 8)) & ((1 << b) - 1)
+            codes[c, j] = (int(packed[offsets[c] + (j * b) // 8]) >> ((j * b) % 8)) & (
+                (1 << b) - 1
+            )
     return codes
 
 
@@ -43,11 +45,11 @@ def naive_quantize_codes(W, row_bits, thresholds, g):
     for c in range(m):
         t = thresholds[c, : (1 << int(row_bits[c])) - 1]
         for q in range(n // g):
-            block = W[c, q * g:(q + 1) * g]
+            block = W[c, q * g : (q + 1) * g]
             s = np.float32(np.max(np.abs(block)))
             absmax[c, q] = s
             normalised = block / s if s > 0 else np.zeros_like(block)
-            codes[c, q * g:(q + 1) * g] = np.searchsorted(t, normalised, side="left")
+            codes[c, q * g : (q + 1) * g] = np.searchsorted(t, normalised, side="left")
     return codes, absmax
 
 
@@ -75,13 +77,18 @@ def random_problem(rng, m, n, g=64, bits=None, df=5.0):
 
 
 def random_codes(rng, row_bits, n):
-    return (rng.integers(0, 16, size=(len(row_bits), n)) % (1 << np.asarray(row_bits))[:, None]).astype(np.uint8)
+    return (
+        rng.integers(0, 16, size=(len(row_bits), n))
+        % (1 << np.asarray(row_bits))[:, None]
+    ).astype(np.uint8)
 
 
 # ---------------------------------------------------------------------------------------------
 # packing
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("m,n", [(1, 1), (7, 3), (13, 9), (20, 64), (33, 100), (5, 257)])
+@pytest.mark.parametrize(
+    "m,n", [(1, 1), (7, 3), (13, 9), (20, 64), (33, 100), (5, 257)]
+)
 def test_pack_unpack_round_trip_matches_naive_bit_loop(m, n):
     rng = np.random.default_rng(m * 1000 + n)
     row_bits = rng.choice(BITS, m)
@@ -110,21 +117,29 @@ def test_pack_accepts_torch_and_wide_integer_codes():
     rng = np.random.default_rng(2)
     row_bits = np.array([1, 2, 4, 4])
     codes = random_codes(rng, row_bits, 16)
-    packed, offsets = lb.pack_codes(torch.from_numpy(codes.astype(np.int64)), torch.from_numpy(row_bits))
+    packed, offsets = lb.pack_codes(
+        torch.from_numpy(codes.astype(np.int64)), torch.from_numpy(row_bits)
+    )
     np.testing.assert_array_equal(packed, naive_pack(codes, row_bits)[0])
 
 
 # ---------------------------------------------------------------------------------------------
 # quantize
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("m,n,g", [(17, 128, 64), (9, 24, 8), (6, 15, 5), (4, 8192, 64)])
+@pytest.mark.parametrize(
+    "m,n,g", [(17, 128, 64), (9, 24, 8), (6, 15, 5), (4, 8192, 64)]
+)
 def test_quantize_reference_matches_naive_searchsorted(m, n, g):
     rng = np.random.default_rng(n + g)
     W, row_bits, _, thresholds = random_problem(rng, m, n, g)
-    packed, offsets, absmax = lb.quantize_mixed_reference(W, row_bits, thresholds, group=g)
+    packed, offsets, absmax = lb.quantize_mixed_reference(
+        W, row_bits, thresholds, group=g
+    )
     ref_codes, ref_absmax = naive_quantize_codes(W, row_bits, thresholds, g)
     np.testing.assert_array_equal(absmax, ref_absmax)
-    np.testing.assert_array_equal(lb.unpack_codes(packed, offsets, row_bits, n), ref_codes)
+    np.testing.assert_array_equal(
+        lb.unpack_codes(packed, offsets, row_bits, n), ref_codes
+    )
     np.testing.assert_array_equal(packed, naive_pack(ref_codes, row_bits)[0])
 
 
@@ -134,8 +149,12 @@ def test_blockwise_absmax_normalises_into_unit_interval():
     W_norm, absmax = lb.blockwise_absmax(W, group=32)
     assert W_norm.dtype == np.float32 and absmax.shape == (8, 4)
     assert np.abs(W_norm).max() == 1.0
-    np.testing.assert_array_equal(np.abs(W_norm.reshape(8, 4, 32)).max(axis=2), np.ones((8, 4), np.float32))
-    np.testing.assert_allclose(W_norm.reshape(8, 4, 32) * absmax[:, :, None], W.reshape(8, 4, 32), rtol=1e-6)
+    np.testing.assert_array_equal(
+        np.abs(W_norm.reshape(8, 4, 32)).max(axis=2), np.ones((8, 4), np.float32)
+    )
+    np.testing.assert_allclose(
+        W_norm.reshape(8, 4, 32) * absmax[:, :, None], W.reshape(8, 4, 32), rtol=1e-6
+    )
 
 
 def test_values_on_thresholds_go_to_the_lower_bin():
@@ -148,10 +167,19 @@ def test_values_on_thresholds_go_to_the_lower_bin():
     W = np.zeros((3, 8), dtype=np.float32)
     W[:, 0] = 1.0
     W[0, 1:4] = [0.0, -0.0, np.nextafter(np.float32(0), np.float32(1))]
-    W[1, 1:7] = [-0.5, 0.0, 0.25, np.nextafter(np.float32(0.25), np.float32(1)), -1.0, -0.0]
+    W[1, 1:7] = [
+        -0.5,
+        0.0,
+        0.25,
+        np.nextafter(np.float32(0.25), np.float32(1)),
+        -1.0,
+        -0.0,
+    ]
     W[2, 1:8] = thresholds[2, [0, 3, 7, 11, 14, 14, 13]]
     W[2, 6] = np.nextafter(W[2, 6], np.float32(2))
-    packed, offsets, absmax = lb.quantize_mixed_reference(W, [1, 2, 4], thresholds, group=8)
+    packed, offsets, absmax = lb.quantize_mixed_reference(
+        W, [1, 2, 4], thresholds, group=8
+    )
     codes = lb.unpack_codes(packed, offsets, [1, 2, 4], 8)
     np.testing.assert_array_equal(absmax, np.ones((3, 1), np.float32))
     assert codes[0, :4].tolist() == [1, 0, 0, 1]
@@ -173,13 +201,19 @@ def test_zero_groups_quantize_to_the_bin_of_zero_and_dequantize_to_zero():
     W, row_bits, lut, thresholds = random_problem(rng, 6, 192, 64)
     W[:, 64:128] = 0.0
     W[2] = 0.0
-    packed, offsets, absmax = lb.quantize_mixed_reference(W, row_bits, thresholds, group=64)
+    packed, offsets, absmax = lb.quantize_mixed_reference(
+        W, row_bits, thresholds, group=64
+    )
     assert (absmax[:, 1] == 0).all() and (absmax[2] == 0).all()
     codes = lb.unpack_codes(packed, offsets, row_bits, 192)
     for c in range(6):
-        zero_code = np.searchsorted(thresholds[c, : (1 << int(row_bits[c])) - 1], 0.0, side="left")
+        zero_code = np.searchsorted(
+            thresholds[c, : (1 << int(row_bits[c])) - 1], 0.0, side="left"
+        )
         assert (codes[c, 64:128] == zero_code).all()
-    W_hat = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 192, group=64)
+    W_hat = lb.dequantize_mixed_reference(
+        packed, offsets, row_bits, lut, absmax, 192, group=64
+    )
     assert (W_hat[:, 64:128] == 0).all() and (W_hat[2] == 0).all()
 
 
@@ -194,8 +228,12 @@ def test_quantize_then_dequantize_error_is_bounded_by_the_bin_width():
         k = 1 << int(row_bits[c])
         lut[c, :k] = np.linspace(-1, 1, k)
         thresholds[c, : k - 1] = (lut[c, : k - 1] + lut[c, 1:k]) / 2
-    packed, offsets, absmax = lb.quantize_mixed_reference(W, row_bits, thresholds, group=g)
-    W_hat = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g)
+    packed, offsets, absmax = lb.quantize_mixed_reference(
+        W, row_bits, thresholds, group=g
+    )
+    W_hat = lb.dequantize_mixed_reference(
+        packed, offsets, row_bits, lut, absmax, n, group=g
+    )
     half_step = (1.0 / ((1 << row_bits) - 1))[:, None, None] * absmax[:, :, None]
     err = np.abs(W_hat - W).reshape(m, n // g, g)
     assert (err <= half_step * (1 + 1e-5)).all()
@@ -204,9 +242,18 @@ def test_quantize_then_dequantize_error_is_bounded_by_the_bin_width():
 # ---------------------------------------------------------------------------------------------
 # dequantize
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("m,n,g,bits", [(23, 128, 64, None), (7, 15, 5, None), (9, 24, 8, None),
-                                        (3, 2048, 64, 4), (3, 4096, 64, 2), (3, 8192, 64, 1),
-                                        (40, 8192, 128, None)])
+@pytest.mark.parametrize(
+    "m,n,g,bits",
+    [
+        (23, 128, 64, None),
+        (7, 15, 5, None),
+        (9, 24, 8, None),
+        (3, 2048, 64, 4),
+        (3, 4096, 64, 2),
+        (3, 8192, 64, 1),
+        (40, 8192, 128, None),
+    ],
+)
 def test_dequant_reference_matches_naive(m, n, g, bits):
     # the long rows exercise the byte-table path of the reference, the short ones the nibble path
     rng = np.random.default_rng(m + n + g)
@@ -218,10 +265,14 @@ def test_dequant_reference_matches_naive(m, n, g, bits):
         ref = naive_dequant(codes, lut, absmax, g)
     else:  # same formula, indexed arrays instead of a Python loop
         ref = lut[np.arange(m)[:, None], codes] * np.repeat(absmax, g, axis=1)
-    out32 = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g)
+    out32 = lb.dequantize_mixed_reference(
+        packed, offsets, row_bits, lut, absmax, n, group=g
+    )
     assert out32.dtype == np.float32 and out32.shape == (m, n)
     np.testing.assert_array_equal(out32, ref)
-    out16 = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=np.float16)
+    out16 = lb.dequantize_mixed_reference(
+        packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=np.float16
+    )
     assert out16.dtype == np.float16
     np.testing.assert_array_equal(out16, ref.astype(np.float16))
 
@@ -237,19 +288,26 @@ def edge_problem(rng):
     lut[3, :16] = np.linspace(-1, 1, 16)
     absmax = np.exp2(rng.uniform(-26, 17, size=(m, n // g))).astype(np.float32)
     absmax[0, 0] = 65504.0
-    absmax[1, 0] = np.float32(2.0 ** -24 * 1.5)  # half-way between float16 subnormals
+    absmax[1, 0] = np.float32(2.0**-24 * 1.5)  # half-way between float16 subnormals
     codes = random_codes(rng, row_bits, n)
     packed, offsets = lb.pack_codes(codes, row_bits)
     return codes, packed, offsets, row_bits, lut, absmax, n, g
 
 
 def test_dequant_float16_rounding_matches_astype_on_edge_values():
-    codes, packed, offsets, row_bits, lut, absmax, n, g = edge_problem(np.random.default_rng(11))
+    codes, packed, offsets, row_bits, lut, absmax, n, g = edge_problem(
+        np.random.default_rng(11)
+    )
     ref = naive_dequant(codes, lut, absmax, g)
-    out = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=np.float16)
+    out = lb.dequantize_mixed_reference(
+        packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=np.float16
+    )
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(out, ref.astype(np.float16))
-    assert np.isinf(out).any() and (np.abs(out[np.isfinite(out) & (out != 0)]) < 2.0**-14).any()
+    assert (
+        np.isinf(out).any()
+        and (np.abs(out[np.isfinite(out) & (out != 0)]) < 2.0**-14).any()
+    )
 
 
 def test_dequant_writes_into_a_given_buffer():
@@ -260,13 +318,31 @@ def test_dequant_writes_into_a_given_buffer():
         ref = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128)
         for dt in (np.float32, np.float16):
             buf = np.full((9, 128), np.nan, dtype=dt)
-            got = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128, out_dtype=dt, out=buf)
+            got = lb.dequantize_mixed_reference(
+                packed, offsets, row_bits, lut, absmax, 128, out_dtype=dt, out=buf
+            )
             assert got is buf
             np.testing.assert_array_equal(buf, ref.astype(dt))
     with pytest.raises(ValueError, match="out"):
-        lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128, out=np.empty((9, 128), np.float16))
+        lb.dequantize_mixed_reference(
+            packed,
+            offsets,
+            row_bits,
+            lut,
+            absmax,
+            128,
+            out=np.empty((9, 128), np.float16),
+        )
     with pytest.raises(ValueError, match="out"):
-        lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128, out=np.empty((128, 9), np.float32).T)
+        lb.dequantize_mixed_reference(
+            packed,
+            offsets,
+            row_bits,
+            lut,
+            absmax,
+            128,
+            out=np.empty((128, 9), np.float32).T,
+        )
 
 
 def test_dequant_matmul_reference_is_x_times_dequant_transpose():
@@ -278,7 +354,9 @@ def test_dequant_matmul_reference_is_x_times_dequant_transpose():
     W_hat = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128)
     np.testing.assert_allclose(y, x @ W_hat.T, rtol=1e-6, atol=1e-6)
     with pytest.raises(ValueError, match="x"):
-        lb.dequant_matmul_reference(x[:, :64], packed, offsets, row_bits, lut, absmax, 128)
+        lb.dequant_matmul_reference(
+            x[:, :64], packed, offsets, row_bits, lut, absmax, 128
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,8 +374,15 @@ def test_dispatchers_return_the_input_kind_on_cpu(monkeypatch):
     tp, to, ta = lb.quantize_mixed(torch.from_numpy(W), row_bits, thresholds, group=64)
     assert isinstance(tp, torch.Tensor) and tp.dtype == torch.uint8
     np.testing.assert_array_equal(tp.numpy(), packed)
-    out = lb.dequantize_mixed(tp, to, torch.from_numpy(row_bits), torch.from_numpy(lut), ta, 128,
-                              out_dtype=torch.float16)
+    out = lb.dequantize_mixed(
+        tp,
+        to,
+        torch.from_numpy(row_bits),
+        torch.from_numpy(lut),
+        ta,
+        128,
+        out_dtype=torch.float16,
+    )
     assert isinstance(out, torch.Tensor) and out.dtype == torch.float16
     np.testing.assert_array_equal(out.numpy(), ref.astype(np.float16))
     x = torch.randn(3, 128)
@@ -311,7 +396,9 @@ def test_dispatchers_return_the_input_kind_on_cpu(monkeypatch):
 def _valid(m=4, n=128, g=64):
     rng = np.random.default_rng(8)
     W, row_bits, lut, thresholds = random_problem(rng, m, n, g)
-    packed, offsets, absmax = lb.quantize_mixed_reference(W, row_bits, thresholds, group=g)
+    packed, offsets, absmax = lb.quantize_mixed_reference(
+        W, row_bits, thresholds, group=g
+    )
     return W, row_bits, lut, thresholds, packed, offsets, absmax
 
 
@@ -335,7 +422,9 @@ def test_group_must_divide_the_row():
     with pytest.raises(ValueError, match="group"):
         lb.quantize_mixed_reference(W, row_bits, thresholds, group=0)
     with pytest.raises(ValueError, match="group"):
-        lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128, group=100)
+        lb.dequantize_mixed_reference(
+            packed, offsets, row_bits, lut, absmax, 128, group=100
+        )
     # a bool is not a count (icml25.checks)
     with pytest.raises(TypeError, match="group"):
         lb.blockwise_absmax(W, group=True)
@@ -369,9 +458,13 @@ def test_shape_mismatches_are_rejected():
     with pytest.raises(ValueError, match="thresholds"):
         lb.quantize_mixed_reference(W, row_bits, thresholds[:, :7])
     with pytest.raises(ValueError, match="lut"):
-        lb.dequantize_mixed_reference(packed, offsets, row_bits, lut[:, :8], absmax, 128)
+        lb.dequantize_mixed_reference(
+            packed, offsets, row_bits, lut[:, :8], absmax, 128
+        )
     with pytest.raises(ValueError, match="absmax"):
-        lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax[:, :1], 128)
+        lb.dequantize_mixed_reference(
+            packed, offsets, row_bits, lut, absmax[:, :1], 128
+        )
     with pytest.raises(ValueError, match="row_offsets"):
         lb.dequantize_mixed_reference(packed, offsets[:-1], row_bits, lut, absmax, 128)
     with pytest.raises(ValueError, match="row_offsets"):
@@ -386,7 +479,9 @@ def test_shape_mismatches_are_rejected():
     with pytest.raises(TypeError, match="codes"):
         lb.pack_codes(np.zeros((1, 8), np.float32), [1])
     with pytest.raises(ValueError, match="out_dtype"):
-        lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128, out_dtype=np.float64)
+        lb.dequantize_mixed_reference(
+            packed, offsets, row_bits, lut, absmax, 128, out_dtype=np.float64
+        )
     with pytest.raises(ValueError, match="n"):
         lb.unpack_codes(packed, offsets, row_bits, 0)
 
@@ -427,14 +522,25 @@ def test_kernel_compiles_with_nvrtc():
     from icml25.kernels import compile_ptx
 
     ptx = compile_ptx("lowbit")
-    for name in ("group_absmax", "quantize_pack", "dequantize_mixed_f32", "dequantize_mixed_f16",
-                 "dequant_matmul_f32"):
+    for name in (
+        "group_absmax",
+        "quantize_pack",
+        "dequantize_mixed_f32",
+        "dequantize_mixed_f16",
+        "dequant_matmul_f32",
+    ):
         assert f".entry {name}" in ptx
     # no register spills / local arrays
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
-GPU_SHAPES = [(64, 4096, 64), (37, 200, 8), (11, 15, 5), (5, 8192, 128), (70_000, 64, 64)]
+GPU_SHAPES = [
+    (64, 4096, 64),
+    (37, 200, 8),
+    (11, 15, 5),
+    (5, 8192, 128),
+    (70_000, 64, 64),
+]
 
 
 @pytest.mark.gpu
@@ -449,7 +555,7 @@ def test_quantize_gpu_is_bit_exact(m, n, g):
         W[1, :g] = 0.0
         W[1, 0] = 1.0
         k = (1 << int(row_bits[1])) - 1
-        W[1, 1:1 + min(k, g - 1)] = thresholds[1, : min(k, g - 1)]
+        W[1, 1 : 1 + min(k, g - 1)] = thresholds[1, : min(k, g - 1)]
     ref = lb.quantize_mixed_reference(W, row_bits, thresholds, group=g)
     out = lb.quantize_mixed_gpu(W, row_bits, thresholds, group=g)
     for r, o in zip(ref, out):
@@ -463,10 +569,18 @@ def test_dequantize_gpu_matches_reference(m, n, g):
 
     rng = np.random.default_rng(m * n)
     W, row_bits, lut, thresholds = random_problem(rng, m, n, g)
-    packed, offsets, absmax = lb.quantize_mixed_reference(W, row_bits, thresholds, group=g)
+    packed, offsets, absmax = lb.quantize_mixed_reference(
+        W, row_bits, thresholds, group=g
+    )
     for dt in (np.float32, np.float16):
-        ref = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=dt)
-        out = cp.asnumpy(lb.dequantize_mixed_gpu(packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=dt))
+        ref = lb.dequantize_mixed_reference(
+            packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=dt
+        )
+        out = cp.asnumpy(
+            lb.dequantize_mixed_gpu(
+                packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=dt
+            )
+        )
         assert out.dtype == dt and out.shape == (m, n)
         # both round one float32 product (then one cast): expected identical; 1 ulp is the contract
         np.testing.assert_array_max_ulp(out, ref, maxulp=1)
@@ -480,14 +594,24 @@ def test_dequant_matmul_gpu_matches_reference():
     for m, n, B in ((96, 4096, 3), (10, 13_000, 2), (40, 200, 17)):
         g = 64 if n % 64 == 0 else 8
         W, row_bits, lut, thresholds = random_problem(rng, m, n, g)
-        packed, offsets, absmax = lb.quantize_mixed_reference(W, row_bits, thresholds, group=g)
+        packed, offsets, absmax = lb.quantize_mixed_reference(
+            W, row_bits, thresholds, group=g
+        )
         x = rng.normal(size=(B, n)).astype(np.float32)
-        ref = lb.dequant_matmul_reference(x, packed, offsets, row_bits, lut, absmax, n, group=g)
-        W_hat = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g)
+        ref = lb.dequant_matmul_reference(
+            x, packed, offsets, row_bits, lut, absmax, n, group=g
+        )
+        W_hat = lb.dequantize_mixed_reference(
+            packed, offsets, row_bits, lut, absmax, n, group=g
+        )
         # rounding error of a float32 sum of n terms
         scale = np.abs(x) @ np.abs(W_hat).T
-        y = cp.asnumpy(lb.dequant_matmul_gpu(x, packed, offsets, row_bits, lut, absmax, n, group=g))
-        assert (np.abs(y - ref) <= 1e-4 * scale + 1e-6).all()  # orders differ; an indexing bug is O(scale)
+        y = cp.asnumpy(
+            lb.dequant_matmul_gpu(x, packed, offsets, row_bits, lut, absmax, n, group=g)
+        )
+        assert (
+            np.abs(y - ref) <= 1e-4 * scale + 1e-6
+        ).all()  # orders differ; an indexing bug is O(scale)
 
 
 @pytest.mark.gpu
@@ -500,20 +624,34 @@ def test_dispatchers_keep_cupy_on_device():
     assert isinstance(packed, cp.ndarray) and isinstance(absmax, cp.ndarray)
     out = lb.dequantize_mixed(packed, offsets, row_bits, lut, absmax, 256)
     assert isinstance(out, cp.ndarray)
-    ref = lb.dequantize_mixed_reference(cp.asnumpy(packed), cp.asnumpy(offsets), row_bits, lut,
-                                        cp.asnumpy(absmax), 256)
+    ref = lb.dequantize_mixed_reference(
+        cp.asnumpy(packed), cp.asnumpy(offsets), row_bits, lut, cp.asnumpy(absmax), 256
+    )
     np.testing.assert_array_max_ulp(cp.asnumpy(out), ref, maxulp=1)
-    assert isinstance(lb.dequantize_mixed(packed.get(), offsets.get(), row_bits, lut, absmax.get(), 256), np.ndarray)
+    assert isinstance(
+        lb.dequantize_mixed(
+            packed.get(), offsets.get(), row_bits, lut, absmax.get(), 256
+        ),
+        np.ndarray,
+    )
 
 
 @pytest.mark.gpu
 def test_dequantize_gpu_float16_edge_values():
     import cupy as cp
 
-    _, packed, offsets, row_bits, lut, absmax, n, g = edge_problem(np.random.default_rng(11))
+    _, packed, offsets, row_bits, lut, absmax, n, g = edge_problem(
+        np.random.default_rng(11)
+    )
     for dt in (np.float32, np.float16):
-        ref = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=dt)
-        out = cp.asnumpy(lb.dequantize_mixed_gpu(packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=dt))
+        ref = lb.dequantize_mixed_reference(
+            packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=dt
+        )
+        out = cp.asnumpy(
+            lb.dequantize_mixed_gpu(
+                packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=dt
+            )
+        )
         np.testing.assert_array_max_ulp(out, ref, maxulp=1)
 
 
@@ -614,13 +752,31 @@ def emulated_kernels(tmp_path_factory):
     src = src.replace("extern __shared__ float smem[];", "float* smem = smem_storage;")
     # one block runs at a time: statics are its shared memory
     src = src.replace("__shared__", "static")
-    src, n_asm = re.subn(r'asm\("cvt\.rn\.f16\.f32 %0, %1;" : "=h"\(h\) : "f"\(x\)\);', "h = emu_f16_bits(x);", src)
+    src, n_asm = re.subn(
+        r'asm\("cvt\.rn\.f16\.f32 %0, %1;" : "=h"\(h\) : "f"\(x\)\);',
+        "h = emu_f16_bits(x);",
+        src,
+    )
     assert n_asm == 1 and "asm" not in src
     folder = tmp_path_factory.mktemp("lowbit_emu")
     cpp, lib = folder / "lowbit_emu.cpp", folder / "liblowbit_emu.so"
     cpp.write_text(EMULATION_HEADER + src + EMULATION_ENTRY_POINTS)
-    done = subprocess.run([compiler, "-std=c++20", "-O1", "-ffp-contract=off", "-fPIC", "-shared", "-pthread",
-                           str(cpp), "-o", str(lib)], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            compiler,
+            "-std=c++20",
+            "-O1",
+            "-ffp-contract=off",
+            "-fPIC",
+            "-shared",
+            "-pthread",
+            str(cpp),
+            "-o",
+            str(lib),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         if "barrier" in done.stderr and "No such file" in done.stderr:
             pytest.skip("g++ without C++20 <barrier>")
@@ -640,71 +796,160 @@ def _emulated_quantize(L, W, row_bits, thresholds, g, rows_per_grid=None):
     absmax = np.full((m, n // g), -1.0, np.float32)
     packed = np.full(int(offsets[-1]), 0xAB, np.uint8)  # every byte must be overwritten
     warps = lb.THREADS // 32
-    L.emu_group_absmax(ctypes.c_longlong((m * (n // g) + warps - 1) // warps), ctypes.c_int(lb.THREADS), ptr(W),
-                       ptr(absmax), ctypes.c_longlong(m), ctypes.c_int(n), ctypes.c_int(g))
+    L.emu_group_absmax(
+        ctypes.c_longlong((m * (n // g) + warps - 1) // warps),
+        ctypes.c_int(lb.THREADS),
+        ptr(W),
+        ptr(absmax),
+        ctypes.c_longlong(m),
+        ctypes.c_int(n),
+        ctypes.c_int(g),
+    )
     gx, gy = lb._row_grid(n, m)
-    L.emu_quantize_pack(ctypes.c_longlong(gx), ctypes.c_longlong(rows_per_grid or gy), ctypes.c_int(lb.THREADS),
-                        ptr(W), ptr(absmax), ptr(thr), ptr(bits), ptr(offsets), ptr(packed), ctypes.c_longlong(m),
-                        ctypes.c_int(n), ctypes.c_int(g))
+    L.emu_quantize_pack(
+        ctypes.c_longlong(gx),
+        ctypes.c_longlong(rows_per_grid or gy),
+        ctypes.c_int(lb.THREADS),
+        ptr(W),
+        ptr(absmax),
+        ptr(thr),
+        ptr(bits),
+        ptr(offsets),
+        ptr(packed),
+        ctypes.c_longlong(m),
+        ctypes.c_int(n),
+        ctypes.c_int(g),
+    )
     return packed, offsets, absmax
 
 
-def _emulated_dequant(L, packed, offsets, row_bits, lut, absmax, n, g, dt, rows_per_grid=None):
+def _emulated_dequant(
+    L, packed, offsets, row_bits, lut, absmax, n, g, dt, rows_per_grid=None
+):
     import ctypes
 
     ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
     m = len(row_bits)
     out = np.full((m, n), np.nan, dt)
-    arrays = [np.ascontiguousarray(a, t) for a, t in ((packed, np.uint8), (offsets, np.int64), (row_bits, np.int32),
-                                                      (lut, np.float32), (absmax, np.float32))]
+    arrays = [
+        np.ascontiguousarray(a, t)
+        for a, t in (
+            (packed, np.uint8),
+            (offsets, np.int64),
+            (row_bits, np.int32),
+            (lut, np.float32),
+            (absmax, np.float32),
+        )
+    ]
     gx, gy = lb._row_grid(n, m)
-    L.emu_dequant(ctypes.c_int(dt == np.float16), ctypes.c_longlong(gx), ctypes.c_longlong(rows_per_grid or gy),
-                  ctypes.c_int(lb.THREADS), *(ptr(a) for a in arrays), ptr(out), ctypes.c_longlong(m),
-                  ctypes.c_int(n), ctypes.c_int(g))
+    L.emu_dequant(
+        ctypes.c_int(dt == np.float16),
+        ctypes.c_longlong(gx),
+        ctypes.c_longlong(rows_per_grid or gy),
+        ctypes.c_int(lb.THREADS),
+        *(ptr(a) for a in arrays),
+        ptr(out),
+        ctypes.c_longlong(m),
+        ctypes.c_int(n),
+        ctypes.c_int(g),
+    )
     return out
 
 
-@pytest.mark.parametrize("m,n,g,rows_per_grid", [(3, 4096, 64, None), (9, 200, 8, 4), (7, 15, 5, None),
-                                                 (5, 9, 3, 2), (3, 2100, 7, None)])
-def test_cuda_source_matches_reference_under_cpu_emulation(emulated_kernels, m, n, g, rows_per_grid):
+@pytest.mark.parametrize(
+    "m,n,g,rows_per_grid",
+    [
+        (3, 4096, 64, None),
+        (9, 200, 8, 4),
+        (7, 15, 5, None),
+        (5, 9, 3, 2),
+        (3, 2100, 7, None),
+    ],
+)
+def test_cuda_source_matches_reference_under_cpu_emulation(
+    emulated_kernels, m, n, g, rows_per_grid
+):
     rng = np.random.default_rng(m * n)
     W, row_bits, lut, thresholds = random_problem(rng, m, n, g)
     W[0, :g] = 0.0  # a zero group
     W[1, :g] = 0.0  # values exactly on thresholds (s = 1)
     W[1, 0] = 1.0
     k = min((1 << int(row_bits[1])) - 1, g - 1)
-    W[1, 1:1 + k] = thresholds[1, :k]
+    W[1, 1 : 1 + k] = thresholds[1, :k]
     ref = lb.quantize_mixed_reference(W, row_bits, thresholds, group=g)
-    got = _emulated_quantize(emulated_kernels, W, row_bits, thresholds, g, rows_per_grid)
+    got = _emulated_quantize(
+        emulated_kernels, W, row_bits, thresholds, g, rows_per_grid
+    )
     for r, o in zip(ref, got):
         np.testing.assert_array_equal(o, r)
     for dt in (np.float32, np.float16):
-        expected = lb.dequantize_mixed_reference(*ref[:2], row_bits, lut, ref[2], n, group=g, out_dtype=dt)
-        out = _emulated_dequant(emulated_kernels, ref[0], ref[1], row_bits, lut, ref[2], n, g, dt, rows_per_grid)
+        expected = lb.dequantize_mixed_reference(
+            *ref[:2], row_bits, lut, ref[2], n, group=g, out_dtype=dt
+        )
+        out = _emulated_dequant(
+            emulated_kernels,
+            ref[0],
+            ref[1],
+            row_bits,
+            lut,
+            ref[2],
+            n,
+            g,
+            dt,
+            rows_per_grid,
+        )
         np.testing.assert_array_equal(out, expected)
 
 
-def test_cuda_dequant_edge_values_and_fused_matmul_under_cpu_emulation(emulated_kernels):
+def test_cuda_dequant_edge_values_and_fused_matmul_under_cpu_emulation(
+    emulated_kernels,
+):
     import ctypes
 
-    _, packed, offsets, row_bits, lut, absmax, n, g = edge_problem(np.random.default_rng(11))
+    _, packed, offsets, row_bits, lut, absmax, n, g = edge_problem(
+        np.random.default_rng(11)
+    )
     for dt in (np.float32, np.float16):
         with np.errstate(over="ignore"):
-            expected = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=dt)
-        np.testing.assert_array_equal(_emulated_dequant(emulated_kernels, packed, offsets, row_bits, lut, absmax, n,
-                                                        g, dt), expected)
+            expected = lb.dequantize_mixed_reference(
+                packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=dt
+            )
+        np.testing.assert_array_equal(
+            _emulated_dequant(
+                emulated_kernels, packed, offsets, row_bits, lut, absmax, n, g, dt
+            ),
+            expected,
+        )
     rng = np.random.default_rng(13)
     m, n, g, B = 5, 1000, 8, 3
     W, row_bits, lut, thresholds = random_problem(rng, m, n, g)
-    packed, offsets, absmax = lb.quantize_mixed_reference(W, row_bits, thresholds, group=g)
+    packed, offsets, absmax = lb.quantize_mixed_reference(
+        W, row_bits, thresholds, group=g
+    )
     x = rng.normal(size=(B, n)).astype(np.float32)
     y = np.full((B, m), np.nan, np.float32)
     ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
-    emulated_kernels.emu_matmul(ctypes.c_longlong(m), ctypes.c_int(lb.THREADS), ptr(x), ptr(packed), ptr(offsets),
-                                ptr(row_bits.astype(np.int32)), ptr(lut), ptr(absmax), ptr(y), ctypes.c_int(B),
-                                ctypes.c_longlong(m), ctypes.c_int(n), ctypes.c_int(g))
-    ref = lb.dequant_matmul_reference(x, packed, offsets, row_bits, lut, absmax, n, group=g)
-    W_hat = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, n, group=g)
+    emulated_kernels.emu_matmul(
+        ctypes.c_longlong(m),
+        ctypes.c_int(lb.THREADS),
+        ptr(x),
+        ptr(packed),
+        ptr(offsets),
+        ptr(row_bits.astype(np.int32)),
+        ptr(lut),
+        ptr(absmax),
+        ptr(y),
+        ctypes.c_int(B),
+        ctypes.c_longlong(m),
+        ctypes.c_int(n),
+        ctypes.c_int(g),
+    )
+    ref = lb.dequant_matmul_reference(
+        x, packed, offsets, row_bits, lut, absmax, n, group=g
+    )
+    W_hat = lb.dequantize_mixed_reference(
+        packed, offsets, row_bits, lut, absmax, n, group=g
+    )
     assert (np.abs(y - ref) <= 1e-5 * (np.abs(x) @ np.abs(W_hat).T) + 1e-7).all()
 
 
@@ -725,10 +970,14 @@ def test_dequant_matmul_rejects_complex_x():
     rb = np.array([2, 4])
     thr = np.full((2, 15), np.inf, np.float32)
     thr[:, :3] = [-0.5, 0.0, 0.5]
-    packed, off, absmax = lb.quantize_mixed_reference(rng.standard_normal((2, 64)), rb, thr, 64)
+    packed, off, absmax = lb.quantize_mixed_reference(
+        rng.standard_normal((2, 64)), rb, thr, 64
+    )
     lut = np.zeros((2, 16), np.float32)
     with pytest.raises(TypeError, match="x must be an array of real"):
-        lb.dequant_matmul_reference(np.zeros((3, 64), complex), packed, off, rb, lut, absmax, 64, 64)
+        lb.dequant_matmul_reference(
+            np.zeros((3, 64), complex), packed, off, rb, lut, absmax, 64, 64
+        )
 
 
 def test_infinite_thresholds_count_as_non_decreasing_without_warnings():
@@ -752,15 +1001,25 @@ def test_packed_layout_is_validated_once_into_a_frozen_value():
     W, row_bits, lut, thresholds, packed, offsets, absmax = _valid()
     pw = lb._check_packed_weight(packed, offsets, row_bits, lut, absmax, 128, 64)
     assert isinstance(pw, lb.PackedWeight) and isinstance(pw.layout, lb.PackedLayout)
-    assert (pw.layout.m, pw.layout.n, pw.layout.group, pw.layout.nbytes) == (4, 128, 64, packed.size)
+    assert (pw.layout.m, pw.layout.n, pw.layout.group, pw.layout.nbytes) == (
+        4,
+        128,
+        64,
+        packed.size,
+    )
     assert pw.layout.row_bits.dtype == np.int64 and pw.lut.dtype == np.float32
     assert [b for b, _ in pw.layout.classes()] == sorted(set(int(b) for b in row_bits))
     with pytest.raises(dataclasses.FrozenInstanceError):
         pw.layout.n = 64
     # the private math trusts the value and gives the public result
-    np.testing.assert_array_equal(lb._dequantize_numpy(pw, np.dtype(np.float32)),
-                                  lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128))
-    np.testing.assert_array_equal(lb._unpack(pw.packed, pw.layout), lb.unpack_codes(packed, offsets, row_bits, 128))
+    np.testing.assert_array_equal(
+        lb._dequantize_numpy(pw, np.dtype(np.float32)),
+        lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128),
+    )
+    np.testing.assert_array_equal(
+        lb._unpack(pw.packed, pw.layout),
+        lb.unpack_codes(packed, offsets, row_bits, 128),
+    )
 
 
 def test_counts_of_the_wrong_kind_raise_type_errors():
@@ -772,11 +1031,15 @@ def test_counts_of_the_wrong_kind_raise_type_errors():
         lb.unpack_codes(np.zeros(3, np.uint8), np.array([0.0, 1.0, 3.0]), [1, 2], 8)
 
 
-@pytest.mark.parametrize("call", [
-    lambda rb: lb.make_row_offsets(rb, 8),
-    lambda rb: lb.row_nbytes(rb, 8),
-    lambda rb: lb.pack_codes(np.zeros((3, 8), np.uint8), rb),
-], ids=["make_row_offsets", "row_nbytes", "pack_codes"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda rb: lb.make_row_offsets(rb, 8),
+        lambda rb: lb.row_nbytes(rb, 8),
+        lambda rb: lb.pack_codes(np.zeros((3, 8), np.uint8), rb),
+    ],
+    ids=["make_row_offsets", "row_nbytes", "pack_codes"],
+)
 def test_float_row_bits_are_refused(call):
     with pytest.raises(TypeError, match="row_bits"):
         call(np.array([1.0, 2.0, 4.0]))

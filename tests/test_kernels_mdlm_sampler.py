@@ -34,7 +34,10 @@ def _brute_step(p, z, t, s, gum):
         if int(z[b, l]) != MASK:
             continue
         w = [float(p[b, l, v]) * (t - s) if v != MASK else s for v in range(V)]
-        sc = [(math.log(x) if x > 0 else -math.inf) + float(gum[b, l, v]) for v, x in enumerate(w)]
+        sc = [
+            (math.log(x) if x > 0 else -math.inf) + float(gum[b, l, v])
+            for v, x in enumerate(w)
+        ]
         out[b, l] = int(np.argmax(sc))
     return out
 
@@ -50,7 +53,7 @@ def test_reverse_step_keeps_visible_tokens_and_final_step_unmasks_all():
     got = ks.reverse_step_kernel(p, z, 0.5, 0.2, g, MASK)
     vis = z != MASK
     assert torch.equal(got[vis], z[vis])
-    last = ks.reverse_step_kernel(p, z, 0.3, 0.0, g, MASK)   # s = 0: [MASK] has weight 0
+    last = ks.reverse_step_kernel(p, z, 0.3, 0.0, g, MASK)  # s = 0: [MASK] has weight 0
     assert not (last == MASK).any()
 
 
@@ -67,17 +70,25 @@ def test_reverse_step_unmasks_at_rate_and_samples_p():
     t, s = 0.8, 0.5
     out = ks.reverse_step_reference(p, z, t, s, -torch.log(-torch.log(u)), MASK)[0]
     counts = np.bincount(out.numpy(), minlength=V)
-    expected = np.array([float(pv[v]) * (t - s) / t if v != MASK else s / t for v in range(V)]) * n
+    expected = (
+        np.array([float(pv[v]) * (t - s) / t if v != MASK else s / t for v in range(V)])
+        * n
+    )
     keep = expected > 0
     assert counts[~keep].sum() == 0
     chi2, pval = stats.chisquare(counts[keep], expected[keep])
     assert pval > 1e-3, (counts, expected)
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(t=1.2), "t"), (dict(s=-0.1), "s"), (dict(t=0.3, s=0.3), "s must be < t"),
-    (dict(mask_id=99), "mask_id"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(t=1.2), "t"),
+        (dict(s=-0.1), "s"),
+        (dict(t=0.3, s=0.3), "s must be < t"),
+        (dict(mask_id=99), "mask_id"),
+    ],
+)
 def test_reverse_step_bad_scalars(kw, match):
     p, z, g = _inputs()
     args = dict(t=0.6, s=0.3, mask_id=MASK) | kw
@@ -100,9 +111,13 @@ def test_reverse_step_bad_shapes():
     with pytest.raises(ValueError, match="integer"):
         ks.reverse_step_reference(p, z.float(), 0.6, 0.3, g, MASK)
     with pytest.raises(ValueError, match="gumbel"):
-        ks.reverse_step_reference(p, z, 0.6, 0.3, torch.full_like(g, float("nan")), MASK)
+        ks.reverse_step_reference(
+            p, z, 0.6, 0.3, torch.full_like(g, float("nan")), MASK
+        )
     with pytest.raises(ValueError, match="z_t"):
-        ks.reverse_step_reference(p, torch.full_like(z, p.shape[-1] + 3), 0.6, 0.3, g, MASK)
+        ks.reverse_step_reference(
+            p, torch.full_like(z, p.shape[-1] + 3), 0.6, 0.3, g, MASK
+        )
     with pytest.raises(ValueError, match="z_t"):
         ks.reverse_step_reference(p, torch.full_like(z, -1), 0.6, 0.3, g, MASK)
 
@@ -111,9 +126,19 @@ def _brute_reward(S, F):
     n, K = S.shape
     if len(F) == 0:
         return np.ones((n, K)), np.zeros(n, bool)
-    R = np.array([[sum(S[i, k] >= f[k] for f in F) / len(F) for k in range(K)] for i in range(n)])
-    dom = np.array([any(all(f[k] >= S[i, k] for k in range(K)) and any(f[k] > S[i, k] for k in range(K)) for f in F)
-                    for i in range(n)])
+    R = np.array(
+        [[sum(S[i, k] >= f[k] for f in F) / len(F) for k in range(K)] for i in range(n)]
+    )
+    dom = np.array(
+        [
+            any(
+                all(f[k] >= S[i, k] for k in range(K))
+                and any(f[k] > S[i, k] for k in range(K))
+                for f in F
+            )
+            for i in range(n)
+        ]
+    )
     return R, dom
 
 
@@ -141,12 +166,15 @@ def test_pareto_reward_random_and_empty_front():
     assert np.array_equal(R, np.ones((2, 4))) and not dom.any()
 
 
-@pytest.mark.parametrize("S, F, match", [
-    (np.zeros(3), np.zeros((1, 3)), "S"),
-    (np.zeros((2, 3)), np.zeros((1, 2)), "F"),
-    (np.array([[np.nan, 0.0]]), np.zeros((1, 2)), "S"),
-    (np.zeros((1, 2)), np.array([[np.inf, 0.0]]), "F"),
-])
+@pytest.mark.parametrize(
+    "S, F, match",
+    [
+        (np.zeros(3), np.zeros((1, 3)), "S"),
+        (np.zeros((2, 3)), np.zeros((1, 2)), "F"),
+        (np.array([[np.nan, 0.0]]), np.zeros((1, 2)), "S"),
+        (np.zeros((1, 2)), np.array([[np.inf, 0.0]]), "F"),
+    ],
+)
 def test_pareto_reward_bad_inputs(S, F, match):
     with pytest.raises(ValueError, match=match):
         ks.pareto_reward(S, F)
@@ -164,16 +192,37 @@ def test_gpu_parity():  # pragma: no cover - GPU
     for seed in range(3):
         p, z, g = _inputs(B=50, L=96, V=40, seed=seed)
         want = ks.reverse_step_reference(p, z, 0.6, 0.55, g, MASK)
-        got = cp.asnumpy(ks.reverse_step_gpu(cp.asarray(p.numpy()), cp.asarray(z.numpy().astype(np.int32)),
-                                              0.6, 0.55, cp.asarray(g.numpy()), MASK))
+        got = cp.asnumpy(
+            ks.reverse_step_gpu(
+                cp.asarray(p.numpy()),
+                cp.asarray(z.numpy().astype(np.int32)),
+                0.6,
+                0.55,
+                cp.asarray(g.numpy()),
+                MASK,
+            )
+        )
         assert (got == want.numpy()).mean() > 0.9999
-        got0 = cp.asnumpy(ks.reverse_step_gpu(cp.asarray(p.numpy()), cp.asarray(z.numpy().astype(np.int32)),
-                                               0.3, 0.0, cp.asarray(g.numpy()), MASK))
+        got0 = cp.asnumpy(
+            ks.reverse_step_gpu(
+                cp.asarray(p.numpy()),
+                cp.asarray(z.numpy().astype(np.int32)),
+                0.3,
+                0.0,
+                cp.asarray(g.numpy()),
+                MASK,
+            )
+        )
         assert (got0 != MASK).all()
     rng = np.random.default_rng(1)
-    S, F = rng.random((500, 5)).astype(np.float32), rng.random((100, 5)).astype(np.float32)
+    S, F = (
+        rng.random((500, 5)).astype(np.float32),
+        rng.random((100, 5)).astype(np.float32),
+    )
     R, dom = ks.pareto_reward_gpu(S, F)
     R0, dom0 = ks.pareto_reward_reference(S, F)
-    assert np.allclose(cp.asnumpy(R), R0, atol=1e-6) and np.array_equal(cp.asnumpy(dom), dom0)
+    assert np.allclose(cp.asnumpy(R), R0, atol=1e-6) and np.array_equal(
+        cp.asnumpy(dom), dom0
+    )
     R, dom = ks.pareto_reward_gpu(S, np.zeros((0, 5), np.float32))
     assert np.allclose(cp.asnumpy(R), 1.0) and not cp.asnumpy(dom).any()

@@ -61,7 +61,11 @@ def small_chunks(monkeypatch):
 # Random123 kat_vectors, "philox4x32 10" lines: counter (4 words), key (2 words) -> output (4 words).
 RANDOM123_KAT = [
     ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
-    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    (
+        (0xFFFFFFFF,) * 4,
+        (0xFFFFFFFF,) * 2,
+        (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD),
+    ),
     (
         (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
         (0xA4093822, 0x299F31D0),
@@ -83,11 +87,15 @@ def test_philox_vectorised_equals_one_counter_at_a_time():
     key = (0x12345678, 0x9ABCDEF0)
     batched = philox4x32_10(counters, key)
     for j in range(counters.shape[1]):
-        np.testing.assert_array_equal(batched[:, j], philox4x32_10(counters[:, j : j + 1], key)[:, 0])
+        np.testing.assert_array_equal(
+            batched[:, j], philox4x32_10(counters[:, j : j + 1], key)[:, 0]
+        )
 
 
 def test_gumbel_noise_is_standard_gumbel():
-    g = gumbel_noise_reference(7, 0, np.arange(40)[:, None], np.arange(2500)[None, :]).ravel()
+    g = gumbel_noise_reference(
+        7, 0, np.arange(40)[:, None], np.arange(2500)[None, :]
+    ).ravel()
     assert g.dtype == np.float32
     assert stats.kstest(g.astype(np.float64), stats.gumbel_r.cdf).pvalue > P_MIN
 
@@ -99,7 +107,11 @@ def test_gumbel_noise_streams_differ_by_seed_offset_and_position():
     np.testing.assert_array_equal(base, gumbel_noise_reference(1, 0, b, i))
     # (b, i) vs (i, b): the diagonal is the same draw
     off_diagonal = ~np.eye(100, dtype=bool)
-    for other in (gumbel_noise_reference(2, 0, b, i), gumbel_noise_reference(1, 1, b, i), base.T):
+    for other in (
+        gumbel_noise_reference(2, 0, b, i),
+        gumbel_noise_reference(1, 1, b, i),
+        base.T,
+    ):
         assert np.mean(base[off_diagonal] == other[off_diagonal]) < 0.01
         # Independent streams: correlation of ~1e4 pairs has sd 0.01.
         assert abs(np.corrcoef(base[off_diagonal], other[off_diagonal])[0, 1]) < 0.05
@@ -113,14 +125,20 @@ def test_gumbel_noise_streams_differ_by_seed_offset_and_position():
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("B, n, d", [(1, 1, 1), (5, 97, 3), (33, 1000, 32), (8, 300, 65)])
+@pytest.mark.parametrize(
+    "B, n, d", [(1, 1, 1), (5, 97, 3), (33, 1000, 32), (8, 300, 65)]
+)
 def test_mips_argmax_reference_matches_full_matmul(small_chunks, B, n, d):
     rng = np.random.default_rng(B * n * d)
     Q = rng.standard_normal((B, d)).astype(np.float32)
     X = rng.standard_normal((n, d)).astype(np.float32)
     index, score = mips_argmax_reference(Q, X)
     S = Q.astype(np.float64) @ X.T.astype(np.float64)
-    assert index.dtype == np.int64 and score.dtype == np.float32 and index.shape == score.shape == (B,)
+    assert (
+        index.dtype == np.int64
+        and score.dtype == np.float32
+        and index.shape == score.shape == (B,)
+    )
     np.testing.assert_array_equal(index, np.argmax(S, axis=1))
     np.testing.assert_allclose(score, S.max(axis=1), rtol=1e-5, atol=1e-5)
 
@@ -133,7 +151,9 @@ def test_mips_argmax_reference_ties_go_to_lowest_index(small_chunks, B, n, d):
     X = _int_data(rng, (n, d), -1, 2)
     index, score = mips_argmax_reference(Q, X)
     S = Q.astype(np.int64) @ X.astype(np.int64).T  # exact
-    assert (S == S.max(axis=1, keepdims=True)).sum(axis=1).min() > 1  # ties really occur
+    assert (S == S.max(axis=1, keepdims=True)).sum(
+        axis=1
+    ).min() > 1  # ties really occur
     # np.argmax: first occurrence
     np.testing.assert_array_equal(index, np.argmax(S, axis=1))
     np.testing.assert_array_equal(score, S.max(axis=1).astype(np.float32))
@@ -153,7 +173,9 @@ def _first_beater_loop(Q, X, thr):
     out = []
     for q, t in zip(Q, thr):
         j = 0
-        while j < len(X) and not float(np.dot(q.astype(np.float64), X[j].astype(np.float64))) > float(t):
+        while j < len(X) and not float(
+            np.dot(q.astype(np.float64), X[j].astype(np.float64))
+        ) > float(t):
             j += 1
         out.append(j)
     return np.array(out)
@@ -179,7 +201,9 @@ def test_gumbel_max_reference_is_argmax_of_logits_plus_its_noise(small_chunks):
     V, X = _unit_rows(rng, 11, 5), _unit_rows(rng, 300, 5)
     kappa, seed, offset = 3.5, 12345, 6
     got = gumbel_max_sample_reference(V, X, kappa, seed, offset)
-    noise = gumbel_noise_reference(seed, offset, np.arange(11)[:, None], np.arange(300)[None, :])
+    noise = gumbel_noise_reference(
+        seed, offset, np.arange(11)[:, None], np.arange(300)[None, :]
+    )
     expected = np.argmax(np.float32(kappa) * (V @ X.T) + noise, axis=1)
     np.testing.assert_array_equal(got, expected)
 
@@ -201,7 +225,9 @@ def test_gumbel_max_reference_offsets_give_fresh_draws():
     rng = np.random.default_rng(6)
     V, X = _unit_rows(rng, 2000, 3), _unit_rows(rng, 50, 3)
     a = gumbel_max_sample_reference(V, X, 1.0, seed=1, offset=0)
-    np.testing.assert_array_equal(a, gumbel_max_sample_reference(V, X, 1.0, seed=1, offset=0))
+    np.testing.assert_array_equal(
+        a, gumbel_max_sample_reference(V, X, 1.0, seed=1, offset=0)
+    )
     b = gumbel_max_sample_reference(V, X, 1.0, seed=1, offset=1)
     c = gumbel_max_sample_reference(V, X, 1.0, seed=2, offset=0)
     # Independent draws coincide with probability sum_i p_i^2 (about 1/50 here), far below 1/2.
@@ -213,18 +239,26 @@ def test_gumbel_max_reference_large_kappa_is_argmax():
     V, X = _unit_rows(rng, 64, 8), _unit_rows(rng, 200, 8)
     greedy, _ = mips_argmax_reference(V, X)
     S = np.sort(V.astype(np.float64) @ X.T.astype(np.float64), axis=1)
-    gap = (S[:, -1] - S[:, -2]).min()  # with kappa * gap >> Gumbel range (< 35), the noise cannot flip
+    gap = (
+        S[:, -1] - S[:, -2]
+    ).min()  # with kappa * gap >> Gumbel range (< 35), the noise cannot flip
     kappa = 200.0 / gap
-    np.testing.assert_array_equal(gumbel_max_sample_reference(V, X, kappa, seed=3), greedy)
+    np.testing.assert_array_equal(
+        gumbel_max_sample_reference(V, X, kappa, seed=3), greedy
+    )
 
 
 def test_references_accept_float64_and_int_inputs():
     rng = np.random.default_rng(8)
     Q, X = rng.integers(-3, 4, (4, 3)), rng.standard_normal((20, 3))
     index, _ = mips_argmax_reference(Q, X)
-    np.testing.assert_array_equal(index, np.argmax(Q.astype(np.float32) @ X.astype(np.float32).T, axis=1))
+    np.testing.assert_array_equal(
+        index, np.argmax(Q.astype(np.float32) @ X.astype(np.float32).T, axis=1)
+    )
     assert first_beater_reference(Q, X, [0, 1, 2, 3]).shape == (4,)
-    assert gumbel_max_sample_reference(X[:2], X, 1, seed=np.uint64(5), offset=np.int32(2)).shape == (2,)
+    assert gumbel_max_sample_reference(
+        X[:2], X, 1, seed=np.uint64(5), offset=np.int32(2)
+    ).shape == (2,)
 
 
 def test_references_empty_batch():
@@ -267,7 +301,9 @@ def test_first_beater_float64_and_float32_differ_only_at_near_ties():
     rng = np.random.default_rng(21)
     Q, X = _unit_rows(rng, 200, 8), _unit_rows(rng, 3000, 8)
     thr = (Q @ X[17]).astype(np.float32) + np.float32(0.2)
-    got64 = first_beater_reference(Q.astype(np.float64), X.astype(np.float64), thr.astype(np.float64))
+    got64 = first_beater_reference(
+        Q.astype(np.float64), X.astype(np.float64), thr.astype(np.float64)
+    )
     assert np.mean(got64 == first_beater_reference(Q, X, thr)) > 0.99
 
 
@@ -276,10 +312,14 @@ def test_boltzmann_sample_reference_matches_softmax():
     n, d, N = 12, 4, 40_000
     X = _unit_rows(rng, n, d)
     v = _unit_rows(rng, 1, d)
-    draws = mips.boltzmann_sample_reference(np.repeat(v, N, axis=0), X, 3.0, np.random.default_rng(1))
+    draws = mips.boltzmann_sample_reference(
+        np.repeat(v, N, axis=0), X, 3.0, np.random.default_rng(1)
+    )
     p = _softmax(3.0 * (X.astype(np.float64) @ v[0].astype(np.float64)))
     assert stats.chisquare(np.bincount(draws, minlength=n), N * p).pvalue > P_MIN
-    again = mips.boltzmann_sample(np.repeat(v, N, axis=0), X, 3.0, np.random.default_rng(1))
+    again = mips.boltzmann_sample(
+        np.repeat(v, N, axis=0), X, 3.0, np.random.default_rng(1)
+    )
     # the dispatcher's CPU path is the reference
     np.testing.assert_array_equal(draws, again)
     with pytest.raises(TypeError, match="rng"):
@@ -290,14 +330,24 @@ def test_action_table_is_validated_once_and_accepted_everywhere():
     rng = np.random.default_rng(23)
     Q, X = _int_data(rng, (9, 4)), _int_data(rng, (200, 4))
     table = mips.ActionTable(X)
-    assert table.shape == (200, 4) and table.values.dtype == np.float32 and not table.values.flags.writeable
+    assert (
+        table.shape == (200, 4)
+        and table.values.dtype == np.float32
+        and not table.values.flags.writeable
+    )
     assert mips.ActionTable(X.astype(np.float64)).values.dtype == np.float64
     # wrapping twice is harmless
     np.testing.assert_array_equal(mips.ActionTable(table).values, table.values)
-    np.testing.assert_array_equal(mips_argmax(Q, table)[0], mips_argmax_reference(Q, X)[0])
+    np.testing.assert_array_equal(
+        mips_argmax(Q, table)[0], mips_argmax_reference(Q, X)[0]
+    )
     thr = np.zeros(9)
-    np.testing.assert_array_equal(first_beater(Q, table, thr), first_beater_reference(Q, X, thr))
-    np.testing.assert_array_equal(gumbel_max_sample(Q, table, 1.0, 3), gumbel_max_sample_reference(Q, X, 1.0, 3))
+    np.testing.assert_array_equal(
+        first_beater(Q, table, thr), first_beater_reference(Q, X, thr)
+    )
+    np.testing.assert_array_equal(
+        gumbel_max_sample(Q, table, 1.0, 3), gumbel_max_sample_reference(Q, X, 1.0, 3)
+    )
     with pytest.raises(ValueError, match="actions"):
         mips.ActionTable(np.ones((0, 4)))
     with pytest.raises(ValueError, match="same d"):
@@ -312,7 +362,10 @@ def test_uniform_action_sets_and_prefix_boltzmann_reference():
     X = z / np.linalg.norm(z, axis=2, keepdims=True)
     assert sets.shape == (3, 50, 4)
     np.testing.assert_array_equal(sets.table(1).values, X[1])
-    np.testing.assert_array_equal(mips.uniform_action_sets(3, 50, 4, np.random.default_rng(30)).table(2).values, X[2])
+    np.testing.assert_array_equal(
+        mips.uniform_action_sets(3, 50, 4, np.random.default_rng(30)).table(2).values,
+        X[2],
+    )
     V = _unit_rows(np.random.default_rng(31), 3, 4).astype(np.float64)
     P = mips.prefix_boltzmann(sets, V, 2.0, 0.3)
     assert P.shape == (3, 51)
@@ -333,7 +386,9 @@ def test_uniform_action_sets_and_prefix_boltzmann_reference():
 def test_uniform_action_sets_refuses_sizes_that_cannot_fit():
     from icml25.checks import TooLargeError
 
-    with pytest.raises(TooLargeError, match=r"uniform_action_sets\(n_sets=10, n=1000000000000"):
+    with pytest.raises(
+        TooLargeError, match=r"uniform_action_sets\(n_sets=10, n=1000000000000"
+    ):
         mips.uniform_action_sets(10, 10**12, 32, np.random.default_rng(0))
 
 
@@ -354,13 +409,33 @@ def test_dispatchers_gpu_branch_returns_numpy(monkeypatch):
         def run(*args):
             calls.append(name)
             out = fn(*args)
-            return tuple(_FakeDevice(a) for a in out) if isinstance(out, tuple) else _FakeDevice(out)
+            return (
+                tuple(_FakeDevice(a) for a in out)
+                if isinstance(out, tuple)
+                else _FakeDevice(out)
+            )
+
         return run
 
     f32 = lambda a: a.astype(np.float32)  # noqa: E731
-    monkeypatch.setattr(mips, "_mips_argmax_device", fake("argmax", lambda q, x: mips._mips_argmax(f32(q), f32(x.values))))
-    monkeypatch.setattr(mips, "_gumbel_max_device", fake("gumbel", lambda q, x, k, s, o: mips._gumbel_max(f32(q), f32(x.values), k, s, o)))
-    monkeypatch.setattr(mips, "_first_beater_device", fake("beater", lambda q, x, t: mips._first_beater(f32(q), f32(x.values), t)))
+    monkeypatch.setattr(
+        mips,
+        "_mips_argmax_device",
+        fake("argmax", lambda q, x: mips._mips_argmax(f32(q), f32(x.values))),
+    )
+    monkeypatch.setattr(
+        mips,
+        "_gumbel_max_device",
+        fake(
+            "gumbel",
+            lambda q, x, k, s, o: mips._gumbel_max(f32(q), f32(x.values), k, s, o),
+        ),
+    )
+    monkeypatch.setattr(
+        mips,
+        "_first_beater_device",
+        fake("beater", lambda q, x, t: mips._first_beater(f32(q), f32(x.values), t)),
+    )
     rng = np.random.default_rng(24)
     Q, X = _int_data(rng, (10, 4)), _int_data(rng, (300, 4))
     index, score = mips_argmax(Q, X)
@@ -387,7 +462,11 @@ _CALLS = {
     ),
     "first_beater": lambda q, x, **kw: first_beater(q, x, kw.get("threshold", _T)),
 }
-_NAMES = {"mips_argmax": ("queries", "actions"), "first_beater": ("queries", "actions"), "gumbel_max_sample": ("V", "X")}
+_NAMES = {
+    "mips_argmax": ("queries", "actions"),
+    "first_beater": ("queries", "actions"),
+    "gumbel_max_sample": ("V", "X"),
+}
 
 
 def _nan_at(a, where=(0, 0)):
@@ -524,7 +603,11 @@ def test_mips_argmax_gpu_negative_zero_ties_positive_zero():
     for column, expected in cases:
         X = np.array(column, dtype=np.float32)[:, None]
         index, score = mips.mips_argmax_gpu(q, cp.asarray(X))
-        assert int(index.get()[0]) == expected == int(mips_argmax_reference(q.get(), X)[0][0])
+        assert (
+            int(index.get()[0])
+            == expected
+            == int(mips_argmax_reference(q.get(), X)[0][0])
+        )
         assert float(score.get()[0]) == 0.0
 
 
@@ -544,7 +627,11 @@ def test_mips_argmax_gpu_matches_reference_on_random_floats():
     rows = np.arange(B)
     differ = index != ref_index
     assert differ.mean() <= 0.01
-    np.testing.assert_allclose(S64[rows[differ], index[differ]], S64[rows[differ], ref_index[differ]], rtol=1e-5)
+    np.testing.assert_allclose(
+        S64[rows[differ], index[differ]],
+        S64[rows[differ], ref_index[differ]],
+        rtol=1e-5,
+    )
 
 
 @pytest.mark.gpu
@@ -573,9 +660,13 @@ def test_gumbel_max_gpu_draws_equal_reference(kappa):
     B, n, d = 2048, 5000, 32
     V, X = _unit_rows(rng, B, d), _unit_rows(rng, n, d)
     seed, offset = 2**40 + 17, 2**33 + 5  # high words of key and counter in use
-    gpu = mips.gumbel_max_sample_gpu(cp.asarray(V), cp.asarray(X), kappa, seed, offset).get()
+    gpu = mips.gumbel_max_sample_gpu(
+        cp.asarray(V), cp.asarray(X), kappa, seed, offset
+    ).get()
     ref = gumbel_max_sample_reference(V, X, kappa, seed, offset)
-    assert np.mean(gpu == ref) >= 0.999, f"only {np.mean(gpu == ref):.4%} of draws agree"
+    assert np.mean(gpu == ref) >= 0.999, (
+        f"only {np.mean(gpu == ref):.4%} of draws agree"
+    )
 
 
 @pytest.mark.gpu
@@ -645,7 +736,9 @@ def test_dispatchers_return_numpy_on_the_gpu():
     np.testing.assert_array_equal(index, mips_argmax_reference(Q, X)[0])
     assert isinstance(first_beater(Q, mips.ActionTable(X), np.zeros(10)), np.ndarray)
     assert isinstance(gumbel_max_sample(Q, X, 1.0, 0), np.ndarray)
-    assert isinstance(mips.boltzmann_sample(Q, X, 1.0, np.random.default_rng(0)), np.ndarray)
+    assert isinstance(
+        mips.boltzmann_sample(Q, X, 1.0, np.random.default_rng(0)), np.ndarray
+    )
     with pytest.raises(ValueError, match="queries"):
         mips_argmax(cp.full((2, 4), cp.nan, dtype=cp.float32), X)
 
@@ -658,12 +751,16 @@ def test_action_sets_on_the_gpu():
     sets = mips.uniform_action_sets(2, 3000, 5, np.random.default_rng(40))
     assert isinstance(sets._x, cp.ndarray) and sets.shape == (2, 3000, 5)
     X = cp.asnumpy(sets._x)
-    np.testing.assert_allclose(np.linalg.norm(X.astype(np.float64), axis=2), 1.0, atol=1e-5)
+    np.testing.assert_allclose(
+        np.linalg.norm(X.astype(np.float64), axis=2), 1.0, atol=1e-5
+    )
     assert abs(X.mean()) < 0.02
     V = _unit_rows(np.random.default_rng(41), 2, 5)
     P = mips.prefix_boltzmann(sets, V, 2.0, 0.1)
     assert isinstance(P, np.ndarray) and P.shape == (2, 3001)
-    np.testing.assert_allclose(P, mips._prefix_boltzmann(np, X, V.astype(np.float32), 2.0, 0.1), rtol=1e-5)
+    np.testing.assert_allclose(
+        P, mips._prefix_boltzmann(np, X, V.astype(np.float32), 2.0, 0.1), rtol=1e-5
+    )
     Q = _unit_rows(np.random.default_rng(42), 64, 5)
     thr = (Q @ X[0, 11]).astype(np.float32)
     got = mips.first_beater(Q, sets.table(0), thr)

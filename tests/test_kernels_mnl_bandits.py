@@ -25,13 +25,19 @@ def test_optimistic_utilities_reference_matches_loop():
     for r in range(R):
         for i in range(N):
             x = X[r, i]
-            assert alpha[r, i] == pytest.approx(x @ w[r] + beta[r] * np.sqrt(x @ H_inv[r] @ x), abs=1e-12)
+            assert alpha[r, i] == pytest.approx(
+                x @ w[r] + beta[r] * np.sqrt(x @ H_inv[r] @ x), abs=1e-12
+            )
 
 
 def test_assortment_reference_matches_lp_and_brute_force():
     rng = np.random.default_rng(1)
     R, N = 30, 8
-    v, r, v0 = np.exp(rng.normal(size=(R, N))), rng.random((R, N)), rng.uniform(0.2, 4, R)
+    v, r, v0 = (
+        np.exp(rng.normal(size=(R, N))),
+        rng.random((R, N)),
+        rng.uniform(0.2, 4, R),
+    )
     for K in (1, 3, 8):
         mask, rev = mnl_bandits.assortment_bisection_reference(v, r, K, v0)
         for i in range(R):
@@ -40,20 +46,28 @@ def test_assortment_reference_matches_lp_and_brute_force():
             assert rev[i] == pytest.approx(brute, abs=1e-12)
             assert rev[i] == pytest.approx(lp, abs=1e-8)
             assert mask[i].sum() <= K
-            assert mnl.expected_revenue(v[i], r[i], np.flatnonzero(mask[i]), v0[i]) == pytest.approx(rev[i])
+            assert mnl.expected_revenue(
+                v[i], r[i], np.flatnonzero(mask[i]), v0[i]
+            ) == pytest.approx(rev[i])
 
 
 def test_kernel_reference_bad_shapes():
     with pytest.raises(ValueError, match="w"):
-        mnl_bandits.optimistic_utilities_reference(np.ones((2, 3, 4)), np.ones((2, 3)), np.ones((2, 4, 4)), np.ones(2))
+        mnl_bandits.optimistic_utilities_reference(
+            np.ones((2, 3, 4)), np.ones((2, 3)), np.ones((2, 4, 4)), np.ones(2)
+        )
     with pytest.raises(ValueError, match="K"):
-        mnl_bandits.assortment_bisection_reference(np.ones((2, 3)), np.ones((2, 3)), 4, np.ones(2))
+        mnl_bandits.assortment_bisection_reference(
+            np.ones((2, 3)), np.ones((2, 3)), 4, np.ones(2)
+        )
 
 
 def test_kernel_reference_refuses_non_finite_negative_or_mistyped_input():
     v, r = np.ones((2, 3)), np.ones((2, 3))
     with pytest.raises(ValueError, match="v must be finite"):
-        mnl_bandits.assortment_bisection_reference(np.array([[1.0, np.nan, 1.0]] * 2), r, 2, np.ones(2))
+        mnl_bandits.assortment_bisection_reference(
+            np.array([[1.0, np.nan, 1.0]] * 2), r, 2, np.ones(2)
+        )
     with pytest.raises(ValueError, match="v must be >= 0"):
         mnl_bandits.assortment_bisection_reference(-v, r, 2, np.ones(2))
     with pytest.raises(ValueError, match="v0"):
@@ -109,7 +123,11 @@ def test_assortment_bisection_gpu_matches_reference():
 
     rng = np.random.default_rng(4)
     for R, N, K in ((50, 100, 5), (20, 1000, 20), (10, 7, 7)):
-        v, r, v0 = np.exp(rng.normal(size=(R, N))), rng.random((R, N)), rng.uniform(0.5, 3, R)
+        v, r, v0 = (
+            np.exp(rng.normal(size=(R, N))),
+            rng.random((R, N)),
+            rng.uniform(0.5, 3, R),
+        )
         mask_ref, rev_ref = mnl_bandits.assortment_bisection_reference(v, r, K, v0)
         mask, rev = mnl_bandits.assortment_bisection_gpu(v, r, K, v0)
         np.testing.assert_allclose(cp.asnumpy(rev), rev_ref, rtol=1e-12, atol=1e-12)

@@ -34,17 +34,30 @@ def _step_loop(pos, actions, landmarks, size):
                 new[e, i] = (x, y)
         D, allc = 0, True
         for lx, ly in landmarks[e]:
-            best = min(abs(int(new[e, i, 0]) - lx) + abs(int(new[e, i, 1]) - ly) for i in range(N))
+            best = min(
+                abs(int(new[e, i, 0]) - lx) + abs(int(new[e, i, 1]) - ly)
+                for i in range(N)
+            )
             D += best
             allc &= best == 0
-        C = sum(1 for i in range(N) for j in range(i + 1, N) if tuple(new[e, i]) == tuple(new[e, j]))
-        rew[e] = np.float32(np.float32(-D) / np.float32(10)) - np.float32(0.5) * np.float32(C)
+        C = sum(
+            1
+            for i in range(N)
+            for j in range(i + 1, N)
+            if tuple(new[e, i]) == tuple(new[e, j])
+        )
+        rew[e] = np.float32(np.float32(-D) / np.float32(10)) - np.float32(
+            0.5
+        ) * np.float32(C)
         cov[e] = allc
     return new, rew, cov
 
 
 def _game(rng, E=40, N=3, L=3, size=5):
-    return (rng.integers(0, size, (E, N, 2)).astype(np.int32), rng.integers(0, size, (E, L, 2)).astype(np.int32))
+    return (
+        rng.integers(0, size, (E, N, 2)).astype(np.int32),
+        rng.integers(0, size, (E, L, 2)).astype(np.int32),
+    )
 
 
 def test_compiles_with_nvrtc():
@@ -61,7 +74,7 @@ def test_step_equals_per_agent_loop():
         got = omapl_kernels.coopgrid_step_reference(pos, acts, lm, size)
         want = _step_loop(pos, acts, lm, size)
         assert np.array_equal(got[0], want[0])
-        assert np.array_equal(got[1], want[1])      # bit-identical float32
+        assert np.array_equal(got[1], want[1])  # bit-identical float32
         assert np.array_equal(got[2], want[2])
 
 
@@ -69,7 +82,10 @@ def test_dispatcher_matches_reference():
     rng = np.random.default_rng(1)
     pos, lm = _game(rng)
     acts = rng.integers(0, 5, (40, 3))
-    for a, b in zip(omapl_kernels.coopgrid_step(pos, acts, lm, 5), omapl_kernels.coopgrid_step_reference(pos, acts, lm, 5)):
+    for a, b in zip(
+        omapl_kernels.coopgrid_step(pos, acts, lm, 5),
+        omapl_kernels.coopgrid_step_reference(pos, acts, lm, 5),
+    ):
         assert np.array_equal(a, b)
 
 
@@ -78,16 +94,24 @@ def test_rollout_hash_and_expert_by_hand():
     rng = np.random.default_rng(2)
     pos, lm = _game(rng, 5)
     seed, H = 12345, 6
-    acts, rews, P, succ = omapl_kernels.coopgrid_rollout_reference(pos, lm, 5, H, 1.0, seed)
+    acts, rews, P, succ = omapl_kernels.coopgrid_rollout_reference(
+        pos, lm, 5, H, 1.0, seed
+    )
     mixed = _splitmix_py(seed)
     for e in range(5):
         for t in range(H):
             for i in range(3):
                 h = _splitmix_py(mixed ^ ((e * H + t) * 3 + i))
                 x, y = P[e, t, i]
-                av = [k for k in range(5) if 0 <= x + MOVE[k][0] < 5 and 0 <= y + MOVE[k][1] < 5]
+                av = [
+                    k
+                    for k in range(5)
+                    if 0 <= x + MOVE[k][0] < 5 and 0 <= y + MOVE[k][1] < 5
+                ]
                 assert acts[e, t, i] == av[_splitmix_py(h) % len(av)]
-    assert np.array_equal(_splitmix64(np.array([7], np.uint64)), np.array([_splitmix_py(7)], np.uint64))
+    assert np.array_equal(
+        _splitmix64(np.array([7], np.uint64)), np.array([_splitmix_py(7)], np.uint64)
+    )
 
 
 def test_expert_reaches_landmarks():
@@ -96,7 +120,7 @@ def test_expert_reaches_landmarks():
     lm = np.stack([rng.permutation(25)[:3] for _ in range(200)])
     lm = np.stack([lm % 5, lm // 5], -1).astype(np.int32)
     acts, rews, P, succ = omapl_kernels.coopgrid_rollout(pos, lm, 5, 12, 0.0, 0)
-    assert succ.all()                     # 8 moves at most on a 5 x 5 grid, horizon 12
+    assert succ.all()  # 8 moves at most on a 5 x 5 grid, horizon 12
     # rewards of the roll-out are those of stepping its actions one by one
     for t in range(12):
         _, r, _ = omapl_kernels.coopgrid_step_reference(P[:, t], acts[:, t], lm, 5)
@@ -141,7 +165,7 @@ def test_segment_logits_against_lib_and_bce():
     want_r = om.implied_reward(q, w, b, v, wn, bn, d, 0.9) * om.segment_mask(d)
     assert torch.allclose(r, want_r, atol=1e-6)
     assert torch.allclose(logit, want_r.sum(-1)[0] - want_r.sum(-1)[1], atol=1e-5)
-    assert float(r[0, 0, 3:].abs().max()) == 0.0          # masked after the done at t = 2
+    assert float(r[0, 0, 3:].abs().max()) == 0.0  # masked after the done at t = 2
     r2, logit2 = omapl_kernels.segment_logits(*args, 0.9)
     assert torch.equal(r2, r) and torch.equal(logit2, logit)
 
@@ -167,7 +191,11 @@ def test_gpu_parity():  # pragma: no cover - GPU
     acts = rng.integers(0, 5, (5000, 6))
     g = [x.get() for x in omapl_kernels.coopgrid_step_gpu(pos, acts, lm, 10)]
     c = omapl_kernels.coopgrid_step_reference(pos, acts, lm, 10)
-    assert np.array_equal(g[0], c[0]) and np.array_equal(g[1], c[1]) and np.array_equal(g[2].astype(bool), c[2])
+    assert (
+        np.array_equal(g[0], c[0])
+        and np.array_equal(g[1], c[1])
+        and np.array_equal(g[2].astype(bool), c[2])
+    )
     g = [x.get() for x in omapl_kernels.coopgrid_rollout_gpu(pos, lm, 10, 20, 0.3, 99)]
     c = omapl_kernels.coopgrid_rollout_reference(pos, lm, 10, 20, 0.3, 99)
     for a, b in zip(g[:3], c[:3]):
@@ -176,5 +204,7 @@ def test_gpu_parity():  # pragma: no cover - GPU
     args = [x.cuda() for x in _segments(64, 12, 6)]
     r, logit = omapl_kernels.segment_logits_gpu(*args, 0.99)
     r0, l0 = omapl_kernels.segment_logits_reference(*[x.cpu() for x in args], 0.99)
-    assert torch.allclose(r.cpu(), r0, atol=1e-5) and torch.allclose(logit.cpu(), l0, atol=1e-5)
+    assert torch.allclose(r.cpu(), r0, atol=1e-5) and torch.allclose(
+        logit.cpu(), l0, atol=1e-5
+    )
     del cp

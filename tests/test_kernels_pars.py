@@ -21,8 +21,13 @@ def _splitmix_py(x: int) -> int:
 
 def _layer_args(E=3, B=5, I=4, H=16, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(E, B, I, generator=g), torch.randn(E, I, H, generator=g), torch.randn(E, H, generator=g),
-            1 + 0.1 * torch.randn(E, H, generator=g), 0.1 * torch.randn(E, H, generator=g))
+    return (
+        torch.randn(E, B, I, generator=g),
+        torch.randn(E, I, H, generator=g),
+        torch.randn(E, H, generator=g),
+        1 + 0.1 * torch.randn(E, H, generator=g),
+        0.1 * torch.randn(E, H, generator=g),
+    )
 
 
 def test_compiles_with_nvrtc():
@@ -79,7 +84,14 @@ def test_td_target_against_a_per_member_loop():
     for j in range(B):
         m = min(float(q[e, j]) for e in members)
         assert abs(y[j] - (10.0 * r[j] + 0.99 * (1 - d[j]) * m)) < 1e-3
-    yt = pars_kernels.td_target(torch.as_tensor(q), torch.as_tensor(members), torch.as_tensor(r), torch.as_tensor(d), 10.0, 0.99)
+    yt = pars_kernels.td_target(
+        torch.as_tensor(q),
+        torch.as_tensor(members),
+        torch.as_tensor(r),
+        torch.as_tensor(d),
+        10.0,
+        0.99,
+    )
     assert isinstance(yt, torch.Tensor) and np.allclose(yt.numpy(), y, atol=1e-4)
 
 
@@ -114,8 +126,11 @@ def test_infeasible_sampler_distribution():
     from scipy import stats
 
     a = pars_kernels.infeasible_actions(20_000, 2, 1000.0, seed=7).ravel()
-    assert abs((a > 0).mean() - 0.5) < 0.02                 # 40k fair signs: sd 0.0025
-    assert stats.kstest(np.abs(a), stats.uniform(loc=1000.0, scale=1000.0).cdf).pvalue > 1e-3
+    assert abs((a > 0).mean() - 0.5) < 0.02  # 40k fair signs: sd 0.0025
+    assert (
+        stats.kstest(np.abs(a), stats.uniform(loc=1000.0, scale=1000.0).cdf).pvalue
+        > 1e-3
+    )
 
 
 def test_infeasible_sampler_bad_input():
@@ -133,16 +148,33 @@ def test_gpu_parity():  # pragma: no cover - GPU
 
     x, W, b, g, beta = _layer_args(E=4, B=33, I=6, H=256, seed=3)
     for ln in (True, False):
-        want = pars_kernels.ensemble_layer_reference(x, W, b, g, beta, layer_norm=ln).numpy()
-        got = cp.asnumpy(pars_kernels.ensemble_layer_gpu(*(t.numpy() for t in (x, W, b, g, beta)), layer_norm=ln))
+        want = pars_kernels.ensemble_layer_reference(
+            x, W, b, g, beta, layer_norm=ln
+        ).numpy()
+        got = cp.asnumpy(
+            pars_kernels.ensemble_layer_gpu(
+                *(t.numpy() for t in (x, W, b, g, beta)), layer_norm=ln
+            )
+        )
         assert np.allclose(got, want, atol=1e-4)
     rng = np.random.default_rng(1)
     q = rng.normal(size=(10, 500)).astype(np.float32)
-    r, d = rng.normal(size=500).astype(np.float32), (rng.random(500) < 0.1).astype(np.float32)
+    r, d = (
+        rng.normal(size=500).astype(np.float32),
+        (rng.random(500) < 0.1).astype(np.float32),
+    )
     want = pars_kernels.td_target_reference(q, [2, 5, 7], r, d, 100.0, 0.99)
-    assert np.allclose(cp.asnumpy(pars_kernels.td_target_gpu(q, [2, 5, 7], r, d, 100.0, 0.99)), want, atol=1e-3)
+    assert np.allclose(
+        cp.asnumpy(pars_kernels.td_target_gpu(q, [2, 5, 7], r, d, 100.0, 0.99)),
+        want,
+        atol=1e-3,
+    )
     want = pars_kernels.infeasible_actions_reference(1000, 4, 100.0, 99)
-    assert np.allclose(cp.asnumpy(pars_kernels.infeasible_actions_gpu(1000, 4, 100.0, 99)), want, rtol=1e-6)
+    assert np.allclose(
+        cp.asnumpy(pars_kernels.infeasible_actions_gpu(1000, 4, 100.0, 99)),
+        want,
+        rtol=1e-6,
+    )
 
 
 def test_review_kernel_inputs_refused_up_front():
@@ -151,7 +183,12 @@ def test_review_kernel_inputs_refused_up_front():
     from icml25.checks import TooLargeError
 
     x = torch.randn(2, 3, 4, dtype=torch.float64)
-    W, b, g, beta = torch.randn(2, 4, 5), torch.randn(2, 5), torch.ones(2, 5), torch.zeros(2, 5)
+    W, b, g, beta = (
+        torch.randn(2, 4, 5),
+        torch.randn(2, 5),
+        torch.ones(2, 5),
+        torch.zeros(2, 5),
+    )
     with pytest.raises(TypeError, match="W must have the dtype of x"):
         pars_kernels.ensemble_layer(x, W, b, g, beta)
     with pytest.raises(TooLargeError, match="B="):

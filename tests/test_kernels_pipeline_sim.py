@@ -13,8 +13,14 @@ def _random_case(rng: np.random.Generator):
     n = int(rng.integers(12, 40))
     edges = [(i, i + 1) for i in range(n - 1)]
     edges += [(i, j) for i in range(n) for j in range(i + 2, n) if rng.random() < 0.04]
-    g = pfeife.synthetic_graph(rng.uniform(0.0, 3.0, n), rng.uniform(0.0, 5.0, n), rng.integers(0, 10_000, n),
-                               rng.integers(0, 50_000, n), edges, rng.integers(1, 200_000, len(edges)))
+    g = pfeife.synthetic_graph(
+        rng.uniform(0.0, 3.0, n),
+        rng.uniform(0.0, 5.0, n),
+        rng.integers(0, 10_000, n),
+        rng.integers(0, 50_000, n),
+        edges,
+        rng.integers(1, 200_000, len(edges)),
+    )
     D = int(rng.integers(1, 4))
     L = int(rng.integers(1, 3))
     M = int(rng.choice([D * 2, D * 3, 6])) if D > 1 else int(rng.integers(1, 6))
@@ -23,7 +29,11 @@ def _random_case(rng: np.random.Generator):
     sched = pfeife.make_schedule(D, M, S, int(rng.choice(lbs)), int(rng.integers(0, D)))
     if rng.random() < 0.3:
         sched = pfeife.gpipe_schedule(D, M, S)
-    comm = pfeife.CommModel(float(rng.uniform(0, 1)), float(rng.uniform(0, 1e-4)), float(rng.uniform(0, 5e4)))
+    comm = pfeife.CommModel(
+        float(rng.uniform(0, 1)),
+        float(rng.uniform(0, 1e-4)),
+        float(rng.uniform(0, 5e4)),
+    )
     order = pfeife.linearize(g, str(rng.choice(pfeife.LINEARIZE_MODES)))
     return g, order, sched, comm, S, M
 
@@ -36,11 +46,16 @@ def test_reference_equals_simulate_exactly_on_200_cases():
         if S > g.n - 1:
             continue
         K = 5
-        cands = np.sort(np.stack([rng.choice(np.arange(1, g.n), S - 1, replace=False) for _ in range(K)]), 1)
+        cands = np.sort(
+            np.stack(
+                [rng.choice(np.arange(1, g.n), S - 1, replace=False) for _ in range(K)]
+            ),
+            1,
+        )
         mk, peak = pfeife.score_splits(g, order, cands, sched, comm)
         for c, m1, p1 in zip(cands, mk, peak):
             m0, _busy, _ev = pfeife.simulate(g, order, c, sched, comm)
-            assert m1 == m0                                   # float64, same operations: bit-identical
+            assert m1 == m0  # float64, same operations: bit-identical
             np.testing.assert_array_equal(p1, pfeife.peak_memory(g, order, c, sched))
             checked += 1
 
@@ -76,12 +91,33 @@ def _tables():
 def test_bad_inputs_are_named():
     t = _tables()
     ev = pipeline_sim.event_table(pfeife.one_f_one_b_schedule(2, 4), 2, 4)
-    args = [t.fp, t.bp, t.op, t.ap, t.wp, t.tmp, t.es, t.ed, t.eb, np.array([[5]], np.int32), ev, np.zeros(3), 2, 4]
+    args = [
+        t.fp,
+        t.bp,
+        t.op,
+        t.ap,
+        t.wp,
+        t.tmp,
+        t.es,
+        t.ed,
+        t.eb,
+        np.array([[5]], np.int32),
+        ev,
+        np.zeros(3),
+        2,
+        4,
+    ]
     mk, peak = pipeline_sim.batched_makespan(*args)
     assert mk.shape == (1,) and peak.shape == (1, 2)
-    for i, bad, match in [(9, np.array([[0]]), "candidates"), (9, np.array([[10]]), "candidates"),
-                          (1, t.bp[:-1], "b_prefix"), (11, np.array([-1.0, 0, 0]), "comm"),
-                          (6, t.es[::-1].copy(), "edge_src"), (10, ev[:, :4], "events"), (12, 0, "D")]:
+    for i, bad, match in [
+        (9, np.array([[0]]), "candidates"),
+        (9, np.array([[10]]), "candidates"),
+        (1, t.bp[:-1], "b_prefix"),
+        (11, np.array([-1.0, 0, 0]), "comm"),
+        (6, t.es[::-1].copy(), "edge_src"),
+        (10, ev[:, :4], "events"),
+        (12, 0, "D"),
+    ]:
         a = list(args)
         a[i] = bad
         with pytest.raises(ValueError, match=match):
@@ -95,7 +131,22 @@ def test_too_many_candidates_are_refused_up_front():
     ev = pipeline_sim.event_table(pfeife.one_f_one_b_schedule(2, 4), 2, 4)
     huge = np.broadcast_to(np.array([[5]], np.int32), (10**11, 1))
     with pytest.raises(TooLargeError):
-        pipeline_sim.batched_makespan(t.fp, t.bp, t.op, t.ap, t.wp, t.tmp, t.es, t.ed, t.eb, huge, ev, np.zeros(3), 2, 4)
+        pipeline_sim.batched_makespan(
+            t.fp,
+            t.bp,
+            t.op,
+            t.ap,
+            t.wp,
+            t.tmp,
+            t.es,
+            t.ed,
+            t.eb,
+            huge,
+            ev,
+            np.zeros(3),
+            2,
+            4,
+        )
 
 
 @pytest.mark.gpu
@@ -109,10 +160,34 @@ def test_gpu_parity():  # pragma: no cover - GPU
             continue
         t = pfeife.kernel_tables(g, order)
         ev = pipeline_sim.event_table(sched, S, M)
-        cands = np.sort(np.stack([rng.choice(np.arange(1, g.n), S - 1, replace=False) for _ in range(300)]), 1)
-        args = (t.fp, t.bp, t.op, t.ap, t.wp, t.tmp, t.es, t.ed, t.eb, cands.astype(np.int32), ev,
-                np.array(comm.params), len(sched), M)
+        cands = np.sort(
+            np.stack(
+                [
+                    rng.choice(np.arange(1, g.n), S - 1, replace=False)
+                    for _ in range(300)
+                ]
+            ),
+            1,
+        )
+        args = (
+            t.fp,
+            t.bp,
+            t.op,
+            t.ap,
+            t.wp,
+            t.tmp,
+            t.es,
+            t.ed,
+            t.eb,
+            cands.astype(np.int32),
+            ev,
+            np.array(comm.params),
+            len(sched),
+            M,
+        )
         want_mk, want_pk = pipeline_sim.batched_makespan_reference(*args)
-        got_mk, got_pk = pipeline_sim.batched_makespan_gpu(*pipeline_sim._check_inputs(*args))
+        got_mk, got_pk = pipeline_sim.batched_makespan_gpu(
+            *pipeline_sim._check_inputs(*args)
+        )
         np.testing.assert_array_equal(cp.asnumpy(got_mk), want_mk)
         np.testing.assert_array_equal(cp.asnumpy(got_pk), want_pk)

@@ -12,9 +12,16 @@ from icml25.kernels import polytope
 
 
 def _slsqp(x, Phi, xi):
-    res = minimize(lambda z: 0.5 * np.sum((z - x) ** 2), x, jac=lambda z: z - x, method="SLSQP",
-                   constraints=[{"type": "ineq", "fun": lambda z: xi - Phi @ z, "jac": lambda z: -Phi}],
-                   options={"ftol": 1e-14, "maxiter": 500})
+    res = minimize(
+        lambda z: 0.5 * np.sum((z - x) ** 2),
+        x,
+        jac=lambda z: z - x,
+        method="SLSQP",
+        constraints=[
+            {"type": "ineq", "fun": lambda z: xi - Phi @ z, "jac": lambda z: -Phi}
+        ],
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
     return res.x
 
 
@@ -48,18 +55,27 @@ def test_violations_match_torch_expressions():
     y = rng.integers(0, 2, 50)
     out = polytope.polytope_violations_reference(C, xi, y, 0.7, 3.0)
     v = torch.tensor(C) - torch.tensor(xi)
-    np.testing.assert_allclose(out["safe_hinge"], torch.relu(0.7 + v).sum(1).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        out["safe_hinge"], torch.relu(0.7 + v).sum(1).numpy(), rtol=1e-6, atol=1e-6
+    )
     mx, k = v.max(1)
     np.testing.assert_array_equal(out["argmax"], k.numpy())
-    np.testing.assert_allclose(out["unsafe_hinge"], (3.0 * torch.relu(0.7 - mx)).numpy(), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(out["loss_row"], np.where(y == 1, out["safe_hinge"], out["unsafe_hinge"]))
+    np.testing.assert_allclose(
+        out["unsafe_hinge"], (3.0 * torch.relu(0.7 - mx)).numpy(), rtol=1e-6, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        out["loss_row"], np.where(y == 1, out["safe_hinge"], out["unsafe_hinge"])
+    )
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(C=np.ones((3, 2)), xi=np.ones(3), y=np.ones(3, int)), "xi"),
-    (dict(C=np.ones((3, 2)), xi=np.ones(2), y=np.array([0, 1, 2])), "y"),
-    (dict(C=np.full((3, 2), np.nan), xi=np.ones(2), y=np.ones(3, int)), "C"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(C=np.ones((3, 2)), xi=np.ones(3), y=np.ones(3, int)), "xi"),
+        (dict(C=np.ones((3, 2)), xi=np.ones(2), y=np.array([0, 1, 2])), "y"),
+        (dict(C=np.full((3, 2), np.nan), xi=np.ones(2), y=np.ones(3, int)), "C"),
+    ],
+)
 def test_violations_refuse_bad_input(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         polytope.polytope_violations(margin=1.0, unsafe_weight=1.0, **kwargs)
@@ -67,15 +83,20 @@ def test_violations_refuse_bad_input(kwargs, match):
 
 def test_violations_refuse_negative_margin():
     with pytest.raises(ValueError, match="margin"):
-        polytope.polytope_violations(np.ones((2, 2)), np.ones(2), np.ones(2, int), -1.0, 1.0)
+        polytope.polytope_violations(
+            np.ones((2, 2)), np.ones(2), np.ones(2, int), -1.0, 1.0
+        )
 
 
-@pytest.mark.parametrize("args, match", [
-    ((np.ones((2, 3)), np.ones((2, 4)), np.ones(2)), "Phi"),
-    ((np.ones((2, 3)), np.zeros((1, 3)), np.ones(1)), "zero row"),
-    ((np.ones((2, 3)), np.ones((2, 3)), np.ones(3)), "xi"),
-    ((np.full((2, 3), np.nan), np.ones((2, 3)), np.ones(2)), "X"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((np.ones((2, 3)), np.ones((2, 4)), np.ones(2)), "Phi"),
+        ((np.ones((2, 3)), np.zeros((1, 3)), np.ones(1)), "zero row"),
+        ((np.ones((2, 3)), np.ones((2, 3)), np.ones(3)), "xi"),
+        ((np.full((2, 3), np.nan), np.ones((2, 3)), np.ones(2)), "X"),
+    ],
+)
 def test_dykstra_refuses_bad_input(args, match):
     with pytest.raises((ValueError, TypeError), match=match):
         polytope.dykstra_project(*args)
@@ -87,7 +108,9 @@ def test_dykstra_refuses_zero_sweeps():
 
 
 def test_polytope_kernels_compile():
-    assert "polytope_violations" in compile_ptx("polytope") and "dykstra_project" in compile_ptx("polytope")
+    assert "polytope_violations" in compile_ptx(
+        "polytope"
+    ) and "dykstra_project" in compile_ptx("polytope")
 
 
 @pytest.mark.gpu
@@ -97,9 +120,20 @@ def test_gpu_parity():  # pragma: no cover - GPU
     xi = rng.normal(size=50).astype(np.float32)
     y = rng.integers(0, 2, 1000)
     ref = polytope.polytope_violations_reference(C, xi, y, 1.0, 2.0)
-    gpu = {k: v.get() for k, v in polytope.polytope_violations_gpu(C, xi, y, 1.0, 2.0).items()}
+    gpu = {
+        k: v.get()
+        for k, v in polytope.polytope_violations_gpu(C, xi, y, 1.0, 2.0).items()
+    }
     np.testing.assert_array_equal(gpu["argmax"], ref["argmax"])
     np.testing.assert_allclose(gpu["loss_row"], ref["loss_row"], rtol=1e-4, atol=1e-4)
-    X, Phi, xi2 = rng.normal(size=(64, 300)) * 3, rng.normal(size=(8, 300)), rng.normal(size=8)
-    np.testing.assert_allclose(polytope.dykstra_project_gpu(X, Phi, xi2, 100).get(),
-                               polytope.dykstra_project_reference(X, Phi, xi2, 100), rtol=1e-3, atol=1e-3)
+    X, Phi, xi2 = (
+        rng.normal(size=(64, 300)) * 3,
+        rng.normal(size=(8, 300)),
+        rng.normal(size=8),
+    )
+    np.testing.assert_allclose(
+        polytope.dykstra_project_gpu(X, Phi, xi2, 100).get(),
+        polytope.dykstra_project_reference(X, Phi, xi2, 100),
+        rtol=1e-3,
+        atol=1e-3,
+    )

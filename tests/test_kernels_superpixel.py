@@ -39,7 +39,9 @@ def test_segment_mean_matches_a_python_loop_numpy_and_torch():
     values, labels, G = _case()
     want = _loop_mean(values, labels, G)
     got_np = superpixel.segment_mean_reference(values, labels, G)
-    got_t = superpixel.segment_mean_reference(torch.as_tensor(values), torch.as_tensor(labels), G)
+    got_t = superpixel.segment_mean_reference(
+        torch.as_tensor(values), torch.as_tensor(labels), G
+    )
     assert got_np.dtype == np.float32 and got_np.shape == (3, 4, G)
     np.testing.assert_allclose(got_np, want, atol=1e-5)
     np.testing.assert_allclose(got_t.numpy(), want, atol=1e-5)
@@ -52,11 +54,27 @@ def test_segment_mean_torch_matches_bincount_and_is_differentiable():
     v = torch.as_tensor(values).requires_grad_(True)
     out = superpixel.segment_mean(v, torch.as_tensor(labels), G)
     counts = np.stack([np.bincount(labels[b], minlength=G) for b in range(2)])
-    sums = np.stack([[np.bincount(labels[b], weights=values[b, c], minlength=G) for c in range(3)] for b in range(2)])
-    np.testing.assert_allclose(out.detach().numpy(), sums / np.maximum(counts, 1)[:, None, :], atol=1e-5)
+    sums = np.stack(
+        [
+            [
+                np.bincount(labels[b], weights=values[b, c], minlength=G)
+                for c in range(3)
+            ]
+            for b in range(2)
+        ]
+    )
+    np.testing.assert_allclose(
+        out.detach().numpy(), sums / np.maximum(counts, 1)[:, None, :], atol=1e-5
+    )
     out.sum().backward()
     # d/dv of sum of means: 1/|g(p)| for each pixel
-    np.testing.assert_allclose(v.grad.numpy(), np.broadcast_to(1.0 / np.take_along_axis(counts, labels, 1)[:, None, :], values.shape), atol=1e-6)
+    np.testing.assert_allclose(
+        v.grad.numpy(),
+        np.broadcast_to(
+            1.0 / np.take_along_axis(counts, labels, 1)[:, None, :], values.shape
+        ),
+        atol=1e-6,
+    )
 
 
 def test_masked_fill_matches_a_loop_and_the_gather():
@@ -71,20 +89,30 @@ def test_masked_fill_matches_a_loop_and_the_gather():
         for p in range(N):
             w = m[b, labels[b, p]]
             want[b, :, p] = w * x[b, :, p] + (1 - w) * fill
-    np.testing.assert_allclose(superpixel.masked_fill_reference(x, labels, m, fill), want, atol=1e-6)
-    got = superpixel.masked_fill(torch.as_tensor(x), torch.as_tensor(labels), torch.as_tensor(m), torch.as_tensor(fill))
+    np.testing.assert_allclose(
+        superpixel.masked_fill_reference(x, labels, m, fill), want, atol=1e-6
+    )
+    got = superpixel.masked_fill(
+        torch.as_tensor(x),
+        torch.as_tensor(labels),
+        torch.as_tensor(m),
+        torch.as_tensor(fill),
+    )
     np.testing.assert_allclose(got.numpy(), want, atol=1e-6)
 
 
-@pytest.mark.parametrize("bad, err", [
-    (dict(labels=np.full((3, 50), 9)), ValueError),          # label == G
-    (dict(labels=np.full((3, 50), -1)), ValueError),
-    (dict(labels=np.zeros((3, 49), dtype=int)), ValueError),
-    (dict(labels=np.zeros((3, 50))), TypeError),              # float labels
-    (dict(G=0), ValueError),
-    (dict(values=np.zeros((3, 50))), ValueError),             # 2-D values
-    (dict(values=np.full((3, 4, 50), np.nan)), ValueError),
-])
+@pytest.mark.parametrize(
+    "bad, err",
+    [
+        (dict(labels=np.full((3, 50), 9)), ValueError),  # label == G
+        (dict(labels=np.full((3, 50), -1)), ValueError),
+        (dict(labels=np.zeros((3, 49), dtype=int)), ValueError),
+        (dict(labels=np.zeros((3, 50))), TypeError),  # float labels
+        (dict(G=0), ValueError),
+        (dict(values=np.zeros((3, 50))), ValueError),  # 2-D values
+        (dict(values=np.full((3, 4, 50), np.nan)), ValueError),
+    ],
+)
 def test_segment_mean_refuses_bad_input(bad, err):
     values, labels, G = _case()
     kw = dict(values=values, labels=labels, G=G) | bad
@@ -99,33 +127,49 @@ def test_mixing_torch_and_numpy_is_refused():
     with pytest.raises(TypeError, match="both"):
         superpixel.segment_mean(torch.as_tensor(values), labels, G)
     with pytest.raises(ValueError, match="fill"):
-        superpixel.masked_fill(values[:, :3], labels, np.ones((3, G), np.float32), np.zeros(2, np.float32))
+        superpixel.masked_fill(
+            values[:, :3], labels, np.ones((3, G), np.float32), np.zeros(2, np.float32)
+        )
     with pytest.raises(ValueError, match="m must have"):
-        superpixel.masked_fill(values, labels, np.ones((2, G), np.float32), np.zeros(4, np.float32))
+        superpixel.masked_fill(
+            values, labels, np.ones((2, G), np.float32), np.zeros(4, np.float32)
+        )
 
 
 @pytest.mark.gpu
 def test_gpu_parity():  # pragma: no cover - GPU
     values, labels, G = _case(3, B=8, C=4, N=1024, G=40)
-    np.testing.assert_allclose(superpixel.segment_mean(values, labels, G), superpixel.segment_mean_reference(values, labels, G), atol=1e-5)
+    np.testing.assert_allclose(
+        superpixel.segment_mean(values, labels, G),
+        superpixel.segment_mean_reference(values, labels, G),
+        atol=1e-5,
+    )
     vt = torch.as_tensor(values, device="cuda").requires_grad_(True)
     lt = torch.as_tensor(labels, device="cuda")
     out = superpixel.segment_mean(vt, lt, G)
     ref = superpixel.segment_mean_reference(vt.detach().cpu(), lt.cpu(), G)
     np.testing.assert_allclose(out.detach().cpu().numpy(), ref.numpy(), atol=1e-5)
-    (out ** 2).sum().backward()
+    (out**2).sum().backward()
     vr = torch.as_tensor(values).requires_grad_(True)
-    (superpixel.segment_mean_reference(vr, torch.as_tensor(labels), G) ** 2).sum().backward()
+    (
+        superpixel.segment_mean_reference(vr, torch.as_tensor(labels), G) ** 2
+    ).sum().backward()
     np.testing.assert_allclose(vt.grad.cpu().numpy(), vr.grad.numpy(), atol=1e-5)
     r = np.random.default_rng(4)
     m = r.random((8, G)).astype(np.float32)
     fill = np.zeros(4, np.float32)
-    np.testing.assert_allclose(superpixel.masked_fill(values, labels, m, fill), superpixel.masked_fill_reference(values, labels, m, fill), atol=1e-6)
+    np.testing.assert_allclose(
+        superpixel.masked_fill(values, labels, m, fill),
+        superpixel.masked_fill_reference(values, labels, m, fill),
+        atol=1e-6,
+    )
     mt = torch.as_tensor(m, device="cuda").requires_grad_(True)
     xt = torch.as_tensor(values, device="cuda").requires_grad_(True)
     superpixel.masked_fill(xt, lt, mt, torch.zeros(4, device="cuda")).sum().backward()
     mr = torch.as_tensor(m).requires_grad_(True)
     xr = torch.as_tensor(values).requires_grad_(True)
-    superpixel.masked_fill_reference(xr, torch.as_tensor(labels), mr, torch.zeros(4)).sum().backward()
+    superpixel.masked_fill_reference(
+        xr, torch.as_tensor(labels), mr, torch.zeros(4)
+    ).sum().backward()
     np.testing.assert_allclose(mt.grad.cpu().numpy(), mr.grad.numpy(), atol=1e-4)
     np.testing.assert_allclose(xt.grad.cpu().numpy(), xr.grad.numpy(), atol=1e-6)

@@ -13,8 +13,16 @@ rdkit = pytest.importorskip("rdkit")
 from rdkit import Chem, DataStructs  # noqa: E402
 from rdkit.Chem import rdFingerprintGenerator  # noqa: E402
 
-SMILES = ["CCO", "c1ccccc1", "CC(=O)Oc1ccccc1C(=O)O", "CCN(CC)CC", "C", "O=C(O)c1ccccc1",
-          "COc1cc2ncnc(Nc3cccc(C#C)c3)c2cc1OCCOC", "Cc1ccc(NC(=O)c2ccc(CN3CCN(C)CC3)cc2)cc1Nc1nccc(-c2cccnc2)n1"]
+SMILES = [
+    "CCO",
+    "c1ccccc1",
+    "CC(=O)Oc1ccccc1C(=O)O",
+    "CCN(CC)CC",
+    "C",
+    "O=C(O)c1ccccc1",
+    "COc1cc2ncnc(Nc3cccc(C#C)c3)c2cc1OCCOC",
+    "Cc1ccc(NC(=O)c2ccc(CN3CCN(C)CC3)cc2)cc1Nc1nccc(-c2cccnc2)n1",
+]
 
 
 def _random_bitvects(n, n_bits, p, seed):
@@ -44,7 +52,11 @@ def test_pack_bits_matches_a_per_bit_loop(n_bits):
     assert packed.shape == (7, W) and packed.dtype == np.uint64
     for i in range(7):
         for w in range(W):
-            want = sum(1 << (j % 64) for j in range(w * 64, min(n_bits, (w + 1) * 64)) if bits[i, j])
+            want = sum(
+                1 << (j % 64)
+                for j in range(w * 64, min(n_bits, (w + 1) * 64))
+                if bits[i, j]
+            )
             assert int(packed[i, w]) == want
     assert np.array_equal(tk.pack_bits(bits.astype(np.uint8)), packed)
 
@@ -58,7 +70,9 @@ def test_pack_fingerprints_equals_pack_bits_of_rdkit_bits():
 def test_bulk_tanimoto_equals_rdkit_exactly(n_bits, p):
     _, fps_a = _random_bitvects(9, n_bits, p, 1)
     _, fps_b = _random_bitvects(6, n_bits, p, 2)
-    want = np.array([DataStructs.BulkTanimotoSimilarity(f, fps_b) for f in fps_a], dtype=np.float32)
+    want = np.array(
+        [DataStructs.BulkTanimotoSimilarity(f, fps_b) for f in fps_a], dtype=np.float32
+    )
     A, B = tk.pack_fingerprints(fps_a), tk.pack_fingerprints(fps_b)
     got = tk.bulk_tanimoto_reference(A, B)
     assert got.dtype == np.float32 and got.shape == (9, 6)
@@ -70,7 +84,9 @@ def test_bulk_tanimoto_on_morgan_fingerprints_equals_rdkit():
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
     fps = [gen.GetFingerprint(Chem.MolFromSmiles(s)) for s in SMILES]
     P = tk.pack_fingerprints(fps)
-    want = np.array([DataStructs.BulkTanimotoSimilarity(f, fps) for f in fps], dtype=np.float32)
+    want = np.array(
+        [DataStructs.BulkTanimotoSimilarity(f, fps) for f in fps], dtype=np.float32
+    )
     assert np.array_equal(tk.bulk_tanimoto(P, P), want)
     assert np.array_equal(np.diag(want), np.ones(len(SMILES), dtype=np.float32))
 
@@ -87,7 +103,7 @@ def test_chunking_does_not_change_values(monkeypatch):
     bits, _ = _random_bitvects(50, 300, 0.1, 3)
     A = tk.pack_bits(bits)
     full = tk.bulk_tanimoto_reference(A, A)
-    monkeypatch.setattr(tk, "_CHUNK_BYTES", 8 * 50 * A.shape[1] * 3)   # 3 rows per chunk
+    monkeypatch.setattr(tk, "_CHUNK_BYTES", 8 * 50 * A.shape[1] * 3)  # 3 rows per chunk
     assert np.array_equal(tk.bulk_tanimoto_reference(A, A), full)
     assert np.array_equal(tk.max_tanimoto_reference(A, A[:7]), full[:, :7].max(axis=1))
 
@@ -95,7 +111,10 @@ def test_chunking_does_not_change_values(monkeypatch):
 def test_max_tanimoto_is_the_row_max_of_a_python_loop():
     bits_a, fps_a = _random_bitvects(20, 256, 0.15, 4)
     bits_b, fps_b = _random_bitvects(3, 256, 0.15, 5)
-    want = np.array([max(DataStructs.BulkTanimotoSimilarity(f, fps_b)) for f in fps_a], dtype=np.float32)
+    want = np.array(
+        [max(DataStructs.BulkTanimotoSimilarity(f, fps_b)) for f in fps_a],
+        dtype=np.float32,
+    )
     A, B = tk.pack_bits(bits_a), tk.pack_bits(bits_b)
     assert np.array_equal(tk.max_tanimoto_reference(A, B), want)
     assert np.array_equal(tk.max_tanimoto(A, B), want)
@@ -129,10 +148,14 @@ def test_bad_inputs():
     with pytest.raises(TypeError, match="fps"):
         tk.pack_fingerprints([1, 2])
     with pytest.raises(ValueError, match="same number of bits"):
-        tk.pack_fingerprints([DataStructs.ExplicitBitVect(8), DataStructs.ExplicitBitVect(9)])
+        tk.pack_fingerprints(
+            [DataStructs.ExplicitBitVect(8), DataStructs.ExplicitBitVect(9)]
+        )
     big = np.zeros((1, 1), dtype=np.uint64)
     with pytest.raises(TooLargeError):
-        tk.bulk_tanimoto(np.broadcast_to(big, (10**7, 1)), np.broadcast_to(big, (10**7, 1)))
+        tk.bulk_tanimoto(
+            np.broadcast_to(big, (10**7, 1)), np.broadcast_to(big, (10**7, 1))
+        )
 
 
 @pytest.mark.gpu

@@ -67,14 +67,18 @@ def test_shared_splitmix_matches_python_ints():
 def test_counts_match_naive_triple_loop(p):
     rng = np.random.default_rng(1)
     S = random_binary_tree(11, rng).lca_size_matrix()
-    np.testing.assert_array_equal(triplets.triplet_counts_reference(S, p, 42), _naive_counts(S, p, 42))
+    np.testing.assert_array_equal(
+        triplets.triplet_counts_reference(S, p, 42), _naive_counts(S, p, 42)
+    )
 
 
 def test_decoy_counts_match_naive_triple_loop():
     rng = np.random.default_rng(2)
     S = random_binary_tree(9, rng).lca_size_matrix()
     D = random_binary_tree(9, rng).lca_size_matrix()
-    np.testing.assert_array_equal(triplets.triplet_counts_reference(S, 0.6, 7, D), _naive_counts(S, 0.6, 7, D))
+    np.testing.assert_array_equal(
+        triplets.triplet_counts_reference(S, 0.6, 7, D), _naive_counts(S, 0.6, 7, D)
+    )
 
 
 def test_perfect_counts_are_the_triplet_identity():
@@ -101,7 +105,9 @@ def test_lca_sums_match_a_pair_loop():
     W = np.triu(W, 1) + np.triu(W, 1).T
     cost = sum(W[u, v] * S[u, v] for u in range(n) for v in range(u + 1, n))
     rev = sum(W[u, v] * (n - S[u, v]) for u in range(n) for v in range(u + 1, n))
-    np.testing.assert_allclose(triplets.lca_sums_reference(W, S), [cost, rev], rtol=1e-12)
+    np.testing.assert_allclose(
+        triplets.lca_sums_reference(W, S), [cost, rev], rtol=1e-12
+    )
 
 
 def _require_gpu():  # pragma: no cover - GPU
@@ -117,12 +123,21 @@ def test_gpu_counts_equal_reference():  # pragma: no cover - GPU
     for n, p in ((17, 0.75), (200, 0.6)):
         S = random_binary_tree(n, rng).lca_size_matrix()
         D = random_binary_tree(n, rng).lca_size_matrix()
-        np.testing.assert_array_equal(triplets.triplet_counts_gpu(S, p, 9).get(), triplets.triplet_counts_reference(S, p, 9))
-        np.testing.assert_array_equal(triplets.triplet_counts_gpu(S, p, 9, D).get(),
-                                      triplets.triplet_counts_reference(S, p, 9, D))
+        np.testing.assert_array_equal(
+            triplets.triplet_counts_gpu(S, p, 9).get(),
+            triplets.triplet_counts_reference(S, p, 9),
+        )
+        np.testing.assert_array_equal(
+            triplets.triplet_counts_gpu(S, p, 9, D).get(),
+            triplets.triplet_counts_reference(S, p, 9, D),
+        )
         W = rng.random((n, n))
         W = np.triu(W, 1) + np.triu(W, 1).T
-        np.testing.assert_allclose(triplets.lca_sums_gpu(W, S).get().sum(axis=1), triplets.lca_sums_reference(W, S), rtol=1e-9)
+        np.testing.assert_allclose(
+            triplets.lca_sums_gpu(W, S).get().sum(axis=1),
+            triplets.lca_sums_reference(W, S),
+            rtol=1e-9,
+        )
 
 
 # ---------------------------------------------------------------- review fixes: validation and budgets
@@ -137,11 +152,19 @@ def _lazy_S(n):
     return np.broadcast_to(np.int32(2), (n, n))
 
 
-@pytest.mark.parametrize("call", [
-    lambda: triplets.triplet_counts_reference(_lazy_S(3000), 0.5, 0),
-    lambda: triplets.triplet_counts(_lazy_S(3000), 0.5, 0),
-    lambda: triplets.triplet_counts_reference(_lazy_S(10**6), 0.5, 0),
-], ids=["reference n=3000 (an hour at 7.7e6/s)", "dispatcher n=3000 on the CPU", "reference n=10**6 (bytes)"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: triplets.triplet_counts_reference(_lazy_S(3000), 0.5, 0),
+        lambda: triplets.triplet_counts(_lazy_S(3000), 0.5, 0),
+        lambda: triplets.triplet_counts_reference(_lazy_S(10**6), 0.5, 0),
+    ],
+    ids=[
+        "reference n=3000 (an hour at 7.7e6/s)",
+        "dispatcher n=3000 on the CPU",
+        "reference n=10**6 (bytes)",
+    ],
+)
 def test_counts_refuse_what_the_path_cannot_count(call, monkeypatch):
     monkeypatch.setattr(triplets, "gpu_available", lambda: False)
     t0 = time.perf_counter()
@@ -170,20 +193,68 @@ def test_reference_blocks_stay_within_the_chunk_above_one_row(monkeypatch):
     assert max(sizes) <= 3 * n
 
 
-@pytest.mark.parametrize("call, err", [
-    (lambda: triplets.triplet_counts(np.ones((3, 4), np.int32), 0.5, 0), ValueError),
-    (lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), 2.0, 0), ValueError),
-    (lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), -1, 0), ValueError),
-    (lambda: triplets.triplet_counts(np.full((3, 3), 2.5), 0.5, 0), TypeError),
-    (lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), 0.5, -1), ValueError),
-    (lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), 0.5, 0, np.full((4, 4), 2, np.int32)), ValueError),
-    (lambda: triplets.triplet_counts(np.full((3, 3), 9, np.int32), 0.5, 0), ValueError),
-    (lambda: triplets.triplet_counts_reference(np.ones((3, 4), np.int32), 0.5, 0), ValueError),
-    (lambda: triplets.lca_sums(np.zeros((3, 3)), np.ones((4, 4), np.int32)), ValueError),
-    (lambda: triplets.lca_sums(np.zeros((3, 3)), np.ones((3, 3))), TypeError),
-    (lambda: triplets.lca_sums_reference(np.full((3, 3), np.nan), np.ones((3, 3), np.int32)), ValueError),
-], ids=["S not square", "p=2", "p=-1", "float S", "seed<0", "D shape", "S above n", "reference S not square",
-        "lca_sums shapes", "lca_sums float S", "lca_sums NaN W"])
+@pytest.mark.parametrize(
+    "call, err",
+    [
+        (
+            lambda: triplets.triplet_counts(np.ones((3, 4), np.int32), 0.5, 0),
+            ValueError,
+        ),
+        (
+            lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), 2.0, 0),
+            ValueError,
+        ),
+        (
+            lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), -1, 0),
+            ValueError,
+        ),
+        (lambda: triplets.triplet_counts(np.full((3, 3), 2.5), 0.5, 0), TypeError),
+        (
+            lambda: triplets.triplet_counts(np.full((3, 3), 2, np.int32), 0.5, -1),
+            ValueError,
+        ),
+        (
+            lambda: triplets.triplet_counts(
+                np.full((3, 3), 2, np.int32), 0.5, 0, np.full((4, 4), 2, np.int32)
+            ),
+            ValueError,
+        ),
+        (
+            lambda: triplets.triplet_counts(np.full((3, 3), 9, np.int32), 0.5, 0),
+            ValueError,
+        ),
+        (
+            lambda: triplets.triplet_counts_reference(
+                np.ones((3, 4), np.int32), 0.5, 0
+            ),
+            ValueError,
+        ),
+        (
+            lambda: triplets.lca_sums(np.zeros((3, 3)), np.ones((4, 4), np.int32)),
+            ValueError,
+        ),
+        (lambda: triplets.lca_sums(np.zeros((3, 3)), np.ones((3, 3))), TypeError),
+        (
+            lambda: triplets.lca_sums_reference(
+                np.full((3, 3), np.nan), np.ones((3, 3), np.int32)
+            ),
+            ValueError,
+        ),
+    ],
+    ids=[
+        "S not square",
+        "p=2",
+        "p=-1",
+        "float S",
+        "seed<0",
+        "D shape",
+        "S above n",
+        "reference S not square",
+        "lca_sums shapes",
+        "lca_sums float S",
+        "lca_sums NaN W",
+    ],
+)
 def test_dispatchers_validate_like_the_other_kernels(call, err):
     with pytest.raises(err, match=r"\b(S|D|W|p|seed)\b"):
         call()

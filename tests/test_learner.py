@@ -24,7 +24,9 @@ CHAPTERS = classroom.chapter_notebooks(ROOT / "notebooks")
 
 def _as_test(src: str, functions: list[str], params: list[str]):
     body = learner.feedback_test_source(src, "ex00-demo", functions)
-    code = f"def t({', '.join(params)}):\n" + "\n".join("    " + ln for ln in body.split("\n"))
+    code = f"def t({', '.join(params)}):\n" + "\n".join(
+        "    " + ln for ln in body.split("\n")
+    )
     env: dict = {}
     exec(compile(code, "<t>", "exec"), env)
     return env["t"]
@@ -37,14 +39,20 @@ def test_stub_says_still_to_write():
         """docstring"""
         raise NotImplementedError("exercise ex00-demo: write f")
 
-    with pytest.raises(learner.StillToWrite, match=r"`f` is still to write \(exercise ex00-demo\)"):
+    with pytest.raises(
+        learner.StillToWrite, match=r"`f` is still to write \(exercise ex00-demo\)"
+    ):
         t(f)
     with pytest.raises(learner.StillToWrite, match="`f` is not defined"):
         t(None)
 
 
 def test_wrong_answer_shows_call_input_return_and_expected():
-    t = _as_test("x = np.arange(3.0)\nassert np.allclose(double(x), 2 * x), 'doubling'", ["double"], ["np", "double"])
+    t = _as_test(
+        "x = np.arange(3.0)\nassert np.allclose(double(x), 2 * x), 'doubling'",
+        ["double"],
+        ["np", "double"],
+    )
     with pytest.raises(AssertionError) as err:
         t(np, lambda x: x + 1)
     msg = str(err.value)
@@ -77,7 +85,9 @@ def test_rewrite_keeps_evaluation_once_and_in_order_and_short_circuits():
 
 def test_a_failing_genexp_shows_the_failing_input():
     t = _as_test("assert all(sq(v) == v * v for v in [1, 2, 3])", ["sq"], ["sq"])
-    with pytest.raises(AssertionError, match=r"(?s)your sq\(v\) returned 5.*with v = 2"):
+    with pytest.raises(
+        AssertionError, match=r"(?s)your sq\(v\) returned 5.*with v = 2"
+    ):
         t(lambda v: v * v if v != 2 else 5)
 
 
@@ -89,7 +99,9 @@ def test_code_that_is_not_the_stub_raising_notimplemented_is_not_called_a_stub()
         return helper()
 
     assert not learner._is_stub(f)
-    with pytest.raises(learner.ErrorInYourFunction, match="(?s)raised NotImplementedError: deep.*from "):
+    with pytest.raises(
+        learner.ErrorInYourFunction, match="(?s)raised NotImplementedError: deep.*from "
+    ):
         _as_test("assert f(1) == 1", ["f"], ["f"])(f)
 
 
@@ -104,16 +116,29 @@ def test_every_public_check_is_rewritten_and_every_stub_detected(nb):
         for src in ex.checks:
             src = classroom._without_magics(src)
             out = learner.feedback_test_source(src, ex.label, ex.functions)
-            assert out != src, f"{ex.label}: the rewrite fell back to the original check"
+            assert out != src, (
+                f"{ex.label}: the rewrite fell back to the original check"
+            )
             assert "require_written" in out
         ns: dict = {}
-        exec(compile("import numpy as np\nfrom typing import *\n" + ex.student_stub(), "<stub>", "exec"), ns)
+        exec(
+            compile(
+                "import numpy as np\nfrom typing import *\n" + ex.student_stub(),
+                "<stub>",
+                "exec",
+            ),
+            ns,
+        )
         for name in ex.functions:
             if callable(ns.get(name)) and not isinstance(ns[name], type):
-                assert learner._is_stub(ns[name]), f"{ex.label}: the stub of {name} is not recognised"
+                assert learner._is_stub(ns[name]), (
+                    f"{ex.label}: the stub of {name} is not recognised"
+                )
 
 
-def test_fixture_public_tests_from_the_student_edition_pass_on_solutions_and_explain_stubs(tmp_path):
+def test_fixture_public_tests_from_the_student_edition_pass_on_solutions_and_explain_stubs(
+    tmp_path,
+):
     """The tests otter stores in the student notebook: solutions pass, stubs say still to write."""
     ed = classroom.assign(FIXTURE, tmp_path)
     meta = nbformat.read(ed.student, as_version=4).metadata["otter"]["tests"]
@@ -129,7 +154,11 @@ def test_fixture_public_tests_from_the_student_edition_pass_on_solutions_and_exp
         for e, should_pass in ((sol_env, True), (stub_env, False)):
             mod: dict = {}
             exec(src, mod)
-            tests = [v.test_func for k, v in mod.items() if k.startswith("test_") and "public" in k]
+            tests = [
+                v.test_func
+                for k, v in mod.items()
+                if k.startswith("test_") and "public" in k
+            ]
             assert tests, ex.label
             for fn in tests:
                 import inspect
@@ -141,7 +170,10 @@ def test_fixture_public_tests_from_the_student_edition_pass_on_solutions_and_exp
                     with pytest.raises(learner.StillToWrite):
                         fn(*args)
         hidden = [k for k in re.findall(r"def (test_\w+)", src) if "hidden" in k]
-        assert all("require_written" not in src.split(f"def {h}")[1].split("\ndef ")[0] for h in hidden)
+        assert all(
+            "require_written" not in src.split(f"def {h}")[1].split("\ndef ")[0]
+            for h in hidden
+        )
 
 
 def test_roles_written_out():
@@ -149,8 +181,13 @@ def test_roles_written_out():
     bib = {"bendada2025vmf": "Bendada et al. (2025)"}
     text = "See {prf:ref}`thm02-p0`, {cite}`bendada2025vmf`, {prf:ref}`other`, {math}`x^2` and {ref}`the intro <intro>`."
     out = learner.write_out_roles(text, labels, bib)
-    assert out == 'See the theorem "Asymptotic equivalence", Bendada et al. (2025), `other`, $x^2$ and the intro.'
-    assert learner.write_out_roles(text, labels, bib, keep_local=True).startswith("See {prf:ref}`thm02-p0`")
+    assert (
+        out
+        == 'See the theorem "Asymptotic equivalence", Bendada et al. (2025), `other`, $x^2$ and the intro.'
+    )
+    assert learner.write_out_roles(text, labels, bib, keep_local=True).startswith(
+        "See {prf:ref}`thm02-p0`"
+    )
 
 
 def test_bib_index_reads_the_book_bibliography():
@@ -170,18 +207,25 @@ def test_learner_copy_of_the_fixture(tmp_path):
         stub = " ".join(ex.student_stub().split())
         for line in ex.solution.splitlines():
             stripped = " ".join(line.split())
-            if len(stripped) > 8 and stripped not in stub and not stripped.startswith("import "):
+            if (
+                len(stripped) > 8
+                and stripped not in stub
+                and not stripped.startswith("import ")
+            ):
                 assert stripped not in flat, f"solution line leaked: {stripped}"
         assert f'grader.check("{ex.label}")' in code
         for h in ex.hidden:
             assert h.strip() not in code
-    assert "otter.Notebook(\"99_demo_chapter.ipynb\")" in code
+    assert 'otter.Notebook("99_demo_chapter.ipynb")' in code
     assert set(nb.metadata["otter"]["tests"]) == {ex.label for ex in chapter.exercises}
     assert not any("solution-start" in c.source for c in nb.cells)
     # an existing copy is the learner's work: kept unless forced
     path.write_text(path.read_text().replace("A sample the exercises use.", "my notes"))
     assert "my notes" in learner.make_learner_copy(FIXTURE, tmp_path).read_text()
-    assert "my notes" not in learner.make_learner_copy(FIXTURE, tmp_path, force=True).read_text()
+    assert (
+        "my notes"
+        not in learner.make_learner_copy(FIXTURE, tmp_path, force=True).read_text()
+    )
 
 
 def test_learner_copy_refuses_an_unknown_chapter(tmp_path):
@@ -202,7 +246,14 @@ def test_label_index_of_a_chapter():
 def test_an_error_inside_the_learners_function_is_blamed_on_it_with_its_line():
     """Not the rewritten (walrus) line of the test: the learner's line, the error and the input."""
     ns: dict = {}
-    exec(compile("def mean(x):\n    total = sum(x)\n    return total / len(y)\n", "<cell-1>", "exec"), ns)
+    exec(
+        compile(
+            "def mean(x):\n    total = sum(x)\n    return total / len(y)\n",
+            "<cell-1>",
+            "exec",
+        ),
+        ns,
+    )
     t = _as_test("assert mean([1, 2]) == 1.5", ["mean"], ["mean"])
     with pytest.raises(learner.ErrorInYourFunction) as err:
         t(ns["mean"])
@@ -222,7 +273,11 @@ def test_a_part_still_to_write_is_not_called_an_unwritten_body():
             raise NotImplementedError("start")
         return max(xs)
 
-    t = _as_test("assert rmax([1, 2]) == 2\nassert rmax([1, 2], start=7) == 7", ["rmax"], ["rmax"])
+    t = _as_test(
+        "assert rmax([1, 2]) == 2\nassert rmax([1, 2], start=7) == 7",
+        ["rmax"],
+        ["rmax"],
+    )
     with pytest.raises(learner.StillToWrite) as err:
         t(rmax)
     assert "a part of it is still to write" in str(err.value)
@@ -273,11 +328,18 @@ def test_own_walrus_kept_in_the_shown_text_and_literals_not_repeated():
 
 
 def test_a_variable_set_from_the_learners_call_is_shown_when_an_assertion_on_it_fails():
-    t = _as_test("p = sm(np.array([0.0, 1.0]))\nassert abs(p.sum() - 1.0) < 1e-12", ["sm"], ["np", "sm"])
+    t = _as_test(
+        "p = sm(np.array([0.0, 1.0]))\nassert abs(p.sum() - 1.0) < 1e-12",
+        ["sm"],
+        ["np", "sm"],
+    )
     with pytest.raises(AssertionError) as err:
         t(np, lambda z: 2 * z)
     msg = str(err.value)
-    assert "p is array of shape (2,), float64: [0. 2.]   (from your p = sm(np.array([0.0, 1.0])))" in msg
+    assert (
+        "p is array of shape (2,), float64: [0. 2.]   (from your p = sm(np.array([0.0, 1.0])))"
+        in msg
+    )
     t(np, lambda z: np.exp(z) / np.exp(z).sum())
     # reassigned from something else: no longer shown as the learner's
     t2 = _as_test("p = sm(1)\np = 5\nassert p == 4", ["sm"], ["sm"])
@@ -306,7 +368,9 @@ def test_bad_arguments_name_the_argument(tmp_path):
         learner.label_index(str(FIXTURE))
 
 
-def test_command_line_says_when_it_kept_a_copy_named_by_number(tmp_path, capsys, monkeypatch):
+def test_command_line_says_when_it_kept_a_copy_named_by_number(
+    tmp_path, capsys, monkeypatch
+):
     monkeypatch.setattr(classroom, "_project_root", lambda: tmp_path)
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / FIXTURE.name).write_bytes(FIXTURE.read_bytes())

@@ -37,7 +37,9 @@ def test_nf_levels_sorted_in_range_with_zero(bits):
 def test_nf4_matches_qlora_table():
     # the first values of bitsandbytes' NF4 table (QLoRA, App. E)
     q = L.nf_levels(4)
-    assert np.allclose(q[:3], [-1.0, -0.6961928009986877, -0.5250730514526367], atol=1e-6)
+    assert np.allclose(
+        q[:3], [-1.0, -0.6961928009986877, -0.5250730514526367], atol=1e-6
+    )
     assert np.allclose(q[-2:], [0.7229568362236023, 1.0], atol=1e-6)
 
 
@@ -49,7 +51,9 @@ def test_lloyd_sse_is_non_increasing():
     for _ in range(5):
         x = np.clip(rng.standard_t(3, 500) / 5, -1, 1)
         w = rng.uniform(0.1, 2.0, 500)
-        _, _, sse, hist = L.lloyd_max_weighted(x, w, L.nf_levels(2), n_steps=30, tol=0.0, return_history=True)
+        _, _, sse, hist = L.lloyd_max_weighted(
+            x, w, L.nf_levels(2), n_steps=30, tol=0.0, return_history=True
+        )
         # exact monotonicity up to floating-point round-off of the prefix sums
         assert np.all(np.diff(hist) <= 1e-12 * hist[0])
         assert sse == pytest.approx(hist[-1])
@@ -58,7 +62,9 @@ def test_lloyd_sse_is_non_increasing():
 def test_lloyd_sse_matches_direct_computation():
     rng = np.random.default_rng(1)
     x, w = rng.normal(size=300), rng.uniform(0, 1, 300)
-    levels, thr, sse = L.lloyd_max_weighted(x, w, np.array([-1.0, -0.2, 0.3, 1.0]), n_steps=7)
+    levels, thr, sse = L.lloyd_max_weighted(
+        x, w, np.array([-1.0, -0.2, 0.3, 1.0]), n_steps=7
+    )
     k = np.searchsorted(thr, x, side="left")
     assert sse == pytest.approx(float((w * (x - levels[k]) ** 2).sum()), rel=1e-10)
     assert np.allclose(thr, 0.5 * (levels[1:] + levels[:-1]))
@@ -66,7 +72,9 @@ def test_lloyd_sse_matches_direct_computation():
 
 def test_lloyd_empty_bin_keeps_level():
     x = np.array([-1.0, -0.9, 0.9, 1.0])
-    levels, _, _ = L.lloyd_max_weighted(x, np.ones(4), np.array([-1.0, 0.0, 0.05, 1.0]), n_steps=1)
+    levels, _, _ = L.lloyd_max_weighted(
+        x, np.ones(4), np.array([-1.0, 0.0, 0.05, 1.0]), n_steps=1
+    )
     assert levels[1] == 0.0 and levels[2] == 0.05  # the two middle bins are empty
     assert np.allclose(levels[[0, 3]], [-0.95, 0.95])
 
@@ -90,7 +98,12 @@ def test_channel_codebooks_error_table_is_real_space_sse():
     Wn, s = L.blockwise_absmax(W, 32)
     S = np.repeat(s, 32, axis=1).astype(np.float64)
     for j, b in enumerate(cb.bits):
-        k = np.array([np.searchsorted(cb.thresholds[b][c], Wn[c], side="left") for c in range(12)])
+        k = np.array(
+            [
+                np.searchsorted(cb.thresholds[b][c], Wn[c], side="left")
+                for c in range(12)
+            ]
+        )
         W_hat = np.take_along_axis(cb.levels[b], k, axis=1) * S
         assert np.allclose(cb.errors[:, j], ((W - W_hat) ** 2).sum(1), rtol=1e-6)
 
@@ -143,7 +156,9 @@ def _brute_force(E, nc, target):
 def _tiny_instance(rng, C):
     nc = rng.choice([64, 128, 192], size=C)
     e1 = rng.uniform(1, 10, C) * nc
-    E = np.stack([e1, e1 * rng.uniform(0.2, 0.4, C), e1 * rng.uniform(0.01, 0.05, C)], axis=1)
+    E = np.stack(
+        [e1, e1 * rng.uniform(0.2, 0.4, C), e1 * rng.uniform(0.01, 0.05, C)], axis=1
+    )
     return E, nc
 
 
@@ -177,7 +192,10 @@ def test_assign_precision_never_exceeds_budget():
     for _ in range(5):
         E, nc = _tiny_instance(rng, 200)
         for target in (1.0, 1.15, 1.5, 1.75, 2.0, 2.5, 3.3, 4.0, 5.0):
-            for fn in (lambda *a: L.assign_precision(*a, n_clusters=8), L.assign_precision_exact):
+            for fn in (
+                lambda *a: L.assign_precision(*a, n_clusters=8),
+                L.assign_precision_exact,
+            ):
                 b = fn(E, nc, target)
                 assert set(np.unique(b)) <= {1, 2, 4}
                 assert (b * nc).sum() <= target * nc.sum() + 1e-9
@@ -221,7 +239,9 @@ def test_mixed_precision_weight_round_trip():
     W, cb, rb, q = _random_mixed(rng)
     codes = q.codes()
     # an independent dequantization: levels[code] * absmax, per row
-    expected = np.take_along_axis(q.lut, codes.astype(np.int64), axis=1) * np.repeat(q.absmax, 64, axis=1)
+    expected = np.take_along_axis(q.lut, codes.astype(np.int64), axis=1) * np.repeat(
+        q.absmax, 64, axis=1
+    )
     assert np.array_equal(q.dequantize(), expected.astype(np.float32))
     assert all(codes[c].max() < 2 ** rb[c] for c in range(len(rb)))
     # fp16 storage of LUT/absmax costs little: the SSE stays within 1% of the e-table's
@@ -234,7 +254,13 @@ def test_mixed_precision_nbytes_equals_accounting():
     rng = np.random.default_rng(10)
     _, _, rb, q = _random_mixed(rng, m=7, n=192)
     n, m, g = 192, 7, 64
-    expected = (np.ceil(n * rb / 8).sum() + 2 * (2**rb).sum() + 2 * (2**rb - 1).sum() + 2 * m * n // g + m)
+    expected = (
+        np.ceil(n * rb / 8).sum()
+        + 2 * (2**rb).sum()
+        + 2 * (2**rb - 1).sum()
+        + 2 * m * n // g
+        + m
+    )
     assert q.nbytes == expected
     assert sum(a.nbytes for a in q.to_compact().values()) == q.nbytes
     assert q.packed.nbytes == np.ceil(n * rb / 8).sum()
@@ -296,14 +322,22 @@ def test_loftq_bad_inputs():
 def test_lowra_linear_forward_is_dense_dequant_plus_lora():
     rng = np.random.default_rng(14)
     _, _, _, q = _random_mixed(rng, m=10, n=128)
-    A, B = rng.normal(size=(4, 128)).astype(np.float32), rng.normal(size=(10, 4)).astype(np.float32)
+    A, B = (
+        rng.normal(size=(4, 128)).astype(np.float32),
+        rng.normal(size=(10, 4)).astype(np.float32),
+    )
     bias = torch.randn(10)
     layer = L.LowRALinear(q, bias, rank=4, alpha=8.0, lora_A=A, lora_B=B)
     x = torch.randn(5, 128)
     W = torch.from_numpy(q.dequantize())
-    expected = x @ W.T + bias + 2.0 * (x @ torch.from_numpy(A).T) @ torch.from_numpy(B).T
+    expected = (
+        x @ W.T + bias + 2.0 * (x @ torch.from_numpy(A).T) @ torch.from_numpy(B).T
+    )
     assert torch.allclose(layer(x), expected, atol=1e-5)
-    assert {n for n, p in layer.named_parameters() if p.requires_grad} == {"lora_A", "lora_B"}
+    assert {n for n, p in layer.named_parameters() if p.requires_grad} == {
+        "lora_A",
+        "lora_B",
+    }
 
 
 def test_lowra_linear_matches_peft_lora():
@@ -311,12 +345,17 @@ def test_lowra_linear_matches_peft_lora():
 
     rng = np.random.default_rng(15)
     _, _, _, q = _random_mixed(rng, m=10, n=128)
-    A, B = rng.normal(size=(4, 128)).astype(np.float32), rng.normal(size=(10, 4)).astype(np.float32)
+    A, B = (
+        rng.normal(size=(4, 128)).astype(np.float32),
+        rng.normal(size=(10, 4)).astype(np.float32),
+    )
     base = nn.Sequential(nn.Linear(128, 10))
     with torch.no_grad():
         base[0].weight.copy_(torch.from_numpy(q.dequantize()))
         base[0].bias.zero_()
-    peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["0"], lora_dropout=0.0))
+    peft_model = get_peft_model(
+        base, LoraConfig(r=4, lora_alpha=8, target_modules=["0"], lora_dropout=0.0)
+    )
     lora_layer = peft_model.base_model.model[0]
     with torch.no_grad():
         lora_layer.lora_A["default"].weight.copy_(torch.from_numpy(A))
@@ -369,9 +408,16 @@ def test_load_minilm_offline_embeds():
     with torch.no_grad():
         e = L.mean_pool_embed(model, enc["input_ids"], enc["attention_mask"])
     assert e.shape == (2, 384) and torch.isfinite(e).all()
-    n_lin = sum(isinstance(m, nn.Linear) for n, m in model.named_modules() if n.startswith("encoder"))
+    n_lin = sum(
+        isinstance(m, nn.Linear)
+        for n, m in model.named_modules()
+        if n.startswith("encoder")
+    )
     assert n_lin == 36
-    assert math.isclose(float(nn.functional.cosine_similarity(e[0], e[1], dim=0)), 1.0) is False
+    assert (
+        math.isclose(float(nn.functional.cosine_similarity(e[0], e[1], dim=0)), 1.0)
+        is False
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -382,7 +428,10 @@ def test_assign_precision_columns_follow_the_given_bits_order():
     rng = np.random.default_rng(21)
     E, nc = _tiny_instance(rng, 6)
     for target in (1.3, 2.0, 2.9):
-        for fn in (L.assign_precision_exact, lambda *a, **k: L.assign_precision(*a, n_clusters=6, **k)):
+        for fn in (
+            L.assign_precision_exact,
+            lambda *a, **k: L.assign_precision(*a, n_clusters=6, **k),
+        ):
             ref = fn(E, nc, target)
             rev = fn(E[:, ::-1], nc, target, bits=(4, 2, 1))
             assert _sse(E, rev) == pytest.approx(_sse(E, ref), rel=1e-9)
@@ -391,7 +440,9 @@ def test_assign_precision_columns_follow_the_given_bits_order():
     # columns: 4, 2, 1 bits
     E2, nc2 = np.array([[0.0, 5.0, 10.0], [0.0, 5.0, 10.0]]), np.array([10, 10])
     b = L.assign_precision_exact(E2, nc2, 2.5, bits=(4, 2, 1))
-    assert (b * nc2).sum() <= 50 and E2[np.arange(2), [{4: 0, 2: 1, 1: 2}[int(v)] for v in b]].sum() == 10.0
+    assert (b * nc2).sum() <= 50 and E2[
+        np.arange(2), [{4: 0, 2: 1, 1: 2}[int(v)] for v in b]
+    ].sum() == 10.0
 
 
 def test_assign_precision_more_bad_inputs():
@@ -435,7 +486,9 @@ def test_codebooks_accept_bfloat16_and_reject_complex_and_fractional_iters():
     with pytest.raises(ValueError, match="tol"):
         L.learn_channel_codebooks(W, tol=float("nan"))
     with pytest.raises(ValueError, match="tol"):
-        L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], tol=float("nan"))
+        L.lloyd_max_weighted(
+            np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], tol=float("nan")
+        )
     with pytest.raises(TypeError, match="n_steps"):
         L.lloyd_max_weighted(np.linspace(-1, 1, 9), np.ones(9), [0.0, 1.0], n_steps=1.5)
     with pytest.raises(ValueError, match="n_steps"):
@@ -466,14 +519,22 @@ def test_loftq_rejects_bad_quantizer():
 def test_lowra_linear_forward_in_other_dtypes(dtype):
     rng = np.random.default_rng(26)
     _, _, _, q = _random_mixed(rng, m=10, n=128)
-    A, B = rng.normal(size=(4, 128)).astype(np.float32), rng.normal(size=(10, 4)).astype(np.float32)
+    A, B = (
+        rng.normal(size=(4, 128)).astype(np.float32),
+        rng.normal(size=(10, 4)).astype(np.float32),
+    )
     layer = L.LowRALinear(q, torch.randn(10), rank=4, alpha=8.0, lora_A=A, lora_B=B)
     x = torch.randn(5, 128)
     ref = layer(x)
     y = layer(x.to(dtype))
     assert y.dtype == dtype and y.shape == ref.shape
     tol = 1e-6 if dtype == torch.float64 else 5e-2
-    assert torch.allclose(y.detach().float(), ref.detach(), atol=tol * float(ref.detach().abs().max()), rtol=0)
+    assert torch.allclose(
+        y.detach().float(),
+        ref.detach(),
+        atol=tol * float(ref.detach().abs().max()),
+        rtol=0,
+    )
     y.float().sum().backward()
     assert layer.lora_A.grad is not None and torch.isfinite(layer.lora_A.grad).all()
 
@@ -531,23 +592,38 @@ def test_apply_lowra_bad_inputs():
 def test_apply_lowra_single_name_and_bfloat16_model():
     torch.manual_seed(1)
     model = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 128))
-    _, report = L.apply_lowra(model, 2, rank=4, target_modules="2", n_clusters=4, loftq_n_steps=1)
-    assert list(report) == ["2"] and isinstance(model[2], L.LowRALinear) and isinstance(model[0], nn.Linear)
+    _, report = L.apply_lowra(
+        model, 2, rank=4, target_modules="2", n_clusters=4, loftq_n_steps=1
+    )
+    assert (
+        list(report) == ["2"]
+        and isinstance(model[2], L.LowRALinear)
+        and isinstance(model[0], nn.Linear)
+    )
     ref = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 128)).bfloat16()
     qmodel, report = L.apply_lowra(ref, 1.5, rank=4, n_clusters=4, loftq_n_steps=1)
-    assert sum(r["code_bits"] for r in report.values()) <= 1.5 * sum(r["n_params"] for r in report.values())
+    assert sum(r["code_bits"] for r in report.values()) <= 1.5 * sum(
+        r["n_params"] for r in report.values()
+    )
     y = qmodel(torch.randn(3, 128, dtype=torch.bfloat16))
     assert y.dtype == torch.bfloat16 and torch.isfinite(y.float()).all()
 
 
 def test_distill_finetune_and_sse_vs_budget_bad_inputs():
     model = nn.Sequential(nn.Linear(4, 4))
-    batch = {"input_ids": torch.zeros(3, 2, dtype=torch.long), "attention_mask": torch.ones(3, 2, dtype=torch.long)}
+    batch = {
+        "input_ids": torch.zeros(3, 2, dtype=torch.long),
+        "attention_mask": torch.ones(3, 2, dtype=torch.long),
+    }
     # the wrong kind: TypeError (icml25.checks)
     with pytest.raises(TypeError, match="n_steps"):
         L.distill_finetune(model, batch, torch.zeros(3, 4), n_steps=2.5)
-    for kw, match in (({"n_steps": 0}, "n_steps"), ({"n_steps": 2, "batch_size": 0}, "batch_size"),
-                      ({"n_steps": 2, "lr": -1.0}, "lr"), ({"n_steps": 2, "lr": float("nan")}, "lr")):
+    for kw, match in (
+        ({"n_steps": 0}, "n_steps"),
+        ({"n_steps": 2, "batch_size": 0}, "batch_size"),
+        ({"n_steps": 2, "lr": -1.0}, "lr"),
+        ({"n_steps": 2, "lr": float("nan")}, "lr"),
+    ):
         with pytest.raises(ValueError, match=match):
             L.distill_finetune(model, batch, torch.zeros(3, 4), **kw)
     with pytest.raises(ValueError, match="teacher"):
@@ -555,7 +631,11 @@ def test_distill_finetune_and_sse_vs_budget_bad_inputs():
     rng = np.random.default_rng(29)
     W = _student_t(rng, 4, 128)
     with pytest.raises(ValueError, match="same"):
-        L.sse_vs_budget([L.learn_channel_codebooks(W)], [L.nf_channel_codebooks(W, bits=(1, 2))], [1.5])
+        L.sse_vs_budget(
+            [L.learn_channel_codebooks(W)],
+            [L.nf_channel_codebooks(W, bits=(1, 2))],
+            [1.5],
+        )
     with pytest.raises(ValueError, match="same"):
         L.sse_vs_budget([], [], [1.5])
 
@@ -592,20 +672,32 @@ def _patch_milp(monkeypatch, make_x, status=0):
     monkeypatch.setattr(scipy.optimize, "milp", fake_milp)
 
 
-@pytest.mark.parametrize("case", ["infeasible", "no_precision", "two_precisions", "fractional", "over_budget"])
+@pytest.mark.parametrize(
+    "case",
+    ["infeasible", "no_precision", "two_precisions", "fractional", "over_budget"],
+)
 def test_assigners_refuse_an_infeasible_or_failed_solver_result(monkeypatch, case):
     rng = np.random.default_rng(30)
     E, nc = _tiny_instance(rng, 6)  # 6 channels x 3 precisions, budget 1.5 bits
     make = {
         "infeasible": lambda k: None,
-        "no_precision": lambda k: np.zeros(k),                        # a channel with no precision
-        "two_precisions": lambda k: np.tile([1.0, 1.0, 0.0], k // 3),  # a channel with two
+        "no_precision": lambda k: np.zeros(k),  # a channel with no precision
+        "two_precisions": lambda k: np.tile(
+            [1.0, 1.0, 0.0], k // 3
+        ),  # a channel with two
         "fractional": lambda k: np.tile([0.5, 0.5, 0.0], k // 3),
-        "over_budget": lambda k: np.tile([0.0, 0.0, 1.0], k // 3),     # every channel at 4 bits
+        "over_budget": lambda k: np.tile(
+            [0.0, 0.0, 1.0], k // 3
+        ),  # every channel at 4 bits
     }[case]
     _patch_milp(monkeypatch, make, status=2 if case == "infeasible" else 0)
-    match = {"infeasible": "no usable solution", "no_precision": "equality row", "two_precisions": "equality row",
-             "fractional": "non-integral", "over_budget": "bit budget"}[case]
+    match = {
+        "infeasible": "no usable solution",
+        "no_precision": "equality row",
+        "two_precisions": "equality row",
+        "fractional": "non-integral",
+        "over_budget": "bit budget",
+    }[case]
     with pytest.raises(RuntimeError, match=match):
         L.assign_precision_exact(E, nc, 1.5)
     with pytest.raises(RuntimeError, match=match):
@@ -680,10 +772,18 @@ def test_apply_lowra_rng_seeds_the_adapter_init_and_kmeans_seed_the_clustering()
     torch.manual_seed(0)
     base = _mlp()
     kw = dict(rank=4, loftq_n_steps=0, n_clusters=4, kmeans_seed=3)
-    a, _ = L.apply_lowra(copy.deepcopy(base), 1.75, rng=torch.Generator().manual_seed(7), **kw)
-    b, _ = L.apply_lowra(copy.deepcopy(base), 1.75, rng=torch.Generator().manual_seed(7), **kw)
-    c, _ = L.apply_lowra(copy.deepcopy(base), 1.75, rng=torch.Generator().manual_seed(8), **kw)
-    assert torch.equal(a[0].lora_A, b[0].lora_A) and not torch.equal(a[0].lora_A, c[0].lora_A)
+    a, _ = L.apply_lowra(
+        copy.deepcopy(base), 1.75, rng=torch.Generator().manual_seed(7), **kw
+    )
+    b, _ = L.apply_lowra(
+        copy.deepcopy(base), 1.75, rng=torch.Generator().manual_seed(7), **kw
+    )
+    c, _ = L.apply_lowra(
+        copy.deepcopy(base), 1.75, rng=torch.Generator().manual_seed(8), **kw
+    )
+    assert torch.equal(a[0].lora_A, b[0].lora_A) and not torch.equal(
+        a[0].lora_A, c[0].lora_A
+    )
     with pytest.raises(TypeError, match="rng"):
         L.apply_lowra(copy.deepcopy(base), 1.75, rng=7, **kw)
     with pytest.raises(TypeError, match="rng"):
@@ -692,7 +792,14 @@ def test_apply_lowra_rng_seeds_the_adapter_init_and_kmeans_seed_the_clustering()
 
 def test_distill_finetune_takes_a_torch_generator():
     torch.manual_seed(0)
-    model, _ = L.apply_lowra(nn.Sequential(nn.Linear(4, 4)), 2, rank=2, loftq_n_steps=1, group=4, n_clusters=1)
+    model, _ = L.apply_lowra(
+        nn.Sequential(nn.Linear(4, 4)),
+        2,
+        rank=2,
+        loftq_n_steps=1,
+        group=4,
+        n_clusters=1,
+    )
 
     class _Enc(nn.Module):  # a stand-in encoder: last_hidden_state from embedded ids
         def __init__(self, inner):
@@ -701,17 +808,30 @@ def test_distill_finetune_takes_a_torch_generator():
             self.emb.weight.requires_grad_(False)
 
         def forward(self, input_ids, attention_mask):
-            return type("Out", (), {"last_hidden_state": self.inner(self.emb(input_ids))})()
+            return type(
+                "Out", (), {"last_hidden_state": self.inner(self.emb(input_ids))}
+            )()
 
-    batch = {"input_ids": torch.randint(0, 10, (12, 3)), "attention_mask": torch.ones(12, 3, dtype=torch.long)}
+    batch = {
+        "input_ids": torch.randint(0, 10, (12, 3)),
+        "attention_mask": torch.ones(12, 3, dtype=torch.long),
+    }
     teacher = torch.randn(12, 4)
     runs = []
     for s in (5, 5, 6):
         enc = _Enc(copy.deepcopy(model))
         torch.manual_seed(0)
         enc.emb.weight.copy_(torch.randn(10, 4))
-        runs.append(L.distill_finetune(enc, batch, teacher, n_steps=5, batch_size=4,
-                                       rng=torch.Generator().manual_seed(s)))
+        runs.append(
+            L.distill_finetune(
+                enc,
+                batch,
+                teacher,
+                n_steps=5,
+                batch_size=4,
+                rng=torch.Generator().manual_seed(s),
+            )
+        )
     assert runs[0] == runs[1] and runs[0] != runs[2]
     with pytest.raises(TypeError, match="rng"):
         L.distill_finetune(enc, batch, teacher, n_steps=2, rng=0)
@@ -728,10 +848,18 @@ def test_apply_lowra_checks_every_argument_before_any_work(monkeypatch):
 
     monkeypatch.setattr(X, "learn_channel_codebooks", boom)
     monkeypatch.setattr(X, "nf_channel_codebooks", boom)
-    for kw, err in (({"kmeans_seed": 2.5}, TypeError), ({"kmeans_seed": -1}, ValueError), ({"n_clusters": 0}, ValueError),
-                    ({"n_clusters": 1.5}, TypeError), ({"group": 48}, ValueError), ({"group": "64"}, TypeError),
-                    ({"weight_power": 3}, ValueError), ({"cache_dequantized": "yes"}, TypeError),
-                    ({"rng": 0}, TypeError), ({"codebooks": [1]}, TypeError)):
+    for kw, err in (
+        ({"kmeans_seed": 2.5}, TypeError),
+        ({"kmeans_seed": -1}, ValueError),
+        ({"n_clusters": 0}, ValueError),
+        ({"n_clusters": 1.5}, TypeError),
+        ({"group": 48}, ValueError),
+        ({"group": "64"}, TypeError),
+        ({"weight_power": 3}, ValueError),
+        ({"cache_dequantized": "yes"}, TypeError),
+        ({"rng": 0}, TypeError),
+        ({"codebooks": [1]}, TypeError),
+    ):
         name = next(iter(kw))
         with pytest.raises(err, match=name):
             L.apply_lowra(_mlp(), 1.75, rank=4, **kw)
@@ -741,18 +869,39 @@ def test_apply_lowra_checks_every_argument_before_any_work(monkeypatch):
 _BIG = np.broadcast_to(np.float32(0.01), (10**6, 10**6))
 
 
-@pytest.mark.parametrize("call", [
-    lambda: L.learn_channel_codebooks(_BIG),
-    lambda: L.learn_channel_codebooks([_BIG]),
-    lambda: L.nf_channel_codebooks(_BIG),
-    lambda: L.learn_channel_codebooks(np.ones((4, 128), np.float32), n_steps=10**15),
-    lambda: L.loftq_init(np.ones((64, 128), np.float32), lambda X: X, 4, n_steps=10**12),
-    lambda: L.apply_lowra(nn.Sequential(nn.Linear(2**17, 2**17, device="meta")), 2, rank=4),
-    lambda: L.apply_lowra(_mlp(), 1.75, rank=4, loftq_n_steps=10**12),
-    lambda: L.assign_precision_exact(np.ones((10**6, 3)), np.full(10**6, 64), 2.0),
-    lambda: L.assign_precision(np.ones((10**6, 3)), np.full(10**6, 64), 2.0, n_clusters=10**6),
-], ids=["learn", "learn_list", "nf", "lloyd_n_steps", "loftq_n_steps", "apply_huge_layer", "apply_loftq_n_steps",
-        "assign_exact", "assign_n_clusters"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: L.learn_channel_codebooks(_BIG),
+        lambda: L.learn_channel_codebooks([_BIG]),
+        lambda: L.nf_channel_codebooks(_BIG),
+        lambda: L.learn_channel_codebooks(
+            np.ones((4, 128), np.float32), n_steps=10**15
+        ),
+        lambda: L.loftq_init(
+            np.ones((64, 128), np.float32), lambda X: X, 4, n_steps=10**12
+        ),
+        lambda: L.apply_lowra(
+            nn.Sequential(nn.Linear(2**17, 2**17, device="meta")), 2, rank=4
+        ),
+        lambda: L.apply_lowra(_mlp(), 1.75, rank=4, loftq_n_steps=10**12),
+        lambda: L.assign_precision_exact(np.ones((10**6, 3)), np.full(10**6, 64), 2.0),
+        lambda: L.assign_precision(
+            np.ones((10**6, 3)), np.full(10**6, 64), 2.0, n_clusters=10**6
+        ),
+    ],
+    ids=[
+        "learn",
+        "learn_list",
+        "nf",
+        "lloyd_n_steps",
+        "loftq_n_steps",
+        "apply_huge_layer",
+        "apply_loftq_n_steps",
+        "assign_exact",
+        "assign_n_clusters",
+    ],
+)
 def test_sizes_that_cannot_fit_are_refused_at_once(call):
     import time
 
@@ -765,12 +914,23 @@ def test_sizes_that_cannot_fit_are_refused_at_once(call):
 def test_distill_finetune_refuses_a_run_that_cannot_finish():
     import time
 
-
-    model, _ = L.apply_lowra(nn.Sequential(nn.Linear(4, 4)), 2, rank=2, loftq_n_steps=1, group=4, n_clusters=1)
-    batch = {"input_ids": torch.zeros(3, 2, dtype=torch.long), "attention_mask": torch.ones(3, 2, dtype=torch.long)}
+    model, _ = L.apply_lowra(
+        nn.Sequential(nn.Linear(4, 4)),
+        2,
+        rank=2,
+        loftq_n_steps=1,
+        group=4,
+        n_clusters=1,
+    )
+    batch = {
+        "input_ids": torch.zeros(3, 2, dtype=torch.long),
+        "attention_mask": torch.ones(3, 2, dtype=torch.long),
+    }
     t0 = time.perf_counter()
     with pytest.raises(TooLargeError, match="n_steps"):
         L.distill_finetune(model, batch, torch.zeros(3, 4), n_steps=10**15)
     with pytest.raises(TooLargeError, match="batch_size"):
-        L.distill_finetune(model, batch, torch.zeros(3, 4), n_steps=1, batch_size=10**13)
+        L.distill_finetune(
+            model, batch, torch.zeros(3, 4), n_steps=1, batch_size=10**13
+        )
     assert time.perf_counter() - t0 < 1.0

@@ -42,14 +42,21 @@ def test_soft_value_tends_to_max_as_alpha_goes_to_zero():
 def test_soft_value_is_above_mean_plus_entropy_of_uniform():
     q = np.random.default_rng(2).normal(size=64)
     for alpha in (0.05, 0.5, 5.0):  # Jensen: log mean exp >= mean
-        assert float(maxent.soft_value(q, alpha)) >= q.mean() + alpha * math.log(64) - 1e-12
+        assert (
+            float(maxent.soft_value(q, alpha))
+            >= q.mean() + alpha * math.log(64) - 1e-12
+        )
 
 
 def test_soft_policy_is_softmax_and_zero_alpha_is_uniform_on_argmax():
     q = np.array([[1.0, 3.0, 3.0, 0.0], [0.0, 1.0, 2.0, 3.0]])
     e = np.exp(q / 0.7)
-    np.testing.assert_allclose(maxent.soft_policy(q, 0.7), e / e.sum(axis=1, keepdims=True), rtol=1e-12)
-    np.testing.assert_array_equal(maxent.soft_policy(q, 0.0), [[0, 0.5, 0.5, 0], [0, 0, 0, 1]])
+    np.testing.assert_allclose(
+        maxent.soft_policy(q, 0.7), e / e.sum(axis=1, keepdims=True), rtol=1e-12
+    )
+    np.testing.assert_array_equal(
+        maxent.soft_policy(q, 0.0), [[0, 0.5, 0.5, 0], [0, 0, 0, 1]]
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -59,7 +66,9 @@ def test_soft_policy_is_softmax_and_zero_alpha_is_uniform_on_argmax():
 
 def _gap_by_hand(alpha, w, r_mid=1.0, r_hi=2.0, r_fail=-1.0):
     """V_precise - V_robust written with math.exp (moderate alpha only)."""
-    vp = alpha * math.log(2 * w * math.exp(r_hi / alpha) + (2 - 2 * w) * math.exp(r_fail / alpha))
+    vp = alpha * math.log(
+        2 * w * math.exp(r_hi / alpha) + (2 - 2 * w) * math.exp(r_fail / alpha)
+    )
     return vp - (r_mid + alpha * math.log(2))
 
 
@@ -88,7 +97,12 @@ def test_soft_vi_equals_closed_form_on_toy_a():
 def test_soft_vi_flips_at_threshold_and_plain_never_does():
     a_star = maxent.branch_threshold_alpha(1.0, 2.0, -1.0, 0.05)
     rows = maxent.toy_a_sweep([0.1, a_star - 2e-3, a_star + 2e-3, 1.0], 0.05)
-    assert [r["soft_choice"] for r in rows] == ["precise", "precise", "robust", "robust"]
+    assert [r["soft_choice"] for r in rows] == [
+        "precise",
+        "precise",
+        "robust",
+        "robust",
+    ]
     assert all(r["plain_choice"] == "precise" for r in rows)
 
 
@@ -111,7 +125,11 @@ def _random_mdp(rng, S=4, A=3):
 def test_value_iteration_matches_brute_force_over_policies():
     rng = np.random.default_rng(3)
     P, R = _random_mdp(rng)
-    np.testing.assert_allclose(maxent.value_iteration(P, R, 0.8).V, _brute_force_optimal_values(P, R, 0.8), atol=1e-9)
+    np.testing.assert_allclose(
+        maxent.value_iteration(P, R, 0.8).V,
+        _brute_force_optimal_values(P, R, 0.8),
+        atol=1e-9,
+    )
 
 
 def test_soft_vi_fixed_point_satisfies_entropy_regularised_evaluation():
@@ -124,7 +142,9 @@ def test_soft_vi_fixed_point_satisfies_entropy_regularised_evaluation():
     S = P.shape[0]
     r_pi = (pi * (R - alpha * np.log(pi))).sum(axis=1)
     P_pi = np.einsum("sa,sat->st", pi, P)
-    np.testing.assert_allclose(np.linalg.solve(np.eye(S) - gamma * P_pi, r_pi), res.V, atol=1e-9)
+    np.testing.assert_allclose(
+        np.linalg.solve(np.eye(S) - gamma * P_pi, r_pi), res.V, atol=1e-9
+    )
 
 
 def test_bifurcation_extension_keeps_plain_optimum_and_misleads_maxent():
@@ -134,7 +154,9 @@ def test_bifurcation_extension_keeps_plain_optimum_and_misleads_maxent():
     base = maxent.value_iteration(P, R, gamma)
     s = 0
     a_opt = int(np.argmax(base.Q[s]))
-    P2, R2, term2 = maxent.bifurcation_extension(P, R, s, a_opt, w=0.1, r_fail=-20.0, gamma=gamma)
+    P2, R2, term2 = maxent.bifurcation_extension(
+        P, R, s, a_opt, w=0.1, r_fail=-20.0, gamma=gamma
+    )
     ext = maxent.value_iteration(P2, R2, gamma, terminal=term2)
     np.testing.assert_allclose(ext.V[:4], base.V, atol=1e-9)
     np.testing.assert_allclose(ext.Q[:4], base.Q, atol=1e-9)
@@ -160,7 +182,9 @@ def test_toy_b_half_mass_alpha_and_mass_at_notes_values():
 
 def test_toy_b_reward_is_the_two_gaussians():
     a = np.array([-0.4, 0.6, 1.0])
-    want = 2 * np.exp(-(a - 0.6) ** 2 / (2 * 0.1**2)) + np.exp(-(a + 0.4) ** 2 / (2 * 0.16))
+    want = 2 * np.exp(-((a - 0.6) ** 2) / (2 * 0.1**2)) + np.exp(
+        -((a + 0.4) ** 2) / (2 * 0.16)
+    )
     np.testing.assert_allclose(maxent.toy_b_reward(a, 0.1), want, rtol=1e-14)
 
 
@@ -191,7 +215,7 @@ def _run(env, actions):
 def test_obstacle_wall_crossings_by_hand():
     env = maxent.Obstacle2D()
     # straight through the thin wall in one long step: no tunnelling
-    (_, r, term, _, info), = _run(env, [(3.0, 0.0)])
+    ((_, r, term, _, info),) = _run(env, [(3.0, 0.0)])
     assert r == -200.0 and term and info["collision"]
     # over the top (y = 3 > 2), then down onto the goal
     out = _run(env, [(1.0, 3.0), (2.0, 0.0), (0.0, -3.0)])
@@ -200,14 +224,19 @@ def test_obstacle_wall_crossings_by_hand():
     # distance decrease
     np.testing.assert_allclose(out[0][1], 3.0 - math.hypot(2.0, 3.0))
     # grazing the wall's top corner counts as a hit (closed box)
-    (_, r, _, _, _), = _run(env, [(2.0, 2.0)])
+    ((_, r, _, _, _),) = _run(env, [(2.0, 2.0)])
     assert r == -200.0
 
 
 def test_obstacle_truncates_at_50_steps_with_zero_reward():
     env = maxent.Obstacle2D()
     out = _run(env, [(0.0, 0.0)] * 50)
-    assert all(not o[2] for o in out) and out[-1][3] and out[-1][1] == 0.0 and not out[-2][3]
+    assert (
+        all(not o[2] for o in out)
+        and out[-1][3]
+        and out[-1][1] == 0.0
+        and not out[-2][3]
+    )
 
 
 def test_segment_hits_box_matches_dense_sampling():
@@ -230,7 +259,7 @@ def test_two_branch_and_bandit_rewards():
     assert [o[1] for o in _run(env, [(0.5,), (0.04,)])] == [0.0, 2.0]
     assert [o[1] for o in _run(env, [(0.0,), (0.3,)])] == [0.0, -1.0]
     bandit = maxent.PrecisionBandit(maxent.make_toy_b_reward(0.1))
-    (_, r, term, _, _), = _run(bandit, [(0.6,)])
+    ((_, r, term, _, _),) = _run(bandit, [(0.6,)])
     assert term and abs(r - float(maxent.toy_b_reward(np.array([0.6]), 0.1)[0])) < 1e-6
 
 
@@ -240,16 +269,27 @@ def test_two_branch_and_bandit_rewards():
 
 
 def _state(model):
-    return {**{f"a.{k}": v.clone() for k, v in model.actor.state_dict().items()},
-            **{f"c.{k}": v.clone() for k, v in model.critic.state_dict().items()}}
+    return {
+        **{f"a.{k}": v.clone() for k, v in model.actor.state_dict().items()},
+        **{f"c.{k}": v.clone() for k, v in model.critic.state_dict().items()},
+    }
 
 
 def test_adaent_with_threshold_minus_one_equals_sb3_sac():
-    kw = dict(ent_coef=0.2, learning_starts=50, batch_size=32, seed=11, device="cpu",
-              policy_kwargs=dict(net_arch=[16, 16]), verbose=0)
+    kw = dict(
+        ent_coef=0.2,
+        learning_starts=50,
+        batch_size=32,
+        seed=11,
+        device="cpu",
+        policy_kwargs=dict(net_arch=[16, 16]),
+        verbose=0,
+    )
     sac = SAC("MlpPolicy", maxent.Obstacle2D(), **kw)
     sac.learn(200)
-    ada = maxent.SACAdaEnt("MlpPolicy", maxent.Obstacle2D(), n_samples=4, threshold=-1.0, **kw)
+    ada = maxent.SACAdaEnt(
+        "MlpPolicy", maxent.Obstacle2D(), n_samples=4, threshold=-1.0, **kw
+    )
     ada.learn(200)
     assert ada._n_updates == sac._n_updates > 0
     s1, s2 = _state(sac), _state(ada)
@@ -260,11 +300,20 @@ def test_adaent_with_threshold_minus_one_equals_sb3_sac():
 
 
 def test_adaent_switches_with_threshold_one_and_differs_from_sac():
-    kw = dict(ent_coef=0.2, learning_starts=50, batch_size=32, seed=11, device="cpu",
-              policy_kwargs=dict(net_arch=[16, 16]), verbose=0)
+    kw = dict(
+        ent_coef=0.2,
+        learning_starts=50,
+        batch_size=32,
+        seed=11,
+        device="cpu",
+        policy_kwargs=dict(net_arch=[16, 16]),
+        verbose=0,
+    )
     sac = SAC("MlpPolicy", maxent.Obstacle2D(), **kw)
     sac.learn(120)
-    ada = maxent.SACAdaEnt("MlpPolicy", maxent.Obstacle2D(), n_samples=4, threshold=1.0, **kw)
+    ada = maxent.SACAdaEnt(
+        "MlpPolicy", maxent.Obstacle2D(), n_samples=4, threshold=1.0, **kw
+    )
     ada.learn(120)
     assert np.mean(ada.switched) > 0.5  # cos < 1 almost surely
     assert not torch.equal(ada.actor.mu.weight, sac.actor.mu.weight)
@@ -273,7 +322,13 @@ def test_adaent_switches_with_threshold_one_and_differs_from_sac():
 def test_start_actor_at_sets_the_deterministic_action():
     rng = np.random.default_rng(7)
     for algo in ("sac", "td3", "sac_adaent"):
-        m = maxent.make_agent(algo, maxent.PrecisionBandit(maxent.make_toy_b_reward()), rng, net_arch=(8,), n_samples=4)
+        m = maxent.make_agent(
+            algo,
+            maxent.PrecisionBandit(maxent.make_toy_b_reward()),
+            rng,
+            net_arch=(8,),
+            n_samples=4,
+        )
         maxent.start_actor_at(m, 0.6)
         assert abs(maxent.policy_action(m, np.zeros(1))[0] - 0.6) < 1e-6
 
@@ -285,42 +340,107 @@ def test_start_actor_at_sets_the_deterministic_action():
 P0, R0 = _random_mdp(np.random.default_rng(8), S=3, A=2)
 
 
-@pytest.mark.parametrize("call,err,match", [
-    (lambda: maxent.soft_value(np.ones(3), -0.1), ValueError, "alpha"),
-    (lambda: maxent.soft_value(np.array([1.0, np.nan]), 0.5), ValueError, "q"),
-    (lambda: maxent.soft_value(np.ones(3), 0.5, da=0.0), ValueError, "da"),
-    (lambda: maxent.soft_policy(np.array([np.inf, 1.0]), 0.5), ValueError, "q"),
-    (lambda: maxent.soft_policy(np.ones(3), -1.0), ValueError, "alpha"),
-    (lambda: maxent.branch_threshold_alpha(1.0, 2.0, -1.0, 0.0), ValueError, "w"),
-    (lambda: maxent.branch_threshold_alpha(1.0, 2.0, -1.0, 1.5), ValueError, "w"),
-    (lambda: maxent.branch_threshold_alpha(3.0, 2.0, -1.0, 0.05), ValueError, "r_mid"),
-    (lambda: maxent.branch_threshold_alpha(1.0, 2.0, 0.99, 0.9), ValueError, "threshold"),
-    (lambda: maxent.branch_values(-0.5, 1.0, 2.0, -1.0, 0.05), ValueError, "alpha"),
-    (lambda: maxent.soft_value_iteration(P0, R0, -0.1, 0.9), ValueError, "alpha"),
-    (lambda: maxent.soft_value_iteration(P0, R0, 0.1, 1.0), ValueError, "gamma"),
-    (lambda: maxent.value_iteration(P0, R0, -0.1), ValueError, "gamma"),
-    (lambda: maxent.soft_value_iteration(P0 * 2, R0, 0.1, 0.9), ValueError, "P"),
-    (lambda: maxent.soft_value_iteration(P0, R0[:, :1], 0.1, 0.9), ValueError, "R"),
-    (lambda: maxent.soft_value_iteration(P0, np.full_like(R0, np.nan), 0.1, 0.9), ValueError, "R"),
-    (lambda: maxent.bifurcation_extension(P0, R0, 5, 0, w=0.5, r_fail=-9, gamma=0.9), ValueError, "state"),
-    (lambda: maxent.bifurcation_extension(P0, R0, 0, 0, w=0.0, r_fail=-9, gamma=0.9), ValueError, "w"),
-    (lambda: maxent.bifurcation_extension(P0, R0, 0, 0, w=0.5, r_fail=99.0, gamma=0.9), ValueError, "r_fail"),
-    (lambda: maxent.two_branch_tables(0.05, n_actions=7), ValueError, "n_actions"),
-    (lambda: maxent.toy_b_reward(np.ones(2), sigma=0.0), ValueError, "sigma"),
-    (lambda: maxent.grid_mass_near(maxent.make_toy_b_reward(), 0.2, 0.6, -0.1), ValueError, "radius"),
-    (lambda: maxent.half_mass_alpha("no", 0.6, 0.1), TypeError, "reward_fn"),
-    (lambda: maxent.SACAdaEnt("MlpPolicy", maxent.Obstacle2D(), n_samples=1), ValueError, "n_samples"),
-    (lambda: maxent.SACAdaEnt("MlpPolicy", maxent.Obstacle2D(), threshold=1.5), ValueError, "threshold"),
-    (lambda: maxent.make_agent("ddpg", maxent.Obstacle2D(), np.random.default_rng(0)), ValueError, "algorithm"),
-    (lambda: maxent.make_agent("sac", maxent.Obstacle2D(), 0), TypeError, "rng"),
-    (lambda: maxent.start_actor_at(object(), 1.0), ValueError, "action"),
-    (lambda: maxent.TwoBranchMDP(w=2.0), ValueError, "w"),
-    (lambda: maxent.PrecisionBandit(3), TypeError, "reward_fn"),
-    (lambda: maxent.toy_a_sweep([0.1], 0.05, gamma=1.0), ValueError, "gamma"),
-    (lambda: maxent.precision_bandit_runs([], 10, np.random.default_rng(0)), ValueError, "n_steps"),
-    (lambda: maxent.control_benchmark(["icml25/Obstacle2D-v0"], ["ddpg"], 10, 1, np.random.default_rng(0),
-                                      seconds=1.0), ValueError, "algorithms"),
-])
+@pytest.mark.parametrize(
+    "call,err,match",
+    [
+        (lambda: maxent.soft_value(np.ones(3), -0.1), ValueError, "alpha"),
+        (lambda: maxent.soft_value(np.array([1.0, np.nan]), 0.5), ValueError, "q"),
+        (lambda: maxent.soft_value(np.ones(3), 0.5, da=0.0), ValueError, "da"),
+        (lambda: maxent.soft_policy(np.array([np.inf, 1.0]), 0.5), ValueError, "q"),
+        (lambda: maxent.soft_policy(np.ones(3), -1.0), ValueError, "alpha"),
+        (lambda: maxent.branch_threshold_alpha(1.0, 2.0, -1.0, 0.0), ValueError, "w"),
+        (lambda: maxent.branch_threshold_alpha(1.0, 2.0, -1.0, 1.5), ValueError, "w"),
+        (
+            lambda: maxent.branch_threshold_alpha(3.0, 2.0, -1.0, 0.05),
+            ValueError,
+            "r_mid",
+        ),
+        (
+            lambda: maxent.branch_threshold_alpha(1.0, 2.0, 0.99, 0.9),
+            ValueError,
+            "threshold",
+        ),
+        (lambda: maxent.branch_values(-0.5, 1.0, 2.0, -1.0, 0.05), ValueError, "alpha"),
+        (lambda: maxent.soft_value_iteration(P0, R0, -0.1, 0.9), ValueError, "alpha"),
+        (lambda: maxent.soft_value_iteration(P0, R0, 0.1, 1.0), ValueError, "gamma"),
+        (lambda: maxent.value_iteration(P0, R0, -0.1), ValueError, "gamma"),
+        (lambda: maxent.soft_value_iteration(P0 * 2, R0, 0.1, 0.9), ValueError, "P"),
+        (lambda: maxent.soft_value_iteration(P0, R0[:, :1], 0.1, 0.9), ValueError, "R"),
+        (
+            lambda: maxent.soft_value_iteration(P0, np.full_like(R0, np.nan), 0.1, 0.9),
+            ValueError,
+            "R",
+        ),
+        (
+            lambda: maxent.bifurcation_extension(
+                P0, R0, 5, 0, w=0.5, r_fail=-9, gamma=0.9
+            ),
+            ValueError,
+            "state",
+        ),
+        (
+            lambda: maxent.bifurcation_extension(
+                P0, R0, 0, 0, w=0.0, r_fail=-9, gamma=0.9
+            ),
+            ValueError,
+            "w",
+        ),
+        (
+            lambda: maxent.bifurcation_extension(
+                P0, R0, 0, 0, w=0.5, r_fail=99.0, gamma=0.9
+            ),
+            ValueError,
+            "r_fail",
+        ),
+        (lambda: maxent.two_branch_tables(0.05, n_actions=7), ValueError, "n_actions"),
+        (lambda: maxent.toy_b_reward(np.ones(2), sigma=0.0), ValueError, "sigma"),
+        (
+            lambda: maxent.grid_mass_near(maxent.make_toy_b_reward(), 0.2, 0.6, -0.1),
+            ValueError,
+            "radius",
+        ),
+        (lambda: maxent.half_mass_alpha("no", 0.6, 0.1), TypeError, "reward_fn"),
+        (
+            lambda: maxent.SACAdaEnt("MlpPolicy", maxent.Obstacle2D(), n_samples=1),
+            ValueError,
+            "n_samples",
+        ),
+        (
+            lambda: maxent.SACAdaEnt("MlpPolicy", maxent.Obstacle2D(), threshold=1.5),
+            ValueError,
+            "threshold",
+        ),
+        (
+            lambda: maxent.make_agent(
+                "ddpg", maxent.Obstacle2D(), np.random.default_rng(0)
+            ),
+            ValueError,
+            "algorithm",
+        ),
+        (lambda: maxent.make_agent("sac", maxent.Obstacle2D(), 0), TypeError, "rng"),
+        (lambda: maxent.start_actor_at(object(), 1.0), ValueError, "action"),
+        (lambda: maxent.TwoBranchMDP(w=2.0), ValueError, "w"),
+        (lambda: maxent.PrecisionBandit(3), TypeError, "reward_fn"),
+        (lambda: maxent.toy_a_sweep([0.1], 0.05, gamma=1.0), ValueError, "gamma"),
+        (
+            lambda: maxent.precision_bandit_runs([], 10, np.random.default_rng(0)),
+            ValueError,
+            "n_steps",
+        ),
+        (
+            lambda: maxent.control_benchmark(
+                ["icml25/Obstacle2D-v0"],
+                ["ddpg"],
+                10,
+                1,
+                np.random.default_rng(0),
+                seconds=1.0,
+            ),
+            ValueError,
+            "algorithms",
+        ),
+    ],
+)
 def test_bad_input_is_refused_naming_the_argument(call, err, match):
     with pytest.raises(err, match=match):
         call()
@@ -335,8 +455,18 @@ def test_hopper_v5_runs_headless_on_the_pinned_gymnasium():
 
 
 def test_control_benchmark_reports_the_steps_reached():
-    rows = maxent.control_benchmark(["icml25/Obstacle2D-v0"], ["ppo", "sac"], 300, 1, np.random.default_rng(9),
-                                    seconds=60.0, n_workers=2, net_arch=(8,), n_samples=4, n_eval=1)
+    rows = maxent.control_benchmark(
+        ["icml25/Obstacle2D-v0"],
+        ["ppo", "sac"],
+        300,
+        1,
+        np.random.default_rng(9),
+        seconds=60.0,
+        n_workers=2,
+        net_arch=(8,),
+        n_samples=4,
+        n_eval=1,
+    )
     assert [r["algorithm"] for r in rows] == ["ppo", "sac"]
     for r in rows:
         # PPO rounds up to whole rollouts
@@ -348,15 +478,24 @@ def test_control_benchmark_reports_the_steps_reached():
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make,action", [
-    (lambda: maxent.Obstacle2D(), [np.nan, 0.0]),       # was a silent -200 "collision"
-    (lambda: maxent.Obstacle2D(), [1.0]),               # was numpy's "cannot reshape"
-    (lambda: maxent.PrecisionBandit(maxent.make_toy_b_reward()), [np.nan]),  # was a NaN reward
-    (lambda: maxent.TwoBranchMDP(), [np.nan]),          # was a silent move to the precise branch
-    (lambda: maxent.ContinuousAcrobot(), [np.inf]),     # was a NaN state
-    (lambda: maxent.BicycleTracking(), [np.nan, 0.0]),
-    (lambda: maxent.BicycleTracking(), [1.0, 0.0, 0.0]),
-])
+@pytest.mark.parametrize(
+    "make,action",
+    [
+        (lambda: maxent.Obstacle2D(), [np.nan, 0.0]),  # was a silent -200 "collision"
+        (lambda: maxent.Obstacle2D(), [1.0]),  # was numpy's "cannot reshape"
+        (
+            lambda: maxent.PrecisionBandit(maxent.make_toy_b_reward()),
+            [np.nan],
+        ),  # was a NaN reward
+        (
+            lambda: maxent.TwoBranchMDP(),
+            [np.nan],
+        ),  # was a silent move to the precise branch
+        (lambda: maxent.ContinuousAcrobot(), [np.inf]),  # was a NaN state
+        (lambda: maxent.BicycleTracking(), [np.nan, 0.0]),
+        (lambda: maxent.BicycleTracking(), [1.0, 0.0, 0.0]),
+    ],
+)
 def test_env_step_refuses_non_finite_or_wrongly_sized_actions(make, action):
     env = make()
     env.reset(seed=0)
@@ -371,11 +510,20 @@ def test_bandit_refuses_a_non_finite_reward():
         env.step(np.array([0.1]))
 
 
-@pytest.mark.parametrize("args,match", [
-    (([np.nan, 0.0], [3.0, 0.0], [2.0, -2.0], [2.05, 2.0]), "p0"),   # was True
-    (([0.0, 0.0, 0.0], [3.0, 0.0], [2.0, -2.0], [2.05, 2.0]), "p0"),  # was a numpy broadcast error
-    (([0.0, 0.0], [3.0, 0.0], [2.05, 2.0], [2.0, -2.0]), "lo"),       # lo > hi was a silent False
-])
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        (([np.nan, 0.0], [3.0, 0.0], [2.0, -2.0], [2.05, 2.0]), "p0"),  # was True
+        (
+            ([0.0, 0.0, 0.0], [3.0, 0.0], [2.0, -2.0], [2.05, 2.0]),
+            "p0",
+        ),  # was a numpy broadcast error
+        (
+            ([0.0, 0.0], [3.0, 0.0], [2.05, 2.0], [2.0, -2.0]),
+            "lo",
+        ),  # lo > hi was a silent False
+    ],
+)
 def test_segment_hits_box_refuses_bad_points(args, match):
     with pytest.raises(ValueError, match=match):
         maxent.segment_hits_box(*(np.array(a) for a in args))
@@ -400,20 +548,63 @@ def test_landscape_similarity_refuses_values_whose_float32_norm_overflows():
         adaent.landscape_similarity(q, q, 0.9)
 
 
-@pytest.mark.parametrize("call,err,match", [
-    (lambda: maxent.precision_bandit_runs("td3", 200, np.random.default_rng(0)), TypeError, "configs"),
-    (lambda: maxent.precision_bandit_runs([dict(algorithm="td3")], 200, np.random.default_rng(0)), TypeError,
-     r"configs\[0\]"),
-    (lambda: maxent.precision_bandit_runs([dict(name="p", algorithm="ppo")], 200, np.random.default_rng(0)),
-     ValueError, "algorithm"),
-    (lambda: maxent.precision_bandit_runs([dict(name="t", algorithm="td3", learning_starts=-1)], 200,
-                                          np.random.default_rng(0)), ValueError, "learning_starts"),
-    (lambda: maxent.grid_mass_near(maxent.make_toy_b_reward(), 0.2, 0.6, 0.1, n_grid=10**13), ValueError, "n_grid"),
-    (lambda: maxent.toy_b_sweep([0.2], n_grid=10**13), ValueError, "n_grid"),
-    (lambda: maxent.two_branch_tables(0.05, n_actions=10**12), ValueError, "n_actions"),
-    (lambda: maxent.SACAdaEnt("MlpPolicy", maxent.Obstacle2D(), n_samples=10**9, batch_size=256,
-                              policy_kwargs=dict(net_arch=[8])), ValueError, "n_samples"),
-])
+@pytest.mark.parametrize(
+    "call,err,match",
+    [
+        (
+            lambda: maxent.precision_bandit_runs("td3", 200, np.random.default_rng(0)),
+            TypeError,
+            "configs",
+        ),
+        (
+            lambda: maxent.precision_bandit_runs(
+                [dict(algorithm="td3")], 200, np.random.default_rng(0)
+            ),
+            TypeError,
+            r"configs\[0\]",
+        ),
+        (
+            lambda: maxent.precision_bandit_runs(
+                [dict(name="p", algorithm="ppo")], 200, np.random.default_rng(0)
+            ),
+            ValueError,
+            "algorithm",
+        ),
+        (
+            lambda: maxent.precision_bandit_runs(
+                [dict(name="t", algorithm="td3", learning_starts=-1)],
+                200,
+                np.random.default_rng(0),
+            ),
+            ValueError,
+            "learning_starts",
+        ),
+        (
+            lambda: maxent.grid_mass_near(
+                maxent.make_toy_b_reward(), 0.2, 0.6, 0.1, n_grid=10**13
+            ),
+            ValueError,
+            "n_grid",
+        ),
+        (lambda: maxent.toy_b_sweep([0.2], n_grid=10**13), ValueError, "n_grid"),
+        (
+            lambda: maxent.two_branch_tables(0.05, n_actions=10**12),
+            ValueError,
+            "n_actions",
+        ),
+        (
+            lambda: maxent.SACAdaEnt(
+                "MlpPolicy",
+                maxent.Obstacle2D(),
+                n_samples=10**9,
+                batch_size=256,
+                policy_kwargs=dict(net_arch=[8]),
+            ),
+            ValueError,
+            "n_samples",
+        ),
+    ],
+)
 def test_more_bad_input_is_refused_up_front(call, err, match):
     with pytest.raises(err, match=match):
         call()

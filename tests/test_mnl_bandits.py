@@ -20,7 +20,11 @@ def _softmax_with_outside(X, w, v0):
 def test_mnl_probs_sum_to_one_and_match_softmax():
     rng = np.random.default_rng(0)
     for k in (1, 3, 7):
-        X, w, v0 = rng.normal(size=(k, 4)), rng.normal(size=4), float(rng.uniform(0.1, 10))
+        X, w, v0 = (
+            rng.normal(size=(k, 4)),
+            rng.normal(size=4),
+            float(rng.uniform(0.1, 10)),
+        )
         p = mnl.mnl_probs(X, w, v0)
         assert p.shape == (k + 1,)
         assert p.sum() == pytest.approx(1.0, abs=1e-12)
@@ -39,10 +43,26 @@ def test_mnl_gradient_and_hessian_match_finite_differences():
     y[2] = 1.0
     loss, g, H = mnl.mnl_loss_grad_hess(X, y, w, v0=2.0)
     h = 1e-6
-    g_fd = np.array([(mnl.mnl_loss_grad_hess(X, y, w + h * e, 2.0)[0]
-                      - mnl.mnl_loss_grad_hess(X, y, w - h * e, 2.0)[0]) / (2 * h) for e in np.eye(3)])
-    H_fd = np.array([(mnl.mnl_loss_grad_hess(X, y, w + h * e, 2.0)[1]
-                      - mnl.mnl_loss_grad_hess(X, y, w - h * e, 2.0)[1]) / (2 * h) for e in np.eye(3)])
+    g_fd = np.array(
+        [
+            (
+                mnl.mnl_loss_grad_hess(X, y, w + h * e, 2.0)[0]
+                - mnl.mnl_loss_grad_hess(X, y, w - h * e, 2.0)[0]
+            )
+            / (2 * h)
+            for e in np.eye(3)
+        ]
+    )
+    H_fd = np.array(
+        [
+            (
+                mnl.mnl_loss_grad_hess(X, y, w + h * e, 2.0)[1]
+                - mnl.mnl_loss_grad_hess(X, y, w - h * e, 2.0)[1]
+            )
+            / (2 * h)
+            for e in np.eye(3)
+        ]
+    )
     np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(H, H_fd, rtol=1e-6, atol=1e-8)
     assert np.linalg.eigvalsh(H).min() > -1e-12  # PSD
@@ -52,7 +72,9 @@ def test_mnl_gradient_and_hessian_match_finite_differences():
 def test_revenue_and_variance_by_hand():
     v, r = np.array([1.0, 2.0, 3.0]), np.array([0.9, 0.5, 0.2])
     assert mnl.expected_revenue(v, r, np.array([0, 1]), 1.0) == pytest.approx(0.475)
-    assert mnl.reward_variance(v, r, np.array([0, 1]), 1.0) == pytest.approx((0.81 + 0.5) / 4 - 0.475**2)
+    assert mnl.reward_variance(v, r, np.array([0, 1]), 1.0) == pytest.approx(
+        (0.81 + 0.5) / 4 - 0.475**2
+    )
     assert mnl.expected_revenue(v, r, np.array([], dtype=int)) == 0.0
 
 
@@ -64,8 +86,14 @@ def test_optimal_assortment_matches_brute_force_on_small_instances(N):
         r = rng.random(N)
         v0 = float(rng.uniform(0.1, 5.0))
         for K in range(1, N + 1):
-            best = max((mnl.expected_revenue(v, r, np.array(S), v0)
-                        for k in range(1, K + 1) for S in itertools.combinations(range(N), k)), default=0.0)
+            best = max(
+                (
+                    mnl.expected_revenue(v, r, np.array(S), v0)
+                    for k in range(1, K + 1)
+                    for S in itertools.combinations(range(N), k)
+                ),
+                default=0.0,
+            )
             S, rev = mnl.optimal_assortment(v, r, K, v0)
             assert len(S) <= K
             assert rev == pytest.approx(best, rel=1e-12, abs=1e-14)
@@ -96,8 +124,13 @@ def test_projection_matches_scipy():
         M = A @ A.T + 0.1 * np.eye(4)
         w = rng.normal(size=4) * 3
         u = mnl.project_to_ball(w, M, 1.0)
-        ref = minimize(lambda z: (z - w) @ M @ (z - w), np.zeros(4), method="SLSQP",
-                       constraints=[{"type": "ineq", "fun": lambda z: 1.0 - z @ z}], options={"ftol": 1e-14})
+        ref = minimize(
+            lambda z: (z - w) @ M @ (z - w),
+            np.zeros(4),
+            method="SLSQP",
+            constraints=[{"type": "ineq", "fun": lambda z: 1.0 - z @ z}],
+            options={"ftol": 1e-14},
+        )
         assert np.linalg.norm(u) <= 1.0 + 1e-9
         assert (u - w) @ M @ (u - w) <= ref.fun + 1e-7
 
@@ -119,7 +152,11 @@ def test_omd_step_decreases_online_loss_on_fixed_sample():
 
 def test_radii_orders():
     # OFU-MNL++ radius has no K and grows like sqrt(log t); OFU-MNL+ grows with K.
-    assert mnl.ofu_mnl_plus_beta(100, 15, 5) > mnl.ofu_mnl_plus_beta(100, 5, 5) > 10 * mnl.ofu_mnl_pp_beta(100, 5)
+    assert (
+        mnl.ofu_mnl_plus_beta(100, 15, 5)
+        > mnl.ofu_mnl_plus_beta(100, 5, 5)
+        > 10 * mnl.ofu_mnl_pp_beta(100, 5)
+    )
     b1, b2 = mnl.ofu_mnl_pp_beta(10**3, 5), mnl.ofu_mnl_pp_beta(10**6, 5)
     assert b1 < b2 < 2 * b1
 
@@ -248,12 +285,16 @@ def test_compare_algorithms_rejects_non_generator_rng():
 
 def test_compare_algorithms_rejects_string_names():
     with pytest.raises(TypeError, match="names"):
-        mnl.compare_algorithms("OFU-MNL++", N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
+        mnl.compare_algorithms(
+            "OFU-MNL++", N=5, d=2, K=2, T=3, rng=np.random.default_rng(0)
+        )
 
 
 def test_compare_algorithms_rejects_unknown_or_empty_names():
     with pytest.raises(ValueError, match="names"):
-        mnl.compare_algorithms(["OFU-MNL++", "LinUCB"], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
+        mnl.compare_algorithms(
+            ["OFU-MNL++", "LinUCB"], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0)
+        )
     with pytest.raises(ValueError, match="names"):
         mnl.compare_algorithms([], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0))
 
@@ -261,7 +302,15 @@ def test_compare_algorithms_rejects_unknown_or_empty_names():
 @pytest.mark.parametrize("n_reps", [0, -2])
 def test_compare_algorithms_rejects_non_positive_n_reps(n_reps):
     with pytest.raises(ValueError, match="n_reps"):
-        mnl.compare_algorithms(["OFU-MNL++"], N=5, d=2, K=2, T=3, rng=np.random.default_rng(0), n_reps=n_reps)
+        mnl.compare_algorithms(
+            ["OFU-MNL++"],
+            N=5,
+            d=2,
+            K=2,
+            T=3,
+            rng=np.random.default_rng(0),
+            n_reps=n_reps,
+        )
 
 
 @pytest.mark.parametrize("B", [-1.0, 0.0, np.nan])
@@ -349,7 +398,13 @@ def test_run_ofu_mnl_pp_batched_is_reproducible_from_its_generator():
 
 def test_defaults_are_the_one_frozen_settings_object():
     assert isinstance(mnl.DEFAULTS, mnl.MNLDefaults)
-    assert (mnl.DEFAULTS.N, mnl.DEFAULTS.d, mnl.DEFAULTS.K, mnl.DEFAULTS.v0, mnl.DEFAULTS.B) == (100, 5, 5, 1.0, 1.0)
+    assert (
+        mnl.DEFAULTS.N,
+        mnl.DEFAULTS.d,
+        mnl.DEFAULTS.K,
+        mnl.DEFAULTS.v0,
+        mnl.DEFAULTS.B,
+    ) == (100, 5, 5, 1.0, 1.0)
     with pytest.raises(Exception):
         mnl.DEFAULTS.N = 3  # frozen
 
@@ -487,7 +542,9 @@ def test_lp_answer_is_checked_for_feasibility():
     mnl.model._check_lp_solution(ok, A_ub, A_eq)
     for x in (np.array([0.9, 0.3]), np.array([np.nan, 0.5]), np.array([-0.2, 1.2])):
         with pytest.raises(RuntimeError, match="linprog"):
-            mnl.model._check_lp_solution(SimpleNamespace(status=0, message="", x=x, fun=-0.5), A_ub, A_eq)
+            mnl.model._check_lp_solution(
+                SimpleNamespace(status=0, message="", x=x, fun=-0.5), A_ub, A_eq
+            )
 
 
 def test_library_oracle_is_the_kernel_dispatcher(monkeypatch):
@@ -496,7 +553,9 @@ def test_library_oracle_is_the_kernel_dispatcher(monkeypatch):
 
     calls = []
     real = mnl_bandits.assortment_bisection
-    monkeypatch.setattr(mnl_bandits, "assortment_bisection", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(
+        mnl_bandits, "assortment_bisection", lambda *a: calls.append(a) or real(*a)
+    )
     S, rev = mnl.optimal_assortment(np.array([1.0, 2, 3]), np.array([0.9, 0.5, 0.2]), 2)
     assert calls and S.tolist() == [0, 1] and rev == pytest.approx(0.475)
     mnl.OFUMNLPlusPlus(5, 2, 2).select(np.zeros((5, 2)))
@@ -505,7 +564,13 @@ def test_library_oracle_is_the_kernel_dispatcher(monkeypatch):
 
 def test_assortment_check_keeps_its_value_errors():
     v, r = np.ones(4), np.ones(4)
-    for bad in (np.array([0.0, 1.0]), np.array([[0, 1]]), np.array([0, 4]), np.array([-1]), np.array([1, 1])):
+    for bad in (
+        np.array([0.0, 1.0]),
+        np.array([[0, 1]]),
+        np.array([0, 4]),
+        np.array([-1]),
+        np.array([1, 1]),
+    ):
         with pytest.raises(ValueError, match="S"):
             mnl.expected_revenue(v, r, bad)
 
@@ -522,8 +587,11 @@ def _bandit(name):
 
 
 def _bandit_state(alg):
-    arrays = [alg.est.w, alg.est.H, alg.est.H_inv] if hasattr(alg, "est") else \
-        [alg.w, getattr(alg, "H", getattr(alg, "V", None)), *alg.hist.arrays()]
+    arrays = (
+        [alg.est.w, alg.est.H, alg.est.H_inv]
+        if hasattr(alg, "est")
+        else [alg.w, getattr(alg, "H", getattr(alg, "V", None)), *alg.hist.arrays()]
+    )
     return [a.copy() for a in arrays], alg.t
 
 
@@ -535,15 +603,21 @@ def _assert_bandit_state(alg, state):
 
 
 @pytest.mark.parametrize("name", mnl.ALGORITHMS)
-@pytest.mark.parametrize("bad", ["negative", "all ones", "fractions", "no choice", "two"])
+@pytest.mark.parametrize(
+    "bad", ["negative", "all ones", "fractions", "no choice", "two"]
+)
 def test_bandit_update_refuses_impossible_feedback_and_keeps_its_state(name, bad):
     # round 2: y = [-50, 0, 0, 0] ran and moved w; [1, 1, 1, 1] (everyone buys everything) too
     alg = _bandit(name)
     S = alg.select(np.random.default_rng(2).normal(size=(10, 2)) * 0.3)
     k = S.size
-    y = {"negative": np.r_[-50.0, np.zeros(k)], "all ones": np.ones(k + 1),
-         "fractions": np.full(k + 1, 1.0 / (k + 1)), "no choice": np.zeros(k + 1),
-         "two": np.r_[2.0, np.zeros(k)]}[bad]
+    y = {
+        "negative": np.r_[-50.0, np.zeros(k)],
+        "all ones": np.ones(k + 1),
+        "fractions": np.full(k + 1, 1.0 / (k + 1)),
+        "no choice": np.zeros(k + 1),
+        "two": np.r_[2.0, np.zeros(k)],
+    }[bad]
     state = _bandit_state(alg)
     with pytest.raises(ValueError, match="y"):
         alg.update(S, y)
@@ -574,7 +648,16 @@ def test_bandit_update_twice_for_one_select_is_refused():
     _assert_bandit_state(alg, state)
 
 
-@pytest.mark.parametrize("y", [[5.0, 3.0, 0.0], [-1.0, 1.0, 1.0], [0.5, 0.5, 0.0], [0.0, 0.0, 0.0], [1.0, 1.0, 0.0]])
+@pytest.mark.parametrize(
+    "y",
+    [
+        [5.0, 3.0, 0.0],
+        [-1.0, 1.0, 1.0],
+        [0.5, 0.5, 0.0],
+        [0.0, 0.0, 0.0],
+        [1.0, 1.0, 0.0],
+    ],
+)
 def test_OMDEstimator_refuses_feedback_that_is_not_one_hot(y):
     rng = np.random.default_rng(5)
     est = _trained_estimator(rng)
@@ -617,7 +700,9 @@ def test_project_to_ball_refuses_a_metric_that_is_not_positive_definite():
     with pytest.raises(np.linalg.LinAlgError, match="M must be positive definite"):
         mnl.project_to_ball(np.ones(3), -np.eye(3), 1.0)
     with pytest.raises(np.linalg.LinAlgError, match="positive definite"):
-        mnl.project_to_ball(np.ones((2, 3)), np.stack([np.eye(3), np.diag([1.0, 0.0, 1.0])]), 1.0)
+        mnl.project_to_ball(
+            np.ones((2, 3)), np.stack([np.eye(3), np.diag([1.0, 0.0, 1.0])]), 1.0
+        )
     with pytest.raises(ValueError, match="M must be symmetric"):
         mnl.project_to_ball(np.ones(2) * 5, np.array([[2.0, 1.0], [0.0, 2.0]]), 1.0)
 
@@ -637,25 +722,36 @@ def test_project_to_ball_takes_n_steps_and_stops_at_the_fixed_point():
     far = mnl.project_to_ball(w, M, 1.0, n_steps=10**9)
     assert time.perf_counter() - t0 < 1.0
     np.testing.assert_array_equal(far, mnl.project_to_ball(w, M, 1.0, n_steps=5000))
-    np.testing.assert_array_equal(mnl.project_to_ball(w, M, 1.0), mnl.method._project(w, M, 1.0, 60))
+    np.testing.assert_array_equal(
+        mnl.project_to_ball(w, M, 1.0), mnl.method._project(w, M, 1.0, 60)
+    )
 
 
 def _too_large_calls():
     rng = np.random.default_rng(0)
     return {
-        "run_bandit(T)": lambda: mnl.run_bandit(mnl.OFUMNLPlusPlus(10, 3, 2),
-                                                mnl.MNLBanditEnv(10, 2, 3, rng=rng), 10**12),
-        "run_bandit(T) history": lambda: mnl.run_bandit(mnl.OFUM2NL(10, 3, 2),
-                                                        mnl.MNLBanditEnv(10, 2, 3, rng=rng), 10**7),
-        "batched(n_reps)": lambda: mnl.run_ofu_mnl_pp_batched(10**12, 10, 2, 3, 5, rng=rng),
+        "run_bandit(T)": lambda: mnl.run_bandit(
+            mnl.OFUMNLPlusPlus(10, 3, 2), mnl.MNLBanditEnv(10, 2, 3, rng=rng), 10**12
+        ),
+        "run_bandit(T) history": lambda: mnl.run_bandit(
+            mnl.OFUM2NL(10, 3, 2), mnl.MNLBanditEnv(10, 2, 3, rng=rng), 10**7
+        ),
+        "batched(n_reps)": lambda: mnl.run_ofu_mnl_pp_batched(
+            10**12, 10, 2, 3, 5, rng=rng
+        ),
         "batched(T)": lambda: mnl.run_ofu_mnl_pp_batched(10, 10, 2, 3, 10**12, rng=rng),
         "batched(N)": lambda: mnl.run_ofu_mnl_pp_batched(10, 10**10, 2, 3, 5, rng=rng),
-        "compare(n_reps)": lambda: mnl.compare_algorithms(["OFU-MNL++"], N=10, d=2, K=3, T=5, rng=rng,
-                                                          n_reps=10**12),
-        "compare(T)": lambda: mnl.compare_algorithms(["OFU-M2NL"], N=10, d=2, K=3, T=10**7, rng=rng),
+        "compare(n_reps)": lambda: mnl.compare_algorithms(
+            ["OFU-MNL++"], N=10, d=2, K=3, T=5, rng=rng, n_reps=10**12
+        ),
+        "compare(T)": lambda: mnl.compare_algorithms(
+            ["OFU-M2NL"], N=10, d=2, K=3, T=10**7, rng=rng
+        ),
         "env(N)": lambda: mnl.MNLBanditEnv(10**9, 2, 3, rng=rng),
         "env(N) 1e12": lambda: mnl.MNLBanditEnv(10**12, 2, 3, rng=rng),
-        "project(n_steps)": lambda: mnl.project_to_ball(np.ones(3) * 5, np.eye(3), 1.0, n_steps=10**12),
+        "project(n_steps)": lambda: mnl.project_to_ball(
+            np.ones(3) * 5, np.eye(3), 1.0, n_steps=10**12
+        ),
     }
 
 

@@ -13,8 +13,8 @@ from icml25 import omapl
 
 def test_implied_reward_tabular_chain():
     """A 3-step chain with tabular Q_tot and V_tot (w = 1 for a single agent, b = 0), by hand."""
-    Q = torch.tensor([[1.0, 2.0, 3.0]]).unsqueeze(-1)          # (B=1, T=3, N=1)
-    V_next = torch.tensor([[0.5, 1.5, 9.0]]).unsqueeze(-1)     # V(s_1), V(s_2), V(s_3)
+    Q = torch.tensor([[1.0, 2.0, 3.0]]).unsqueeze(-1)  # (B=1, T=3, N=1)
+    V_next = torch.tensor([[0.5, 1.5, 9.0]]).unsqueeze(-1)  # V(s_1), V(s_2), V(s_3)
     ones, zeros = torch.ones_like(Q), torch.zeros(1, 3)
     dones = torch.tensor([[0.0, 0.0, 1.0]])
     r = omapl.implied_reward(Q, ones, zeros, V_next, ones, zeros, dones, 0.9)
@@ -63,9 +63,14 @@ def test_extreme_v_minimiser_is_soft_value():
 def test_extreme_v_normalised_has_same_gradient_direction():
     qb, v = torch.randn(20), torch.zeros(20, requires_grad=True)
     ga = torch.autograd.grad(omapl.extreme_v_loss(qb, v, 1.0, 1.0), v)[0]
-    gb = torch.autograd.grad(omapl.extreme_v_loss(qb, v, 1.0, 1.0, normalise=True), v)[0]
+    gb = torch.autograd.grad(omapl.extreme_v_loss(qb, v, 1.0, 1.0, normalise=True), v)[
+        0
+    ]
     ratio = gb / ga
-    assert torch.allclose(ratio, ratio[0].expand_as(ratio), rtol=1e-5) and float(ratio[0]) > 0
+    assert (
+        torch.allclose(ratio, ratio[0].expand_as(ratio), rtol=1e-5)
+        and float(ratio[0]) > 0
+    )
 
 
 def test_wbc_loss_weights():
@@ -79,16 +84,31 @@ def test_env_step_equals_per_agent_loop():
     env = omapl.CoopGridEnv(30, 5, 3, 3, 12)
     rng = np.random.default_rng(1)
     obs, state, avail = env.reset(rng)
-    assert obs.shape == (30, 3, env.obs_dim) and state.shape == (30, env.state_dim) and avail.shape == (30, 3, 5)
+    assert (
+        obs.shape == (30, 3, env.obs_dim)
+        and state.shape == (30, env.state_dim)
+        and avail.shape == (30, 3, 5)
+    )
     for _ in range(12):
         pos = env.pos.copy()
-        a = np.array([[rng.choice(np.flatnonzero(avail[e, i])) for i in range(3)] for e in range(30)])
+        a = np.array(
+            [
+                [rng.choice(np.flatnonzero(avail[e, i])) for i in range(3)]
+                for e in range(30)
+            ]
+        )
         obs, state, avail, r, done, cov = env.step(a)
         for e in range(30):
-            moved = [pos[e, i] + omapl.envs.omapl_kernels.MOVES[a[e, i]] for i in range(3)]
+            moved = [
+                pos[e, i] + omapl.envs.omapl_kernels.MOVES[a[e, i]] for i in range(3)
+            ]
             assert np.array_equal(np.array(moved), env.pos[e])
             D = sum(min(np.abs(np.array(moved) - lm).sum(1)) for lm in env.landmarks[e])
-            C = sum(int((moved[i] == moved[j]).all()) for i in range(3) for j in range(i + 1, 3))
+            C = sum(
+                int((moved[i] == moved[j]).all())
+                for i in range(3)
+                for j in range(i + 1, 3)
+            )
             assert abs(r[e] - (-D / 10 - 0.5 * C)) < 1e-6
     assert done.all()
     with pytest.raises(RuntimeError):
@@ -100,8 +120,8 @@ def test_observations_by_hand():
     lm = np.array([[[1, 1], [3, 0], [0, 4]]])
     obs, state = omapl.grid_observations(pos, lm, 5)
     assert np.allclose(obs[0, 1, :2], [0.4, 0.2])
-    assert np.allclose(obs[0, 1, 2:4], [-0.2, 0.0])            # landmark 0 relative to agent 1
-    assert np.allclose(obs[0, 1, 8:10], [-0.4, -0.2])          # agent 0 relative to agent 1
+    assert np.allclose(obs[0, 1, 2:4], [-0.2, 0.0])  # landmark 0 relative to agent 1
+    assert np.allclose(obs[0, 1, 8:10], [-0.4, -0.2])  # agent 0 relative to agent 1
     assert np.allclose(state[0], np.concatenate([pos[0].ravel(), lm[0].ravel()]) / 5)
 
 
@@ -115,7 +135,9 @@ def test_rule_labels_follow_quality_without_flips():
     q1, q2 = d.pool.quality[d.pairs.idx1], d.pool.quality[d.pairs.idx2]
     assert (q1 != q2).all()
     assert np.array_equal(d.pairs.y, (q1 < q2).astype(int))
-    flipped = omapl.make_preference_pairs(d.pool, 2000, np.random.default_rng(0), "quality", flip_prob=0.3)
+    flipped = omapl.make_preference_pairs(
+        d.pool, 2000, np.random.default_rng(0), "quality", flip_prob=0.3
+    )
     truth = (d.pool.quality[flipped.idx1] < d.pool.quality[flipped.idx2]).astype(int)
     # 4 sigma of a binomial(2000, 0.3)
     assert abs((flipped.y != truth).mean() - 0.3) < 0.04
@@ -128,15 +150,20 @@ def test_expert_beats_random_and_bt_labels():
     assert R[d.pool.quality == 0].mean() > R[d.pool.quality == 2].mean()
     assert d.pool.success[d.pool.quality == 0].all()
     pairs = omapl.make_preference_pairs(d.pool, 500, rng, "return_bt", temperature=1e-6)
-    clear = np.abs(R[pairs.idx1] - R[pairs.idx2]) > 1e-3        # ties are a coin flip
+    clear = np.abs(R[pairs.idx1] - R[pairs.idx2]) > 1e-3  # ties are a coin flip
     assert clear.sum() > 100
-    assert np.array_equal(pairs.y[clear], (R[pairs.idx1] > R[pairs.idx2]).astype(int)[clear])
+    assert np.array_equal(
+        pairs.y[clear], (R[pairs.idx1] > R[pairs.idx2]).astype(int)[clear]
+    )
 
 
 def test_prompt_and_annotator():
     rng = np.random.default_rng(4)
     d = _data(rng)
-    s1, s2 = omapl.summarise_trajectory(d.pool, 0), omapl.summarise_trajectory(d.pool, 1)
+    s1, s2 = (
+        omapl.summarise_trajectory(d.pool, 0),
+        omapl.summarise_trajectory(d.pool, 1),
+    )
     prompt = omapl.build_llm_prompt(s1, s2)
     assert "[Trajectory1]" in prompt and "[Trajectory2]" in prompt and "#1" in prompt
     ann = omapl.NoisyOracleAnnotator(0.0, 1e-6, np.random.default_rng(0))
@@ -168,7 +195,9 @@ def test_learners_update_and_act(method):
 def test_code_form_options_run():
     rng = np.random.default_rng(6)
     d = _data(rng)
-    agent = omapl.make_agent("O-MAPL", d, 16, 3, mixer_input="state", reg_form="code", v_normalise=True)
+    agent = omapl.make_agent(
+        "O-MAPL", d, 16, 3, mixer_input="state", reg_form="code", v_normalise=True
+    )
     omapl.train(agent, d, 3, 8, rng)
     assert agent.q_mixer is agent.v_mixer
     paper = omapl.make_agent("O-MAPL", d, 16, 3)
@@ -203,8 +232,14 @@ def test_hessian_linear_psd_two_layer_not():
     for i in range(6):
         for j in range(6):
             ei, ej = np.eye(6)[i] * h, np.eye(6)[j] * h
-            H[i, j] = (f(x0 + ei + ej) - f(x0 + ei - ej) - f(x0 - ei + ej) + f(x0 - ei - ej)) / (4 * h * h)
-    assert np.allclose(np.linalg.eigvalsh(H), omapl.bt_hessian_eigs(q, pairs, y, "linear", w), atol=1e-5)
+            H[i, j] = (
+                f(x0 + ei + ej) - f(x0 + ei - ej) - f(x0 - ei + ej) + f(x0 - ei - ej)
+            ) / (4 * h * h)
+    assert np.allclose(
+        np.linalg.eigvalsh(H),
+        omapl.bt_hessian_eigs(q, pairs, y, "linear", w),
+        atol=1e-5,
+    )
 
 
 def test_bad_inputs_are_named():
@@ -246,7 +281,10 @@ def test_pair_batch_validation():
     rng = np.random.default_rng(8)
     d = _data(rng)
     b = d.batch
-    args = [x.numpy() for x in (b.obs, b.next_obs, b.state, b.next_state, b.actions, b.dones)]
+    args = [
+        x.numpy()
+        for x in (b.obs, b.next_obs, b.state, b.next_state, b.actions, b.dones)
+    ]
     avail, y = b.avail.numpy(), b.y.numpy()
     omapl.make_pair_batch(*args, avail, y)
     with pytest.raises(ValueError, match="y"):
@@ -264,7 +302,9 @@ def test_pair_batch_validation():
         omapl.make_pair_batch(*args, masked, y)
     agent = omapl.make_agent("O-MAPL", d, 8, 1)
     with pytest.raises(ValueError, match="every action masked"):
-        agent.act(np.zeros((1, 3, d.env.obs_dim), np.float32), np.zeros((1, 3, 5), bool))
+        agent.act(
+            np.zeros((1, 3, d.env.obs_dim), np.float32), np.zeros((1, 3, 5), bool)
+        )
     with pytest.raises(ValueError, match="obs"):
         agent.act(np.zeros((1, 3, 5), np.float32))
     with pytest.raises(TypeError, match="batch"):
@@ -276,7 +316,11 @@ def test_mpe_adapter_and_continuous_learner():
     rng = np.random.default_rng(9)
     ad = omapl.MPESpreadAdapter(3, 5)
     pool = omapl.generate_mpe_dataset(ad, 0.2, 3, rng)
-    assert pool.obs.shape == (3, 6, 3, ad.obs_dim) and pool.actions.shape == (3, 5, 3, 2) and pool.avail is None
+    assert (
+        pool.obs.shape == (3, 6, 3, ad.obs_dim)
+        and pool.actions.shape == (3, 5, 3, 2)
+        and pool.avail is None
+    )
     assert np.abs(pool.actions).max() <= 1.0
     data, ad2 = omapl.make_mpe_data(rng, 4, 10, max_cycles=5)
     agent = omapl.make_agent("O-MAPL", data, 16, 2)
@@ -293,8 +337,16 @@ def test_losses_refuse_negative_next_weights_non_binary_masks_and_empty_batches(
     with pytest.raises(ValueError, match="w_next must be >= 0"):
         omapl.implied_reward(t, t, t[..., 0], t, -t - 1, t[..., 0], t[..., 0], 0.9)
     with pytest.raises(ValueError, match="q_loc"):
-        omapl.implied_reward(torch.zeros(4), torch.zeros(4), torch.zeros(()), torch.zeros(4), torch.zeros(4),
-                             torch.zeros(()), torch.zeros(()), 0.9)
+        omapl.implied_reward(
+            torch.zeros(4),
+            torch.zeros(4),
+            torch.zeros(()),
+            torch.zeros(4),
+            torch.zeros(4),
+            torch.zeros(()),
+            torch.zeros(()),
+            0.9,
+        )
     r = torch.zeros(3, 4)
     with pytest.raises(ValueError, match="mask"):
         omapl.preference_loss(r, r, torch.zeros(3), torch.full((2, 3, 4), 3.0))
@@ -305,7 +357,9 @@ def test_losses_refuse_negative_next_weights_non_binary_masks_and_empty_batches(
     with pytest.raises(ValueError, match="q_bar"):
         omapl.extreme_v_loss(torch.zeros(0), torch.zeros(0), 1.0, 1.0)
     with pytest.raises(ValueError, match="mask"):
-        omapl.wbc_loss(-torch.ones(2, 3, 4), torch.zeros(2, 3, 4), torch.full((2, 3, 4), 5.0))
+        omapl.wbc_loss(
+            -torch.ones(2, 3, 4), torch.zeros(2, 3, 4), torch.full((2, 3, 4), 5.0)
+        )
     with pytest.raises(ValueError, match="logp"):
         omapl.wbc_loss(torch.zeros(0, 3, 4), torch.zeros(0, 3, 4))
     with pytest.raises(ValueError, match="dones"):
@@ -313,13 +367,17 @@ def test_losses_refuse_negative_next_weights_non_binary_masks_and_empty_batches(
     with pytest.raises(ValueError, match="dones"):
         omapl.segment_mask(torch.tensor(1.0))
     from icml25.kernels import omapl_kernels
+
     q4, s3 = torch.zeros(2, 4, 5, 3), torch.zeros(2, 4, 5)
     with pytest.raises(ValueError, match="w must be >= 0"):
-        omapl_kernels.segment_logits(q4, -torch.ones_like(q4), s3, q4, torch.ones_like(q4), s3, s3, 0.9)
+        omapl_kernels.segment_logits(
+            q4, -torch.ones_like(q4), s3, q4, torch.ones_like(q4), s3, s3, 0.9
+        )
 
 
 def test_sizes_that_cannot_fit_are_refused_up_front():
     from icml25.checks import TooLargeError
+
     rng = np.random.default_rng(0)
     with pytest.raises(TooLargeError, match="CoopGrid starts"):
         omapl.CoopGridEnv(10**12).reset(rng)
@@ -376,9 +434,17 @@ def test_bad_arguments_are_named_not_crashes_deep_inside():
     with pytest.raises(TypeError, match="pairs"):
         omapl.preference_accuracy(agent, d.pool, "x")
     with pytest.raises(ValueError, match="another pool"):
-        omapl.preference_accuracy(agent, omapl.subset(d.pool, np.array([0, 1])), d.pairs)
+        omapl.preference_accuracy(
+            agent, omapl.subset(d.pool, np.array([0, 1])), d.pairs
+        )
     with pytest.raises(ValueError, match="pairs"):
-        omapl.bt_hessian_eigs(np.zeros((2, 3)), np.zeros((0, 2, 2), int), np.array([]), "linear", np.ones(2))
+        omapl.bt_hessian_eigs(
+            np.zeros((2, 3)),
+            np.zeros((0, 2, 2), int),
+            np.array([]),
+            "linear",
+            np.ones(2),
+        )
     with pytest.raises(ValueError, match="P"):
         omapl.hessian_search(rng, 2, P=0)
     with pytest.raises(TypeError, match="methods"):
@@ -398,7 +464,10 @@ def test_bad_arguments_are_named_not_crashes_deep_inside():
     with pytest.raises(TypeError, match="adapter"):
         omapl.generate_mpe_dataset("x", 0.1, 2, rng)
     b = d.batch
-    args = [x.numpy()[:, :0] for x in (b.obs, b.next_obs, b.state, b.next_state, b.actions, b.dones, b.avail)]
+    args = [
+        x.numpy()[:, :0]
+        for x in (b.obs, b.next_obs, b.state, b.next_state, b.actions, b.dones, b.avail)
+    ]
     with pytest.raises(ValueError, match="B, T, N, o >= 1"):
         omapl.make_pair_batch(*args, b.y.numpy()[:0])
 
@@ -407,7 +476,9 @@ def test_networks_name_a_wrong_observation_shape():
     q, v = omapl.LocalQNet(4, 3, 2, 8), omapl.LocalVNet(4, 2, 8)
     pi = omapl.LocalActor(4, 3, 2, 8)
     good, bad = torch.zeros(5, 2, 4), torch.zeros(5, 3, 4)
-    assert q(good, torch.zeros(5, 2, dtype=torch.int64)).shape == (5, 2) and v(good).shape == (5, 2)
+    assert q(good, torch.zeros(5, 2, dtype=torch.int64)).shape == (5, 2) and v(
+        good
+    ).shape == (5, 2)
     with pytest.raises(ValueError, match=r"obs must have shape \(\.\.\., 2, 4\)"):
         q(bad, torch.zeros(5, 3, dtype=torch.int64))
     with pytest.raises(ValueError, match="obs"):

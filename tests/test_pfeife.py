@@ -16,30 +16,52 @@ from icml25 import pfeife
 ZERO = pfeife.CommModel()
 
 
-def _hetero_graph(n: int = 24, rng: np.random.Generator | None = None) -> pfeife.OpGraph:
+def _hetero_graph(
+    n: int = 24, rng: np.random.Generator | None = None
+) -> pfeife.OpGraph:
     rng = rng or np.random.default_rng(0)
     f = np.geomspace(0.2, 3.2, n) * rng.uniform(0.8, 1.2, n)
-    return pfeife.synthetic_graph(f, 2.0 * f, rng.integers(100, 1000, n), rng.integers(1000, 5000, n),
-                                  edge_bytes=rng.integers(1000, 20_000, n - 1))
+    return pfeife.synthetic_graph(
+        f,
+        2.0 * f,
+        rng.integers(100, 1000, n),
+        rng.integers(1000, 5000, n),
+        edge_bytes=rng.integers(1000, 20_000, n - 1),
+    )
 
 
 # ----------------------------------------------------------------------------- schedules
 
 
-@pytest.mark.parametrize("D,M,S,lb,p", [(2, 8, 2, 8, 0), (2, 8, 2, 8, 1), (2, 8, 4, 2, 0), (2, 8, 4, 4, 1),
-                                        (3, 6, 6, 3, 2), (4, 8, 8, 4, 3), (4, 8, 12, 8, 0), (1, 3, 2, 3, 0)])
+@pytest.mark.parametrize(
+    "D,M,S,lb,p",
+    [
+        (2, 8, 2, 8, 0),
+        (2, 8, 2, 8, 1),
+        (2, 8, 4, 2, 0),
+        (2, 8, 4, 4, 1),
+        (3, 6, 6, 3, 2),
+        (4, 8, 8, 4, 3),
+        (4, 8, 12, 8, 0),
+        (1, 3, 2, 3, 0),
+    ],
+)
 def test_make_schedule_is_valid_and_deadlock_free(D, M, S, lb, p):
     sched = pfeife.make_schedule(D, M, S, lb, p)
     pfeife.check_schedule(sched, S, M)
     g = pfeife.synthetic_graph(np.ones(S * 3), edge_bytes=np.full(S * 3 - 1, 10))
     splits = pfeife.uniform_count_splits(g.n, S)
-    T, busy, ev = pfeife.simulate(g, np.arange(g.n), splits, sched, pfeife.CommModel(0.1, 0.0, 0.0))
+    T, busy, ev = pfeife.simulate(
+        g, np.arange(g.n), splits, sched, pfeife.CommModel(0.1, 0.0, 0.0)
+    )
     assert len(ev) == 2 * S * M and T >= busy.max()
 
 
 def test_one_f_one_b_keeps_at_most_D_in_flight_and_gpipe_M():
     for D, M in [(2, 8), (3, 9), (4, 4), (4, 16)]:
-        assert pfeife.in_flight(pfeife.one_f_one_b_schedule(D, M)) == [min(D - r, M) for r in range(D)]
+        assert pfeife.in_flight(pfeife.one_f_one_b_schedule(D, M)) == [
+            min(D - r, M) for r in range(D)
+        ]
         assert pfeife.in_flight(pfeife.gpipe_schedule(D, M)) == [M] * D
 
 
@@ -59,7 +81,9 @@ def test_schedule_bad_inputs():
     with pytest.raises(ValueError, match="before its F"):
         pfeife.check_schedule([[(0, 0, "B"), (0, 0, "F")]], 1, 1)
     with pytest.raises(ValueError, match="does not run on rank"):
-        pfeife.check_schedule([[(1, 0, "F"), (1, 0, "B")], [(0, 0, "F"), (0, 0, "B")]], 2, 1)
+        pfeife.check_schedule(
+            [[(1, 0, "F"), (1, 0, "B")], [(0, 0, "F"), (0, 0, "B")]], 2, 1
+        )
     with pytest.raises(TypeError):
         pfeife.check_schedule("x", 1, 1)
     with pytest.raises(TypeError):
@@ -68,7 +92,14 @@ def test_schedule_bad_inputs():
 
 def test_schedule_candidates():
     assert pfeife.schedule_candidates(2, 8, 2) == [(8, 0), (8, 1)]
-    assert pfeife.schedule_candidates(2, 8, 4) == [(2, 0), (2, 1), (4, 0), (4, 1), (8, 0), (8, 1)]
+    assert pfeife.schedule_candidates(2, 8, 4) == [
+        (2, 0),
+        (2, 1),
+        (4, 0),
+        (4, 1),
+        (8, 0),
+        (8, 1),
+    ]
 
 
 # ----------------------------------------------------------------------------- cost model
@@ -86,16 +117,24 @@ def _nx_makespan(g, order, splits, sched, comm):
         for a, b in zip(evs[:-1], evs[1:]):
             G.add_edge(a, b, weight=dur(a))
         G.add_edge(evs[-1], "sink", weight=dur(evs[-1]) + sc.opt[r])
-    for (j, k, kind) in [e for evs in sched for e in evs]:
+    for j, k, kind in [e for evs in sched for e in evs]:
         if kind == "F":
             for i in range(j):
                 if sc.C[i, j] > 0:
-                    G.add_edge((i, k, "F"), (j, k, "F"), weight=sc.F[i] + (0.0 if i % D == j % D else t(sc.C[i, j])))
+                    G.add_edge(
+                        (i, k, "F"),
+                        (j, k, "F"),
+                        weight=sc.F[i] + (0.0 if i % D == j % D else t(sc.C[i, j])),
+                    )
         else:
             G.add_edge((j, k, "F"), (j, k, "B"), weight=sc.F[j])
             for i in range(j + 1, S):
                 if sc.C[j, i] > 0:
-                    G.add_edge((i, k, "B"), (j, k, "B"), weight=sc.B[i] + (0.0 if i % D == j % D else t(sc.C[j, i])))
+                    G.add_edge(
+                        (i, k, "B"),
+                        (j, k, "B"),
+                        weight=sc.B[i] + (0.0 if i % D == j % D else t(sc.C[j, i])),
+                    )
     assert nx.is_directed_acyclic_graph(G)
     return nx.dag_longest_path_length(G, weight="weight")
 
@@ -104,18 +143,28 @@ def test_simulate_equals_networkx_longest_path():
     rng = np.random.default_rng(3)
     for trial in range(25):
         n = 20
-        edges = [(i, i + 1) for i in range(n - 1)] + [(i, j) for i in range(n) for j in range(i + 2, n) if rng.random() < 0.05]
-        g = pfeife.synthetic_graph(rng.uniform(0.1, 2, n), rng.uniform(0.1, 4, n), edges=edges,
-                                   edge_bytes=rng.integers(1, 100_000, len(edges)))
+        edges = [(i, i + 1) for i in range(n - 1)] + [
+            (i, j) for i in range(n) for j in range(i + 2, n) if rng.random() < 0.05
+        ]
+        g = pfeife.synthetic_graph(
+            rng.uniform(0.1, 2, n),
+            rng.uniform(0.1, 4, n),
+            edges=edges,
+            edge_bytes=rng.integers(1, 100_000, len(edges)),
+        )
         D = int(rng.integers(2, 4))
         L = int(rng.integers(1, 3))
         M = 2 * D
         S = L * D
-        sched = pfeife.make_schedule(D, M, S, M if L == 1 else D, int(rng.integers(0, D)))
+        sched = pfeife.make_schedule(
+            D, M, S, M if L == 1 else D, int(rng.integers(0, D))
+        )
         comm = pfeife.CommModel(0.3, 2e-5, 1e4)
         splits = np.sort(rng.choice(np.arange(1, n), S - 1, replace=False))
         T, _, _ = pfeife.simulate(g, np.arange(n), splits, sched, comm)
-        assert T == pytest.approx(_nx_makespan(g, np.arange(n), splits, sched, comm), rel=1e-12)
+        assert T == pytest.approx(
+            _nx_makespan(g, np.arange(n), splits, sched, comm), rel=1e-12
+        )
 
 
 @pytest.mark.parametrize("D,M", [(2, 8), (3, 5), (4, 12)])
@@ -124,24 +173,34 @@ def test_bubble_closed_form(D, M):
     splits = pfeife.uniform_count_splits(g.n, D)
     for sched in (pfeife.gpipe_schedule(D, M), pfeife.one_f_one_b_schedule(D, M)):
         T, busy, _ = pfeife.simulate(g, np.arange(g.n), splits, sched, ZERO)
-        assert pfeife.bubble_fraction(T, busy) == pytest.approx((D - 1) / (M + D - 1), rel=1e-9)
+        assert pfeife.bubble_fraction(T, busy) == pytest.approx(
+            (D - 1) / (M + D - 1), rel=1e-9
+        )
 
 
 def test_contention_never_faster_and_equal_without_transfers():
-    g = pfeife.synthetic_graph(np.ones(16), edges=[(i, i + 1) for i in range(15)] + [(0, 15), (1, 14), (2, 13)],
-                               edge_bytes=np.full(18, 50_000))
+    g = pfeife.synthetic_graph(
+        np.ones(16),
+        edges=[(i, i + 1) for i in range(15)] + [(0, 15), (1, 14), (2, 13)],
+        edge_bytes=np.full(18, 50_000),
+    )
     order, splits = np.arange(16), np.array([4, 8, 12])
     sched = pfeife.make_schedule(2, 4, 4, 2, 0)
     comm = pfeife.CommModel(0.5, 1e-4, 0.0)
     a = pfeife.simulate(g, order, splits, sched, comm)[0]
     b = pfeife.simulate_contention(g, order, splits, sched, comm)[0]
     assert b >= a
-    assert pfeife.simulate_contention(g, order, splits, sched, ZERO)[0] == pfeife.simulate(g, order, splits, sched, ZERO)[0]
+    assert (
+        pfeife.simulate_contention(g, order, splits, sched, ZERO)[0]
+        == pfeife.simulate(g, order, splits, sched, ZERO)[0]
+    )
 
 
 def test_peak_memory_by_hand():
     n = 8
-    g = pfeife.synthetic_graph(np.ones(n), w_bytes=np.full(n, 10), act_bytes=np.full(n, 100))
+    g = pfeife.synthetic_graph(
+        np.ones(n), w_bytes=np.full(n, 10), act_bytes=np.full(n, 100)
+    )
     s = np.array([4])
     gp = pfeife.peak_memory(g, np.arange(n), s, pfeife.gpipe_schedule(2, 6))
     fb = pfeife.peak_memory(g, np.arange(n), s, pfeife.one_f_one_b_schedule(2, 6))
@@ -158,7 +217,9 @@ def test_comm_model_fit_recovers_known_parameters():
     assert fit.c_ms == pytest.approx(0.2, rel=1e-3)
     assert fit.m_ms_per_byte == pytest.approx(3e-6, rel=1e-3)
     assert fit.x0_bytes == pytest.approx(40_000, rel=0.05)
-    assert float(true.time(10)) == 0.2 and float(true.time(140_000)) == pytest.approx(0.5)
+    assert float(true.time(10)) == 0.2 and float(true.time(140_000)) == pytest.approx(
+        0.5
+    )
 
 
 def test_comm_and_cost_bad_inputs():
@@ -179,7 +240,9 @@ def test_comm_and_cost_bad_inputs():
     with pytest.raises(ValueError, match="multiple"):
         pfeife.simulate(g, np.arange(6), [2, 3], sched, ZERO)
     with pytest.raises(ValueError, match="splits"):
-        pfeife.simulate(g, np.arange(6), [3, 2, 4], pfeife.one_f_one_b_schedule(4, 2), ZERO)
+        pfeife.simulate(
+            g, np.arange(6), [3, 2, 4], pfeife.one_f_one_b_schedule(4, 2), ZERO
+        )
     with pytest.raises(TypeError, match="comm"):
         pfeife.simulate(g, np.arange(6), [3], sched, 1.0)
     with pytest.raises(TypeError, match="OpGraph"):
@@ -200,7 +263,10 @@ def test_replay_equals_simulate_on_profiled_durations():
     sched = pfeife.one_f_one_b_schedule(2, 4)
     sc = pfeife.stage_costs(g, order, splits, 2)
     dur = np.stack([np.repeat(sc.F[:, None], 4, 1), np.repeat(sc.B[:, None], 4, 1)])
-    assert pfeife.replay_makespan(sched, dur, sc.C, ZERO, sc.opt)[0] == pfeife.simulate(g, order, splits, sched, ZERO)[0]
+    assert (
+        pfeife.replay_makespan(sched, dur, sc.C, ZERO, sc.opt)[0]
+        == pfeife.simulate(g, order, splits, sched, ZERO)[0]
+    )
 
 
 # ----------------------------------------------------------------------------- splits and planner
@@ -213,8 +279,10 @@ def test_dp_matches_brute_force():
         if S > n:
             continue
         c = rng.uniform(0, 1, n)
-        best = min(max(c[a:b].sum() for a, b in zip((0, *cut), (*cut, n)))
-                   for cut in itertools.combinations(range(1, n), S - 1))
+        best = min(
+            max(c[a:b].sum() for a, b in zip((0, *cut), (*cut, n)))
+            for cut in itertools.combinations(range(1, n), S - 1)
+        )
         s = pfeife.optimal_splits_dp(c, S)
         got = max(c[a:b].sum() for a, b in zip((0, *s), (*s, n)))
         assert got == pytest.approx(best, abs=1e-12)
@@ -241,12 +309,19 @@ def test_plan_beats_baselines_and_is_memory_valid():
     order = np.arange(g.n)
     p = pfeife.plan(g, 2, 8, 1e9, comm, np.random.default_rng(0), loop_cnts=(1,))
     cost = g.f_ms + g.b_ms
-    pred = {name: pfeife.fixed_plan(g, order, s, 2, 8, comm).predicted_ms for name, s in
-            [("uniform", pfeife.uniform_count_splits(g.n, 2)), ("balanced", pfeife.balanced_time_splits(cost, 2)),
-             ("dp", pfeife.optimal_splits_dp(cost, 2))]}
+    pred = {
+        name: pfeife.fixed_plan(g, order, s, 2, 8, comm).predicted_ms
+        for name, s in [
+            ("uniform", pfeife.uniform_count_splits(g.n, 2)),
+            ("balanced", pfeife.balanced_time_splits(cost, 2)),
+            ("dp", pfeife.optimal_splits_dp(cost, 2)),
+        ]
+    }
     assert p.predicted_ms <= pred["uniform"] and p.predicted_ms <= pred["balanced"]
     assert p.predicted_ms <= 1.02 * pred["dp"]
-    assert p.predicted_ms == pytest.approx(pfeife.simulate(g, order, p.splits, p.schedule, comm)[0], rel=0, abs=0)
+    assert p.predicted_ms == pytest.approx(
+        pfeife.simulate(g, order, p.splits, p.schedule, comm)[0], rel=0, abs=0
+    )
     assert np.all(pfeife.peak_memory(g, order, p.splits, p.schedule) < 0.85 * 1e9)
 
 
@@ -265,7 +340,16 @@ def test_plan_skips_looped_schedules_below_3ms():
     g = pfeife.synthetic_graph(np.full(40, 0.1))
     p = pfeife.plan(g, 2, 4, 1e12, ZERO, np.random.default_rng(0))
     assert p.L == 1 and "skipped" in p.info["L=2"]
-    p2 = pfeife.plan(g, 2, 4, 1e12, ZERO, np.random.default_rng(0), loop_cnts=(2,), fwd_avg_min_ms=0.0)
+    p2 = pfeife.plan(
+        g,
+        2,
+        4,
+        1e12,
+        ZERO,
+        np.random.default_rng(0),
+        loop_cnts=(2,),
+        fwd_avg_min_ms=0.0,
+    )
     assert p2.L == 2 and p2.S == 4
 
 
@@ -287,7 +371,9 @@ def test_plan_bad_inputs():
     with pytest.raises(ValueError, match="schedule"):
         pfeife.fixed_plan(g, np.arange(10), [5], 2, 4, ZERO, schedule="dfs")
     with pytest.raises(TypeError, match="comm"):
-        pfeife.score_splits(g, np.arange(10), [[5]], pfeife.one_f_one_b_schedule(2, 4), "c")
+        pfeife.score_splits(
+            g, np.arange(10), [[5]], pfeife.one_f_one_b_schedule(2, 4), "c"
+        )
 
 
 # ----------------------------------------------------------------------------- capture, profile, linearise
@@ -309,7 +395,7 @@ def test_capture_dynamo_and_symbolic_trace_agree_with_the_model():
 
 class _Breaks(torch.nn.Module):
     def forward(self, x):
-        if x.sum().item() > 0:      # data-dependent control flow: a graph break
+        if x.sum().item() > 0:  # data-dependent control flow: a graph break
             return x * 2
         return x
 
@@ -331,12 +417,12 @@ def test_profile_graph_records_the_graph():
     x = torch.randn(8, m.widths[0])
     gm, names = pfeife.capture_graph(m, (x,), method="symbolic_trace")
     g = pfeife.profile_graph(gm, (x,), n_reps=1)
-    assert g.n == 9 and g.is_chain                  # 4 x (linear, tanh) + head
+    assert g.n == 9 and g.is_chain  # 4 x (linear, tanh) + head
     assert g.f_ms.dtype == np.float64 and g.w_bytes.dtype == np.int64
     lin = [i for i, n in enumerate(g.names) if "linear" in n]
     # weights + grads, float32
     assert g.w_bytes[lin[0]] == 2 * 4 * (16 * m.widths[1] + m.widths[1])
-    assert g.act_bytes[lin[0]] == 4 * x.numel()     # linear saves its input
+    assert g.act_bytes[lin[0]] == 4 * x.numel()  # linear saves its input
     np.testing.assert_array_equal(g.edge_bytes, g.out_bytes[g.edges[:, 0]])
     assert g.fb_ratio > 0 and np.allclose(g.b_ms, g.fb_ratio * g.f_ms)
     with pytest.raises(ValueError, match="inputs"):
@@ -349,7 +435,9 @@ def test_linearize_modes_are_topological_orders():
     rng = np.random.default_rng(2)
     n = 30
     edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.1]
-    g = pfeife.synthetic_graph(np.ones(n), edges=edges, edge_bytes=rng.integers(1, 100, len(edges)))
+    g = pfeife.synthetic_graph(
+        np.ones(n), edges=edges, edge_bytes=rng.integers(1, 100, len(edges))
+    )
     for mode in pfeife.LINEARIZE_MODES:
         order = pfeife.linearize(g, mode)
         pos = np.empty(n, int)
@@ -364,8 +452,12 @@ def test_linearize_modes_are_topological_orders():
 
 def test_models_shapes_and_bad_sizes():
     assert pfeife.hetero_widths(24, 128, 4.0)[-1] == 512
-    assert pfeife.TinyUNet(ch=4, cond_dim=5)(torch.randn(1, 3, 8, 8), torch.randn(1, 5)).shape == (1, 3, 8, 8)
-    assert pfeife.GPT2LargeLike(n_layers=1, d=16, heads=2)(torch.randn(1, 3, 16)).shape == (1, 3, 16)
+    assert pfeife.TinyUNet(ch=4, cond_dim=5)(
+        torch.randn(1, 3, 8, 8), torch.randn(1, 5)
+    ).shape == (1, 3, 8, 8)
+    assert pfeife.GPT2LargeLike(n_layers=1, d=16, heads=2)(
+        torch.randn(1, 3, 16)
+    ).shape == (1, 3, 16)
     with pytest.raises(ValueError, match="growth"):
         pfeife.hetero_widths(4, 8, 0.5)
     with pytest.raises(ValueError, match="n_blocks"):
@@ -386,8 +478,17 @@ def _setup(model, inputs, M, S, rng):
     gm, _ = pfeife.capture_graph(model, tuple(t[: t.shape[0] // M] for t in inputs))
     mb = tuple(t[: t.shape[0] // M] for t in inputs)
     g = pfeife.profile_graph(gm, mb, n_reps=1)
-    p = pfeife.plan(g, 2, M, 1e12, pfeife.CommModel(0.1, 1e-6, 0.0), rng, loop_cnts=(S // 2,), fwd_avg_min_ms=0.0,
-                    max_iter=3)
+    p = pfeife.plan(
+        g,
+        2,
+        M,
+        1e12,
+        pfeife.CommModel(0.1, 1e-6, 0.0),
+        rng,
+        loop_cnts=(S // 2,),
+        fwd_avg_min_ms=0.0,
+        max_iter=3,
+    )
     return gm, g, p, mb
 
 
@@ -417,7 +518,7 @@ def test_runner_gradients_match_single_process_unet_four_stages(runner):
     gm, g, p, mb = _setup(m, (x, c), 4, 4, np.random.default_rng(0))
     assert p.S == 4
     sc = pfeife.stage_costs(g, p.order, p.splits, 2)
-    assert np.any(np.triu(sc.C, 2) > 0)           # a skip crosses more than one stage boundary
+    assert np.any(np.triu(sc.C, 2) > 0)  # a skip crosses more than one stage boundary
     runner.load_plan(gm, p, mb)
     res = runner.step((x, c), y, return_grads=True)
     _, ref = pfeife.grads_single_process(gm, (x, c), y)
@@ -443,7 +544,7 @@ def test_shutdown_leaves_no_child():
     pids = list(r.pids)
     assert r.alive
     r.shutdown()
-    r.shutdown()                                   # idempotent
+    r.shutdown()  # idempotent
     assert not r.alive
     for pid in pids:
         with pytest.raises(ProcessLookupError):
@@ -454,12 +555,18 @@ def test_shutdown_leaves_no_child():
 
 
 def _fake_step(cpus: list[list[float]], opt: list[float]) -> dict:
-    return dict(events=[[(j, 0, 0, 0.0, 0.0, 0.0, c) for j, c in enumerate(r)] for r in cpus], opt_ms=np.array(opt))
+    return dict(
+        events=[[(j, 0, 0, 0.0, 0.0, 0.0, c) for j, c in enumerate(r)] for r in cpus],
+        opt_ms=np.array(opt),
+    )
 
 
 def test_min_busy_ms_takes_each_events_minimum_over_steps():
     # rank 0: events (2, 5) then (4, 1); a load spike on one event in one step must not count
-    steps = [_fake_step([[2.0, 4.0], [3.0]], [0.5, 0.2]), _fake_step([[5.0, 1.0], [9.0]], [0.1, 0.3])]
+    steps = [
+        _fake_step([[2.0, 4.0], [3.0]], [0.5, 0.2]),
+        _fake_step([[5.0, 1.0], [9.0]], [0.1, 0.3]),
+    ]
     np.testing.assert_allclose(pfeife.min_busy_ms(steps), [2.0 + 1.0 + 0.1, 3.0 + 0.2])
     # never more than any single step's busy time, equal when the steps agree
     one = _fake_step([[2.0, 4.0], [3.0]], [0.5, 0.2])
@@ -476,8 +583,14 @@ def test_min_busy_ms_bad_inputs():
 
 
 def test_min_event_ms_takes_each_events_minimum_over_steps():
-    a = {"dur_ms": np.array([[[1.0, 5.0]], [[2.0, 2.0]]]), "opt_ms": np.array([0.5, 0.7])}
-    b = {"dur_ms": np.array([[[3.0, 4.0]], [[1.0, 2.5]]]), "opt_ms": np.array([0.6, 0.4])}
+    a = {
+        "dur_ms": np.array([[[1.0, 5.0]], [[2.0, 2.0]]]),
+        "opt_ms": np.array([0.5, 0.7]),
+    }
+    b = {
+        "dur_ms": np.array([[[3.0, 4.0]], [[1.0, 2.5]]]),
+        "opt_ms": np.array([0.6, 0.4]),
+    }
     dur, opt = pfeife.min_event_ms([a, b])
     np.testing.assert_array_equal(dur, [[[1.0, 4.0]], [[1.0, 2.0]]])
     np.testing.assert_array_equal(opt, [0.5, 0.4])

@@ -27,13 +27,17 @@ def constraints() -> dict[str, str]:
 
 def environment_pins() -> dict[str, str]:
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    pip = next(
+        d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d
+    )
     return {canon(r.split("==")[0]): r.split("==")[1] for r in pip if "==" in r}
 
 
 def direct_dependencies() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = list(project["dependencies"]) + [r for extra in project["optional-dependencies"].values() for r in extra]
+    reqs = list(project["dependencies"]) + [
+        r for extra in project["optional-dependencies"].values() for r in extra
+    ]
     names = {canon(re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0]) for r in reqs}
     return names - {"icml25"}
 
@@ -41,17 +45,23 @@ def direct_dependencies() -> set[str]:
 def test_environment_yml_pins_equal_constraints():
     pins, env = constraints(), environment_pins()
     mismatched = {n: (v, pins.get(n)) for n, v in env.items() if pins.get(n) != v}
-    assert not mismatched, f"environment.yml and constraints.txt disagree (env, constraints): {mismatched}"
+    assert not mismatched, (
+        f"environment.yml and constraints.txt disagree (env, constraints): {mismatched}"
+    )
 
 
 def test_environment_yml_lists_every_direct_dependency():
     missing = direct_dependencies() - set(environment_pins())
-    assert not missing, f"direct dependencies missing from environment.yml: {sorted(missing)} (run make lock)"
+    assert not missing, (
+        f"direct dependencies missing from environment.yml: {sorted(missing)} (run make lock)"
+    )
 
 
 def test_constraints_pin_every_direct_dependency():
     missing = direct_dependencies() - set(constraints())
-    assert not missing, f"direct dependencies missing from constraints.txt: {sorted(missing)} (run make lock)"
+    assert not missing, (
+        f"direct dependencies missing from constraints.txt: {sorted(missing)} (run make lock)"
+    )
 
 
 def test_torch_is_pinned_to_the_cpu_wheel_range():
@@ -105,7 +115,9 @@ def test_lab_extra_resolves_under_constraints():
             problems.append(f"{name} (needed by {by}) is not pinned")
             continue
         if req.specifier and not req.specifier.contains(pin, prereleases=True):
-            problems.append(f"{name}=={pin} does not satisfy {req.specifier} (needed by {by})")
+            problems.append(
+                f"{name}=={pin} does not satisfy {req.specifier} (needed by {by})"
+            )
         key = (name, tuple(sorted(req.extras)))
         if key in seen:
             continue
@@ -120,4 +132,6 @@ def test_lab_extra_resolves_under_constraints():
             if dep.marker is None or any(dep.marker.evaluate(env) for env in envs):
                 todo.append((dep, f"{name}{list(req.extras) if req.extras else ''}"))
     assert not problems, "\n".join(sorted(set(problems)))
-    assert {"jupyterlab", "jupyterlab-myst", "nbstripout", "otter-grader"} <= {k[0] for k in seen}
+    assert {"jupyterlab", "jupyterlab-myst", "nbstripout", "otter-grader"} <= {
+        k[0] for k in seen
+    }

@@ -37,23 +37,42 @@ def first_run(tmp_path_factory):
     res = tmp_path_factory.mktemp("results")
     out = tmp_path_factory.mktemp("executed")
     t0 = time.perf_counter()
-    rs = runner.execute_all([FIX / "98_tiny.ipynb", FIX / "97_dies.ipynb", FIX / "96_slow.ipynb"], "cpu", [0, 1],
-                            results=res, out_dir=out, wall_s=30, memory_gib=4, num_cpus=2, progress=False)
+    rs = runner.execute_all(
+        [FIX / "98_tiny.ipynb", FIX / "97_dies.ipynb", FIX / "96_slow.ipynb"],
+        "cpu",
+        [0, 1],
+        results=res,
+        out_dir=out,
+        wall_s=30,
+        memory_gib=4,
+        num_cpus=2,
+        progress=False,
+    )
     return res, out, rs, time.perf_counter() - t0
 
 
 def test_failures_are_reported_and_do_not_stop_the_others(first_run):
     res, _, rs, _ = first_run
     by = {r.task: r for r in rs}
-    assert [r.task for r in rs] == ["98-cpu-seed0", "98-cpu-seed1", "97-cpu-seed0", "97-cpu-seed1",
-                                    "96-cpu-seed0", "96-cpu-seed1"]
+    assert [r.task for r in rs] == [
+        "98-cpu-seed0",
+        "98-cpu-seed1",
+        "97-cpu-seed0",
+        "97-cpu-seed1",
+        "96-cpu-seed0",
+        "96-cpu-seed1",
+    ]
     assert by["98-cpu-seed0"].status == by["98-cpu-seed1"].status == "ok"
     for s in (0, 1):
         dead = by[f"97-cpu-seed{s}"]
         assert dead.status == "failed" and "kernel died" in dead.error, dead
         assert dead.wall_s < 30, dead.wall_s
         slow = by[f"96-cpu-seed{s}"]
-        assert slow.status == "timeout" and "wall-time limit 30 s" in slow.error and "code cell" in slow.error
+        assert (
+            slow.status == "timeout"
+            and "wall-time limit 30 s" in slow.error
+            and "code cell" in slow.error
+        )
     rec = json.loads((res / "97-cpu.json").read_text())
     assert rec["status"] == "failed" and "kernel died" in rec["error"]
     table = json.loads((res / "execute-all-cpu.json").read_text())
@@ -62,7 +81,9 @@ def test_failures_are_reported_and_do_not_stop_the_others(first_run):
 
 def test_a_rerun_with_nothing_changed_executes_nothing(first_run):
     res, out, _, _ = first_run
-    rs = runner.execute_all([FIX / "98_tiny.ipynb"], "cpu", [0, 1], results=res, out_dir=out, progress=False)
+    rs = runner.execute_all(
+        [FIX / "98_tiny.ipynb"], "cpu", [0, 1], results=res, out_dir=out, progress=False
+    )
     assert [r.status for r in rs] == ["skipped", "skipped"]
     # a failed task is not skipped on a rerun (its inputs are unchanged, but it did not succeed)
     assert not runner._unchanged(runner.Task(str(FIX / "97_dies.ipynb"), "cpu", 0), res)
@@ -71,9 +92,28 @@ def test_a_rerun_with_nothing_changed_executes_nothing(first_run):
 def test_ray_records_equal_make_execute(first_run, tmp_path):
     res, _, _, _ = first_run
     env = {**os.environ, "ICML25_RESULTS_DIR": str(tmp_path)}
-    subprocess.run([sys.executable, "-m", "papermill", "--log-level", "WARNING", "--cwd", str(FIX), "-p", "PROFILE", "cpu",
-                    "-p", "SEED", "1", str(FIX / "98_tiny.ipynb"), str(tmp_path / "out.ipynb")], env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            "--log-level",
+            "WARNING",
+            "--cwd",
+            str(FIX),
+            "-p",
+            "PROFILE",
+            "cpu",
+            "-p",
+            "SEED",
+            "1",
+            str(FIX / "98_tiny.ipynb"),
+            str(tmp_path / "out.ipynb"),
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     mine = _strip(json.loads((tmp_path / "98-cpu-seed1.json").read_text()))
     ray_rec = _strip(json.loads((res / "98-cpu-seed1.json").read_text()))
     assert mine == ray_rec
@@ -89,7 +129,9 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="notebooks"):
         runner.execute_all([tmp_path / "nope.ipynb"], "cpu", [0], results=tmp_path)
     with pytest.raises(ValueError, match="wall_s"):
-        runner.execute_all([FIX / "98_tiny.ipynb"], "cpu", [0], results=tmp_path, wall_s=0)
+        runner.execute_all(
+            [FIX / "98_tiny.ipynb"], "cpu", [0], results=tmp_path, wall_s=0
+        )
     with pytest.raises(ValueError, match="chapters"):
         runner.chapter_notebooks(["98"])
 
@@ -97,5 +139,7 @@ def test_bad_arguments(tmp_path):
 def test_inputs_hash_changes_with_seed_and_notebook(tmp_path):
     a = runner.inputs_hash(runner.Task(str(FIX / "98_tiny.ipynb"), "cpu", 0))
     b = runner.inputs_hash(runner.Task(str(FIX / "98_tiny.ipynb"), "cpu", 1))
-    c = runner.inputs_hash(runner.Task(str(ROOT / "notebooks" / "06_mincut_predictions.ipynb"), "cpu", 0))
+    c = runner.inputs_hash(
+        runner.Task(str(ROOT / "notebooks" / "06_mincut_predictions.ipynb"), "cpu", 0)
+    )
     assert len({a, b, c}) == 3

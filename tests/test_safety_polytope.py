@@ -16,7 +16,13 @@ def _poly(d=5, K=4, F=6, **kw):
 
 
 def test_loss_matches_hand_computation():
-    poly = _poly(entropy_assignment=False, margin=0.5, unsafe_weight=3.0, l1_feat=0.2, l1_phi=0.01)
+    poly = _poly(
+        entropy_assignment=False,
+        margin=0.5,
+        unsafe_weight=3.0,
+        l1_feat=0.2,
+        l1_phi=0.01,
+    )
     rng = np.random.default_rng(0)
     h = torch.tensor(rng.normal(size=(8, 5)), dtype=torch.float32)
     y = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
@@ -26,11 +32,19 @@ def test_loss_matches_hand_computation():
         V = E @ poly.phi.numpy().T - poly.xi.numpy()
     want = 0.0
     for i in range(8):
-        want += sum(max(0, 0.5 + v) for v in V[i]) if y[i] == 1 else 3.0 * max(0, 0.5 - V[i].max())
+        want += (
+            sum(max(0, 0.5 + v) for v in V[i])
+            if y[i] == 1
+            else 3.0 * max(0, 0.5 - V[i].max())
+        )
     f = V[y.numpy() == 0].argmax(1)
     p = np.bincount(f, minlength=4) / len(f)
     H = -sum(q * math.log2(q) for q in p if q > 0)
-    want += 0.2 * np.abs(E).sum(1).mean() + 0.01 * np.abs(poly.phi.detach().numpy()).sum(1).mean() - H
+    want += (
+        0.2 * np.abs(E).sum(1).mean()
+        + 0.01 * np.abs(poly.phi.detach().numpy()).sum(1).mean()
+        - H
+    )
     assert abs(float(loss.detach()) - want) < 1e-4
     assert abs(info["entropy"] - H) < 1e-9
 
@@ -71,9 +85,9 @@ def test_fit_polytope_separates_mixture_and_uses_strict_boundary():
     assert sap.detection_report(y, poly.is_safe(X))["f1"] > 0.9
     lin = sap.fit_polytope(X, y, 1, 2, rng=rng, nonlinear=False)
     phi, xi = lin.phi.detach()[0], float(lin.xi.detach()[0])
-    on = (xi * phi / (phi @ phi))[None]                            # v = 0 exactly: unsafe for the detector
+    on = (xi * phi / (phi @ phi))[None]  # v = 0 exactly: unsafe for the detector
     assert not bool(lin.is_safe(on)[0])
-    _, pen = lin.steer_terms(on)                                   # ... but no penalty for the steering
+    _, pen = lin.steer_terms(on)  # ... but no penalty for the steering
     assert float(pen[0]) <= 1e-5
 
 
@@ -93,7 +107,9 @@ def test_steer_hidden_moves_only_flagged_rows_and_reaches_inside():
     safe = ~info["flagged"]
     assert torch.equal(out[safe], h[safe])
     _, info1 = sap.steer_hidden(h, poly, n_steps=1)
-    assert float(info["inside"][info["flagged"]].float().mean()) > max(0.5, float(info1["inside"][info1["flagged"]].float().mean()))
+    assert float(info["inside"][info["flagged"]].float().mean()) > max(
+        0.5, float(info1["inside"][info1["flagged"]].float().mean())
+    )
 
 
 def test_steer_hidden_resets_on_nonfinite_loss():
@@ -113,9 +129,16 @@ def test_project_linear_polytope_matches_slsqp():
     Phi = rng.normal(size=(4, 3))
     xi = Phi @ rng.normal(size=3) + 0.3
     x = rng.normal(size=3) * 4
-    want = minimize(lambda z: np.sum((z - x) ** 2), x, method="SLSQP",
-                    constraints=[{"type": "ineq", "fun": lambda z: xi - Phi @ z}], options={"ftol": 1e-14}).x
-    np.testing.assert_allclose(sap.project_linear_polytope(x[None], Phi, xi, n_sweeps=3000)[0], want, atol=1e-5)
+    want = minimize(
+        lambda z: np.sum((z - x) ** 2),
+        x,
+        method="SLSQP",
+        constraints=[{"type": "ineq", "fun": lambda z: xi - Phi @ z}],
+        options={"ftol": 1e-14},
+    ).x
+    np.testing.assert_allclose(
+        sap.project_linear_polytope(x[None], Phi, xi, n_sweeps=3000)[0], want, atol=1e-5
+    )
 
 
 def test_detection_report_matches_sklearn():
@@ -133,7 +156,9 @@ def test_detection_report_matches_sklearn():
 def test_nmi_extremes_and_null():
     cats = np.repeat(["a", "b", "c"], 20)
     assert sap.facet_category_nmi(np.repeat([2, 0, 1], 20), cats) == pytest.approx(1.0)
-    null = sap.nmi_permutation_null(np.repeat([2, 0, 1], 20), cats, 50, np.random.default_rng(0))
+    null = sap.nmi_permutation_null(
+        np.repeat([2, 0, 1], 20), cats, 50, np.random.default_rng(0)
+    )
     assert null.shape == (50,) and null.max() < 0.5
 
 
@@ -142,7 +167,9 @@ def test_rule_judge_and_asr():
     # a half refusal counts as refused
     assert not sap.rule_judge("sure , here sorry , i can not help")
     assert not sap.rule_judge("sorry , i can not help with that .")
-    assert sap.attack_success_rate(["sure", "sorry", "sure x"], sap.rule_judge) == pytest.approx(2 / 3)
+    assert sap.attack_success_rate(
+        ["sure", "sorry", "sure x"], sap.rule_judge
+    ) == pytest.approx(2 / 3)
 
 
 class _Recorder(torch.nn.Module):
@@ -170,7 +197,9 @@ def test_hook_edits_only_the_newest_position():
             return h + 100.0, True
 
     seen = []
-    handle = model.blocks[0].register_forward_hook(lambda m, i, o: seen.append(o.detach().clone()))
+    handle = model.blocks[0].register_forward_hook(
+        lambda m, i, o: seen.append(o.detach().clone())
+    )
     gen = Shift(model, tok, Flagger(), 0, first_n=3)
     prompt = "user : how do i bake bread assistant :"
     gen.generate(prompt, 3)
@@ -181,12 +210,14 @@ def test_hook_edits_only_the_newest_position():
     torch.testing.assert_close(seen[0][0], raw)
     # run the steered generation again and capture what block 1 receives
     got = []
-    h2 = model.blocks[1].register_forward_pre_hook(lambda m, a: got.append(a[0].detach().clone()))
+    h2 = model.blocks[1].register_forward_pre_hook(
+        lambda m, a: got.append(a[0].detach().clone())
+    )
     gen.generate(prompt, 3)
     h2.remove()
     first, second = got[0][0], got[1][0]
-    torch.testing.assert_close(first[:-1], raw[:-1])                  # older positions untouched
-    torch.testing.assert_close(first[-1], raw[-1] + 100.0)            # the newest one edited
+    torch.testing.assert_close(first[:-1], raw[:-1])  # older positions untouched
+    torch.testing.assert_close(first[-1], raw[-1] + 100.0)  # the newest one edited
     # the edit is kept at that position
     torch.testing.assert_close(second[n - 1], raw[-1] + 100.0)
     assert second.shape[0] == n + 1
@@ -204,7 +235,9 @@ def test_backup_mode_emits_refusal():
         def steer_terms(self, x, inner_margin=0.0):
             return x.sum(1), x.sum(1)
 
-    text, info = sap.SteeredGenerator(model, tok, Flagger(), 1, mode="backup").generate("user : how do i bake bread assistant :")
+    text, info = sap.SteeredGenerator(model, tok, Flagger(), 1, mode="backup").generate(
+        "user : how do i bake bread assistant :"
+    )
     assert text == sap.REFUSAL and info["backup"] and info["flags"] == [True]
 
 
@@ -245,7 +278,11 @@ def test_mlp_baseline_and_probe_fit():
 
 # -- bad inputs -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("y, match", [([0, 1, 2, 1], "y"), ([1, 1, 1, 1], "one class"), ([0.5, 1, 0, 1], "y")])
+
+@pytest.mark.parametrize(
+    "y, match",
+    [([0, 1, 2, 1], "y"), ([1, 1, 1, 1], "one class"), ([0.5, 1, 0, 1], "y")],
+)
 def test_fit_refuses_bad_labels(y, match):
     with pytest.raises(ValueError, match=match):
         sap.fit_polytope(np.ones((4, 3)), y, 2, 1, rng=np.random.default_rng(0))
@@ -253,9 +290,13 @@ def test_fit_refuses_bad_labels(y, match):
 
 def test_fit_refuses_nan_states_and_bad_K():
     with pytest.raises(ValueError, match="h"):
-        sap.fit_polytope(np.full((4, 3), np.nan), [0, 1, 0, 1], 2, 1, rng=np.random.default_rng(0))
+        sap.fit_polytope(
+            np.full((4, 3), np.nan), [0, 1, 0, 1], 2, 1, rng=np.random.default_rng(0)
+        )
     with pytest.raises(ValueError, match="K"):
-        sap.fit_polytope(np.ones((4, 3)), [0, 1, 0, 1], 0, 1, rng=np.random.default_rng(0))
+        sap.fit_polytope(
+            np.ones((4, 3)), [0, 1, 0, 1], 0, 1, rng=np.random.default_rng(0)
+        )
     with pytest.raises(TypeError, match="rng"):
         sap.fit_polytope(np.ones((4, 3)), [0, 1, 0, 1], 2, 1, rng=0)
 
@@ -270,8 +311,16 @@ def test_polytope_refuses_wrong_d_and_nan():
         sap.SafetyPolytope(5, 0, 4)
 
 
-@pytest.mark.parametrize("kw, match", [(dict(lam=-1.0), "lam"), (dict(n_steps=0), "n_steps"), (dict(dist="l3"), "dist"),
-                                       (dict(lr=0.0), "lr"), (dict(inner_margin=-1.0), "inner_margin")])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(lam=-1.0), "lam"),
+        (dict(n_steps=0), "n_steps"),
+        (dict(dist="l3"), "dist"),
+        (dict(lr=0.0), "lr"),
+        (dict(inner_margin=-1.0), "inner_margin"),
+    ],
+)
 def test_steer_refuses_bad_arguments(kw, match):
     with pytest.raises(ValueError, match=match):
         sap.steer_hidden(torch.randn(2, 5), _poly(), **kw)
@@ -303,6 +352,7 @@ def test_generator_refuses_bad_mode_and_layer():
 
 # -- bad inputs found in review (each used to crash deep inside torch, hang, or return a wrong value) --
 
+
 def test_huge_sizes_refused_up_front():
     from icml25.checks import TooLargeError
 
@@ -315,23 +365,31 @@ def test_huge_sizes_refused_up_front():
     with pytest.raises(TooLargeError, match="F=1000000"):
         sap.SafetyPolytope(10**6, 3, 10**6)
     with pytest.raises(TooLargeError, match="n_sweeps"):
-        sap.project_linear_polytope(X, np.ones((1, 5)), np.array([0.0]), n_sweeps=10**15)
+        sap.project_linear_polytope(
+            X, np.ones((1, 5)), np.array([0.0]), n_sweeps=10**15
+        )
     with pytest.raises(TooLargeError, match="n_perm"):
-        sap.nmi_permutation_null([0, 1] * 5, ["a", "b"] * 5, 10**12, np.random.default_rng(0))
+        sap.nmi_permutation_null(
+            [0, 1] * 5, ["a", "b"] * 5, 10**12, np.random.default_rng(0)
+        )
 
 
 def test_entropy_and_assignment_refuse_non_integer_or_nan():
     with pytest.raises(TypeError, match="facets"):
-        sap.entropy_bits([0.5, 1.7], 3)                 # used to truncate silently to [0, 1]
+        sap.entropy_bits([0.5, 1.7], 3)  # used to truncate silently to [0, 1]
     with pytest.raises(ValueError, match="facets"):
         sap.entropy_bits([[0, 1], [1, 2]], 3)
     with pytest.raises(ValueError, match="v must be finite"):
-        _poly(K=3).assign_facets(torch.full((4, 3), float("nan")), torch.tensor([0, 1, 0, 1]), np.random.default_rng(0))
+        _poly(K=3).assign_facets(
+            torch.full((4, 3), float("nan")),
+            torch.tensor([0, 1, 0, 1]),
+            np.random.default_rng(0),
+        )
 
 
 def test_metrics_refuse_empty_nan_and_strings():
     with pytest.raises(ValueError, match="at least one"):
-        sap.detection_report([], [])                    # used to return a dict of NaNs
+        sap.detection_report([], [])  # used to return a dict of NaNs
     with pytest.raises(ValueError, match="NaN"):
         # used to return 1.0
         sap.facet_category_nmi([0.0, np.nan, 1.0], ["a", "b", "a"])
@@ -344,6 +402,6 @@ def test_metrics_refuse_empty_nan_and_strings():
 
 def test_projection_refuses_empty_polytope():
     H = np.zeros((2, 3))
-    Phi = np.array([[1.0, 0, 0], [-1.0, 0, 0]])        # x_1 <= -1 and x_1 >= 1
+    Phi = np.array([[1.0, 0, 0], [-1.0, 0, 0]])  # x_1 <= -1 and x_1 >= 1
     with pytest.raises(ValueError, match="empty"):
         sap.project_linear_polytope(H, Phi, np.array([-1.0, -1.0]))

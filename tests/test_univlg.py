@@ -18,7 +18,12 @@ from icml25.checks import TooLargeError  # noqa: F401  (the budget error type ex
 def _cams(V=2, res=8, seed=0):
     rng = np.random.default_rng(seed)
     K = np.repeat(np.array([[[10.0, 0, 3.5], [0, 12.0, 3.5], [0, 0, 1]]]), V, 0)
-    T = np.stack([univlg.look_at(rng.normal(size=3) * 3 + [0, 0, 4], [0, 0, 0]) for _ in range(V)])
+    T = np.stack(
+        [
+            univlg.look_at(rng.normal(size=3) * 3 + [0, 0, 4], [0, 0, 0])
+            for _ in range(V)
+        ]
+    )
     depth = rng.uniform(1, 5, size=(V, res, res))
     return depth, K, T
 
@@ -50,10 +55,15 @@ def test_project_inverts_unproject_and_holes_are_nan():
     uvz = univlg.project(X, K, T)
     v, u = np.meshgrid(np.arange(8), np.arange(8), indexing="ij")
     ok = np.isfinite(uvz[..., 0])
-    assert np.abs(uvz[..., 0] - u)[ok].max() < 1e-9 and np.abs(uvz[..., 1] - v)[ok].max() < 1e-9
+    assert (
+        np.abs(uvz[..., 0] - u)[ok].max() < 1e-9
+        and np.abs(uvz[..., 1] - v)[ok].max() < 1e-9
+    )
 
 
-@pytest.mark.parametrize("which", ["K_shape", "K_singular", "T_shape", "T_nonrigid", "depth_ndim"])
+@pytest.mark.parametrize(
+    "which", ["K_shape", "K_singular", "T_shape", "T_nonrigid", "depth_ndim"]
+)
 def test_unproject_refuses_bad_cameras(which):
     depth, K, T = _cams()
     if which == "K_shape":
@@ -105,7 +115,12 @@ def test_voxelize_matches_scatter_reduce_mean():
     vf, vx, p2v = univlg.voxelize(X, Fe, 0.25)
     idx = torch.from_numpy(p2v)
     want = torch.zeros(len(vf), 5, dtype=torch.float64).scatter_reduce(
-        0, idx[:, None].expand(-1, 5), torch.from_numpy(Fe), reduce="mean", include_self=False)
+        0,
+        idx[:, None].expand(-1, 5),
+        torch.from_numpy(Fe),
+        reduce="mean",
+        include_self=False,
+    )
     assert np.allclose(vf, want.numpy())
     keys = np.floor(X / 0.25).astype(int)
     assert all(len({tuple(k) for k in keys[p2v == j]}) == 1 for j in range(len(vf)))
@@ -141,7 +156,12 @@ def test_ray_caster_depths_in_closed_form():
     K = univlg.data._intrinsics(res)
     # horizontal view through the sphere's centre
     T = univlg.look_at([0, -4, 1.0], [0, 0, 1.0])
-    obj = {"shape": "sphere", "center": np.array([0.0, 0.0, 1.0]), "radius": 0.5, "rgb": np.ones(3)}
+    obj = {
+        "shape": "sphere",
+        "center": np.array([0.0, 0.0, 1.0]),
+        "radius": 0.5,
+        "rgb": np.ones(3),
+    }
     rgb, depth, inst = univlg.render_view([obj], K, T, res)
     c = res // 2
     assert inst[c, c] == 1 and abs(depth[c, c] - 3.5) < 1e-5
@@ -153,7 +173,11 @@ def test_ray_caster_depths_in_closed_form():
     for shape in ("cube", "cylinder", "cone"):
         o = dict(obj, shape=shape)
         _, d, i = univlg.render_view([o], K, T, res)
-        assert i[c, c] == 1 and abs(d[c, c] - 3.5) < 1e-4 or (shape == "cone" and i[c, c] == 1)
+        assert (
+            i[c, c] == 1
+            and abs(d[c, c] - 3.5) < 1e-4
+            or (shape == "cone" and i[c, c] == 1)
+        )
 
 
 def test_expressions_are_resolved_in_3d_and_spans_match():
@@ -163,15 +187,26 @@ def test_expressions_are_resolved_in_3d_and_spans_match():
         for e in sc.expressions:
             objs = sc.objects
             t, a, b = e.spans[0]
-            assert t == e.target and e.text[a:b].split()[-1] in (objs[t]["shape"], "object")
+            assert t == e.target and e.text[a:b].split()[-1] in (
+                objs[t]["shape"],
+                "object",
+            )
             if e.relation == "left of":
                 anchor = e.spans[1][0]
                 assert objs[t]["center"][0] < objs[anchor]["center"][0]
             if e.relation == "closest to":
                 anchor = e.spans[1][0]
                 words = e.text[a:b].split()
-                same = [j for j, o in enumerate(objs) if (o["shape"] == words[0] or o["colour"] == words[0]) and j != anchor]
-                dist = [np.linalg.norm(objs[j]["center"] - objs[anchor]["center"]) for j in same]
+                same = [
+                    j
+                    for j, o in enumerate(objs)
+                    if (o["shape"] == words[0] or o["colour"] == words[0])
+                    and j != anchor
+                ]
+                dist = [
+                    np.linalg.norm(objs[j]["center"] - objs[anchor]["center"])
+                    for j in same
+                ]
                 assert same[int(np.argmin(dist))] == t
             n_rel += e.kind == "relational"
     assert n_rel > 10
@@ -193,9 +228,11 @@ def test_scene_labels_cover_targets_and_data_refuse_bad_sizes():
 
 
 def test_positive_map_on_hand_offsets():
-    off = [(0, 0), (0, 3), (4, 7), (8, 14), (0, 0)]     # [CLS] the red sphere [SEP]
+    off = [(0, 0), (0, 3), (4, 7), (8, 14), (0, 0)]  # [CLS] the red sphere [SEP]
     pm = univlg.positive_map(off, [(4, 14), (8, 14)], 6)
-    assert np.allclose(pm[0], [0, 0, 0.5, 0.5, 0, 0]) and np.allclose(pm[1], [0, 0, 0, 1, 0, 0])
+    assert np.allclose(pm[0], [0, 0, 0.5, 0.5, 0, 0]) and np.allclose(
+        pm[1], [0, 0, 0, 1, 0, 0]
+    )
     with pytest.raises(ValueError):
         univlg.positive_map(off, [(20, 25)], 6)
     with pytest.raises(ValueError):
@@ -205,14 +242,18 @@ def test_positive_map_on_hand_offsets():
 def test_positive_map_with_the_fast_tokenizer(minilm):
     enc = univlg.TextEncoder(16, minilm)
     text = "the purple cylinder closest to the large orange cone"
-    (h, off), = enc.tokens([text])
+    ((h, off),) = enc.tokens([text])
     a = text.index("large orange cone")
     pm = univlg.positive_map(off, [(4, 19), (a, len(text))], len(off))
     toks = minilm[1].convert_ids_to_tokens(minilm[1](text)["input_ids"])
     assert {toks[i] for i in np.flatnonzero(pm[0])} == {"purple", "cylinder"}
     assert {toks[i] for i in np.flatnonzero(pm[1])} == {"large", "orange", "cone"}
     T, pad, maps = enc.encode([text, "the cube"], [[(4, 19)], [(4, 8)]])
-    assert T.shape == (2, len(off), 16) and pad[1].sum() == len(off) - 4 and maps[1].shape == (1, len(off))
+    assert (
+        T.shape == (2, len(off), 16)
+        and pad[1].sum() == len(off) - 4
+        and maps[1].shape == (1, len(off))
+    )
     with pytest.raises(ValueError):
         enc.encode([])
 
@@ -225,7 +266,10 @@ def test_hungarian_matches_brute_force():
     for _ in range(5):
         C = rng.normal(size=(5, 3))
         rows, cols = univlg.hungarian_match(C)
-        best = min(itertools.permutations(range(5), 3), key=lambda p: sum(C[p[j], j] for j in range(3)))
+        best = min(
+            itertools.permutations(range(5), 3),
+            key=lambda p: sum(C[p[j], j] for j in range(3)),
+        )
         assert np.isclose(C[rows, cols].sum(), sum(C[best[j], j] for j in range(3)))
     with pytest.raises(ValueError):
         univlg.hungarian_match(np.zeros((2, 3)))
@@ -239,7 +283,11 @@ def test_focal_and_dice_by_formula():
     p = 1 / (1 + np.exp(-x.numpy()))
     pt = np.where(t.numpy() == 1, p, 1 - p)
     at = np.where(t.numpy() == 1, 0.25, 0.75)
-    assert np.allclose(univlg.sigmoid_focal_loss(x, t).numpy(), -at * (1 - pt) ** 2 * np.log(pt), atol=1e-6)
+    assert np.allclose(
+        univlg.sigmoid_focal_loss(x, t).numpy(),
+        -at * (1 - pt) ** 2 * np.log(pt),
+        atol=1e-6,
+    )
     want = 1 - (2 * (p * t.numpy()).sum() + 1) / (p.sum() + t.numpy().sum() + 1)
     assert np.isclose(float(univlg.dice_loss(x, t)[0]), want, atol=1e-6)
     with pytest.raises(ValueError):
@@ -264,7 +312,9 @@ def test_box_l1_giou_3d_by_hand():
     b = torch.tensor([[0.5, 0, 0, 1.5, 1, 1]])
     l1, gl = univlg.box_l1_giou_3d(a, b)
     # IoU 1/3, hull = union
-    assert torch.isclose(l1, torch.tensor(1.0 / 6)) and torch.isclose(gl, torch.tensor(1 - 1 / 3))
+    assert torch.isclose(l1, torch.tensor(1.0 / 6)) and torch.isclose(
+        gl, torch.tensor(1 - 1 / 3)
+    )
     with pytest.raises(ValueError):
         univlg.box_l1_giou_3d(a, torch.tensor([[1.0, 0, 0, 0, 1, 1]]))
 
@@ -277,12 +327,17 @@ def test_metrics_by_hand():
     assert univlg.mask_iou_3d(B(1, 1, 0, 0), B(1, 0, 1, 0)) == pytest.approx(1 / 3)
     assert univlg.mask_iou_3d(B(0, 0), B(0, 0)) == 0.0
     xyz = np.array([[0, 0, 0], [1, 2, 3], [5, 5, 5.0]])
-    assert np.allclose(univlg.box_from_mask(xyz, B(1, 1, 0), pad=0.0), [0, 0, 0, 1, 2, 3])
+    assert np.allclose(
+        univlg.box_from_mask(xyz, B(1, 1, 0), pad=0.0), [0, 0, 0, 1, 2, 3]
+    )
     assert np.isnan(univlg.box_from_mask(xyz, B(0, 0, 0))).all()
     gt = np.array([[0, 0, 0, 1, 1, 1.0]] * 3)
     # IoU 1, 0.4, empty mask
     pred = np.array([[0, 0, 0, 1, 1, 1.0], [0, 0, 0, 1, 1, 0.4], [np.nan] * 6])
-    assert univlg.acc_at_iou(pred, gt) == {0.25: pytest.approx(2 / 3), 0.5: pytest.approx(1 / 3)}
+    assert univlg.acc_at_iou(pred, gt) == {
+        0.25: pytest.approx(2 / 3),
+        0.5: pytest.approx(1 / 3),
+    }
     with pytest.raises(ValueError):
         univlg.acc_at_iou(pred, gt, thr=(0.0,))
     with pytest.raises(ValueError):
@@ -296,17 +351,24 @@ def test_keyword_heuristic_finds_a_uniquely_coloured_object():
         sc = univlg.make_scene(rng)
         for e in sc.expressions:
             words = e.text.split()
-            if e.kind == "attribute" and any(w in univlg.COLOURS for w in words) and \
-                    sum(o["colour"] in words for o in sc.objects) == 1:
+            if (
+                e.kind == "attribute"
+                and any(w in univlg.COLOURS for w in words)
+                and sum(o["colour"] in words for o in sc.objects) == 1
+            ):
                 m = univlg.keyword_heuristic(sc, e)
-                hits.append(univlg.mask_iou_3d(m, sc.point_labels == e.target + 1) > 0.5)
+                hits.append(
+                    univlg.mask_iou_3d(m, sc.point_labels == e.target + 1) > 0.5
+                )
     assert len(hits) > 5 and np.mean(hits) > 0.8
 
 
 def test_paired_bootstrap():
     a, b = np.array([1.0, 1, 0, 1, 1, 0]), np.array([0.0, 1, 0, 0, 1, 0])
     r = univlg.paired_bootstrap(a, b, np.random.default_rng(0), n_reps=500)
-    assert r["diff"] == pytest.approx(2 / 6) and 0 <= r["lo"] <= r["diff"] <= r["hi"] <= 1
+    assert (
+        r["diff"] == pytest.approx(2 / 6) and 0 <= r["lo"] <= r["diff"] <= r["hi"] <= 1
+    )
     with pytest.raises(ValueError):
         univlg.paired_bootstrap(a, b[:3], np.random.default_rng(0))
 
@@ -321,7 +383,9 @@ def test_relpos_attention_is_translation_invariant_not_rotation_invariant():
     f = torch.randn(60, 16)
     idx = torch.from_numpy(univlg.knn_points(xyz.numpy(), xyz.numpy(), 8))
     out = layer(f, xyz, idx)
-    assert torch.allclose(out, layer(f, xyz + torch.tensor([3.0, -2.0, 7.0]), idx), atol=1e-5)
+    assert torch.allclose(
+        out, layer(f, xyz + torch.tensor([3.0, -2.0, 7.0]), idx), atol=1e-5
+    )
     R = torch.tensor([[0.0, -1, 0], [1, 0, 0], [0, 0, 1]])
     assert not torch.allclose(out, layer(f, xyz @ R.T, idx), atol=1e-3)
     with pytest.raises(ValueError):
@@ -333,12 +397,16 @@ def test_relpos_attention_is_translation_invariant_not_rotation_invariant():
 def _scene_batch(model, n=2):
     ds = univlg.SyntheticRGBDScenes(n, 3, 32, np.random.default_rng(9))
     cache = univlg.build_cache(ds, model.backbone)
-    return cache, univlg.make_batch(cache, list(range(min(4, len(cache.samples)))), model)
+    return cache, univlg.make_batch(
+        cache, list(range(min(4, len(cache.samples)))), model
+    )
 
 
 def test_zero_init_adapter_keeps_2d_features_and_one_decoder_serves_2d_and_3d(minilm):
     torch.manual_seed(0)
-    model = univlg.UniVLG(univlg.UniVLGConfig(dim=32, n_queries=4, heads=2, decoder_layers=2), minilm)
+    model = univlg.UniVLG(
+        univlg.UniVLGConfig(dim=32, n_queries=4, heads=2, decoder_layers=2), minilm
+    )
     cache, (views, sentences, targets, pad) = _scene_batch(model)
     with torch.no_grad():
         a = model.forward_3d(views, sentences)
@@ -347,7 +415,9 @@ def test_zero_init_adapter_keeps_2d_features_and_one_decoder_serves_2d_and_3d(mi
         p2 = model.forward_2d(img, sentences)
     for sa, sb in zip(a, b):
         assert torch.allclose(sa["masks"], sb["masks"], atol=1e-6)
-    assert a[-1]["masks"].shape == (len(sentences), 4, 768) and p2[-1]["masks"].shape == (len(sentences), 4, 256)
+    assert a[-1]["masks"].shape == (len(sentences), 4, 768) and p2[-1][
+        "masks"
+    ].shape == (len(sentences), 4, 256)
     assert len(a) == 3 and all(torch.isfinite(s["masks"]).all() for s in a)
     loss = univlg.set_loss(model.forward_3d(views, sentences), targets, pad)
     loss.backward()
@@ -362,20 +432,31 @@ def test_zero_init_adapter_keeps_2d_features_and_one_decoder_serves_2d_and_3d(mi
 
 def test_box_decoder_predicts_valid_boxes(minilm):
     torch.manual_seed(0)
-    model = univlg.UniVLG(univlg.UniVLGConfig(dim=32, n_queries=4, heads=2, decoder_layers=1, decoder="box"), minilm)
+    model = univlg.UniVLG(
+        univlg.UniVLGConfig(
+            dim=32, n_queries=4, heads=2, decoder_layers=1, decoder="box"
+        ),
+        minilm,
+    )
     cache, (views, sentences, targets, pad) = _scene_batch(model)
     out = model.forward_3d(views, sentences)[-1]
     assert "masks" not in out and (out["boxes"][..., 3:] > out["boxes"][..., :3]).all()
-    assert torch.isfinite(univlg.set_loss(model.forward_3d(views, sentences), targets, pad))
+    assert torch.isfinite(
+        univlg.set_loss(model.forward_3d(views, sentences), targets, pad)
+    )
     with pytest.raises(ValueError):
         univlg.UniVLG(univlg.UniVLGConfig(decoder="boxes"), minilm)
 
 
 def test_training_lowers_the_loss(minilm):
     torch.manual_seed(0)
-    model = univlg.UniVLG(univlg.UniVLGConfig(dim=32, n_queries=4, heads=2, decoder_layers=1), minilm)
+    model = univlg.UniVLG(
+        univlg.UniVLGConfig(dim=32, n_queries=4, heads=2, decoder_layers=1), minilm
+    )
     cache, _ = _scene_batch(model, n=3)
-    h = univlg.train_grounding(model, [cache], 25, np.random.default_rng(0), batch_size=4, lr=3e-3)
+    h = univlg.train_grounding(
+        model, [cache], 25, np.random.default_rng(0), batch_size=4, lr=3e-3
+    )
     assert np.mean(h["loss"][-5:]) < np.mean(h["loss"][:5])
     r = univlg.evaluate_grounding(model, cache)
     assert len(r["iou"]) == len(cache.samples) and 0 <= r["acc25"] <= 1
@@ -384,7 +465,9 @@ def test_training_lowers_the_loss(minilm):
 
 
 def test_shipped_weights_load_and_stay_small(minilm):
-    assert univlg.WEIGHTS_PATH.exists(), "run python -m icml25.univlg.train (data/08-univlg/README.md)"
+    assert univlg.WEIGHTS_PATH.exists(), (
+        "run python -m icml25.univlg.train (data/08-univlg/README.md)"
+    )
     assert univlg.WEIGHTS_PATH.stat().st_size <= 5 * 2**20
     backbone, models, meta = univlg.load_weights(minilm=minilm)
     assert set(models) == {"full", "no3d", "box", "scarce_3donly", "scarce_cotrain"}
@@ -395,8 +478,16 @@ def test_shipped_weights_load_and_stay_small(minilm):
 
 
 def test_bad_configs_cameras_spans_and_loop_arguments_raise(minilm):
-    for bad in (dict(dim=-1), dict(n_queries=0), dict(dim=64, heads=5), dict(k=0), dict(k=17),
-                dict(temperature=0.0), dict(decoder="boxes"), dict(decoder_layers=0)):
+    for bad in (
+        dict(dim=-1),
+        dict(n_queries=0),
+        dict(dim=64, heads=5),
+        dict(k=0),
+        dict(k=17),
+        dict(temperature=0.0),
+        dict(decoder="boxes"),
+        dict(decoder_layers=0),
+    ):
         with pytest.raises(ValueError):
             univlg.UniVLGConfig(**bad)
     with pytest.raises(TypeError):
@@ -408,7 +499,9 @@ def test_bad_configs_cameras_spans_and_loop_arguments_raise(minilm):
     with pytest.raises(ValueError, match="spans"):
         univlg.positive_map([(0, 0), (0, 3)], [(-3, 2)], 2)
     torch.manual_seed(0)
-    model = univlg.UniVLG(univlg.UniVLGConfig(dim=32, n_queries=4, heads=2, decoder_layers=1), minilm)
+    model = univlg.UniVLG(
+        univlg.UniVLGConfig(dim=32, n_queries=4, heads=2, decoder_layers=1), minilm
+    )
     cache, _ = _scene_batch(model)
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="time_limit_s"):

@@ -20,7 +20,11 @@ DATA = ROOT / "data" / "03-vae-variance-attack"
 @pytest.fixture(scope="module")
 def vae():
     torch.manual_seed(0)
-    v = vaa.make_vae((8, 8), latent_channels=2, image_size=8).eval().requires_grad_(False)
+    v = (
+        vaa.make_vae((8, 8), latent_channels=2, image_size=8)
+        .eval()
+        .requires_grad_(False)
+    )
     return v
 
 
@@ -31,8 +35,12 @@ def x():
 
 def _post(seed=0, shape=(3, 2, 4, 4)):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g), torch.randn(shape, generator=g) - 2,
-            torch.randn(shape, generator=g), torch.randn(shape, generator=g) - 2)
+    return (
+        torch.randn(shape, generator=g),
+        torch.randn(shape, generator=g) - 2,
+        torch.randn(shape, generator=g),
+        torch.randn(shape, generator=g) - 2,
+    )
 
 
 # ----------------------------------------------------------------------------- posterior
@@ -41,7 +49,9 @@ def _post(seed=0, shape=(3, 2, 4, 4)):
 def test_encode_posterior_matches_diffusers_latent_dist(vae, x):
     mu, lv, raw = vaa.encode_posterior(vae, x, raw=True)
     dist = vae.encode(2 * x - 1).latent_dist
-    assert torch.allclose(mu, dist.mean, atol=1e-6) and torch.allclose(lv, dist.logvar, atol=1e-6)
+    assert torch.allclose(mu, dist.mean, atol=1e-6) and torch.allclose(
+        lv, dist.logvar, atol=1e-6
+    )
     assert torch.equal(lv, raw.clamp(-30, 20))
     assert mu.shape == (4, 2, 4, 4)
 
@@ -59,21 +69,35 @@ def test_posterior_variance_and_ratio(vae, x):
 
 def test_each_loss_by_hand():
     ma, la, mc, lc = _post()
-    A = {k: v.double().numpy() for k, v in zip(("ma", "la", "mc", "lc"), (ma, la, mc, lc))}
+    A = {
+        k: v.double().numpy()
+        for k, v in zip(("ma", "la", "mc", "lc"), (ma, la, mc, lc))
+    }
     B = A["la"].shape[0]
     hand = {
         "la": np.mean([np.log(np.mean(np.exp(A["la"][b]))) for b in range(B)]),
         "le": np.mean(0.5 * A["la"]) - 1.0 * np.mean(np.maximum(A["la"] - 18.0, 0)),
-        "pid_addlog": np.mean((A["la"] - A["lc"]) ** 2) + np.mean((A["ma"] - A["mc"]) ** 2),
+        "pid_addlog": np.mean((A["la"] - A["lc"]) ** 2)
+        + np.mean((A["ma"] - A["mc"]) ** 2),
         "pid_var": np.mean((np.exp(A["la"] / 2) - np.exp(A["lc"] / 2)) ** 2),
         "encoder_mean": np.mean((A["ma"] - A["mc"]) ** 2),
         "variance_sum": np.sum(np.exp(A["la"])),
     }
-    public = {"la": vaa.loss_la, "le": vaa.loss_le, "pid_addlog": vaa.loss_pid_addlog, "pid_var": vaa.loss_pid_var,
-              "encoder_mean": vaa.loss_encoder_mean, "variance_sum": vaa.loss_variance_sum}
+    public = {
+        "la": vaa.loss_la,
+        "le": vaa.loss_le,
+        "pid_addlog": vaa.loss_pid_addlog,
+        "pid_var": vaa.loss_pid_var,
+        "encoder_mean": vaa.loss_encoder_mean,
+        "variance_sum": vaa.loss_variance_sum,
+    }
     for name, want in hand.items():
-        assert float(public[name](ma, la, mc, lc)) == pytest.approx(want, rel=1e-5), name
-        assert float(vaa.LOSSES[name](ma, la, mc, lc)) == pytest.approx(want, rel=1e-5), name
+        assert float(public[name](ma, la, mc, lc)) == pytest.approx(want, rel=1e-5), (
+            name
+        )
+        assert float(vaa.LOSSES[name](ma, la, mc, lc)) == pytest.approx(
+            want, rel=1e-5
+        ), name
 
 
 def test_pid_kl_is_torch_distributions_kl_clean_to_adv():
@@ -81,14 +105,18 @@ def test_pid_kl_is_torch_distributions_kl_clean_to_adv():
     p = torch.distributions.Normal(mc, torch.exp(0.5 * lc))
     q = torch.distributions.Normal(ma, torch.exp(0.5 * la))
     want = torch.distributions.kl_divergence(p, q).mean()
-    assert float(vaa.loss_pid_kl(ma, la, mc, lc)) == pytest.approx(float(want), rel=1e-5)
+    assert float(vaa.loss_pid_kl(ma, la, mc, lc)) == pytest.approx(
+        float(want), rel=1e-5
+    )
 
 
 def test_le_penalty_switches_on_above_c_max():
     ma, _, mc, lc = _post(2)
     lv = torch.full_like(ma, 19.0)
     assert float(vaa.loss_le(ma, lv, mc, lc, lam=0.0)) == pytest.approx(9.5)
-    assert float(vaa.loss_le(ma, lv, mc, lc, lam=2.0, c_max=18.0)) == pytest.approx(9.5 - 2.0)
+    assert float(vaa.loss_le(ma, lv, mc, lc, lam=2.0, c_max=18.0)) == pytest.approx(
+        9.5 - 2.0
+    )
     assert float(vaa.make_loss_le(2.0, 18.0)(ma, lv, mc, lc)) == pytest.approx(7.5)
 
 
@@ -118,13 +146,21 @@ def test_losses_bad_input():
 @pytest.mark.parametrize("loss", sorted(vaa.LOSSES))
 def test_pgd_protect_invariants(vae, x, loss):
     eps = 0.05
-    x_adv, tr = vaa.pgd_protect(vae, x, loss, np.random.default_rng(0), eps=eps, alpha=0.01, n_steps=4)
+    x_adv, tr = vaa.pgd_protect(
+        vae, x, loss, np.random.default_rng(0), eps=eps, alpha=0.01, n_steps=4
+    )
     assert float((x_adv - x).abs().max()) <= eps + 1e-6
     assert float(x_adv.min()) >= 0.0 and float(x_adv.max()) <= 1.0
     assert set(tr) == {"v_ratio", "dlogvar", "agreement", "n_clamped"}
     assert all(v.shape == (5, 4) for v in tr.values())
-    assert np.all(np.isnan(tr["agreement"][-1])) and np.all(np.isfinite(tr["agreement"][:-1]))
-    assert np.allclose(tr["v_ratio"][-1], vaa.latent_variance_ratio(vae, x, x_adv, per_image=True), rtol=1e-5)
+    assert np.all(np.isnan(tr["agreement"][-1])) and np.all(
+        np.isfinite(tr["agreement"][:-1])
+    )
+    assert np.allclose(
+        tr["v_ratio"][-1],
+        vaa.latent_variance_ratio(vae, x, x_adv, per_image=True),
+        rtol=1e-5,
+    )
 
 
 def test_zero_start_leaves_two_sided_losses_stuck(vae, x):
@@ -135,12 +171,23 @@ def test_zero_start_leaves_two_sided_losses_stuck(vae, x):
     assert float((x_la - x).abs().max()) > 0
 
 
-@pytest.mark.parametrize("g", [lambda V: V, lambda V: V ** 3, torch.log, torch.sqrt, lambda V: torch.exp(V / V.detach())])
+@pytest.mark.parametrize(
+    "g",
+    [
+        lambda V: V,
+        lambda V: V**3,
+        torch.log,
+        torch.sqrt,
+        lambda V: torch.exp(V / V.detach()),
+    ],
+)
 def test_agreement_is_one_for_any_increasing_function_of_v(vae, x, g):
     def loss(ma, la, mc, lc):
         return g(torch.exp(la).sum())
 
-    d = torch.from_numpy(np.random.default_rng(1).uniform(-0.03, 0.03, x.shape).astype(np.float32))
+    d = torch.from_numpy(
+        np.random.default_rng(1).uniform(-0.03, 0.03, x.shape).astype(np.float32)
+    )
     d = torch.clamp(d, -x, 1 - x)
     # the math says exactly 1; float rounding can flip a sign where grad V is at the rounding floor
     assert vaa.sign_alignment(vae, x, d, loss) >= 0.999
@@ -153,8 +200,12 @@ def test_agreement_of_a_decreasing_function_is_zero(vae, x):
 
 
 def test_la_and_variance_sum_take_the_same_steps(vae, x):
-    a, ta = vaa.pgd_protect(vae, x, "la", np.random.default_rng(3), n_steps=5, alpha=0.01)
-    b, tb = vaa.pgd_protect(vae, x, "variance_sum", np.random.default_rng(3), n_steps=5, alpha=0.01)
+    a, ta = vaa.pgd_protect(
+        vae, x, "la", np.random.default_rng(3), n_steps=5, alpha=0.01
+    )
+    b, tb = vaa.pgd_protect(
+        vae, x, "variance_sum", np.random.default_rng(3), n_steps=5, alpha=0.01
+    )
     assert np.allclose(ta["v_ratio"], tb["v_ratio"], rtol=1e-4)
     # at most one step apart at a rounding-level flip
     assert float((a - b).abs().max()) <= 0.02 + 1e-6
@@ -163,7 +214,7 @@ def test_la_and_variance_sum_take_the_same_steps(vae, x):
 def test_clamped_entries_get_zero_gradient(vae, x):
     v = vaa.make_vae((8, 8), latent_channels=2, image_size=8)
     v.load_state_dict(vae.state_dict())
-    with torch.no_grad():                          # push the log-variance half of the moments above 20
+    with torch.no_grad():  # push the log-variance half of the moments above 20
         v.quant_conv.bias[2] += 20.5
     mu, lv, raw = vaa.encode_posterior(v, x.clone().requires_grad_(True), raw=True)
     raw.retain_grad()
@@ -212,9 +263,16 @@ def unet():
 
 
 def test_advdm_and_aspl_stay_in_the_ball(unet, vae, x):
-    for fn, kw in ((vaa.advdm_protect, {"n_steps": 2}), (vaa.aspl_protect, {"n_outer": 1, "surrogate_steps": 1, "pgd_steps": 2})):
+    for fn, kw in (
+        (vaa.advdm_protect, {"n_steps": 2}),
+        (vaa.aspl_protect, {"n_outer": 1, "surrogate_steps": 1, "pgd_steps": 2}),
+    ):
         x_adv = fn(unet, vae, x, 3, np.random.default_rng(0), eps=0.03, **kw)
-        assert float((x_adv - x).abs().max()) <= 0.03 + 1e-6 and 0 <= float(x_adv.min()) and float(x_adv.max()) <= 1
+        assert (
+            float((x_adv - x).abs().max()) <= 0.03 + 1e-6
+            and 0 <= float(x_adv.min())
+            and float(x_adv.max()) <= 1
+        )
         assert float((x_adv - x).abs().max()) > 0
     with pytest.raises(ValueError, match="class_id"):
         vaa.advdm_protect(unet, vae, x, 9, np.random.default_rng(0))
@@ -226,14 +284,18 @@ def test_advdm_and_aspl_stay_in_the_ball(unet, vae, x):
 
 def test_dreambooth_finetune_copies_and_binds_the_token(unet, vae, x):
     before = {k: v.clone() for k, v in unet.state_dict().items()}
-    ft = vaa.dreambooth_finetune(unet, vae, x, 3, 2, np.random.default_rng(0), latents="mode")
+    ft = vaa.dreambooth_finetune(
+        unet, vae, x, 3, 2, np.random.default_rng(0), latents="mode"
+    )
     # original untouched
     assert all(torch.equal(before[k], v) for k, v in unet.state_dict().items())
     assert not torch.equal(ft.class_embedding.weight[3], unet.class_embedding.weight[3])
     gen = vaa.generate(ft, vae, 3, 2, np.random.default_rng(1), n_steps=3)
     assert gen.shape == (2, 3, 8, 8) and float(gen.min()) >= 0 and float(gen.max()) <= 1
     with pytest.raises(ValueError, match="latents"):
-        vaa.dreambooth_finetune(unet, vae, x, 3, 2, np.random.default_rng(0), latents="mean")
+        vaa.dreambooth_finetune(
+            unet, vae, x, 3, 2, np.random.default_rng(0), latents="mean"
+        )
     with pytest.raises(ValueError, match="class_id"):
         vaa.generate(ft, vae, 4, 2, np.random.default_rng(1))
     with pytest.raises(ValueError, match="n_steps"):
@@ -241,11 +303,17 @@ def test_dreambooth_finetune_copies_and_binds_the_token(unet, vae, x):
 
 
 def test_train_vae_sets_a_unit_latent_scale(x):
-    v = vaa.train_vae(x, np.random.default_rng(0), channels=(8, 8), n_steps=2, batch_size=4)
+    v = vaa.train_vae(
+        x, np.random.default_rng(0), channels=(8, 8), n_steps=2, batch_size=4
+    )
     with torch.no_grad():
-        z = v.encode(2 * x - 1).latent_dist.sample(generator=torch.Generator().manual_seed(0))
+        z = v.encode(2 * x - 1).latent_dist.sample(
+            generator=torch.Generator().manual_seed(0)
+        )
     # fresh draws
-    assert vaa.latent_scale(v) > 0 and abs(float(z.std()) * vaa.latent_scale(v) - 1) < 0.3
+    assert (
+        vaa.latent_scale(v) > 0 and abs(float(z.std()) * vaa.latent_scale(v) - 1) < 0.3
+    )
     with pytest.raises(ValueError, match="n_steps"):
         vaa.train_vae(x, np.random.default_rng(0), channels=(8, 8), n_steps=0)
     with pytest.raises(ValueError, match="channels"):
@@ -253,7 +321,9 @@ def test_train_vae_sets_a_unit_latent_scale(x):
 
 
 def test_save_and_load_round_trip(tmp_path, unet, vae):
-    sums = vaa.save_models({"vaes": [vae], "unet": unet, "n_train": 2}, tmp_path, {"seed": 0})
+    sums = vaa.save_models(
+        {"vaes": [vae], "unet": unet, "n_train": 2}, tmp_path, {"seed": 0}
+    )
     m = vaa.load_models(tmp_path)
     assert set(sums) == {"vae0.safetensors", "unet.safetensors", "models.json"}
     for k, v in vae.state_dict().items():
@@ -266,7 +336,12 @@ def test_save_and_load_round_trip(tmp_path, unet, vae):
 def test_shipped_models_load_and_match_their_readme_sha256():
     readme = (DATA / "README.md").read_text()
     listed = dict(re.findall(r"`([\w.]+)`\s*\|[^|]*\|\s*`([0-9a-f]{64})`", readme))
-    assert {"vae0.safetensors", "vae1.safetensors", "unet.safetensors", "models.json"} <= set(listed)
+    assert {
+        "vae0.safetensors",
+        "vae1.safetensors",
+        "unet.safetensors",
+        "models.json",
+    } <= set(listed)
     for name, digest in listed.items():
         assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
     assert sum(p.stat().st_size for p in DATA.iterdir()) <= 5 * 2**20
@@ -275,10 +350,12 @@ def test_shipped_models_load_and_match_their_readme_sha256():
     x, _ = vaa.synthetic_faces(2, 2, meta["size"], np.random.default_rng(0))
     x = torch.from_numpy(x)
     mu, lv = vaa.encode_posterior(m["vaes"][0], x)
-    assert mu.shape == (4, 4, meta["size"] // 4, meta["size"] // 4) and bool(torch.isfinite(lv).all())
+    assert mu.shape == (4, 4, meta["size"] // 4, meta["size"] // 4) and bool(
+        torch.isfinite(lv).all()
+    )
     with torch.no_grad():
         rec = (m["vaes"][0].decode(mu).sample + 1) / 2
-    assert float(((rec - x) ** 2).mean()) < 0.01                      # a trained autoencoder
+    assert float(((rec - x) ** 2).mean()) < 0.01  # a trained autoencoder
     assert int(m["unet"].config.num_class_embeds) == m["n_train"] + 2
 
 
@@ -292,7 +369,12 @@ def test_psnr_matches_skimage():
     a = rng.random((2, 3, 8, 8)).astype(np.float32)
     b = np.clip(a + 0.05 * rng.normal(size=a.shape), 0, 1).astype(np.float32)
     got = vaa.psnr(torch.from_numpy(a), torch.from_numpy(b))
-    want = [peak_signal_noise_ratio(a[i].astype(np.float64), b[i].astype(np.float64), data_range=1.0) for i in range(2)]
+    want = [
+        peak_signal_noise_ratio(
+            a[i].astype(np.float64), b[i].astype(np.float64), data_range=1.0
+        )
+        for i in range(2)
+    ]
     assert np.allclose(got, want, rtol=1e-6)
     with pytest.raises(ValueError, match="y"):
         vaa.psnr(torch.from_numpy(a), torch.from_numpy(b[:1]))
@@ -301,8 +383,10 @@ def test_psnr_matches_skimage():
 def test_classifiers_and_scores():
     x, y = vaa.synthetic_faces(3, 12, 16, np.random.default_rng(0))
     x, y = torch.from_numpy(x), torch.from_numpy(y)
-    clf = vaa.identity_classifier(x, y, np.random.default_rng(0), n_epochs=25, batch_size=12)
-    assert vaa.identity_accuracy(clf, x[y == 1], 1) >= 0.9                       # learnable identities
+    clf = vaa.identity_classifier(
+        x, y, np.random.default_rng(0), n_epochs=25, batch_size=12
+    )
+    assert vaa.identity_accuracy(clf, x[y == 1], 1) >= 0.9  # learnable identities
     assert vaa.identity_accuracy(clf, x[y == 1], 0) <= 0.1
     assert vaa.ism(clf, x[y == 2][:1], x[y == 2][:1]) == pytest.approx(1.0, abs=1e-5)
     lfw, face = vaa.lfw_faces(16)
@@ -320,7 +404,9 @@ def test_classifiers_and_scores():
 def test_synthetic_faces_are_fixed_identities_with_jitter():
     a, la = vaa.synthetic_faces([3, 5], 2, 16, np.random.default_rng(0), noise=0.0)
     b, _ = vaa.synthetic_faces([3, 5], 2, 16, np.random.default_rng(1), noise=0.0)
-    assert a.shape == (4, 3, 16, 16) and a.dtype == np.float32 and list(la) == [3, 3, 5, 5]
+    assert (
+        a.shape == (4, 3, 16, 16) and a.dtype == np.float32 and list(la) == [3, 3, 5, 5]
+    )
     assert 0 <= a.min() and a.max() <= 1 and not np.array_equal(a, b)
     assert np.array_equal(vaa.identity_params(6)[3], vaa.identity_params(4)[3])
     # two images of one identity are closer than images of two identities (on average)
@@ -337,14 +423,30 @@ def test_synthetic_faces_are_fixed_identities_with_jitter():
 
 def test_lfw_subset_faces():
     imgs, face = vaa.lfw_faces(32)
-    assert imgs.shape == (200, 3, 32, 32) and face.sum() == 100 and np.allclose(imgs[:, 0], imgs[:, 1])
+    assert (
+        imgs.shape == (200, 3, 32, 32)
+        and face.sum() == 100
+        and np.allclose(imgs[:, 0], imgs[:, 1])
+    )
 
 
 def test_experiments_compare_losses_share_a_start(vae, x):
-    res = vaa.compare_losses(vae, x, ["la", "variance_sum", "pid_addlog"], np.random.default_rng(0), 0.05, 0.01, 3)
-    assert res["la"]["v_ratio_median"] == pytest.approx(res["variance_sum"]["v_ratio_median"], rel=1e-4)
+    res = vaa.compare_losses(
+        vae,
+        x,
+        ["la", "variance_sum", "pid_addlog"],
+        np.random.default_rng(0),
+        0.05,
+        0.01,
+        3,
+    )
+    assert res["la"]["v_ratio_median"] == pytest.approx(
+        res["variance_sum"]["v_ratio_median"], rel=1e-4
+    )
     assert res["la"]["linf"] <= 0.05 + 1e-6
-    rows = vaa.sweep(vae, x, ["la"], np.random.default_rng(0), [0.02, 0.05], [1, 3], 0.01)
+    rows = vaa.sweep(
+        vae, x, ["la"], np.random.default_rng(0), [0.02, 0.05], [1, 3], 0.01
+    )
     assert {(r["eps"], r["n_steps"]) for r in rows} == {(0.02, 3), (0.05, 1), (0.05, 3)}
     tr = vaa.transfer(vae, x, {"la": res["la"]["x_adv"]})
     assert tr["la"] == pytest.approx(res["la"]["v_ratio_median"], rel=1e-5)

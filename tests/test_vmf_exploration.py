@@ -128,7 +128,9 @@ def test_sample_vmf_normalises_mu() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("d,kappa", [(2, 0.3), (3, 1.0), (10, 25.0), (32, 10.0), (100, 500.0)])
+@pytest.mark.parametrize(
+    "d,kappa", [(2, 0.3), (3, 1.0), (10, 25.0), (32, 10.0), (100, 500.0)]
+)
 def test_vmf_logpdf_matches_scipy(d: int, kappa: float) -> None:
     rng = _rng(7)
     mu = rng.standard_normal(d)
@@ -161,8 +163,12 @@ def test_vmf_logpdf_finite_for_large_kappa_and_d() -> None:
     np.testing.assert_allclose(got, ref, rtol=1e-9)
 
 
-@pytest.mark.parametrize("d,kappa", [(1000, 1.0), (1000, 50.0), (400, 0.01), (120, 1e-6), (2000, 300.0)])
-def test_vmf_log_normalizer_matches_mpmath_where_ive_underflows(d: int, kappa: float) -> None:
+@pytest.mark.parametrize(
+    "d,kappa", [(1000, 1.0), (1000, 50.0), (400, 0.01), (120, 1e-6), (2000, 300.0)]
+)
+def test_vmf_log_normalizer_matches_mpmath_where_ive_underflows(
+    d: int, kappa: float
+) -> None:
     nu = d / 2 - 1
     ref = (
         nu * mpmath.log(kappa)
@@ -179,8 +185,10 @@ def test_vmf_log_normalizer_kappa_zero_is_uniform() -> None:
         uniform = -math.log(vm.sphere_area(d))
         assert vm.vmf_log_normalizer(d, 0.0) == pytest.approx(uniform, rel=1e-12)
         assert vm.vmf_log_normalizer(d, 1e-9) == pytest.approx(uniform, rel=1e-8)
-    np.testing.assert_allclose(vm.vmf_log_normalizer(3, np.array([0.0, 1.0])),
-                               [vm.vmf_log_normalizer(3, 0.0), vm.vmf_log_normalizer(3, 1.0)])
+    np.testing.assert_allclose(
+        vm.vmf_log_normalizer(3, np.array([0.0, 1.0])),
+        [vm.vmf_log_normalizer(3, 0.0), vm.vmf_log_normalizer(3, 1.0)],
+    )
 
 
 def test_mean_resultant_length_matches_exercise_value() -> None:
@@ -253,7 +261,9 @@ def test_truncated_boltzmann_sample_zero_mass_outside_top_m() -> None:
     X = vm.uniform_sphere(n, 3, rng)
     V = vm.uniform_sphere(1, 3, rng)[0]
     top = set(np.argsort(-(X @ V))[:m].tolist())
-    idx = vm.truncated_boltzmann_sample(np.broadcast_to(V, (20_000, 3)), X, kappa, m, rng)
+    idx = vm.truncated_boltzmann_sample(
+        np.broadcast_to(V, (20_000, 3)), X, kappa, m, rng
+    )
     assert set(np.unique(idx).tolist()) <= top
     p = vm.action_probs_truncated_boltzmann(V, X, kappa, m)
     assert np.count_nonzero(p) == m and set(np.flatnonzero(p).tolist()) == top
@@ -261,7 +271,9 @@ def test_truncated_boltzmann_sample_zero_mass_outside_top_m() -> None:
     assert stats.chisquare(obs, p[sorted(top)] * obs.sum()).pvalue > LEVEL
     # with the HNSW index the same support
     ex = vm.VMFExplorer(X, kappa, index="faiss-hnsw")
-    idx2 = vm.truncated_boltzmann_sample(np.broadcast_to(V, (200, 3)), X, kappa, m, rng, index=ex)
+    idx2 = vm.truncated_boltzmann_sample(
+        np.broadcast_to(V, (200, 3)), X, kappa, m, rng, index=ex
+    )
     assert set(np.unique(idx2).tolist()) <= top
 
 
@@ -304,7 +316,12 @@ def test_vmf_explorer_hnsw_recall_at_least_0_9() -> None:
     queries = vm.sample_vmf(vm.uniform_sphere(500, 16, rng), 10.0, 500, rng)
     assert ex.recall(queries, k=1) >= 0.9
     acts = ex.act(vm.uniform_sphere(100, 16, rng), rng)
-    assert acts.shape == (100,) and acts.dtype == np.int64 and acts.min() >= 0 and acts.max() < 5000
+    assert (
+        acts.shape == (100,)
+        and acts.dtype == np.int64
+        and acts.min() >= 0
+        and acts.max() < 5000
+    )
 
 
 def test_action_probs_vmf_mc_equal_cells_at_kappa_zero() -> None:
@@ -342,26 +359,35 @@ def test_p0_is_uniform_at_kappa_zero_and_finite_for_large_kappa() -> None:
     # kappa = 1000, d = 64: I_31(1000) overflows a double, P0 does not
     d, kappa, alpha, n = 64, 1000.0, 0.95, 1e6
     nu = d / 2 - 1
-    ref = (mpmath.e ** (kappa * alpha) * (kappa / 2) ** nu
-           / (mpmath.gamma(d / 2) * mpmath.besseli(nu, kappa) * n))
+    ref = (
+        mpmath.e ** (kappa * alpha)
+        * (kappa / 2) ** nu
+        / (mpmath.gamma(d / 2) * mpmath.besseli(nu, kappa) * n)
+    )
     assert vm.p0(alpha, d, kappa, n) == pytest.approx(float(ref), rel=1e-9)
 
 
 def test_p1_correction_sign_and_alpha_zero() -> None:
-    assert vm.p1(0.0, 32, 5.0, 5000) == pytest.approx(vm.p0(0.0, 32, 5.0, 5000), rel=1e-12)
+    assert vm.p1(0.0, 32, 5.0, 5000) == pytest.approx(
+        vm.p0(0.0, 32, 5.0, 5000), rel=1e-12
+    )
     assert vm.p1(0.6, 32, 5.0, 5000) < vm.p0(0.6, 32, 5.0, 5000)
     assert vm.p1(-0.2, 32, 5.0, 5000) > vm.p0(-0.2, 32, 5.0, 5000)
     # the correction vanishes like n^{-2/(d-1)}
     n = np.array([1e3, 1e6, 1e9])
     rel = 1 - vm.p1(0.5, 4, 1.0, n) / vm.p0(0.5, 4, 1.0, n)
-    np.testing.assert_allclose(rel[1:] / rel[:-1], (n[1:] / n[:-1]) ** (-2 / 3), rtol=1e-6)
+    np.testing.assert_allclose(
+        rel[1:] / rel[:-1], (n[1:] / n[:-1]) ** (-2 / 3), rtol=1e-6
+    )
 
 
 def test_mc_prob_curve_agrees_with_p0_at_d4() -> None:
     d, kappa, alpha, n_max = 4, 1.0, 0.5, 2000
     n = np.array([500, 1000, 2000])
     theory = vm.p0(alpha, d, kappa, n)
-    curve, err = vm.mc_prob_curve(d, kappa, alpha, n_max, 400_000, _rng(22), "both", return_stderr=True)
+    curve, err = vm.mc_prob_curve(
+        d, kappa, alpha, n_max, 400_000, _rng(22), "both", return_stderr=True
+    )
     assert curve.shape == (2, n_max) and curve[0, 0] == 1.0 and curve[1, 0] == 1.0
     # nested sets: A's chance can only shrink
     assert np.all(np.diff(curve, axis=1) <= 0)
@@ -378,14 +404,25 @@ def test_mc_prob_curve_kappa_zero_gives_one_over_n() -> None:
     n = np.arange(1, 51)
     se = np.sqrt((1 / n) * (1 - 1 / n) / 20_000)
     assert np.all(np.abs(curve - 1 / n) < 5 * se + 1e-12)
-    boltz = vm.mc_prob_curve(3, 0.0, 0.3, 50, 10, _rng(23), "boltzmann", samples_per_trial=5)
+    boltz = vm.mc_prob_curve(
+        3, 0.0, 0.3, 50, 10, _rng(23), "boltzmann", samples_per_trial=5
+    )
     np.testing.assert_allclose(boltz, 1 / n, rtol=1e-12)
 
 
 def test_mc_prob_curve_vmf_below_boltzmann_at_d32_positive_alpha() -> None:
     # P1's sign at d = 32: vMF-exp gives close actions (alpha > 0) less mass than B-exp
-    curve, err = vm.mc_prob_curve(32, 5.0, 0.6, 1000, 60_000, _rng(24), "both",
-                                  samples_per_trial=1000, return_stderr=True)
+    curve, err = vm.mc_prob_curve(
+        32,
+        5.0,
+        0.6,
+        1000,
+        60_000,
+        _rng(24),
+        "both",
+        samples_per_trial=1000,
+        return_stderr=True,
+    )
     gap = curve[1, -1] - curve[0, -1]
     assert gap > 4 * math.hypot(err[0, -1], err[1, -1])
 
@@ -429,13 +466,21 @@ BAD_INPUTS = [
     ("kappa", lambda: vm.action_probs_boltzmann(_V, _X, -1.0), ValueError),
     ("dimension", lambda: vm.action_probs_boltzmann(np.ones(4), _X, 1.0), ValueError),
     ("X", lambda: vm.action_probs_boltzmann(_V, np.ones(3), 1.0), ValueError),
-    ("X", lambda: vm.boltzmann_sample(_V, np.array([[1.0, np.inf, 0.0]]), 1.0, _R), ValueError),
+    (
+        "X",
+        lambda: vm.boltzmann_sample(_V, np.array([[1.0, np.inf, 0.0]]), 1.0, _R),
+        ValueError,
+    ),
     ("rng", lambda: vm.boltzmann_sample(_V, _X, 1.0, None), TypeError),
     ("m", lambda: vm.truncated_boltzmann_sample(_V, _X, 1.0, 0, _R), ValueError),
     ("m", lambda: vm.truncated_boltzmann_sample(_V, _X, 1.0, 4, _R), ValueError),
     ("m", lambda: vm.truncated_boltzmann_sample(_V, _X, 1.0, 1.5, _R), TypeError),
     ("m", lambda: vm.action_probs_truncated_boltzmann(_V, _X, 1.0, 9), ValueError),
-    ("index", lambda: vm.truncated_boltzmann_sample(_V, _X, 1.0, 2, _R, index="hnsw"), TypeError),
+    (
+        "index",
+        lambda: vm.truncated_boltzmann_sample(_V, _X, 1.0, 2, _R, index="hnsw"),
+        TypeError,
+    ),
     ("epsilon", lambda: vm.epsilon_greedy(_V, _X, 1.5, _R), ValueError),
     ("n", lambda: vm.random_explore(0, 3, _R), ValueError),
     ("index", lambda: vm.VMFExplorer(_X, 1.0, index="ivf"), ValueError),
@@ -449,12 +494,28 @@ BAD_INPUTS = [
     ("d", lambda: vm.mc_prob_curve(1, 1.0, 0.5, 10, 10, _R), ValueError),
     ("kappa", lambda: vm.mc_prob_curve(3, -1.0, 0.5, 10, 10, _R), ValueError),
     ("alpha", lambda: vm.mc_prob_curve(3, 1.0, -1.5, 10, 10, _R), ValueError),
-    ("alpha", lambda: vm.mc_prob_curve(3, 1.0, np.array([0.1, 0.2]), 10, 10, _R), ValueError),
-    ("return_stderr", lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 10, _R, return_stderr=1), TypeError),
+    (
+        "alpha",
+        lambda: vm.mc_prob_curve(3, 1.0, np.array([0.1, 0.2]), 10, 10, _R),
+        ValueError,
+    ),
+    (
+        "return_stderr",
+        lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 10, _R, return_stderr=1),
+        TypeError,
+    ),
     ("n_max", lambda: vm.mc_prob_curve(3, 1.0, 0.5, 0, 10, _R), ValueError),
     ("n_samples", lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 0, _R), ValueError),
-    ("sampler", lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 10, _R, sampler="gumbel"), ValueError),
-    ("samples_per_trial", lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 10, _R, samples_per_trial=0), ValueError),
+    (
+        "sampler",
+        lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 10, _R, sampler="gumbel"),
+        ValueError,
+    ),
+    (
+        "samples_per_trial",
+        lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 10, _R, samples_per_trial=0),
+        ValueError,
+    ),
     ("rng", lambda: vm.mc_prob_curve(3, 1.0, 0.5, 10, 10, 42), TypeError),
     ("alpha", lambda: vm.p0(1.01, 3, 1.0, 10), ValueError),
     ("d", lambda: vm.p0(0.5, 1, 1.0, 10), ValueError),
@@ -463,7 +524,9 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("name,call,exc", BAD_INPUTS, ids=[f"{i}-{b[0]}" for i, b in enumerate(BAD_INPUTS)])
+@pytest.mark.parametrize(
+    "name,call,exc", BAD_INPUTS, ids=[f"{i}-{b[0]}" for i, b in enumerate(BAD_INPUTS)]
+)
 def test_bad_inputs_raise_naming_the_argument(name: str, call, exc: type) -> None:
     with pytest.raises(exc, match=name):
         call()
@@ -492,26 +555,71 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
     m = mips
     monkeypatch.setattr(m, "gpu_available", lambda: True)
-    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(**vars(np), asnumpy=np.asarray))
-    monkeypatch.setattr(m, "_mips_argmax_device", lambda q, x: tuple(
-        _FakeDevice(a) for a in m._mips_argmax(q.astype(np.float32), x.values.astype(np.float32))))
-    monkeypatch.setattr(m, "_gumbel_max_device", lambda q, x, k, s, o: _FakeDevice(
-        m._gumbel_max(q.astype(np.float32), x.values.astype(np.float32), k, s, o)))
-    monkeypatch.setattr(m, "_first_beater_device", lambda q, x, t: _FakeDevice(
-        m._first_beater(q.astype(np.float32), _host_or_device(x).astype(np.float32), t.astype(np.float32))))
+    monkeypatch.setitem(
+        sys.modules, "cupy", types.SimpleNamespace(**vars(np), asnumpy=np.asarray)
+    )
+    monkeypatch.setattr(
+        m,
+        "_mips_argmax_device",
+        lambda q, x: tuple(
+            _FakeDevice(a)
+            for a in m._mips_argmax(q.astype(np.float32), x.values.astype(np.float32))
+        ),
+    )
+    monkeypatch.setattr(
+        m,
+        "_gumbel_max_device",
+        lambda q, x, k, s, o: _FakeDevice(
+            m._gumbel_max(q.astype(np.float32), x.values.astype(np.float32), k, s, o)
+        ),
+    )
+    monkeypatch.setattr(
+        m,
+        "_first_beater_device",
+        lambda q, x, t: _FakeDevice(
+            m._first_beater(
+                q.astype(np.float32),
+                _host_or_device(x).astype(np.float32),
+                t.astype(np.float32),
+            )
+        ),
+    )
 
 
 def test_lib_gets_numpy_from_the_gpu_branch_of_the_dispatchers(fake_gpu: None) -> None:
     """With the dispatchers on their GPU branch, lib still sees NumPy only and keeps its results'
     distribution (the device decision lives in kernels/mips.py, not in lib)."""
     d, kappa, alpha, n_max = 4, 1.0, 0.5, 1000
-    curve, err = vm.mc_prob_curve(d, kappa, alpha, n_max, 100_000, _rng(25), "both",
-                                  samples_per_trial=500, return_stderr=True)
-    assert isinstance(curve, np.ndarray) and curve.shape == (2, n_max) and np.all(curve[:, 0] == 1.0)
+    curve, err = vm.mc_prob_curve(
+        d,
+        kappa,
+        alpha,
+        n_max,
+        100_000,
+        _rng(25),
+        "both",
+        samples_per_trial=500,
+        return_stderr=True,
+    )
+    assert (
+        isinstance(curve, np.ndarray)
+        and curve.shape == (2, n_max)
+        and np.all(curve[:, 0] == 1.0)
+    )
     theory = vm.p0(alpha, d, kappa, n_max)
     assert abs(curve[0, -1] - theory) < 4 * err[0, -1]
     assert abs(curve[1, -1] / theory - 1) < 0.03
-    b = vm.mc_prob_curve(d, kappa, alpha, n_max, 100, _rng(26), "boltzmann", samples_per_trial=1, trial_batch=7)
+    b = vm.mc_prob_curve(
+        d,
+        kappa,
+        alpha,
+        n_max,
+        100,
+        _rng(26),
+        "boltzmann",
+        samples_per_trial=1,
+        trial_batch=7,
+    )
     assert abs(b[-1] / theory - 1) < 0.03
     rng = _rng(27)
     X = vm.uniform_sphere(12, 4, rng)
@@ -519,10 +627,14 @@ def test_lib_gets_numpy_from_the_gpu_branch_of_the_dispatchers(fake_gpu: None) -
     p = vm.action_probs_boltzmann(V, X, 3.0)
     draws = vm.boltzmann_sample(np.broadcast_to(V, (20_000, 4)), X, 3.0, rng)
     assert isinstance(draws, np.ndarray) and draws.dtype == np.int64
-    assert stats.chisquare(np.bincount(draws, minlength=12), p * len(draws)).pvalue > LEVEL
+    assert (
+        stats.chisquare(np.bincount(draws, minlength=12), p * len(draws)).pvalue > LEVEL
+    )
     ex = vm.VMFExplorer(X, 2.0)
     Q = rng.standard_normal((50, 4))
-    np.testing.assert_array_equal(ex.act(Q, _rng(5)), np.argmax(vm.sample_vmf(Q, 2.0, 50, _rng(5)) @ X.T, axis=1))
+    np.testing.assert_array_equal(
+        ex.act(Q, _rng(5)), np.argmax(vm.sample_vmf(Q, 2.0, 50, _rng(5)) @ X.T, axis=1)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -532,7 +644,10 @@ def test_lib_gets_numpy_from_the_gpu_branch_of_the_dispatchers(fake_gpu: None) -
 
 def test_action_probs_vmf_mc_refuses_unbounded_work() -> None:
     """n_samples = 10^12 used to start a loop of 10^12 vMF draws; now refused with the estimate."""
-    with pytest.raises(TooLargeError, match=r"action_probs_vmf_mc\(n_samples=1000000000000\).*operations"):
+    with pytest.raises(
+        TooLargeError,
+        match=r"action_probs_vmf_mc\(n_samples=1000000000000\).*operations",
+    ):
         vm.action_probs_vmf_mc(_V, _X, 1.0, 10**12, _R)
     # a size that fits still runs
     assert vm.action_probs_vmf_mc(_V, _X, 1.0, 10, _rng(1)).sum() == pytest.approx(1.0)
@@ -541,11 +656,26 @@ def test_action_probs_vmf_mc_refuses_unbounded_work() -> None:
 @pytest.mark.parametrize(
     "call, what",
     [
-        (lambda: vm.mc_prob_curve(32, 1.0, 0.5, 10**12, 10, _R), r"mc_prob_curve\(n_max=1000000000000.*GiB"),
-        (lambda: vm.mc_prob_curve(4, 1.0, 0.5, 100, 10**15, _R), r"mc_prob_curve\(.*n_samples=10{15}.*operations"),
-        (lambda: vm.uniform_sphere(10**12, 32, _R), r"uniform_sphere\(n=1000000000000.*GiB"),
-        (lambda: vm.sample_vmf(_V, 1.0, 10**12, _R), r"sample_vmf\(size=1000000000000\).*GiB"),
-        (lambda: vm.random_explore(10, 10**13, _R), r"random_explore\(size=10{13}\).*GiB"),
+        (
+            lambda: vm.mc_prob_curve(32, 1.0, 0.5, 10**12, 10, _R),
+            r"mc_prob_curve\(n_max=1000000000000.*GiB",
+        ),
+        (
+            lambda: vm.mc_prob_curve(4, 1.0, 0.5, 100, 10**15, _R),
+            r"mc_prob_curve\(.*n_samples=10{15}.*operations",
+        ),
+        (
+            lambda: vm.uniform_sphere(10**12, 32, _R),
+            r"uniform_sphere\(n=1000000000000.*GiB",
+        ),
+        (
+            lambda: vm.sample_vmf(_V, 1.0, 10**12, _R),
+            r"sample_vmf\(size=1000000000000\).*GiB",
+        ),
+        (
+            lambda: vm.random_explore(10, 10**13, _R),
+            r"random_explore\(size=10{13}\).*GiB",
+        ),
     ],
 )
 def test_other_sizes_that_cannot_fit_are_refused(call, what: str) -> None:
@@ -559,13 +689,18 @@ def test_other_sizes_that_cannot_fit_are_refused(call, what: str) -> None:
 def _log_normalizer_mp(d: int, kappa: float) -> float:
     with mpmath.workdps(40):
         nu, k = mpmath.mpf(d) / 2 - 1, mpmath.mpf(kappa)
-        return float(nu * mpmath.log(k) - mpmath.mpf(d) / 2 * mpmath.log(2 * mpmath.pi)
-                     - mpmath.log(mpmath.besseli(nu, k)))
+        return float(
+            nu * mpmath.log(k)
+            - mpmath.mpf(d) / 2 * mpmath.log(2 * mpmath.pi)
+            - mpmath.log(mpmath.besseli(nu, k))
+        )
 
 
 @pytest.mark.parametrize("d", [2, 3, 4, 10, 101, 1000])
 @pytest.mark.parametrize("kappa", [1e3, 1e5, 1e9, 2e10, 1e20, 1e100, 1e300, 1.7e308])
-def test_vmf_log_normalizer_is_finite_and_exact_for_huge_kappa(d: int, kappa: float) -> None:
+def test_vmf_log_normalizer_is_finite_and_exact_for_huge_kappa(
+    d: int, kappa: float
+) -> None:
     import warnings
 
     with warnings.catch_warnings():
@@ -585,7 +720,9 @@ def test_hankel_expansion_keeps_its_correction_terms(nu: float, x: float) -> Non
 
     with mpmath.workdps(40):
         ref = float(mpmath.log(mpmath.besseli(nu, x)))
-    assert float(_hankel_log_iv(nu, np.array([x]))[0]) == pytest.approx(ref, rel=1e-15, abs=1e-11)
+    assert float(_hankel_log_iv(nu, np.array([x]))[0]) == pytest.approx(
+        ref, rel=1e-15, abs=1e-11
+    )
 
 
 def test_paper_specific_validators_live_in_checks_module() -> None:
@@ -595,7 +732,13 @@ def test_paper_specific_validators_live_in_checks_module() -> None:
     assert importlib.util.find_spec("icml25.vmf_exploration._checks") is not None
     assert importlib.util.find_spec("icml25.vmf_exploration._validate") is None
     checks = importlib.import_module("icml25.vmf_exploration._checks")
-    for name in ("_check_dim", "_check_state", "_check_actions", "_kappa_array", "_unit_rows"):
+    for name in (
+        "_check_dim",
+        "_check_state",
+        "_check_actions",
+        "_kappa_array",
+        "_unit_rows",
+    ):
         assert callable(getattr(checks, name))
 
 
@@ -604,6 +747,10 @@ def test_notebook_imports_the_chapter_module_in_the_book_form() -> None:
     from pathlib import Path
 
     nb = Path(__file__).resolve().parents[1] / "notebooks" / "02_vmf_exploration.ipynb"
-    code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+    code = "\n".join(
+        "".join(c["source"])
+        for c in json.loads(nb.read_text())["cells"]
+        if c["cell_type"] == "code"
+    )
     assert "from icml25 import vmf_exploration as vmf" in code
     assert "import icml25.vmf_exploration" not in code

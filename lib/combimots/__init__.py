@@ -11,7 +11,16 @@ The Pareto mask, non-dominated sort, hypervolume and bulk Tanimoto live in :mod:
 and :mod:`icml25.kernels.tanimoto` (shared with chapter 18).
 """
 
-from . import baselines, claims, defaults, experiments, method, metrics, objectives, space
+from . import (
+    baselines,
+    claims,
+    defaults,
+    experiments,
+    method,
+    metrics,
+    objectives,
+    space,
+)
 from .baselines import *  # noqa: F401,F403
 from .claims import CLAIMS
 from .defaults import DEFAULTS, CombiMOTSDefaults
@@ -21,5 +30,14 @@ from .metrics import *  # noqa: F401,F403
 from .objectives import *  # noqa: F401,F403
 from .space import *  # noqa: F401,F403
 
-__all__ = ["CLAIMS", "DEFAULTS", "CombiMOTSDefaults", *space.__all__, *objectives.__all__, *method.__all__,
-           *metrics.__all__, *baselines.__all__, *experiments.__all__]
+__all__ = [
+    "CLAIMS",
+    "DEFAULTS",
+    "CombiMOTSDefaults",
+    *space.__all__,
+    *objectives.__all__,
+    *method.__all__,
+    *metrics.__all__,
+    *baselines.__all__,
+    *experiments.__all__,
+]

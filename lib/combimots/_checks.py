@@ -16,20 +16,26 @@ def _check_objectives(F: Any, name: str = "F", D: int | None = None) -> np.ndarr
     the prior, so objectives must be >= 0: the paper maps every objective to [0, 1])."""
     F = check_array(F, name, ndim=2, dtype=np.float64, low=0.0)
     if F.shape[1] == 0:
-        raise ValueError(f"{name} must have at least one objective column, got shape {F.shape}")
+        raise ValueError(
+            f"{name} must have at least one objective column, got shape {F.shape}"
+        )
     if D is not None and F.shape[1] != D:
         raise ValueError(f"{name} must have {D} objective columns, got {F.shape[1]}")
     return F
 
 
-def _check_smiles(smiles: Any, name: str = "smiles", allow_empty: bool = True) -> list[str]:
+def _check_smiles(
+    smiles: Any, name: str = "smiles", allow_empty: bool = True
+) -> list[str]:
     """A list of SMILES strings (a single string is refused: it would be read as characters)."""
     if isinstance(smiles, str):
         raise TypeError(f"{name} must be a list of SMILES strings, not one string")
     try:
         out = list(smiles)
     except TypeError as err:
-        raise TypeError(f"{name} must be a list of SMILES strings, got {type(smiles).__name__}") from err
+        raise TypeError(
+            f"{name} must be a list of SMILES strings, got {type(smiles).__name__}"
+        ) from err
     bad = [s for s in out if not isinstance(s, str)]
     if bad:
         raise TypeError(f"{name} must hold only strings, got {type(bad[0]).__name__}")

@@ -23,7 +23,9 @@ def scalarize(objective: ObjectiveVector) -> Callable[[str], float]:
     """The scalar score ``mean_d F_d`` of one SMILES (the paper's scalarised ablation is the mean of its
     four objectives), cached through ``objective``."""
     if not isinstance(objective, ObjectiveVector):
-        raise TypeError(f"objective must be an ObjectiveVector, got {type(objective).__name__}")
+        raise TypeError(
+            f"objective must be an ObjectiveVector, got {type(objective).__name__}"
+        )
 
     def score(smiles: str) -> float:
         return float(objective([smiles])[0].mean())
@@ -38,8 +40,11 @@ def _synthemol_reactions(reactions: Sequence[Reaction]) -> tuple:
 
     out = []
     for r in reactions:
-        sm = SMReaction(reactants=[QueryMol(s) for s in r.reactant_smarts], product=QueryMol(r.product_smarts),
-                        reaction_id=r.reaction_id)
+        sm = SMReaction(
+            reactants=[QueryMol(s) for s in r.reactant_smarts],
+            product=QueryMol(r.product_smarts),
+            reaction_id=r.reaction_id,
+        )
         for q, allowed in zip(sm.reactants, r.allowed):
             q.all_building_blocks = r.block_set
             q.allowed_building_blocks = allowed
@@ -47,8 +52,15 @@ def _synthemol_reactions(reactions: Sequence[Reaction]) -> tuple:
     return tuple(out)
 
 
-def run_synthemol(blocks: pd.DataFrame, reactions: Sequence[Reaction], score_fn: Callable[[str], float],
-                  n_rollouts: int, c: float = 10.0, num_expand_nodes: int | None = None, rng_seed: int = 0) -> list[dict]:
+def run_synthemol(
+    blocks: pd.DataFrame,
+    reactions: Sequence[Reaction],
+    score_fn: Callable[[str], float],
+    n_rollouts: int,
+    c: float = 10.0,
+    num_expand_nodes: int | None = None,
+    rng_seed: int = 0,
+) -> list[dict]:
     """SyntheMol's MCTS (``synthemol.generate.Generator``), maximising ``score_fn``, one reaction per molecule.
 
     Args:
@@ -70,11 +82,23 @@ def run_synthemol(blocks: pd.DataFrame, reactions: Sequence[Reaction], score_fn:
     c = check_real(c, "c", low=0.0)
     ids = dict(zip(blocks["smiles"], (int(v) for v in blocks["reagent_id"])))
     by_id = {r.reaction_id: r for r in reactions}
-    gen = Generator(building_block_smiles_to_id=ids, max_reactions=1, scoring_fn=score_fn, explore_weight=c,
-                    num_expand_nodes=num_expand_nodes, optimization="maximize",
-                    reactions=_synthemol_reactions(reactions), rng_seed=check_int(rng_seed, "rng_seed", low=0),
-                    no_building_block_diversity=False, store_nodes=False, verbose=False)
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    gen = Generator(
+        building_block_smiles_to_id=ids,
+        max_reactions=1,
+        scoring_fn=score_fn,
+        explore_weight=c,
+        num_expand_nodes=num_expand_nodes,
+        optimization="maximize",
+        reactions=_synthemol_reactions(reactions),
+        rng_seed=check_int(rng_seed, "rng_seed", low=0),
+        no_building_block_diversity=False,
+        store_nodes=False,
+        verbose=False,
+    )
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
         nodes = gen.generate(n_rollout=n_rollouts)
     inv = {v: k for k, v in ids.items()}
     del by_id
@@ -82,13 +106,26 @@ def run_synthemol(blocks: pd.DataFrame, reactions: Sequence[Reaction], score_fn:
     for node in nodes:
         log = node.construction_log[-1]
         reactants = tuple(inv.get(i, "") for i in log["building_block_ids"])
-        out.append({"smiles": node.molecules[0], "score": float(node.P), "reaction_id": int(log["reaction_id"]),
-                    "reactants": reactants, "reagent_ids": tuple(int(i) for i in log["building_block_ids"])})
+        out.append(
+            {
+                "smiles": node.molecules[0],
+                "score": float(node.P),
+                "reaction_id": int(log["reaction_id"]),
+                "reactants": reactants,
+                "reagent_ids": tuple(int(i) for i in log["building_block_ids"]),
+            }
+        )
     return out
 
 
-def nsga2_block_pairs(objective: ObjectiveVector, blocks: pd.DataFrame, reactions: Sequence[Reaction],
-                      n_evals: int, rng: np.random.Generator, pop_size: int = 40) -> list[dict]:
+def nsga2_block_pairs(
+    objective: ObjectiveVector,
+    blocks: pd.DataFrame,
+    reactions: Sequence[Reaction],
+    n_evals: int,
+    rng: np.random.Generator,
+    pop_size: int = 40,
+) -> list[dict]:
     """NSGA-II (pymoo, Deb et al. 2002) over (reaction, block, block) choices of two-slot reactions.
 
     The genome is three reals in [0, 1) mapped to a two-slot reaction and one allowed block per slot;
@@ -110,7 +147,11 @@ def nsga2_block_pairs(objective: ObjectiveVector, blocks: pd.DataFrame, reaction
     n_evals = check_int(n_evals, "n_evals", low=1)
     pop_size = check_int(pop_size, "pop_size", low=4)
     rng = check_rng(rng)
-    two = [r for r in reactions if r.n_reactants == 2 and r.allowed is not None and all(r.allowed)]
+    two = [
+        r
+        for r in reactions
+        if r.n_reactants == 2 and r.allowed is not None and all(r.allowed)
+    ]
     pools = [[sorted(a) for a in r.allowed] for r in two]
     ids = dict(zip(blocks["smiles"], (int(v) for v in blocks["reagent_id"])))
     found: dict[str, dict] = {}
@@ -125,8 +166,12 @@ def nsga2_block_pairs(objective: ObjectiveVector, blocks: pd.DataFrame, reaction
         prods = two[ri].run([a, b])
         if not prods:
             return None
-        return {"smiles": prods[0], "reaction_id": two[ri].reaction_id, "reactants": (a, b),
-                "reagent_ids": (ids.get(a, -1), ids.get(b, -1))}
+        return {
+            "smiles": prods[0],
+            "reaction_id": two[ri].reaction_id,
+            "reactants": (a, b),
+            "reagent_ids": (ids.get(a, -1), ids.get(b, -1)),
+        }
 
     class _Pairs(Problem):
         def __init__(self) -> None:
@@ -143,5 +188,11 @@ def nsga2_block_pairs(objective: ObjectiveVector, blocks: pd.DataFrame, reaction
             out["F"] = -F
 
     n_gen = max(2, 4 * n_evals // pop_size)
-    minimize(_Pairs(), NSGA2(pop_size=pop_size), ("n_gen", n_gen), seed=int(rng.integers(2**31)), verbose=False)
+    minimize(
+        _Pairs(),
+        NSGA2(pop_size=pop_size),
+        ("n_gen", n_gen),
+        seed=int(rng.integers(2**31)),
+        verbose=False,
+    )
     return list(found.values())[:n_evals]

@@ -23,14 +23,29 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from icml25.checks import check_array, check_bool, check_choice, check_int, check_real, check_rng
+from icml25.checks import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_real,
+    check_rng,
+)
 from icml25.kernels import dominance
 
 from ._checks import _check_objectives
 from .defaults import DEFAULTS
 from .space import Reaction, _assignments
 
-__all__ = ["VARIANTS", "pareto_ucb", "diversity_factor", "pareto_mask", "non_dominated_sort", "Node", "ParetoMCTS"]
+__all__ = [
+    "VARIANTS",
+    "pareto_ucb",
+    "diversity_factor",
+    "pareto_mask",
+    "non_dominated_sort",
+    "Node",
+    "ParetoMCTS",
+]
 
 #: the two Pareto UCB formulas of the official code
 VARIANTS = ("pmcts", "aizynthfinder")
@@ -42,7 +57,14 @@ non_dominated_sort = dominance.non_dominated_sort
 # ----------------------------------------------------------------------------- Pareto UCB
 
 
-def pareto_ucb(W: Any, N: Any, P: Any, n: int, c: float = DEFAULTS.c, variant: str = DEFAULTS.variant) -> np.ndarray:
+def pareto_ucb(
+    W: Any,
+    N: Any,
+    P: Any,
+    n: int,
+    c: float = DEFAULTS.c,
+    variant: str = DEFAULTS.variant,
+) -> np.ndarray:
     """Pareto UCB vectors of ``k`` sibling nodes (the official code's ``Node.get_ucb_score``).
 
     ``pmcts``:           ``UCB_i = W_i / N_i + c P_i sqrt(ln D + 4 ln(1 + n) / (2 (1 + N_i)))``
@@ -70,12 +92,22 @@ def pareto_ucb(W: Any, N: Any, P: Any, n: int, c: float = DEFAULTS.c, variant: s
     N = check_array(N, "N", shape=(W.shape[0],), kind="int", low=0)
     n = check_int(n, "n", low=0)
     if n < int(N.sum()):
-        raise ValueError(f"n (total sibling visits) must be >= sum(N) = {int(N.sum())}, got {n}")
-    return _pareto_ucb(W, N.astype(np.float64), P, float(n),
-                       check_real(c, "c", low=0.0), check_choice(variant, "variant", VARIANTS))
+        raise ValueError(
+            f"n (total sibling visits) must be >= sum(N) = {int(N.sum())}, got {n}"
+        )
+    return _pareto_ucb(
+        W,
+        N.astype(np.float64),
+        P,
+        float(n),
+        check_real(c, "c", low=0.0),
+        check_choice(variant, "variant", VARIANTS),
+    )
 
 
-def _pareto_ucb(W: np.ndarray, N: np.ndarray, P: np.ndarray, n: float, c: float, variant: str) -> np.ndarray:
+def _pareto_ucb(
+    W: np.ndarray, N: np.ndarray, P: np.ndarray, n: float, c: float, variant: str
+) -> np.ndarray:
     """``Q + c P * bonus``: ``Q = W / N`` (0 when ``N = 0``); bonus ``sqrt(ln D + 2 ln(1+n) / (1+N))``
     (``pmcts``: the code's ``4 ln(1+n) / (2 (1+N))``) or ``sqrt(ln D + ln(1+n)) / (1+N)`` (``aizynthfinder``)."""
     D = W.shape[1]
@@ -87,7 +119,9 @@ def _pareto_ucb(W: np.ndarray, N: np.ndarray, P: np.ndarray, n: float, c: float,
     return Q + c * P * bonus[:, None]
 
 
-def diversity_factor(max_counts: Any, decay: float = DEFAULTS.diversity_decay) -> np.ndarray:
+def diversity_factor(
+    max_counts: Any, decay: float = DEFAULTS.diversity_decay
+) -> np.ndarray:
     """Building-block diversity factor ``exp(-(count - 1) / decay)`` multiplying a child's UCB vector.
 
     ``count`` is the largest number of finished molecules (plus the block's own node) that use any block of
@@ -101,7 +135,10 @@ def diversity_factor(max_counts: Any, decay: float = DEFAULTS.diversity_decay) -
         (k,) float64 factors (> 1 for a block no finished molecule uses yet, as in the official code).
     """
     counts = check_array(max_counts, "max_counts", ndim=1, kind="int", low=0)
-    return np.exp(-(counts.astype(np.float64) - 1.0) / check_real(decay, "decay", low=0.0, low_open=True))
+    return np.exp(
+        -(counts.astype(np.float64) - 1.0)
+        / check_real(decay, "decay", low=0.0, low_open=True)
+    )
 
 
 # ----------------------------------------------------------------------------- tree
@@ -161,40 +198,72 @@ class ParetoMCTS:
         TypeError: ``rng`` not a ``numpy.random.Generator``, ``objective_fn`` not callable.
     """
 
-    def __init__(self, objective_fn: Callable[[list[str]], np.ndarray], blocks: pd.DataFrame,
-                 reactions: Sequence[Reaction], c: float = DEFAULTS.c, variant: str = DEFAULTS.variant,
-                 max_reactions: int = DEFAULTS.max_reactions, num_expand_nodes: int | None = None,
-                 diversity: bool = True, rng: np.random.Generator | None = None) -> None:
+    def __init__(
+        self,
+        objective_fn: Callable[[list[str]], np.ndarray],
+        blocks: pd.DataFrame,
+        reactions: Sequence[Reaction],
+        c: float = DEFAULTS.c,
+        variant: str = DEFAULTS.variant,
+        max_reactions: int = DEFAULTS.max_reactions,
+        num_expand_nodes: int | None = None,
+        diversity: bool = True,
+        rng: np.random.Generator | None = None,
+    ) -> None:
         if not callable(objective_fn):
             raise TypeError("objective_fn must be callable: list[str] -> (n, D) array")
         self.c = check_real(c, "c", low=0.0)
         self.variant = check_choice(variant, "variant", VARIANTS)
         self.max_reactions = check_int(max_reactions, "max_reactions", low=1)
-        self.num_expand_nodes = None if num_expand_nodes is None else check_int(num_expand_nodes, "num_expand_nodes", low=1)
+        self.num_expand_nodes = (
+            None
+            if num_expand_nodes is None
+            else check_int(num_expand_nodes, "num_expand_nodes", low=1)
+        )
         self.diversity = check_bool(diversity, "diversity")
         self.rng = check_rng(rng)
         if "smiles" not in getattr(blocks, "columns", ()):
-            raise ValueError("blocks must be a DataFrame with columns 'smiles' and 'reagent_id'")
+            raise ValueError(
+                "blocks must be a DataFrame with columns 'smiles' and 'reagent_id'"
+            )
         self.reactions = list(reactions)
-        if not self.reactions or not all(isinstance(r, Reaction) for r in self.reactions):
+        if not self.reactions or not all(
+            isinstance(r, Reaction) for r in self.reactions
+        ):
             raise TypeError("reactions must be a non-empty list of Reaction")
         self.objective_fn = objective_fn
-        self.block_ids = dict(zip(blocks["smiles"], (int(v) for v in blocks["reagent_id"])))
+        self.block_ids = dict(
+            zip(blocks["smiles"], (int(v) for v in blocks["reagent_id"]))
+        )
         # slot index of every block: (reaction index, slot) pairs it may fill (SMARTS and allowed set)
         self._slots: dict[str, tuple[tuple[int, int], ...]] = {}
         for s in self.block_ids:
-            self._slots[s] = tuple((ri, i) for ri, r in enumerate(self.reactions) for i in r.reactant_matches(s))
+            self._slots[s] = tuple(
+                (ri, i)
+                for ri, r in enumerate(self.reactions)
+                for i in r.reactant_matches(s)
+            )
         self.root_blocks = [s for s in self.block_ids if self._slots[s]]
         if not self.root_blocks:
             raise ValueError("blocks: no block fits any reaction slot")
         Fb = _check_objectives(objective_fn(self.root_blocks), "objective_fn(blocks)")
         if Fb.shape[0] != len(self.root_blocks):
-            raise ValueError(f"objective_fn returned {Fb.shape[0]} rows for {len(self.root_blocks)} SMILES")
+            raise ValueError(
+                f"objective_fn returned {Fb.shape[0]} rows for {len(self.root_blocks)} SMILES"
+            )
         self.D = Fb.shape[1]
         self._score: dict[str, np.ndarray] = dict(zip(self.root_blocks, Fb))
         self.n_oracle_calls = 0
         self.n_rollouts = 0
-        self.root = Node((), frozenset(), (), np.zeros(self.D), np.zeros(self.D), node_id=0, scored=True)
+        self.root = Node(
+            (),
+            frozenset(),
+            (),
+            np.zeros(self.D),
+            np.zeros(self.D),
+            node_id=0,
+            scored=True,
+        )
         self.node_map: dict[tuple[str, ...], Node] = {(): self.root}
         self.bb_counts: Counter[str] = Counter()
         self._products: dict[tuple[str, ...], list[tuple[str, dict]]] = {}
@@ -205,7 +274,11 @@ class ParetoMCTS:
     def _slots_of(self, smiles: str) -> tuple[tuple[int, int], ...]:
         # an intermediate (max_reactions > 1): SMARTS only
         if smiles not in self._slots:
-            self._slots[smiles] = tuple((ri, i) for ri, r in enumerate(self.reactions) for i in r.smarts_matches(smiles))
+            self._slots[smiles] = tuple(
+                (ri, i)
+                for ri, r in enumerate(self.reactions)
+                for i in r.smarts_matches(smiles)
+            )
         return self._slots[smiles]
 
     def _per_reaction(self, molecules: tuple[str, ...], ri: int) -> list[list[int]]:
@@ -220,10 +293,15 @@ class ParetoMCTS:
         for ri, r in enumerate(self.reactions):
             if r.n_reactants != len(molecules):
                 continue
-            for combo in _assignments(self._per_reaction(molecules, ri), r.n_reactants, full=True):
+            for combo in _assignments(
+                self._per_reaction(molecules, ri), r.n_reactants, full=True
+            ):
                 ordered = [m for _, m in sorted(zip(combo, molecules))]
-                entry = {"reaction_id": r.reaction_id, "reactants": tuple(ordered),
-                         "reagent_ids": tuple(self.block_ids.get(m, -1) for m in ordered)}
+                entry = {
+                    "reaction_id": r.reaction_id,
+                    "reactants": tuple(ordered),
+                    "reagent_ids": tuple(self.block_ids.get(m, -1) for m in ordered),
+                }
                 for p in r.run(ordered):
                     if p not in seen:
                         seen.add(p)
@@ -241,7 +319,9 @@ class ParetoMCTS:
         for ri, r in enumerate(self.reactions):
             if r.n_reactants <= len(molecules):
                 continue
-            for combo in _assignments(self._per_reaction(molecules, ri), r.n_reactants, full=False):
+            for combo in _assignments(
+                self._per_reaction(molecules, ri), r.n_reactants, full=False
+            ):
                 for i in sorted(set(range(r.n_reactants)) - set(combo)):
                     for b in sorted(r.allowed[i]) if r.allowed is not None else ():
                         out.setdefault(b, None)
@@ -255,29 +335,53 @@ class ParetoMCTS:
             kids.append(self._get((p,), node.bb, node.log + (entry,)))
         nxt = self._block_children(node.molecules)
         if self.num_expand_nodes is not None and len(nxt) > self.num_expand_nodes:
-            nxt = [nxt[j] for j in self.rng.choice(len(nxt), size=self.num_expand_nodes, replace=False)]
+            nxt = [
+                nxt[j]
+                for j in self.rng.choice(
+                    len(nxt), size=self.num_expand_nodes, replace=False
+                )
+            ]
         for b in nxt:
             if b not in node.molecules:
                 kids.append(self._get(node.molecules + (b,), node.bb | {b}, node.log))
         kids = list({id(k): k for k in kids}.values())
         self._score_nodes(kids)
-        for k in kids:   # finished molecules (and single blocks) enter the node map and the block counts
+        for k in kids:  # finished molecules (and single blocks) enter the node map and the block counts
             if len(k.molecules) == 1 and k.node_id < 0:
                 k.node_id = len(self.node_map)
                 self.node_map[k.molecules] = k
                 self.bb_counts.update(k.bb)
         return kids
 
-    def _get(self, molecules: tuple[str, ...], bb: frozenset[str], log: tuple[dict, ...]) -> Node:
+    def _get(
+        self, molecules: tuple[str, ...], bb: frozenset[str], log: tuple[dict, ...]
+    ) -> Node:
         node = self.node_map.get(molecules)
         if node is None:
-            node = Node(molecules, bb, log, np.zeros(self.D), np.zeros(self.D), rollout=self.n_rollouts)
+            node = Node(
+                molecules,
+                bb,
+                log,
+                np.zeros(self.D),
+                np.zeros(self.D),
+                rollout=self.n_rollouts,
+            )
         return node
 
     def _score_nodes(self, nodes: list[Node]) -> None:
-        new = list(dict.fromkeys(m for k in nodes if not k.scored for m in k.molecules if m not in self._score))
+        new = list(
+            dict.fromkeys(
+                m
+                for k in nodes
+                if not k.scored
+                for m in k.molecules
+                if m not in self._score
+            )
+        )
         if new:
-            F = _check_objectives(self.objective_fn(new), "objective_fn(products)", D=self.D)
+            F = _check_objectives(
+                self.objective_fn(new), "objective_fn(products)", D=self.D
+            )
             self._score.update(zip(new, F))
             self.n_oracle_calls += len(new)
         for k in nodes:
@@ -335,7 +439,11 @@ class ParetoMCTS:
 
     def molecules(self) -> list[Node]:
         """Finished molecules: one SMILES and at least one reaction, in order of creation."""
-        return [k for k in self.node_map.values() if len(k.molecules) == 1 and k.n_reactions > 0]
+        return [
+            k
+            for k in self.node_map.values()
+            if len(k.molecules) == 1 and k.n_reactions > 0
+        ]
 
     def objectives(self) -> np.ndarray:
         """(n, D) objective vectors of :meth:`molecules`."""
@@ -348,17 +456,33 @@ class ParetoMCTS:
         if not mols:
             return []
         rank = dominance.non_dominated_sort(self.objectives())
-        return [[m for m, r in zip(mols, rank) if r == f] for f in range(int(rank.max()) + 1)]
+        return [
+            [m for m, r in zip(mols, rank) if r == f]
+            for f in range(int(rank.max()) + 1)
+        ]
 
     def recipes(self) -> list[dict]:
         """One recipe per finished molecule: ``smiles``, ``reaction_id``, ``reactants`` (block SMILES in slot
         order), ``reagent_ids`` (Enamine ids), ``objectives`` (D,), ``front`` and ``rollout``."""
         mols = self.molecules()
-        rank = dominance.non_dominated_sort(self.objectives()) if mols else np.zeros(0, dtype=np.int64)
+        rank = (
+            dominance.non_dominated_sort(self.objectives())
+            if mols
+            else np.zeros(0, dtype=np.int64)
+        )
         out = []
         for m, r in zip(mols, rank):
             last = m.log[-1]
-            out.append({"smiles": m.molecules[0], "reaction_id": last["reaction_id"], "reactants": last["reactants"],
-                        "reagent_ids": last["reagent_ids"], "objectives": m.P.copy(), "front": int(r),
-                        "rollout": m.rollout, "log": m.log})
+            out.append(
+                {
+                    "smiles": m.molecules[0],
+                    "reaction_id": last["reaction_id"],
+                    "reactants": last["reactants"],
+                    "reagent_ids": last["reagent_ids"],
+                    "objectives": m.P.copy(),
+                    "front": int(r),
+                    "rollout": m.rollout,
+                    "log": m.log,
+                }
+            )
         return out

@@ -41,8 +41,13 @@ def uniqueness(smiles: Sequence[str]) -> float:
     return len(set(smiles)) / len(smiles)
 
 
-def novelty(gen: Sequence[str], train: Sequence[str], thr: float = DEFAULTS.novelty_threshold,
-            radius: int = DEFAULTS.metric_radius, n_bits: int = DEFAULTS.metric_n_bits) -> float:
+def novelty(
+    gen: Sequence[str],
+    train: Sequence[str],
+    thr: float = DEFAULTS.novelty_threshold,
+    radius: int = DEFAULTS.metric_radius,
+    n_bits: int = DEFAULTS.metric_n_bits,
+) -> float:
     """Share of generated molecules whose largest Morgan Tanimoto to every training molecule is below ``thr``.
 
     The paper's training set is its ExCAPE-DB dual actives; this chapter's is the reference inhibitors.
@@ -57,20 +62,28 @@ def novelty(gen: Sequence[str], train: Sequence[str], thr: float = DEFAULTS.nove
     gen = _check_smiles(gen, "gen", allow_empty=False)
     train = _check_smiles(train, "train", allow_empty=False)
     thr = check_real(thr, "thr", low=0.0, high=1.0)
-    A, ok_a = _packed(gen, check_int(radius, "radius", low=0), check_int(n_bits, "n_bits", low=1))
+    A, ok_a = _packed(
+        gen, check_int(radius, "radius", low=0), check_int(n_bits, "n_bits", low=1)
+    )
     B, ok_b = _packed(train, radius, n_bits)
     _refuse_invalid(gen, ok_a, "gen")
     _refuse_invalid(train, ok_b, "train")
     return float(np.mean(tanimoto.max_tanimoto(A, B) < np.float32(thr)))
 
 
-def diversity(smiles: Sequence[str], radius: int = DEFAULTS.metric_radius, n_bits: int = DEFAULTS.metric_n_bits) -> float:
+def diversity(
+    smiles: Sequence[str],
+    radius: int = DEFAULTS.metric_radius,
+    n_bits: int = DEFAULTS.metric_n_bits,
+) -> float:
     """``1 - mean pairwise Tanimoto`` over distinct pairs (Morgan radius 3, 2048 bits, as the paper's
     evaluation); 0.0 for fewer than two molecules (nothing to be diverse about)."""
     smiles = _check_smiles(smiles)
     if len(smiles) < 2:
         return 0.0
-    P, ok = _packed(smiles, check_int(radius, "radius", low=0), check_int(n_bits, "n_bits", low=1))
+    P, ok = _packed(
+        smiles, check_int(radius, "radius", low=0), check_int(n_bits, "n_bits", low=1)
+    )
     _refuse_invalid(smiles, ok, "smiles")
     return _diversity(tanimoto.bulk_tanimoto(P, P).astype(np.float64))
 
@@ -79,7 +92,9 @@ def _refuse_invalid(smiles: list[str], ok: np.ndarray, name: str) -> None:
     """An unparsable SMILES has an all-zero fingerprint (Tanimoto 0 to everything): it would count as
     novel and diverse, so it is refused."""
     if not ok.all():
-        raise ValueError(f"{name} holds an invalid SMILES: {smiles[int(np.flatnonzero(~ok)[0])]!r}")
+        raise ValueError(
+            f"{name} holds an invalid SMILES: {smiles[int(np.flatnonzero(~ok)[0])]!r}"
+        )
 
 
 def _diversity(S: np.ndarray) -> float:

@@ -25,13 +25,23 @@ from icml25.common import repo_root
 from ._checks import _check_smiles
 from .space import to_mol
 
-__all__ = ["qed", "sa_objective", "similarity_objective", "dock_dockstring", "morgan_packed",
-           "load_reference_inhibitors", "ObjectiveVector", "stand_in_objectives"]
+__all__ = [
+    "qed",
+    "sa_objective",
+    "similarity_objective",
+    "dock_dockstring",
+    "morgan_packed",
+    "load_reference_inhibitors",
+    "ObjectiveVector",
+    "stand_in_objectives",
+]
 
 Objective = Callable[[Sequence[str]], np.ndarray]
 
 
-def _packed(smiles: list[str], radius: int, n_bits: int) -> tuple[np.ndarray, np.ndarray]:
+def _packed(
+    smiles: list[str], radius: int, n_bits: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Packed Morgan fingerprints ``(n, ceil(n_bits/64))`` uint64 and a validity mask (invalid rows are 0)."""
     from icml25.kernels import tanimoto
 
@@ -54,7 +64,9 @@ def _morgan_gen(radius: int, n_bits: int) -> Any:
     return rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
 
 
-def morgan_packed(smiles: Sequence[str], radius: int = 2, n_bits: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+def morgan_packed(
+    smiles: Sequence[str], radius: int = 2, n_bits: int = 2048
+) -> tuple[np.ndarray, np.ndarray]:
     """Morgan fingerprints of ``smiles``, packed for :mod:`icml25.kernels.tanimoto`.
 
     Returns:
@@ -65,7 +77,9 @@ def morgan_packed(smiles: Sequence[str], radius: int = 2, n_bits: int = 2048) ->
         TypeError: not a list of strings. ValueError: radius < 0 or n_bits < 1.
     """
     smiles = _check_smiles(smiles)
-    return _packed(smiles, check_int(radius, "radius", low=0), check_int(n_bits, "n_bits", low=1))
+    return _packed(
+        smiles, check_int(radius, "radius", low=0), check_int(n_bits, "n_bits", low=1)
+    )
 
 
 def qed(smiles: Sequence[str]) -> np.ndarray:
@@ -104,7 +118,9 @@ def sa_objective(smiles: Sequence[str]) -> np.ndarray:
     return np.clip(out, 0.0, 1.0)
 
 
-def similarity_objective(refs: Sequence[str], radius: int = 2, n_bits: int = 2048) -> Objective:
+def similarity_objective(
+    refs: Sequence[str], radius: int = 2, n_bits: int = 2048
+) -> Objective:
     """Stand-in activity oracle: the largest Morgan Tanimoto of a molecule to the reference actives ``refs``.
 
     Args:
@@ -124,7 +140,9 @@ def similarity_objective(refs: Sequence[str], radius: int = 2, n_bits: int = 204
     n_bits = check_int(n_bits, "n_bits", low=1)
     R, ok = _packed(refs, radius, n_bits)
     if not ok.all():
-        raise ValueError(f"refs holds an invalid SMILES: {refs[int(np.flatnonzero(~ok)[0])]!r}")
+        raise ValueError(
+            f"refs holds an invalid SMILES: {refs[int(np.flatnonzero(~ok)[0])]!r}"
+        )
 
     def similarity(smiles: Sequence[str]) -> np.ndarray:
         A, valid = _packed(_check_smiles(smiles), radius, n_bits)
@@ -133,7 +151,9 @@ def similarity_objective(refs: Sequence[str], radius: int = 2, n_bits: int = 204
     return similarity
 
 
-def dock_dockstring(target: str, num_cpus: int = 1, dock_scale: float = 20.0) -> Objective:
+def dock_dockstring(
+    target: str, num_cpus: int = 1, dock_scale: float = 20.0
+) -> Objective:
     """Docking objective ``-Vina / dock_scale`` clipped to [0, 1] (the paper's ``-DS/20``), via DOCKSTRING.
 
     DOCKSTRING (García-Ortegón et al. 2022) prepares the ligand (Open Babel's ``obabel``, from the
@@ -163,7 +183,9 @@ def dock_dockstring(target: str, num_cpus: int = 1, dock_scale: float = 20.0) ->
     try:
         tgt = load_target(target)
     except Exception as err:  # noqa: BLE001 - dockstring raises its own error types
-        raise ValueError(f"target {target!r} is not a DOCKSTRING target: {err}") from err
+        raise ValueError(
+            f"target {target!r} is not a DOCKSTRING target: {err}"
+        ) from err
 
     def dock(smiles: Sequence[str]) -> np.ndarray:
         smiles = _check_smiles(smiles)
@@ -189,7 +211,11 @@ def load_reference_inhibitors(path: str | os.PathLike | None = None) -> pd.DataF
     Raises:
         FileNotFoundError: the file is missing.
     """
-    p = Path(path) if path is not None else repo_root() / "data" / "14-combimots" / "reference_inhibitors.csv"
+    p = (
+        Path(path)
+        if path is not None
+        else repo_root() / "data" / "14-combimots" / "reference_inhibitors.csv"
+    )
     return pd.read_csv(p)
 
 
@@ -206,12 +232,16 @@ class ObjectiveVector:
 
     def __init__(self, objectives: dict[str, Objective]) -> None:
         if not isinstance(objectives, dict):
-            raise TypeError(f"objectives must be a dict name -> callable, got {type(objectives).__name__}")
+            raise TypeError(
+                f"objectives must be a dict name -> callable, got {type(objectives).__name__}"
+            )
         if not objectives:
             raise ValueError("objectives must name at least one objective")
         for name, fn in objectives.items():
             if not isinstance(name, str) or not callable(fn):
-                raise TypeError(f"objectives must map str names to callables, got {name!r}: {type(fn).__name__}")
+                raise TypeError(
+                    f"objectives must map str names to callables, got {name!r}: {type(fn).__name__}"
+                )
         self.names = tuple(objectives)
         self._fns = tuple(objectives.values())
         self._cache: dict[str, np.ndarray] = {}
@@ -229,7 +259,9 @@ class ObjectiveVector:
             cols = [np.asarray(fn(new), dtype=np.float64) for fn in self._fns]
             F = np.stack(cols, axis=1)
             if F.shape != (len(new), self.D) or not np.isfinite(F).all() or F.min() < 0:
-                raise ValueError("an objective returned values that are not finite and >= 0")
+                raise ValueError(
+                    "an objective returned values that are not finite and >= 0"
+                )
             for s, row in zip(new, F):
                 self._cache[s] = row
             self.n_calls += len(new)
@@ -238,8 +270,12 @@ class ObjectiveVector:
         return np.stack([self._cache[s] for s in smiles])
 
 
-def stand_in_objectives(refs: pd.DataFrame, targets: tuple[str, str] = ("EGFR", "MET"),
-                        radius: int = 2, n_bits: int = 2048) -> ObjectiveVector:
+def stand_in_objectives(
+    refs: pd.DataFrame,
+    targets: tuple[str, str] = ("EGFR", "MET"),
+    radius: int = 2,
+    n_bits: int = 2048,
+) -> ObjectiveVector:
     """The ``cpu`` profile's D = 4 objective vector: ``[sim_EGFR, sim_MET, QED, (10 - SA)/9]``.
 
     ``sim_T`` (max Tanimoto to the approved inhibitors of target ``T``) stands in for the paper's Chemprop
@@ -251,7 +287,9 @@ def stand_in_objectives(refs: pd.DataFrame, targets: tuple[str, str] = ("EGFR", 
     objs: dict[str, Objective] = {}
     for t in targets:
         t = check_choice(t, "targets", sorted(set(refs["target"])))
-        objs[f"sim_{t}"] = similarity_objective(list(refs.loc[refs["target"] == t, "smiles"]), radius, n_bits)
+        objs[f"sim_{t}"] = similarity_objective(
+            list(refs.loc[refs["target"] == t, "smiles"]), radius, n_bits
+        )
     objs["QED"] = qed
     objs["SA"] = sa_objective
     return ObjectiveVector(objs)

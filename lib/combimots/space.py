@@ -24,8 +24,16 @@ from icml25.checks import check_int, check_real
 
 from ._checks import _check_smiles
 
-__all__ = ["REAL_TEMPLATES", "Reaction", "synthemol_resources", "load_real_space", "reduce_search_space",
-           "replay_recipe", "random_real_products", "to_mol"]
+__all__ = [
+    "REAL_TEMPLATES",
+    "Reaction",
+    "synthemol_resources",
+    "load_real_space",
+    "reduce_search_space",
+    "replay_recipe",
+    "random_real_products",
+    "to_mol",
+]
 
 _BOC = "CC(C)(C)OC(=O)[N:1]([*:2])[*:3].[*:4][N:5]([H])[*:6]"
 _AMINE = "[*:1][N:2]([H])[*:3]"
@@ -36,20 +44,47 @@ _HALIDE = "[F,Cl,Br,I][*:4]"
 
 #: (reaction_id, reactant SMARTS per slot, product SMARTS), with atom maps, in SyntheMol's order
 REAL_TEMPLATES: tuple[tuple[int, tuple[str, ...], str], ...] = (
-    (275592, (_BOC, "[OH1][C:7]([*:8])=[O:9]", "[OH1][C:10]([*:11])=[O:12]"),
-     "[*:4][N:5]([*:6])[C:7](=[O:9])[*:8].[*:3][N:1]([*:2])[C:10](=[O:12])[*:11]"),
+    (
+        275592,
+        (_BOC, "[OH1][C:7]([*:8])=[O:9]", "[OH1][C:10]([*:11])=[O:12]"),
+        "[*:4][N:5]([*:6])[C:7](=[O:9])[*:8].[*:3][N:1]([*:2])[C:10](=[O:12])[*:11]",
+    ),
     (22, (_AMINE, _ACID), _AMIDE),
     (11, (_AMINE, _ACID), _AMIDE),
     (527, (_AMINE, _ACID), _AMIDE),
     (240690, (_AMINE, _ACID), _AMIDE),
-    (2430, (_PRIMARY, "[*:4][N:5]([H])[*:6]"), "O=C([N:2]([*:1])[H:3])[N:5]([*:4])[*:6]"),
-    (2708, (_PRIMARY, "[*:4][N:5]([H])[H:6]"), "O=C([N:2]([*:1])[H:3])[N:5]([*:4])[H:6]"),
+    (
+        2430,
+        (_PRIMARY, "[*:4][N:5]([H])[*:6]"),
+        "O=C([N:2]([*:1])[H:3])[N:5]([*:4])[*:6]",
+    ),
+    (
+        2708,
+        (_PRIMARY, "[*:4][N:5]([H])[H:6]"),
+        "O=C([N:2]([*:1])[H:3])[N:5]([*:4])[H:6]",
+    ),
     (2230, (_AMINE, _HALIDE), "[*:1][N:2]([*:3])[*:4]"),
-    (2718, (_PRIMARY, "[*:4][N:5]([H])[H:6]"), "O=C(C(=O)[N:2]([*:1])[H:3])[N:5]([*:4])[H:6]"),
-    (40, (_AMINE, "[O:4]=[S:5](=[O:6])([F,Cl,Br,I])[*:7]"), "[O:4]=[S:5](=[O:6])([*:7])[N:2]([*:1])[*:3]"),
+    (
+        2718,
+        (_PRIMARY, "[*:4][N:5]([H])[H:6]"),
+        "O=C(C(=O)[N:2]([*:1])[H:3])[N:5]([*:4])[H:6]",
+    ),
+    (
+        40,
+        (_AMINE, "[O:4]=[S:5](=[O:6])([F,Cl,Br,I])[*:7]"),
+        "[O:4]=[S:5](=[O:6])([*:7])[N:2]([*:1])[*:3]",
+    ),
     (27, (_AMINE, _HALIDE), "[*:1][N:2]([*:3])[*:4]"),
-    (271948, (_AMINE, "[*:4][N:5]([H])[H:6]"), "O=C(C(=O)[N:2]([*:1])[*:3])[N:5]([*:4])[H:6]"),
-    (1458, ("[OH1:1][C:2]([*:3])=[O:4]", "[F,Cl,Br,I][*:5]"), "[O:4]=[C:2]([*:3])[O:1][*:5]"),
+    (
+        271948,
+        (_AMINE, "[*:4][N:5]([H])[H:6]"),
+        "O=C(C(=O)[N:2]([*:1])[*:3])[N:5]([*:4])[H:6]",
+    ),
+    (
+        1458,
+        ("[OH1:1][C:2]([*:3])=[O:4]", "[F,Cl,Br,I][*:5]"),
+        "[O:4]=[C:2]([*:3])[O:1][*:5]",
+    ),
 )
 
 
@@ -91,24 +126,41 @@ class Reaction:
         ValueError: a SMARTS does not parse, or ``allowed`` has the wrong number of slots.
     """
 
-    def __init__(self, reactant_smarts: Sequence[str], product_smarts: str, reaction_id: int,
-                 allowed: Sequence[frozenset[str]] | None = None, block_set: frozenset[str] | None = None) -> None:
+    def __init__(
+        self,
+        reactant_smarts: Sequence[str],
+        product_smarts: str,
+        reaction_id: int,
+        allowed: Sequence[frozenset[str]] | None = None,
+        block_set: frozenset[str] | None = None,
+    ) -> None:
         from rdkit import Chem
         from rdkit.Chem import AllChem
 
         self.reactant_smarts = tuple(reactant_smarts)
         self.product_smarts = str(product_smarts)
         self.reaction_id = int(reaction_id)
-        self.queries = tuple(Chem.MolFromSmarts(_strip_maps(s)) for s in self.reactant_smarts)
+        self.queries = tuple(
+            Chem.MolFromSmarts(_strip_maps(s)) for s in self.reactant_smarts
+        )
         if any(q is None for q in self.queries):
-            raise ValueError(f"reactant_smarts of reaction {reaction_id} do not parse: {self.reactant_smarts}")
-        smarts = ".".join(f"({s})" for s in self.reactant_smarts) + f">>({self.product_smarts})"
+            raise ValueError(
+                f"reactant_smarts of reaction {reaction_id} do not parse: {self.reactant_smarts}"
+            )
+        smarts = (
+            ".".join(f"({s})" for s in self.reactant_smarts)
+            + f">>({self.product_smarts})"
+        )
         self.rxn = AllChem.ReactionFromSmarts(smarts)
         if allowed is not None and len(allowed) != len(self.reactant_smarts):
-            raise ValueError(f"allowed must have {len(self.reactant_smarts)} slots, got {len(allowed)}")
+            raise ValueError(
+                f"allowed must have {len(self.reactant_smarts)} slots, got {len(allowed)}"
+            )
         self.allowed = None if allowed is None else tuple(frozenset(a) for a in allowed)
         self.block_set = frozenset() if block_set is None else frozenset(block_set)
-        self._matches: dict[str, list[int]] = {}   # SMILES -> slots (the allowed sets never change)
+        self._matches: dict[
+            str, list[int]
+        ] = {}  # SMILES -> slots (the allowed sets never change)
 
     @property
     def n_reactants(self) -> int:
@@ -132,7 +184,11 @@ class Reaction:
             if self.allowed is not None and smiles in self.block_set:
                 cand = [i for i, a in enumerate(self.allowed) if smiles in a]
                 mol = _mol_h(smiles) if cand else None
-                slots = [i for i in cand if mol is not None and mol.HasSubstructMatch(self.queries[i])]
+                slots = [
+                    i
+                    for i in cand
+                    if mol is not None and mol.HasSubstructMatch(self.queries[i])
+                ]
             else:
                 slots = self.smarts_matches(smiles)
             self._matches[smiles] = slots
@@ -152,7 +208,9 @@ class Reaction:
 
         reactants = _check_smiles(reactants, "reactants")
         if len(reactants) != self.n_reactants:
-            raise ValueError(f"reactants must hold {self.n_reactants} SMILES (reaction {self.reaction_id}), got {len(reactants)}")
+            raise ValueError(
+                f"reactants must hold {self.n_reactants} SMILES (reaction {self.reaction_id}), got {len(reactants)}"
+            )
         mols = [_mol_h(s) for s in reactants]
         if any(m is None for m in mols):
             raise ValueError(f"reactants hold an invalid SMILES: {reactants}")
@@ -178,7 +236,9 @@ def synthemol_resources() -> Path:
     """
     spec = importlib.util.find_spec("synthemol")
     if spec is None or spec.origin is None:
-        raise ModuleNotFoundError("synthemol is not installed: pip install 'icml25[combimots]'")
+        raise ModuleNotFoundError(
+            "synthemol is not installed: pip install 'icml25[combimots]'"
+        )
     return Path(spec.origin).parent / "resources" / "real"
 
 
@@ -186,23 +246,35 @@ def synthemol_resources() -> Path:
 def _read_real() -> tuple[pd.DataFrame, dict[int, dict[int, frozenset[str]]], int]:
     folder = synthemol_resources()
     raw = pd.read_csv(folder / "building_blocks.csv")
-    blocks = raw.drop_duplicates("smiles", keep="first").reset_index(drop=True)[["smiles", "reagent_id"]]
+    blocks = raw.drop_duplicates("smiles", keep="first").reset_index(drop=True)[
+        ["smiles", "reagent_id"]
+    ]
     with open(folder / "reaction_to_building_blocks.pkl", "rb") as fh:
         mapping = pickle.load(fh)
-    mapping = {int(r): {int(i): frozenset(s) for i, s in slots.items()} for r, slots in mapping.items()}
+    mapping = {
+        int(r): {int(i): frozenset(s) for i, s in slots.items()}
+        for r, slots in mapping.items()
+    }
     return blocks, mapping, len(raw)
 
 
-def _build_reactions(mapping: dict[int, dict[int, frozenset[str]]], keep: frozenset[str]) -> list[Reaction]:
+def _build_reactions(
+    mapping: dict[int, dict[int, frozenset[str]]], keep: frozenset[str]
+) -> list[Reaction]:
     reactions = []
     for rid, reactants, product in REAL_TEMPLATES:
         allowed = [mapping[rid][i] & keep for i in range(len(reactants))]
-        reactions.append(Reaction(reactants, product, rid, allowed=allowed, block_set=keep))
+        reactions.append(
+            Reaction(reactants, product, rid, allowed=allowed, block_set=keep)
+        )
     return reactions
 
 
-def load_real_space(n_blocks: int | None = None, rng: np.random.Generator | None = None,
-                    min_per_slot: int = 30) -> tuple[pd.DataFrame, list[Reaction]]:
+def load_real_space(
+    n_blocks: int | None = None,
+    rng: np.random.Generator | None = None,
+    min_per_slot: int = 30,
+) -> tuple[pd.DataFrame, list[Reaction]]:
     """Enamine REAL building blocks and the 13 REAL reactions, optionally a stratified subsample.
 
     The full space has 139,493 block rows (137,656 distinct SMILES; the first id of a repeated SMILES is
@@ -237,19 +309,33 @@ def load_real_space(n_blocks: int | None = None, rng: np.random.Generator | None
         for i in range(len(reactants)):
             pool = sorted(mapping[rid][i])
             take = min(min_per_slot, len(pool))
-            chosen.update(pool[j] for j in rng.choice(len(pool), size=take, replace=False))
+            chosen.update(
+                pool[j] for j in rng.choice(len(pool), size=take, replace=False)
+            )
     if len(chosen) > n_blocks:
-        raise ValueError(f"n_blocks = {n_blocks} is too small: {min_per_slot} blocks for each of the "
-                         f"{sum(len(t[1]) for t in REAL_TEMPLATES)} reaction slots already need {len(chosen)}")
-    usable = sorted(frozenset().union(*(s for slots in mapping.values() for s in slots.values())) - chosen)
-    extra = rng.choice(len(usable), size=min(n_blocks - len(chosen), len(usable)), replace=False)
+        raise ValueError(
+            f"n_blocks = {n_blocks} is too small: {min_per_slot} blocks for each of the "
+            f"{sum(len(t[1]) for t in REAL_TEMPLATES)} reaction slots already need {len(chosen)}"
+        )
+    usable = sorted(
+        frozenset().union(*(s for slots in mapping.values() for s in slots.values()))
+        - chosen
+    )
+    extra = rng.choice(
+        len(usable), size=min(n_blocks - len(chosen), len(usable)), replace=False
+    )
     chosen.update(usable[j] for j in extra)
     sub = blocks[blocks["smiles"].isin(chosen)].reset_index(drop=True)
     return sub, _build_reactions(mapping, frozenset(sub["smiles"]))
 
 
-def reduce_search_space(blocks: pd.DataFrame, reference_smiles: Sequence[str], sim_threshold: float = 0.4,
-                        radius: int = 2, n_bits: int = 2048) -> pd.DataFrame:
+def reduce_search_space(
+    blocks: pd.DataFrame,
+    reference_smiles: Sequence[str],
+    sim_threshold: float = 0.4,
+    radius: int = 2,
+    n_bits: int = 2048,
+) -> pd.DataFrame:
     """Blocks similar to a fragment of the reference actives (the paper's Sec. 3 search-space reduction).
 
     The paper takes property-aware fragments from a trained FGIB model per target; here the fragments are
@@ -313,8 +399,13 @@ def replay_recipe(recipe: dict, reactions: Sequence[Reaction]) -> bool:
     return recipe["smiles"] in by_id[rid].run(list(recipe["reactants"]))
 
 
-def random_real_products(blocks: pd.DataFrame, reactions: Sequence[Reaction], n: int,
-                         rng: np.random.Generator, max_tries: int | None = None) -> list[dict]:
+def random_real_products(
+    blocks: pd.DataFrame,
+    reactions: Sequence[Reaction],
+    n: int,
+    rng: np.random.Generator,
+    max_tries: int | None = None,
+) -> list[dict]:
     """``n`` distinct random one-step REAL products (the random baseline at a given oracle budget).
 
     Each draw picks a reaction uniformly, then one allowed block per slot uniformly, runs the reaction
@@ -335,9 +426,15 @@ def random_real_products(blocks: pd.DataFrame, reactions: Sequence[Reaction], n:
 
     n = check_int(n, "n", low=0)
     rng = check_rng(rng)
-    max_tries = 20 * max(n, 1) if max_tries is None else check_int(max_tries, "max_tries", low=1)
+    max_tries = (
+        20 * max(n, 1)
+        if max_tries is None
+        else check_int(max_tries, "max_tries", low=1)
+    )
     ids = dict(zip(blocks["smiles"], blocks["reagent_id"]))
-    usable = [r for r in reactions if r.allowed is not None and all(len(a) for a in r.allowed)]
+    usable = [
+        r for r in reactions if r.allowed is not None and all(len(a) for a in r.allowed)
+    ]
     pools = {r.reaction_id: [sorted(a) for a in r.allowed] for r in usable}
     out: list[dict] = []
     seen: set[str] = set()
@@ -355,12 +452,20 @@ def random_real_products(blocks: pd.DataFrame, reactions: Sequence[Reaction], n:
         if smi in seen:
             continue
         seen.add(smi)
-        out.append({"smiles": smi, "reaction_id": r.reaction_id, "reactants": tuple(reactants),
-                    "reagent_ids": tuple(int(ids.get(s, -1)) for s in reactants)})
+        out.append(
+            {
+                "smiles": smi,
+                "reaction_id": r.reaction_id,
+                "reactants": tuple(reactants),
+                "reagent_ids": tuple(int(ids.get(s, -1)) for s in reactants),
+            }
+        )
     return out
 
 
-def _assignments(slot_lists: Sequence[Sequence[int]], n_slots: int, full: bool) -> list[tuple[int, ...]]:
+def _assignments(
+    slot_lists: Sequence[Sequence[int]], n_slots: int, full: bool
+) -> list[tuple[int, ...]]:
     """Assignments of molecules to distinct slots (one slot per molecule), all slots filled when ``full``."""
     out = []
     for combo in itertools.product(*slot_lists):

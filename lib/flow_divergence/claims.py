@@ -16,9 +16,9 @@ CLAIMS = [
     Claim(
         id="tv_bound",
         claim="the TV between the analytic and each learned path stays under the bound 1/2 int E|r_t| dt (10 % "
-              "slack for Monte Carlo and Euler error), for every model at every evaluated t",
+        "slack for Monte Carlo and Euler error), for every model at every evaluated t",
         paper="TV(p_t, p_hat_t) is bounded by the divergence residual integrated over time (main theorem; "
-              "statement reconstructed from the abstract)",
+        "statement reconstructed from the abstract)",
         metric="gmm_tv_over_bound_max",
         holds=lambda m: m["gmm_tv_over_bound_max"] <= 1.10,
         judged_by="check: the TV bound holds for every model at every evaluated t.",
@@ -26,7 +26,7 @@ CLAIMS = [
     Claim(
         id="residual_lower",
         claim="at equal steps, from the same initial weights and data, FDM's divergence residual (the bound's "
-              "integrand averaged over 11 times) is lower than CFM's",
+        "integrand averaged over 11 times) is lower than CFM's",
         paper="FDM controls the divergence error that flow matching leaves (abstract)",
         metric="gmm_residual_fdm",
         holds=lambda m: m["gmm_residual_fdm"] < m["gmm_residual_cfm"],
@@ -59,7 +59,10 @@ CLAIMS = [
         claim="both flows learn the checkerboard: histogram TV to the data at most half the N(0, I) source's",
         paper="both models learn the 2-D benchmarks (figure only)",
         metric="checkerboard_tv_fdm",
-        holds=lambda m: max(m["checkerboard_tv_fdm"], m["checkerboard_tv_cfm"]) < 0.5 * m["checkerboard_tv_source"],
+        holds=lambda m: (
+            max(m["checkerboard_tv_fdm"], m["checkerboard_tv_cfm"])
+            < 0.5 * m["checkerboard_tv_source"]
+        ),
         judged_by="check: both flows learned the checkerboard",
     ),
     Claim(
@@ -72,10 +75,12 @@ CLAIMS = [
     Claim(
         id="lorenz_beats_gaussian",
         claim="both flows model the Lorenz chunks better than a full-covariance Gaussian (held-out NLL lower by "
-              "more than 1 nat)",
+        "more than 1 nat)",
         paper="(a sanity baseline of this book, not in the paper)",
         metric="lorenz_nll_fdm",
-        holds=lambda m: max(m["lorenz_nll_fdm"], m["lorenz_nll_cfm"]) < m["lorenz_nll_gaussian"] - 1,
+        holds=lambda m: (
+            max(m["lorenz_nll_fdm"], m["lorenz_nll_cfm"]) < m["lorenz_nll_gaussian"] - 1
+        ),
         judged_by="check: both flows model the 3T-dimensional trajectory distribution better",
     ),
     Claim(

@@ -17,8 +17,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from icml25.checks import (check_array, check_budget, check_int, check_positive, check_real, check_rng,
-                           check_torch_generator)
+from icml25.checks import (
+    check_array,
+    check_budget,
+    check_int,
+    check_positive,
+    check_real,
+    check_rng,
+    check_torch_generator,
+)
 
 from .defaults import DEFAULTS
 from .method import _torch_tensor
@@ -68,26 +75,44 @@ class GaussianMixture2D:
             [0, 1] (scalar or (N,)).
     """
 
-    def __init__(self, means: ArrayLike | Tensor, stds: ArrayLike | Tensor,
-                 weights: ArrayLike | Tensor | None = None) -> None:
+    def __init__(
+        self,
+        means: ArrayLike | Tensor,
+        stds: ArrayLike | Tensor,
+        weights: ArrayLike | Tensor | None = None,
+    ) -> None:
         mu = check_array(means, "means", ndim=2, dtype=np.float64, min_size=1)
         K = mu.shape[0]
-        s = check_array(np.reshape(check_array(stds, "stds", dtype=np.float64), -1), "stds", shape=(K,))
+        s = check_array(
+            np.reshape(check_array(stds, "stds", dtype=np.float64), -1),
+            "stds",
+            shape=(K,),
+        )
         if not (s > 0).all():
-            raise ValueError(f"stds must be ({K},) positive, got a minimum of {s.min()!r}")
+            raise ValueError(
+                f"stds must be ({K},) positive, got a minimum of {s.min()!r}"
+            )
         if weights is None:
             w = np.full(K, 1.0 / K)
         else:
-            w = check_array(np.reshape(check_array(weights, "weights", dtype=np.float64), -1), "weights", shape=(K,))
+            w = check_array(
+                np.reshape(check_array(weights, "weights", dtype=np.float64), -1),
+                "weights",
+                shape=(K,),
+            )
             if not (w > 0).all():
-                raise ValueError(f"weights must be ({K},) positive, got a minimum of {w.min()!r}")
+                raise ValueError(
+                    f"weights must be ({K},) positive, got a minimum of {w.min()!r}"
+                )
         self.means, self.stds = torch.as_tensor(mu), torch.as_tensor(s)
         w = torch.as_tensor(w)
         self.weights = w / w.sum()
         self.K, self.d = K, mu.shape[1]
 
     @classmethod
-    def ring(cls, k: int = 8, radius: float = 3.0, std: float = 0.3) -> "GaussianMixture2D":
+    def ring(
+        cls, k: int = 8, radius: float = 3.0, std: float = 0.3
+    ) -> "GaussianMixture2D":
         """``k`` equal-weight modes of standard deviation ``std`` on a circle of ``radius`` in 2-D.
 
         Raises:
@@ -96,7 +121,9 @@ class GaussianMixture2D:
         k = check_int(k, "k", low=1)
         radius, std = check_real(radius, "radius", low=0), check_positive(std, "std")
         ang = 2 * np.pi * np.arange(k) / k
-        return cls(np.stack([radius * np.cos(ang), radius * np.sin(ang)], 1), np.full(k, std))
+        return cls(
+            np.stack([radius * np.cos(ang), radius * np.sin(ang)], 1), np.full(k, std)
+        )
 
     def sample(self, n: int, rng: torch.Generator | None = None) -> Tensor:
         """(n, d) float32 draws of the data distribution q (a valid ``sampler`` for train_flow).
@@ -115,18 +142,24 @@ class GaussianMixture2D:
         x = _torch_tensor(x, "x", shape=(None, self.d)).to(torch.float64)
         t = torch.as_tensor(t, dtype=torch.float64).reshape(-1, 1)  # (N or 1, 1)
         if t.shape[0] not in (1, x.shape[0]):
-            raise ValueError(f"t must be a scalar or have shape ({x.shape[0]},), got {t.shape[0]} values")
+            raise ValueError(
+                f"t must be a scalar or have shape ({x.shape[0]},), got {t.shape[0]} values"
+            )
         if not bool((torch.isfinite(t) & (t >= 0) & (t <= 1)).all()):
             raise ValueError("t must lie in [0, 1]")
         return x, t
 
-    def _parts(self, x: Tensor, t: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    def _parts(
+        self, x: Tensor, t: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         """Per component: ``v_k(t) = t^2 s_k^2 + (1 - t)^2``, ``x - t mu_k``, ``log p_t`` and the
         responsibilities ``gamma_k = w_k N(x; t mu_k, v_k I) / p_t(x)``."""
         m = t[:, None, :] * self.means[None]  # (N, K, d)
         var = t**2 * self.stds[None] ** 2 + (1 - t) ** 2  # (N, K)
         diff = x[:, None, :] - m
-        logn = (-0.5 * (diff**2).sum(-1) / var - 0.5 * self.d * torch.log(2 * math.pi * var))
+        logn = -0.5 * (diff**2).sum(-1) / var - 0.5 * self.d * torch.log(
+            2 * math.pi * var
+        )
         logj = torch.log(self.weights)[None] + logn
         logp = torch.logsumexp(logj, dim=1)
         gamma = torch.exp(logj - logp[:, None])
@@ -183,7 +216,9 @@ class GaussianMixture2D:
         s = (gamma[..., None] * sk).sum(1)
         return (gamma * (self.d * a + (uk * (sk - s[:, None, :])).sum(-1))).sum(1)
 
-    def sample_path(self, n: int, t: float, rng: torch.Generator | None = None) -> Tensor:
+    def sample_path(
+        self, n: int, t: float, rng: torch.Generator | None = None
+    ) -> Tensor:
         """(n, d) float32 draws of the marginal ``p_t`` (``t x1 + (1 - t) x0``); t in [0, 1].
 
         Raises:
@@ -191,7 +226,9 @@ class GaussianMixture2D:
             TooLargeError: ``n`` so large that the draws cannot fit in memory.
         """
         t = check_real(t, "t", low=0, high=1)
-        n = _check_draws("GaussianMixture2D.sample_path", n, rng, 8.0 * (1 + 6 * self.d))
+        n = _check_draws(
+            "GaussianMixture2D.sample_path", n, rng, 8.0 * (1 + 6 * self.d)
+        )
         x1 = self.sample(n, rng)
         x0 = torch.randn(x1.shape, generator=rng)
         return t * x1 + (1 - t) * x0
@@ -222,19 +259,33 @@ def checkerboard(n: int, rng: torch.Generator | None = None) -> Tensor:
 # --------------------------------------------------------------------------------------------
 
 
-def _lorenz_rhs(rho: float, sigma: float, beta: float, scale: float) -> Callable[[float, np.ndarray], np.ndarray]:
+def _lorenz_rhs(
+    rho: float, sigma: float, beta: float, scale: float
+) -> Callable[[float, np.ndarray], np.ndarray]:
     """Lorenz ``x' = sigma (y - x), y' = x (rho - z) - y, z' = x y - beta z`` in ``z = x / scale``."""
+
     def rhs(_t: float, z: np.ndarray) -> np.ndarray:
         x = scale * z.reshape(-1, 3)
-        dz = np.stack([sigma * (x[:, 1] - x[:, 0]), x[:, 0] * (rho - x[:, 2]) - x[:, 1],
-                       x[:, 0] * x[:, 1] - beta * x[:, 2]], 1)
+        dz = np.stack(
+            [
+                sigma * (x[:, 1] - x[:, 0]),
+                x[:, 0] * (rho - x[:, 2]) - x[:, 1],
+                x[:, 0] * x[:, 1] - beta * x[:, 2],
+            ],
+            1,
+        )
         return (dz / scale).ravel()
+
     return rhs
 
 
-def _fhn_rhs(a: tuple[float, float] = (-0.025794, -0.025794), b: tuple[float, float] = (0.0065, 0.0135),
-             c: tuple[float, float] = (0.02, 0.02), k: float = 0.128,
-             coupling: float = 1.0) -> Callable[[float, np.ndarray], np.ndarray]:
+def _fhn_rhs(
+    a: tuple[float, float] = (-0.025794, -0.025794),
+    b: tuple[float, float] = (0.0065, 0.0135),
+    c: tuple[float, float] = (0.02, 0.02),
+    k: float = 0.128,
+    coupling: float = 1.0,
+) -> Callable[[float, np.ndarray], np.ndarray]:
     """Two diffusively coupled FitzHugh-Nagumo units, state scaled by 5 (official parameters)."""
     a, b, c = (np.asarray(v)[None] for v in (a, b, c))
 
@@ -244,6 +295,7 @@ def _fhn_rhs(a: tuple[float, float] = (-0.025794, -0.025794), b: tuple[float, fl
         xdot = xs * (a - xs) * (xs - 1) - ys + k * coupling * (xs[:, ::-1] - xs)
         ydot = b * xs - c * ys
         return (np.concatenate([xdot, ydot], 1) * 5.0).ravel()
+
     return rhs
 
 
@@ -253,27 +305,44 @@ def _check_trajectory_budget(what: str, n: int, T: int, n_drop: int, dim: int) -
     check_budget(what, n_bytes=8.0 * n * dim * (n_drop + T + 12) + 4.0 * n * dim * T)
 
 
-def _trajectories(rhs: Callable[[float, np.ndarray], np.ndarray], z0: np.ndarray, dt: float, n_keep: int,
-                  n_drop: int) -> np.ndarray:
+def _trajectories(
+    rhs: Callable[[float, np.ndarray], np.ndarray],
+    z0: np.ndarray,
+    dt: float,
+    n_keep: int,
+    n_drop: int,
+) -> np.ndarray:
     """(n, n_keep, dim) samples every ``dt`` of the RK45 solution from ``z0``, first ``n_drop`` dropped;
     the solver's answer is used only when it succeeded and is finite."""
     from scipy.integrate import solve_ivp
 
     n, dim = z0.shape
     ts = dt * np.arange(n_drop + n_keep)
-    sol = solve_ivp(rhs, (0.0, ts[-1]), z0.ravel(), t_eval=ts, rtol=1e-6, atol=1e-8, method="RK45")
+    sol = solve_ivp(
+        rhs, (0.0, ts[-1]), z0.ravel(), t_eval=ts, rtol=1e-6, atol=1e-8, method="RK45"
+    )
     if not sol.success:  # pragma: no cover - solver failure
         raise RuntimeError(f"solve_ivp failed: {sol.message}")
     if sol.y.shape != (n * dim, ts.size) or not np.isfinite(sol.y).all():
-        raise RuntimeError(f"solve_ivp returned {sol.y.shape} values for {(n * dim, ts.size)} or non-finite "
-                           "states: the trajectories diverge")
+        raise RuntimeError(
+            f"solve_ivp returned {sol.y.shape} values for {(n * dim, ts.size)} or non-finite "
+            "states: the trajectories diverge"
+        )
     return sol.y.reshape(n, dim, -1).transpose(0, 2, 1)[:, n_drop:].astype(np.float32)
 
 
-def lorenz_trajectories(n: int, T: int = DEFAULTS.lorenz.T, *, rng: np.random.Generator, dt: float = DEFAULTS.lorenz.dt,
-                        n_drop: int = DEFAULTS.lorenz.n_drop, rho: float = DEFAULTS.lorenz.rho,
-                        sigma: float = DEFAULTS.lorenz.sigma, beta: float = DEFAULTS.lorenz.beta,
-                        rescaling: float = DEFAULTS.lorenz.rescaling) -> np.ndarray:
+def lorenz_trajectories(
+    n: int,
+    T: int = DEFAULTS.lorenz.T,
+    *,
+    rng: np.random.Generator,
+    dt: float = DEFAULTS.lorenz.dt,
+    n_drop: int = DEFAULTS.lorenz.n_drop,
+    rho: float = DEFAULTS.lorenz.rho,
+    sigma: float = DEFAULTS.lorenz.sigma,
+    beta: float = DEFAULTS.lorenz.beta,
+    rescaling: float = DEFAULTS.lorenz.rescaling,
+) -> np.ndarray:
     """(n, T, 3) float32 Lorenz trajectories in the official scaled coordinates ``z = x / 20``.
 
     Initial states ``z0 ~ N(0, I_3)`` drawn from ``rng``; integrated with
@@ -286,17 +355,31 @@ def lorenz_trajectories(n: int, T: int = DEFAULTS.lorenz.T, *, rng: np.random.Ge
         TooLargeError: ``n``, ``T`` or ``n_drop`` so large that the solver's states cannot fit.
         RuntimeError: the ODE solver failed.
     """
-    n, T, n_drop = check_int(n, "n", low=1), check_int(T, "T", low=1), check_int(n_drop, "n_drop", low=0)
+    n, T, n_drop = (
+        check_int(n, "n", low=1),
+        check_int(T, "T", low=1),
+        check_int(n_drop, "n_drop", low=0),
+    )
     dt, rescaling = check_positive(dt, "dt"), check_positive(rescaling, "rescaling")
-    rho, sigma, beta = (check_real(v, name) for v, name in ((rho, "rho"), (sigma, "sigma"), (beta, "beta")))
-    _check_trajectory_budget(f"lorenz_trajectories(n={n}, T={T}, n_drop={n_drop})", n, T, n_drop, 3)
+    rho, sigma, beta = (
+        check_real(v, name)
+        for v, name in ((rho, "rho"), (sigma, "sigma"), (beta, "beta"))
+    )
+    _check_trajectory_budget(
+        f"lorenz_trajectories(n={n}, T={T}, n_drop={n_drop})", n, T, n_drop, 3
+    )
     z0 = check_rng(rng, "rng").standard_normal((n, 3))
     return _trajectories(_lorenz_rhs(rho, sigma, beta, rescaling), z0, dt, T, n_drop)
 
 
-def fitzhugh_nagumo_trajectories(n: int, T: int = DEFAULTS.fitzhugh_nagumo.T, *, rng: np.random.Generator,
-                                 dt: float = DEFAULTS.fitzhugh_nagumo.dt,
-                                 n_drop: int = DEFAULTS.fitzhugh_nagumo.n_drop) -> np.ndarray:
+def fitzhugh_nagumo_trajectories(
+    n: int,
+    T: int = DEFAULTS.fitzhugh_nagumo.T,
+    *,
+    rng: np.random.Generator,
+    dt: float = DEFAULTS.fitzhugh_nagumo.dt,
+    n_drop: int = DEFAULTS.fitzhugh_nagumo.n_drop,
+) -> np.ndarray:
     """(n, T, 4) float32 coupled FitzHugh-Nagumo trajectories (official parameters, state x 5).
 
     Initial states ``0.2 N(0, I_4)`` drawn from ``rng``; ``solve_ivp`` RK45; every ``dt`` = 6
@@ -309,9 +392,15 @@ def fitzhugh_nagumo_trajectories(n: int, T: int = DEFAULTS.fitzhugh_nagumo.T, *,
         TooLargeError: ``n``, ``T`` or ``n_drop`` so large that the solver's states cannot fit.
         RuntimeError: the ODE solver failed.
     """
-    n, T, n_drop = check_int(n, "n", low=1), check_int(T, "T", low=1), check_int(n_drop, "n_drop", low=0)
+    n, T, n_drop = (
+        check_int(n, "n", low=1),
+        check_int(T, "T", low=1),
+        check_int(n_drop, "n_drop", low=0),
+    )
     dt = check_positive(dt, "dt")
-    _check_trajectory_budget(f"fitzhugh_nagumo_trajectories(n={n}, T={T}, n_drop={n_drop})", n, T, n_drop, 4)
+    _check_trajectory_budget(
+        f"fitzhugh_nagumo_trajectories(n={n}, T={T}, n_drop={n_drop})", n, T, n_drop, 4
+    )
     z0 = 0.2 * check_rng(rng, "rng").standard_normal((n, 4))
     return _trajectories(_fhn_rhs(), z0, dt, T, n_drop)
 
@@ -339,7 +428,9 @@ class TrajectoryData:
         """
         arr = check_array(traj, "traj", ndim=3, dtype=np.float32)
         if arr.shape[0] < 2 or min(arr.shape) < 1:
-            raise ValueError(f"traj must be a finite (n, T, dim) array with n >= 2, got shape {arr.shape}")
+            raise ValueError(
+                f"traj must be a finite (n, T, dim) array with n >= 2, got shape {arr.shape}"
+            )
         flat = torch.tensor(arr.reshape(len(arr), -1))
         mean, std = flat.mean(0), flat.std(0).clamp_min(1e-6)
         return cls((flat - mean) / std, mean, std)
@@ -351,7 +442,9 @@ class TrajectoryData:
             TypeError / ValueError: ``n`` not an integer >= 1, ``rng`` not a torch.Generator.
             TooLargeError: ``n`` so large that the rows cannot fit in memory.
         """
-        n = _check_draws("TrajectoryData", n, rng, 8.0 + self.X.shape[1] * self.X.element_size())
+        n = _check_draws(
+            "TrajectoryData", n, rng, 8.0 + self.X.shape[1] * self.X.element_size()
+        )
         idx = torch.randint(0, self.X.shape[0], (n,), generator=rng)
         return self.X[idx]
 

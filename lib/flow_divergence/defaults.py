@@ -56,7 +56,10 @@ class EvaluationDefaults:
 
     ode_steps: int = 100
     hist_bins: int = 200
-    hist_range: tuple[tuple[float, float], tuple[float, float]] = ((-5.0, 5.0), (-5.0, 5.0))
+    hist_range: tuple[tuple[float, float], tuple[float, float]] = (
+        (-5.0, 5.0),
+        (-5.0, 5.0),
+    )
     n_samples: int = 500_000
 
 
@@ -91,7 +94,9 @@ class FlowDivergenceDefaults:
     training: TrainingDefaults = field(default_factory=TrainingDefaults)
     evaluation: EvaluationDefaults = field(default_factory=EvaluationDefaults)
     lorenz: LorenzDefaults = field(default_factory=LorenzDefaults)
-    fitzhugh_nagumo: FitzHughNagumoDefaults = field(default_factory=FitzHughNagumoDefaults)
+    fitzhugh_nagumo: FitzHughNagumoDefaults = field(
+        default_factory=FitzHughNagumoDefaults
+    )
 
 
 DEFAULTS = FlowDivergenceDefaults()

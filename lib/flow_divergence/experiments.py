@@ -18,13 +18,33 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from icml25.checks import (check_array, check_bool, check_budget, check_choice, check_int, check_positive,
-                           check_real, check_torch_generator)
+from icml25.checks import (
+    check_array,
+    check_bool,
+    check_budget,
+    check_choice,
+    check_int,
+    check_positive,
+    check_real,
+    check_torch_generator,
+)
 
 from .data import GaussianMixture2D
 from .defaults import DEFAULTS
-from .method import (_STEP_OVERHEAD, ESTIMATORS, VelocityMLP, VFn, _check_fdm_options, _check_model, _fdm_loss,
-                     _model_flops, _torch_tensor, divergence_exact, divergence_hutchinson, log_likelihood)
+from .method import (
+    _STEP_OVERHEAD,
+    ESTIMATORS,
+    VelocityMLP,
+    VFn,
+    _check_fdm_options,
+    _check_model,
+    _fdm_loss,
+    _model_flops,
+    _torch_tensor,
+    divergence_exact,
+    divergence_hutchinson,
+    log_likelihood,
+)
 
 __all__ = [
     "train_flow",
@@ -42,7 +62,9 @@ _LOSSES: tuple[str, ...] = ("cfm", "fdm")
 def _check_module(model: Any) -> nn.Module:
     """A trainable velocity network: an ``nn.Module`` with at least one parameter."""
     if not isinstance(model, nn.Module) or next(model.parameters(), None) is None:
-        raise TypeError(f"model must be an nn.Module with parameters, got {type(model).__name__}")
+        raise TypeError(
+            f"model must be an nn.Module with parameters, got {type(model).__name__}"
+        )
     return model
 
 
@@ -55,11 +77,20 @@ def _activation_bytes(model: nn.Module, batch: int) -> float:
 
 def _check_batch(x1: Any, batch: int, model: nn.Module, step: int) -> Tensor:
     """What ``sampler(batch, rng)`` returned at ``step``: a finite (batch, d) float tensor, d the model's."""
-    if not isinstance(x1, Tensor) or x1.ndim != 2 or x1.shape[0] != batch or not torch.is_floating_point(x1):
-        raise ValueError(f"sampler(batch, rng) must return a ({batch}, d) float torch.Tensor, got "
-                         f"{type(x1).__name__} {tuple(getattr(x1, 'shape', ()))} at step {step}")
+    if (
+        not isinstance(x1, Tensor)
+        or x1.ndim != 2
+        or x1.shape[0] != batch
+        or not torch.is_floating_point(x1)
+    ):
+        raise ValueError(
+            f"sampler(batch, rng) must return a ({batch}, d) float torch.Tensor, got "
+            f"{type(x1).__name__} {tuple(getattr(x1, 'shape', ()))} at step {step}"
+        )
     if isinstance(model, VelocityMLP) and x1.shape[1] != model.dim:
-        raise ValueError(f"sampler returns d = {x1.shape[1]} but model is a VelocityMLP of dim {model.dim}")
+        raise ValueError(
+            f"sampler returns d = {x1.shape[1]} but model is a VelocityMLP of dim {model.dim}"
+        )
     if not bool(torch.isfinite(x1).all()):
         raise ValueError(f"sampler(batch, rng) returned NaN or inf at step {step}")
     return x1
@@ -70,14 +101,27 @@ def _check_batch(x1: Any, batch: int, model: nn.Module, step: int) -> Tensor:
 # --------------------------------------------------------------------------------------------
 
 
-def train_flow(model: nn.Module, sampler: Callable[[int, torch.Generator | None], Tensor], n_steps: int,
-               batch: int, lr: float = DEFAULTS.training.lr, loss: str = "cfm",
-               rng: torch.Generator | None = None, *, lam_cfm: float = DEFAULTS.training.lam_cfm,
-               lam_div: float = DEFAULTS.training.lam_div, estimator: str = "exact", variant: str = "derived",
-               schedule: str = "cond_ot", n_probes: int = 1, dist: str = "rademacher",
-               t_max: float = DEFAULTS.training.t_max, warmup: int = DEFAULTS.training.warmup,
-               lr_step: int = DEFAULTS.training.lr_step,
-               lr_gamma: float = DEFAULTS.training.lr_gamma) -> dict[str, Any]:
+def train_flow(
+    model: nn.Module,
+    sampler: Callable[[int, torch.Generator | None], Tensor],
+    n_steps: int,
+    batch: int,
+    lr: float = DEFAULTS.training.lr,
+    loss: str = "cfm",
+    rng: torch.Generator | None = None,
+    *,
+    lam_cfm: float = DEFAULTS.training.lam_cfm,
+    lam_div: float = DEFAULTS.training.lam_div,
+    estimator: str = "exact",
+    variant: str = "derived",
+    schedule: str = "cond_ot",
+    n_probes: int = 1,
+    dist: str = "rademacher",
+    t_max: float = DEFAULTS.training.t_max,
+    warmup: int = DEFAULTS.training.warmup,
+    lr_step: int = DEFAULTS.training.lr_step,
+    lr_gamma: float = DEFAULTS.training.lr_gamma,
+) -> dict[str, Any]:
     """Train ``model`` with CFM (``loss="cfm"``) or FDM (``loss="fdm"``), in place.
 
     Each step draws ``x1 = sampler(batch, rng)``, ``x0 ~ N(0, I)``, ``t ~ U[0, t_max]`` and
@@ -117,28 +161,49 @@ def train_flow(model: nn.Module, sampler: Callable[[int, torch.Generator | None]
     """
     _check_module(model)
     if not callable(sampler):
-        raise TypeError(f"sampler must be a callable (n, torch.Generator) -> (n, d), got {type(sampler).__name__}")
-    n_steps, batch = check_int(n_steps, "n_steps", low=1), check_int(batch, "batch", low=1)
+        raise TypeError(
+            f"sampler must be a callable (n, torch.Generator) -> (n, d), got {type(sampler).__name__}"
+        )
+    n_steps, batch = (
+        check_int(n_steps, "n_steps", low=1),
+        check_int(batch, "batch", low=1),
+    )
     check_choice(loss, "loss", _LOSSES)
     t_max = check_real(t_max, "t_max", low=0, high=1, low_open=True, high_open=True)
     lr = check_positive(lr, "lr")
-    lam_cfm, lam_div = check_real(lam_cfm, "lam_cfm", low=0), check_real(lam_div, "lam_div", low=0)
+    lam_cfm, lam_div = (
+        check_real(lam_cfm, "lam_cfm", low=0),
+        check_real(lam_div, "lam_div", low=0),
+    )
     n_probes = _check_fdm_options(estimator, variant, schedule, n_probes, dist)
-    warmup, lr_step = check_int(warmup, "warmup", low=0), check_int(lr_step, "lr_step", low=1)
+    warmup, lr_step = (
+        check_int(warmup, "warmup", low=0),
+        check_int(lr_step, "lr_step", low=1),
+    )
     lr_gamma = check_real(lr_gamma, "lr_gamma", low=0, high=1, low_open=True)
     gen = check_torch_generator(rng, "rng")
     dim = model.dim if isinstance(model, VelocityMLP) else 1
-    div_cost = 1 + 2 * (dim if estimator == "exact" else n_probes) if loss == "fdm" else 1
-    check_budget(f"train_flow(n_steps={n_steps}, batch={batch})",
-                 n_bytes=3 * 8 * n_steps + _activation_bytes(model, batch),
-                 n_operations=n_steps * (3 * batch * _model_flops(model, dim) * div_cost + _STEP_OVERHEAD))
+    div_cost = (
+        1 + 2 * (dim if estimator == "exact" else n_probes) if loss == "fdm" else 1
+    )
+    check_budget(
+        f"train_flow(n_steps={n_steps}, batch={batch})",
+        n_bytes=3 * 8 * n_steps + _activation_bytes(model, batch),
+        n_operations=n_steps
+        * (3 * batch * _model_flops(model, dim) * div_cost + _STEP_OVERHEAD),
+    )
     param = next(model.parameters())
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     warm = max(warmup, 1)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda k: min(1.0, (k + 1) / warm) * lr_gamma ** (k // lr_step))
+        opt, lambda k: min(1.0, (k + 1) / warm) * lr_gamma ** (k // lr_step)
+    )
     lam = lam_div if loss == "fdm" else 0.0
-    hist = {"loss": np.empty(n_steps), "cfm": np.empty(n_steps), "div": np.empty(n_steps)}
+    hist = {
+        "loss": np.empty(n_steps),
+        "cfm": np.empty(n_steps),
+        "div": np.empty(n_steps),
+    }
     start = time.perf_counter()
     model.train()
     for k in range(n_steps):
@@ -147,11 +212,26 @@ def train_flow(model: nn.Module, sampler: Callable[[int, torch.Generator | None]
         x0 = torch.randn(x1.shape, generator=gen, dtype=x1.dtype).to(param.device)
         t = torch.rand(batch, generator=gen, dtype=x1.dtype).to(param.device) * t_max
         opt.zero_grad(set_to_none=True)
-        total, parts = _fdm_loss(model, x0, x1, t, lam_cfm, lam, estimator, variant, schedule,
-                                 n_probes, dist, gen, True)
+        total, parts = _fdm_loss(
+            model,
+            x0,
+            x1,
+            t,
+            lam_cfm,
+            lam,
+            estimator,
+            variant,
+            schedule,
+            n_probes,
+            dist,
+            gen,
+            True,
+        )
         if not bool(torch.isfinite(total.detach())):
-            raise RuntimeError(f"train_flow: the loss is not finite ({float(total.detach())}) at step {k} of "
-                               f"{n_steps}; lower lr or check the data")
+            raise RuntimeError(
+                f"train_flow: the loss is not finite ({float(total.detach())}) at step {k} of "
+                f"{n_steps}; lower lr or check the data"
+            )
         total.backward()
         opt.step()
         sched.step()
@@ -162,8 +242,15 @@ def train_flow(model: nn.Module, sampler: Callable[[int, torch.Generator | None]
     return {**hist, "seconds": secs, "sec_per_step": secs / n_steps}
 
 
-def time_train_step(model: nn.Module, x1: Tensor, loss: str = "cfm", estimator: str = "exact",
-                    n_reps: int = 5, variant: str = "sigma_l2", rng: torch.Generator | None = None) -> float:
+def time_train_step(
+    model: nn.Module,
+    x1: Tensor,
+    loss: str = "cfm",
+    estimator: str = "exact",
+    n_reps: int = 5,
+    variant: str = "sigma_l2",
+    rng: torch.Generator | None = None,
+) -> float:
     """Median wall seconds of one forward+backward+Adam step on the batch ``x1`` (for the cost table).
 
     One untimed warm-up step, then ``n_reps`` timed steps, each on fresh noise and times drawn
@@ -185,19 +272,37 @@ def time_train_step(model: nn.Module, x1: Tensor, loss: str = "cfm", estimator: 
     n_reps = check_int(n_reps, "n_reps", low=1)
     gen = check_torch_generator(rng, "rng")
     d = x1.shape[1]
-    check_budget(f"time_train_step(n_reps={n_reps})",
-                 n_operations=(n_reps + 1) * (3 * x1.shape[0] * _model_flops(model, d) * (1 + 2 * d) + _STEP_OVERHEAD))
+    check_budget(
+        f"time_train_step(n_reps={n_reps})",
+        n_operations=(n_reps + 1)
+        * (3 * x1.shape[0] * _model_flops(model, d) * (1 + 2 * d) + _STEP_OVERHEAD),
+    )
     opt = torch.optim.Adam(model.parameters(), lr=1e-6)
     times = []
     sync = torch.cuda.synchronize if x1.is_cuda else (lambda: None)
     for _ in range(n_reps + 1):
         x0 = torch.randn(x1.shape, generator=gen, dtype=x1.dtype).to(x1.device)
-        t = (torch.rand(x1.shape[0], generator=gen, dtype=x1.dtype) * 0.999).to(x1.device)
+        t = (torch.rand(x1.shape[0], generator=gen, dtype=x1.dtype) * 0.999).to(
+            x1.device
+        )
         sync()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        out = _fdm_loss(model, x0, x1, t, 1.0, 0.1 if loss == "fdm" else 0.0, estimator, variant,
-                        "cond_ot", 1, "rademacher", gen, False)
+        out = _fdm_loss(
+            model,
+            x0,
+            x1,
+            t,
+            1.0,
+            0.1 if loss == "fdm" else 0.0,
+            estimator,
+            variant,
+            "cond_ot",
+            1,
+            "rademacher",
+            gen,
+            False,
+        )
         out.backward()
         opt.step()
         sync()
@@ -218,8 +323,14 @@ def _model_device(model: Any) -> torch.device:
     return torch.device("cpu")
 
 
-def tv_bound_integrand(model: VFn, gmm: GaussianMixture2D, t_grid: ArrayLike, n_mc: int = 2000,
-                       rng: torch.Generator | None = None, estimator: str = "exact") -> dict[str, np.ndarray]:
+def tv_bound_integrand(
+    model: VFn,
+    gmm: GaussianMixture2D,
+    t_grid: ArrayLike,
+    n_mc: int = 2000,
+    rng: torch.Generator | None = None,
+    estimator: str = "exact",
+) -> dict[str, np.ndarray]:
     """Monte-Carlo ``E_{p_t} |div v - div u_t + (v - u_t) . grad log p_t|`` at each ``t`` of ``t_grid``.
 
     This is ``||L_t||_1`` of the error PDE (Sec. 3): its time integral, halved, bounds
@@ -241,18 +352,31 @@ def tv_bound_integrand(model: VFn, gmm: GaussianMixture2D, t_grid: ArrayLike, n_
             :class:`VelocityMLP` of another dimension than ``gmm``.
         TooLargeError: ``n_mc`` (times the grid's length) so large that the memory or work cannot fit.
     """
-    tg = check_array(t_grid, "t_grid", dtype=np.float64, low=0, high=1, min_size=1).reshape(-1)
+    tg = check_array(
+        t_grid, "t_grid", dtype=np.float64, low=0, high=1, min_size=1
+    ).reshape(-1)
     if not isinstance(gmm, GaussianMixture2D):
         raise TypeError(f"gmm must be a GaussianMixture2D, got {type(gmm).__name__}")
     n_mc = check_int(n_mc, "n_mc", low=1)
     check_choice(estimator, "estimator", ESTIMATORS)
     check_torch_generator(rng, "rng")
     if isinstance(model, VelocityMLP) and model.dim != gmm.d:
-        raise ValueError(f"model is a VelocityMLP of dim {model.dim} but gmm has d = {gmm.d}")
-    check_budget(f"tv_bound_integrand(n_mc={n_mc})", n_bytes=64.0 * n_mc * (gmm.K + 4) * gmm.d,
-                 n_operations=tg.size * (n_mc * (_model_flops(model, gmm.d) * (1 + 2 * gmm.d) + 40 * gmm.K * gmm.d)
-                                         + _STEP_OVERHEAD))
-    out = {k: np.empty(tg.size) for k in ("integrand", "integrand_se", "div_gap", "velocity_mse")}
+        raise ValueError(
+            f"model is a VelocityMLP of dim {model.dim} but gmm has d = {gmm.d}"
+        )
+    check_budget(
+        f"tv_bound_integrand(n_mc={n_mc})",
+        n_bytes=64.0 * n_mc * (gmm.K + 4) * gmm.d,
+        n_operations=tg.size
+        * (
+            n_mc * (_model_flops(model, gmm.d) * (1 + 2 * gmm.d) + 40 * gmm.K * gmm.d)
+            + _STEP_OVERHEAD
+        ),
+    )
+    out = {
+        k: np.empty(tg.size)
+        for k in ("integrand", "integrand_se", "div_gap", "velocity_mse")
+    }
     dev = _model_device(model)
     for i, t in enumerate(tg):
         x = gmm.sample_path(n_mc, float(t), rng)
@@ -273,8 +397,14 @@ def tv_bound_integrand(model: VFn, gmm: GaussianMixture2D, t_grid: ArrayLike, n_
     return {"t": tg, **out}
 
 
-def model_density_grid(model: VFn, lim: float = 4.0, n: int = 100, t1: float = 1.0, n_steps: int = 50,
-                       chunk: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def model_density_grid(
+    model: VFn,
+    lim: float = 4.0,
+    n: int = 100,
+    t1: float = 1.0,
+    n_steps: int = 50,
+    chunk: int = 4096,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Learned density ``p_hat_{t1}`` on an ``n x n`` grid over ``[-lim, lim]^2`` (exact divergence).
 
     Returns:
@@ -292,16 +422,30 @@ def model_density_grid(model: VFn, lim: float = 4.0, n: int = 100, t1: float = 1
     n, chunk = check_int(n, "n", low=2), check_int(chunk, "chunk", low=1)
     n_steps = check_int(n_steps, "n_steps", low=1)
     if isinstance(model, VelocityMLP) and model.dim != 2:
-        raise ValueError(f"model must be 2-D for a density grid, got a VelocityMLP of dim {model.dim}")
+        raise ValueError(
+            f"model must be 2-D for a density grid, got a VelocityMLP of dim {model.dim}"
+        )
     n_pts = n * n
-    check_budget(f"model_density_grid(n={n}, n_steps={n_steps})", n_bytes=56.0 * n_pts,
-                 n_operations=n_steps * (5 * n_pts * _model_flops(model, 2)
-                                         + math.ceil(n_pts / chunk) * _STEP_OVERHEAD))
+    check_budget(
+        f"model_density_grid(n={n}, n_steps={n_steps})",
+        n_bytes=56.0 * n_pts,
+        n_operations=n_steps
+        * (
+            5 * n_pts * _model_flops(model, 2)
+            + math.ceil(n_pts / chunk) * _STEP_OVERHEAD
+        ),
+    )
     xs = np.linspace(-lim, lim, n)
     X, Y = np.meshgrid(xs, xs)
-    pts = torch.tensor(np.stack([X.ravel(), Y.ravel()], 1), dtype=torch.float32, device=_model_device(model))
-    logs = [log_likelihood(model, pts[i:i + chunk], n_steps, exact=True, t1=t1).cpu()
-            for i in range(0, len(pts), chunk)]
+    pts = torch.tensor(
+        np.stack([X.ravel(), Y.ravel()], 1),
+        dtype=torch.float32,
+        device=_model_device(model),
+    )
+    logs = [
+        log_likelihood(model, pts[i : i + chunk], n_steps, exact=True, t1=t1).cpu()
+        for i in range(0, len(pts), chunk)
+    ]
     return xs, xs, torch.exp(torch.cat(logs)).double().numpy().reshape(n, n)
 
 
@@ -325,17 +469,23 @@ def grid_tv(density_a: ArrayLike, density_b: ArrayLike, cell_area: float) -> flo
 _HistRange = tuple[tuple[float, float], tuple[float, float]]
 
 
-def _check_hist_args(a: Any, b: Any, bins: Any, range_: Any,
-                     what: str) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+def _check_hist_args(
+    a: Any, b: Any, bins: Any, range_: Any, what: str
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """Two finite (n, 2) sample sets (n >= 1), a bin count >= 1 that fits and a (2, 2) histogram range."""
     a = check_array(a, "a", shape=(None, 2), dtype=np.float64, min_size=1)
     b = check_array(b, "b", shape=(None, 2), dtype=np.float64, min_size=1)
     bins = check_int(bins, "bins", low=1)
     # two float64 histograms, their difference and np.histogram2d's work arrays
-    check_budget(f"{what}(bins={bins})", n_bytes=5 * 8.0 * (bins * bins + 1) + 64.0 * (len(a) + len(b)))
+    check_budget(
+        f"{what}(bins={bins})",
+        n_bytes=5 * 8.0 * (bins * bins + 1) + 64.0 * (len(a) + len(b)),
+    )
     range_ = check_array(range_, "range", shape=(2, 2), dtype=np.float64)
     if not (range_[:, 0] < range_[:, 1]).all():
-        raise ValueError(f"range must be ((xmin, xmax), (ymin, ymax)) with min < max, got {range_.tolist()}")
+        raise ValueError(
+            f"range must be ((xmin, xmax), (ymin, ymax)) with min < max, got {range_.tolist()}"
+        )
     return a, b, bins, range_
 
 
@@ -349,22 +499,31 @@ def _hist2(a: np.ndarray, bins: int, range_: np.ndarray, overflow: bool) -> np.n
     return h / len(a)
 
 
-def _hists(a: np.ndarray, b: np.ndarray, bins: int, range_: np.ndarray,
-           overflow: bool) -> tuple[np.ndarray, np.ndarray]:
+def _hists(
+    a: np.ndarray, b: np.ndarray, bins: int, range_: np.ndarray, overflow: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Both histograms of :func:`_hist2`; without ``overflow``, a sample with no point inside
     ``range_`` is refused: dropping all of its mass would score it as if it matched."""
     pa, pb = _hist2(a, bins, range_, overflow), _hist2(b, bins, range_, overflow)
     if not overflow:
         for p, name, n in ((pa, "a", len(a)), (pb, "b", len(b))):
             if not p.any():
-                raise ValueError(f"{name} has no point inside range {range_.tolist()} (all {n} lie outside: a "
-                                 "diverged sampler?); its distance would be meaningless with the mass outside "
-                                 "dropped; widen range or pass overflow=True to count that mass")
+                raise ValueError(
+                    f"{name} has no point inside range {range_.tolist()} (all {n} lie outside: a "
+                    "diverged sampler?); its distance would be meaningless with the mass outside "
+                    "dropped; widen range or pass overflow=True to count that mass"
+                )
     return pa, pb
 
 
-def hist_tv(a: ArrayLike | Tensor, b: ArrayLike | Tensor, bins: int = DEFAULTS.evaluation.hist_bins,
-            range: _HistRange = DEFAULTS.evaluation.hist_range, *, overflow: bool = False) -> float:
+def hist_tv(
+    a: ArrayLike | Tensor,
+    b: ArrayLike | Tensor,
+    bins: int = DEFAULTS.evaluation.hist_bins,
+    range: _HistRange = DEFAULTS.evaluation.hist_range,
+    *,
+    overflow: bool = False,
+) -> float:
     """TV between two 2-D sample sets via histograms (official: 200 x 200 on [-5, 5]^2).
 
     ``1/2 sum_bins |P_a - P_b|`` with each histogram normalised by its sample count. Mass outside
@@ -397,9 +556,15 @@ def hist_tv(a: ArrayLike | Tensor, b: ArrayLike | Tensor, bins: int = DEFAULTS.e
     return float(0.5 * np.abs(pa - pb).sum())
 
 
-def hist_kl(a: ArrayLike | Tensor, b: ArrayLike | Tensor, bins: int = DEFAULTS.evaluation.hist_bins,
-            range: _HistRange = DEFAULTS.evaluation.hist_range, eps: float = 1e-10, *,
-            overflow: bool = False) -> float:
+def hist_kl(
+    a: ArrayLike | Tensor,
+    b: ArrayLike | Tensor,
+    bins: int = DEFAULTS.evaluation.hist_bins,
+    range: _HistRange = DEFAULTS.evaluation.hist_range,
+    eps: float = 1e-10,
+    *,
+    overflow: bool = False,
+) -> float:
     """``KL(P_a || P_b)`` of 2-D histograms, with ``eps`` added to every bin of ``P_b``.
 
     The histograms are those of :func:`hist_tv`, each normalised to sum to 1. Without

@@ -49,8 +49,15 @@ from typing import Any, Callable
 import torch
 from torch import Tensor, nn
 
-from icml25.checks import (check_bool, check_budget, check_choice, check_int, check_real, check_tensor,
-                           check_torch_generator)
+from icml25.checks import (
+    check_bool,
+    check_budget,
+    check_choice,
+    check_int,
+    check_real,
+    check_tensor,
+    check_torch_generator,
+)
 
 from .defaults import DEFAULTS
 
@@ -101,38 +108,60 @@ def _torch_tensor(x: Any, name: str, **constraints: Any) -> Tensor:
 def _check_pair(x0: Tensor, x1: Tensor, n0: str = "x0", n1: str = "x1") -> None:
     """Source and data points that are paired row by row: same shape, dtype and device."""
     if x0.shape != x1.shape:
-        raise ValueError(f"{n0} and {n1} must have the same shape, got {tuple(x0.shape)} and {tuple(x1.shape)}")
+        raise ValueError(
+            f"{n0} and {n1} must have the same shape, got {tuple(x0.shape)} and {tuple(x1.shape)}"
+        )
     if x0.dtype != x1.dtype:
-        raise TypeError(f"{n0} and {n1} must have the same dtype, got {x0.dtype} and {x1.dtype}")
+        raise TypeError(
+            f"{n0} and {n1} must have the same dtype, got {x0.dtype} and {x1.dtype}"
+        )
     if x0.device != x1.device:
-        raise ValueError(f"{n0} and {n1} must be on the same device, got {x0.device} and {x1.device}")
+        raise ValueError(
+            f"{n0} and {n1} must be on the same device, got {x0.device} and {x1.device}"
+        )
 
 
 def _check_model(model: Any, x: Tensor, name: str = "model") -> None:
     """``model`` is callable; a :class:`VelocityMLP` must match ``x``'s dimension, dtype and device."""
     if not callable(model):
-        raise TypeError(f"{name} must be a callable (x (B, d), t (B,)) -> (B, d), got {type(model).__name__}")
+        raise TypeError(
+            f"{name} must be a callable (x (B, d), t (B,)) -> (B, d), got {type(model).__name__}"
+        )
     if isinstance(model, VelocityMLP):
         if model.dim != x.shape[1]:
-            raise ValueError(f"{name} is a VelocityMLP of dim {model.dim} but the points have d = {x.shape[1]}")
+            raise ValueError(
+                f"{name} is a VelocityMLP of dim {model.dim} but the points have d = {x.shape[1]}"
+            )
         p = model.linears[0].weight
         if p.dtype != x.dtype:
-            raise TypeError(f"{name}'s weights are {p.dtype} but the points are {x.dtype}; cast one of them")
+            raise TypeError(
+                f"{name}'s weights are {p.dtype} but the points are {x.dtype}; cast one of them"
+            )
         if p.device != x.device:
-            raise ValueError(f"{name} is on {p.device} but the points are on {x.device}")
+            raise ValueError(
+                f"{name} is on {p.device} but the points are on {x.device}"
+            )
 
 
-def _check_times(t: Any, batch: int, name: str = "t", *, allow_one: bool = True) -> Tensor:
+def _check_times(
+    t: Any, batch: int, name: str = "t", *, allow_one: bool = True
+) -> Tensor:
     """(batch,) times of the flow, in [0, 1] (in [0, 1) where ``sigma_t`` must stay > 0)."""
     t = _torch_tensor(t, name, shape=(batch,), finite=False, floating=False)
     if t.numel() and not bool((torch.isfinite(t) & (t >= 0) & (t <= 1)).all()):
-        raise ValueError(f"{name} must lie in [0, 1]; got min {float(t.min()):.4g}, max {float(t.max()):.4g}")
+        raise ValueError(
+            f"{name} must lie in [0, 1]; got min {float(t.min()):.4g}, max {float(t.max()):.4g}"
+        )
     if not allow_one and bool((t >= 1).any()):
-        raise ValueError(f"{name} must be < 1 here (sigma_t = 0 at t = 1 makes the score infinite)")
+        raise ValueError(
+            f"{name} must be < 1 here (sigma_t = 0 at t = 1 makes the score infinite)"
+        )
     return t
 
 
-def _check_fdm_options(estimator: Any, variant: Any, schedule: Any, n_probes: Any, dist: Any) -> int:
+def _check_fdm_options(
+    estimator: Any, variant: Any, schedule: Any, n_probes: Any, dist: Any
+) -> int:
     """The options of an FDM loss (:func:`fdm_loss`); returns ``n_probes`` as an int."""
     check_choice(estimator, "estimator", ESTIMATORS)
     check_choice(variant, "variant", FDM_VARIANTS)
@@ -181,7 +210,9 @@ def _schedule(t: Tensor, schedule: str) -> tuple[Tensor, Tensor, Tensor, Tensor]
     return t, s, torch.ones_like(t), -t / s
 
 
-def affine_path(x0: Tensor, x1: Tensor, t: Tensor, schedule: str = "cond_ot") -> PathSample:
+def affine_path(
+    x0: Tensor, x1: Tensor, t: Tensor, schedule: str = "cond_ot"
+) -> PathSample:
     """Sample the affine conditional path and return its velocity, score and divergence.
 
     ``x_t = alpha_t x1 + sigma_t x0`` with ``x0 ~ N(0, I)``; then ``p_t(x | x1) =
@@ -224,8 +255,19 @@ def _affine_path(x0: Tensor, x1: Tensor, t: Tensor, schedule: str) -> PathSample
     ut = da * x1 + ds * x0
     score = -(xt - a * x1) / s**2
     div_u = x0.shape[1] * d_sigma / sigma
-    return PathSample(xt=xt, ut=ut, score=score, div_u=div_u, sigma_t=sigma, alpha_t=alpha,
-                      d_sigma_t=d_sigma, d_alpha_t=d_alpha, t=t, x0=x0, x1=x1)
+    return PathSample(
+        xt=xt,
+        ut=ut,
+        score=score,
+        div_u=div_u,
+        sigma_t=sigma,
+        alpha_t=alpha,
+        d_sigma_t=d_sigma,
+        d_alpha_t=d_alpha,
+        t=t,
+        x0=x0,
+        x1=x1,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,14 +297,21 @@ class VelocityMLP(nn.Module):
         ValueError: non-positive sizes or an unknown activation.
     """
 
-    def __init__(self, dim: int, hidden: int = 128, depth: int = 3, act: str = DEFAULTS.model.act) -> None:
+    def __init__(
+        self, dim: int, hidden: int = 128, depth: int = 3, act: str = DEFAULTS.model.act
+    ) -> None:
         super().__init__()
-        dim, hidden, depth = (check_int(v, n, low=1) for v, n in ((dim, "dim"), (hidden, "hidden"), (depth, "depth")))
+        dim, hidden, depth = (
+            check_int(v, n, low=1)
+            for v, n in ((dim, "dim"), (hidden, "hidden"), (depth, "depth"))
+        )
         check_choice(act, "act", sorted(_ACTS))
         self.dim, self.hidden, self.depth = dim, hidden, depth
         self.act = "swish" if act == "silu" else act
         sizes = [dim + 1] + [hidden] * depth + [dim]
-        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.linears = nn.ModuleList(
+            nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:])
+        )
         self._act = _ACTS[act]()
 
     def forward(self, x: Tensor, t: Tensor | float) -> Tensor:
@@ -278,7 +327,9 @@ class VelocityMLP(nn.Module):
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ValueError(f"x must have shape (B, {self.dim}), got {tuple(x.shape)}")
         if t.numel() != x.shape[0]:
-            raise ValueError(f"t must be a scalar or have shape ({x.shape[0]},), got {tuple(t.shape)}")
+            raise ValueError(
+                f"t must be a scalar or have shape ({x.shape[0]},), got {tuple(t.shape)}"
+            )
         h = torch.cat([x, t.reshape(-1, 1).to(x.dtype)], dim=1)
         for layer in self.linears[:-1]:
             h = self._act(layer(h))
@@ -290,7 +341,10 @@ class VelocityMLP(nn.Module):
         Raises:
             Nothing: it reads the module's own parameters.
         """
-        return [(lin.weight.detach().float(), lin.bias.detach().float()) for lin in self.linears]
+        return [
+            (lin.weight.detach().float(), lin.bias.detach().float())
+            for lin in self.linears
+        ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,8 +356,14 @@ def _prepare_x(x: Tensor) -> Tensor:
     return x if x.requires_grad else x.detach().requires_grad_(True)
 
 
-def divergence_exact(v_fn: VFn, x: Tensor, t: Tensor, *, create_graph: bool = False,
-                     return_velocity: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+def divergence_exact(
+    v_fn: VFn,
+    x: Tensor,
+    t: Tensor,
+    *,
+    create_graph: bool = False,
+    return_velocity: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """Exact divergence ``div_x v(x, t) = tr(dv/dx)`` by ``d`` vector-Jacobian products.
 
     Cost: one forward and ``d`` backward passes; use for small ``d`` (the 2-D experiments).
@@ -342,12 +402,16 @@ def _exact_div(v: Tensor, x: Tensor, create_graph: bool) -> Tensor:
     div = torch.zeros(x.shape[0], dtype=v.dtype, device=v.device)
     d = x.shape[1]
     for i in range(d):
-        g = torch.autograd.grad(v[:, i].sum(), x, create_graph=create_graph, retain_graph=True)[0]
+        g = torch.autograd.grad(
+            v[:, i].sum(), x, create_graph=create_graph, retain_graph=True
+        )[0]
         div = div + g[:, i]
     return div
 
 
-def _probes(shape: tuple[int, ...], dist: str, rng: torch.Generator | None, like: Tensor) -> Tensor:
+def _probes(
+    shape: tuple[int, ...], dist: str, rng: torch.Generator | None, like: Tensor
+) -> Tensor:
     """Probes drawn on the generator's device (CPU by default), then moved to ``like``'s device."""
     dev = rng.device if rng is not None else like.device
     if dist == "rademacher":
@@ -357,9 +421,17 @@ def _probes(shape: tuple[int, ...], dist: str, rng: torch.Generator | None, like
     return z.to(like.device)
 
 
-def divergence_hutchinson(v_fn: VFn, x: Tensor, t: Tensor, n_probes: int = 1, dist: str = "rademacher",
-                          *, rng: torch.Generator | None = None, create_graph: bool = False,
-                          return_probes: bool = False) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, Tensor]:
+def divergence_hutchinson(
+    v_fn: VFn,
+    x: Tensor,
+    t: Tensor,
+    n_probes: int = 1,
+    dist: str = "rademacher",
+    *,
+    rng: torch.Generator | None = None,
+    create_graph: bool = False,
+    return_probes: bool = False,
+) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, Tensor]:
     """Hutchinson estimate ``mean_k z_k^T (dv/dx) z_k`` of the divergence (unbiased: E[z z^T] = I).
 
     One vector-Jacobian product per probe (the official PyTorch code; the JAX code uses one
@@ -404,7 +476,9 @@ def _hutch_div(v: Tensor, x: Tensor, z: Tensor, create_graph: bool) -> Tensor:
     """``div v ~ (1/K) sum_k z_k^T (dv/dx) z_k``: one vector-Jacobian product ``z_k^T (dv/dx)`` per probe."""
     acc = torch.zeros(x.shape[0], dtype=v.dtype, device=v.device)
     for k in range(z.shape[0]):
-        g = torch.autograd.grad((v * z[k]).sum(), x, create_graph=create_graph, retain_graph=True)[0]
+        g = torch.autograd.grad(
+            (v * z[k]).sum(), x, create_graph=create_graph, retain_graph=True
+        )[0]
         acc = acc + (g * z[k]).sum(dim=1)
     return acc / z.shape[0]
 
@@ -440,20 +514,35 @@ def _cfm(v: Tensor, ut: Tensor) -> Tensor:
     return ((v - ut) ** 2).mean()
 
 
-def _residual_inputs(v: Any, div_v: Any, ut: Any, score: Any, div_u: Any, probe: Any
-                     ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor | None]:
+def _residual_inputs(
+    v: Any, div_v: Any, ut: Any, score: Any, div_u: Any, probe: Any
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor | None]:
     """The inputs of the conditional residual: (B, d) ``v, ut, score, probe`` and (B,) ``div_v,
     div_u``, exact shapes (no broadcasting: a (B, 1) ``div_v`` would silently give a (B, B) result)."""
     v = _torch_tensor(v, "v", ndim=2)
     shape, batch = tuple(v.shape), (v.shape[0],)
-    ut, score = _torch_tensor(ut, "ut", shape=shape), _torch_tensor(score, "score", shape=shape)
-    div_v, div_u = _torch_tensor(div_v, "div_v", shape=batch), _torch_tensor(div_u, "div_u", shape=batch)
+    ut, score = (
+        _torch_tensor(ut, "ut", shape=shape),
+        _torch_tensor(score, "score", shape=shape),
+    )
+    div_v, div_u = (
+        _torch_tensor(div_v, "div_v", shape=batch),
+        _torch_tensor(div_u, "div_u", shape=batch),
+    )
     probe = None if probe is None else _torch_tensor(probe, "probe", shape=shape)
     return v, div_v, ut, score, div_u, probe
 
 
-def divergence_residual(v: Tensor, div_v: Tensor, ut: Tensor, score: Tensor, div_u: Tensor, *,
-                        stopgrad_v: bool = False, probe: Tensor | None = None) -> Tensor:
+def divergence_residual(
+    v: Tensor,
+    div_v: Tensor,
+    ut: Tensor,
+    score: Tensor,
+    div_u: Tensor,
+    *,
+    stopgrad_v: bool = False,
+    probe: Tensor | None = None,
+) -> Tensor:
     """Conditional residual ``div v - div u + (v - u) . s`` (B,), the integrand of L_DM.
 
     With ``probe`` (B, d) the target terms are "sliced" with the same probe as a Hutchinson
@@ -474,24 +563,48 @@ def divergence_residual(v: Tensor, div_v: Tensor, ut: Tensor, score: Tensor, div
         TypeError: an input is not a floating torch tensor.
         ValueError: inconsistent shapes (no broadcasting), NaN/inf in an input.
     """
-    v, div_v, ut, score, div_u, probe = _residual_inputs(v, div_v, ut, score, div_u, probe)
-    return _residual(v, div_v, ut, score, div_u, check_bool(stopgrad_v, "stopgrad_v"), probe)
+    v, div_v, ut, score, div_u, probe = _residual_inputs(
+        v, div_v, ut, score, div_u, probe
+    )
+    return _residual(
+        v, div_v, ut, score, div_u, check_bool(stopgrad_v, "stopgrad_v"), probe
+    )
 
 
-def _residual(v: Tensor, div_v: Tensor, ut: Tensor, score: Tensor, div_u: Tensor, stopgrad_v: bool,
-              probe: Tensor | None) -> Tensor:
+def _residual(
+    v: Tensor,
+    div_v: Tensor,
+    ut: Tensor,
+    score: Tensor,
+    div_u: Tensor,
+    stopgrad_v: bool,
+    probe: Tensor | None,
+) -> Tensor:
     """``r = div v - div u_t(x|x1) + (v - u_t(x|x1)) . s_t(x|x1)`` (Prop. "conditional divergence
     loss"); with a probe ``z``: ``div v + (z.s)(z.(v - u)) - (div u / d) |z|^2``."""
     vv = v.detach() if stopgrad_v else v
     if probe is None:
         return div_v - div_u + ((vv - ut) * score).sum(dim=1)
     d = v.shape[1]
-    return div_v + (probe * score).sum(1) * (probe * (vv - ut)).sum(1) - div_u / d * (probe**2).sum(1)
+    return (
+        div_v
+        + (probe * score).sum(1) * (probe * (vv - ut)).sum(1)
+        - div_u / d * (probe**2).sum(1)
+    )
 
 
-def divergence_matching_loss(v: Tensor, div_v: Tensor, ut: Tensor, score: Tensor, div_u: Tensor,
-                             sigma_t: Tensor, norm: str = "l1", weight: str | None = None,
-                             stopgrad_v: bool = False, probe: Tensor | None = None) -> Tensor:
+def divergence_matching_loss(
+    v: Tensor,
+    div_v: Tensor,
+    ut: Tensor,
+    score: Tensor,
+    div_u: Tensor,
+    sigma_t: Tensor,
+    norm: str = "l1",
+    weight: str | None = None,
+    stopgrad_v: bool = False,
+    probe: Tensor | None = None,
+) -> Tensor:
     """Divergence matching loss ``L_DM`` (the conditional bound of the TV source term).
 
     ``residual = div v - div u_t(x|x1) + (v - u_t(x|x1)) . s_t(x|x1)`` (see
@@ -518,19 +631,35 @@ def divergence_matching_loss(v: Tensor, div_v: Tensor, ut: Tensor, score: Tensor
         ValueError: inconsistent shapes, NaN/inf in an input, ``sigma_t <= 0`` anywhere, unknown
             ``norm`` or ``weight``.
     """
-    v, div_v, ut, score, div_u, probe = _residual_inputs(v, div_v, ut, score, div_u, probe)
+    v, div_v, ut, score, div_u, probe = _residual_inputs(
+        v, div_v, ut, score, div_u, probe
+    )
     sigma_t = _torch_tensor(sigma_t, "sigma_t", shape=(v.shape[0],))
     if sigma_t.numel() and not bool((sigma_t > 0).all()):
-        raise ValueError(f"sigma_t must be > 0 everywhere (the path's noise scale; sigma_t = 0 at t = 1 "
-                         f"makes the score infinite), got a minimum of {float(sigma_t.min())!r}")
+        raise ValueError(
+            f"sigma_t must be > 0 everywhere (the path's noise scale; sigma_t = 0 at t = 1 "
+            f"makes the score infinite), got a minimum of {float(sigma_t.min())!r}"
+        )
     check_choice(norm, "norm", _NORMS)
     check_choice(weight, "weight", _WEIGHTS)
     stopgrad_v = check_bool(stopgrad_v, "stopgrad_v")
-    return _dm_loss(v, div_v, ut, score, div_u, sigma_t, norm, weight, stopgrad_v, probe)
+    return _dm_loss(
+        v, div_v, ut, score, div_u, sigma_t, norm, weight, stopgrad_v, probe
+    )
 
 
-def _dm_loss(v: Tensor, div_v: Tensor, ut: Tensor, score: Tensor, div_u: Tensor, sigma_t: Tensor,
-             norm: str, weight: str | None, stopgrad_v: bool, probe: Tensor | None) -> Tensor:
+def _dm_loss(
+    v: Tensor,
+    div_v: Tensor,
+    ut: Tensor,
+    score: Tensor,
+    div_u: Tensor,
+    sigma_t: Tensor,
+    norm: str,
+    weight: str | None,
+    stopgrad_v: bool,
+    probe: Tensor | None,
+) -> Tensor:
     """``L_DM = mean |w r|`` (``l1``) or ``mean (w r)^2`` (``l2``) with ``w = 1``, ``sigma_t`` or
     ``1 / |sigma_dot / sigma| / d`` (``sigma_dot / sigma = div u / d``) and ``r`` of :func:`_residual`."""
     r = _residual(v, div_v, ut, score, div_u, stopgrad_v, probe)
@@ -552,11 +681,22 @@ _VARIANT_SETTINGS = {
 }
 
 
-def fdm_loss(model: VFn, x0: Tensor, x1: Tensor, t: Tensor, lam_cfm: float = DEFAULTS.training.lam_cfm,
-             lam_div: float = DEFAULTS.training.lam_div, estimator: str = "exact", *, variant: str = "derived",
-             schedule: str = "cond_ot", n_probes: int = 1, dist: str = "rademacher",
-             rng: torch.Generator | None = None,
-             return_parts: bool = False) -> Tensor | tuple[Tensor, dict[str, float]]:
+def fdm_loss(
+    model: VFn,
+    x0: Tensor,
+    x1: Tensor,
+    t: Tensor,
+    lam_cfm: float = DEFAULTS.training.lam_cfm,
+    lam_div: float = DEFAULTS.training.lam_div,
+    estimator: str = "exact",
+    *,
+    variant: str = "derived",
+    schedule: str = "cond_ot",
+    n_probes: int = 1,
+    dist: str = "rademacher",
+    rng: torch.Generator | None = None,
+    return_parts: bool = False,
+) -> Tensor | tuple[Tensor, dict[str, float]]:
     """FDM objective ``lam_cfm * L_CFM + lam_div * L_DM`` on one batch (Sec. 4 of the paper).
 
     ``lam_div = 0`` is plain CFM through the same code (the divergence is then not computed).
@@ -589,7 +729,9 @@ def fdm_loss(model: VFn, x0: Tensor, x1: Tensor, t: Tensor, lam_cfm: float = DEF
     x1 = _torch_tensor(x1, "x1", ndim=2)
     _check_pair(x0, x1)
     if x0.shape[0] < 1:
-        raise ValueError("x0 and x1 must hold at least one point (B >= 1): the loss is a mean over the batch")
+        raise ValueError(
+            "x0 and x1 must hold at least one point (B >= 1): the loss is a mean over the batch"
+        )
     t = _check_times(t, x0.shape[0], allow_one=False)
     _check_model(model, x0)
     lam_cfm = check_real(lam_cfm, "lam_cfm", low=0)
@@ -597,13 +739,38 @@ def fdm_loss(model: VFn, x0: Tensor, x1: Tensor, t: Tensor, lam_cfm: float = DEF
     n_probes = _check_fdm_options(estimator, variant, schedule, n_probes, dist)
     check_torch_generator(rng, "rng")
     return_parts = check_bool(return_parts, "return_parts")
-    return _fdm_loss(model, x0, x1, t.to(x0.dtype), lam_cfm, lam_div, estimator, variant, schedule,
-                     n_probes, dist, rng, return_parts)
+    return _fdm_loss(
+        model,
+        x0,
+        x1,
+        t.to(x0.dtype),
+        lam_cfm,
+        lam_div,
+        estimator,
+        variant,
+        schedule,
+        n_probes,
+        dist,
+        rng,
+        return_parts,
+    )
 
 
-def _fdm_loss(model: VFn, x0: Tensor, x1: Tensor, t: Tensor, lam_cfm: float, lam_div: float, estimator: str,
-              variant: str, schedule: str, n_probes: int, dist: str, rng: torch.Generator | None,
-              return_parts: bool) -> Tensor | tuple[Tensor, dict[str, float]]:
+def _fdm_loss(
+    model: VFn,
+    x0: Tensor,
+    x1: Tensor,
+    t: Tensor,
+    lam_cfm: float,
+    lam_div: float,
+    estimator: str,
+    variant: str,
+    schedule: str,
+    n_probes: int,
+    dist: str,
+    rng: torch.Generator | None,
+    return_parts: bool,
+) -> Tensor | tuple[Tensor, dict[str, float]]:
     """``lam_cfm L_CFM + lam_div L_DM`` on the batch ``x_t = alpha_t x1 + sigma_t x0`` (Sec. 4);
     ``x_t`` is a leaf that requires grad and ``div v`` keeps its graph (``create_graph=True``)."""
     ps = _affine_path(x0, x1, t, schedule)
@@ -611,7 +778,9 @@ def _fdm_loss(model: VFn, x0: Tensor, x1: Tensor, t: Tensor, lam_cfm: float, lam
         v = model(ps.xt, t)
         l_cfm = _cfm(v, ps.ut)
         loss = lam_cfm * l_cfm
-        return (loss, {"cfm": float(l_cfm.detach()), "div": 0.0}) if return_parts else loss
+        return (
+            (loss, {"cfm": float(l_cfm.detach()), "div": 0.0}) if return_parts else loss
+        )
     x = ps.xt.detach().requires_grad_(True)
     v = model(x, t)
     l_cfm = _cfm(v, ps.ut)
@@ -627,18 +796,37 @@ def _fdm_loss(model: VFn, x0: Tensor, x1: Tensor, t: Tensor, lam_cfm: float, lam
             div_v = _hutch_div(v, x, z, create_graph=True)
             # slice targets only with a single probe
             probe = z[0] if n_probes == 1 else None
-        l_div = _dm_loss(v, div_v, ps.ut, ps.score, ps.div_u, ps.sigma_t, norm, weight, stopgrad, probe)
+        l_div = _dm_loss(
+            v,
+            div_v,
+            ps.ut,
+            ps.score,
+            ps.div_u,
+            ps.sigma_t,
+            norm,
+            weight,
+            stopgrad,
+            probe,
+        )
     loss = lam_cfm * l_cfm + lam_div * l_div
-    return (loss, {"cfm": float(l_cfm.detach()), "div": float(l_div.detach())}) if return_parts else loss
+    return (
+        (loss, {"cfm": float(l_cfm.detach()), "div": float(l_div.detach())})
+        if return_parts
+        else loss
+    )
 
 
-def _released_2d_term(v: Tensor, x: Tensor, ps: PathSample, rng: torch.Generator | None) -> Tensor:
+def _released_2d_term(
+    v: Tensor, x: Tensor, ps: PathSample, rng: torch.Generator | None
+) -> Tensor:
     """``L_diff + L_der + mean((d (v - u))^2)`` of ``main_fm_2d.py`` (freeze=True)."""
     d = x.shape[1]
     s, u, sig = ps.score, ps.ut, ps.sigma_t[:, None]
     rate = (ps.div_u / d)[:, None]  # per-coordinate d_u_t = sigma_dot / sigma
     # L_diff: per-coordinate residual with grad_x(1^T v) in place of the divergence
-    g1 = torch.autograd.grad(v, x, grad_outputs=torch.ones_like(v), create_graph=True, retain_graph=True)[0]
+    g1 = torch.autograd.grad(
+        v, x, grad_outputs=torch.ones_like(v), create_graph=True, retain_graph=True
+    )[0]
     l_diff = (((g1 + s * v.detach() - u * s - rate) * sig) ** 2).mean()
     # L_der: sigma-weighted squared Hutchinson-sliced residual, one Rademacher probe
     z = _probes((1, *x.shape), "rademacher", rng, v)
@@ -674,14 +862,24 @@ def _model_flops(model: Any, d: int) -> float:
 def _check_solution(x: Tensor, what: str, n_steps: int) -> Tensor:
     """A fixed-step ODE solution is used only when finite (a diverging field gives NaN/inf)."""
     if not bool(torch.isfinite(x).all()):
-        raise RuntimeError(f"{what}: the ODE solution is not finite (NaN or inf) after {n_steps} steps; "
-                           "the velocity field diverges along some trajectories (check the model or use "
-                           "more steps)")
+        raise RuntimeError(
+            f"{what}: the ODE solution is not finite (NaN or inf) after {n_steps} steps; "
+            "the velocity field diverges along some trajectories (check the model or use "
+            "more steps)"
+        )
     return x
 
 
-def sample_ode(model: VFn, x0: Tensor, n_steps: int = DEFAULTS.evaluation.ode_steps, method: str = "euler", *,
-               t0: float = 0.0, t1: float = 1.0, return_path: bool = False) -> Tensor:
+def sample_ode(
+    model: VFn,
+    x0: Tensor,
+    n_steps: int = DEFAULTS.evaluation.ode_steps,
+    method: str = "euler",
+    *,
+    t0: float = 0.0,
+    t1: float = 1.0,
+    return_path: bool = False,
+) -> Tensor:
     """Integrate ``dx/dt = v(x, t)`` from ``t0`` to ``t1`` with fixed steps (no gradients).
 
     Args:
@@ -710,16 +908,25 @@ def sample_ode(model: VFn, x0: Tensor, n_steps: int = DEFAULTS.evaluation.ode_st
     return_path = check_bool(return_path, "return_path")
     B, d = x0.shape
     evals = n_steps * _EVALS_PER_STEP[method]
-    check_budget(f"sample_ode(n_steps={n_steps})",
-                 n_bytes=(n_steps + 1) * x0.numel() * x0.element_size() if return_path else None,
-                 n_operations=evals * (B * _model_flops(model, d) + _STEP_OVERHEAD))
+    check_budget(
+        f"sample_ode(n_steps={n_steps})",
+        n_bytes=(n_steps + 1) * x0.numel() * x0.element_size() if return_path else None,
+        n_operations=evals * (B * _model_flops(model, d) + _STEP_OVERHEAD),
+    )
     with torch.no_grad():
         out = _sample_ode(model, x0, n_steps, method, t0, t1, return_path)
     return _check_solution(out, "sample_ode", n_steps)
 
 
-def _sample_ode(model: VFn, x0: Tensor, n_steps: int, method: str, t0: float, t1: float,
-                return_path: bool) -> Tensor:
+def _sample_ode(
+    model: VFn,
+    x0: Tensor,
+    n_steps: int,
+    method: str,
+    t0: float,
+    t1: float,
+    return_path: bool,
+) -> Tensor:
     """Fixed steps ``h = (t1 - t0) / n`` of Euler ``x += h v(x, t)``, midpoint or classical RK4."""
     h = (t1 - t0) / n_steps
     x = x0.clone()
@@ -751,9 +958,19 @@ def _std_normal_logpdf(x: Tensor) -> Tensor:
     return -0.5 * (x**2).sum(1) - 0.5 * d * math.log(2 * math.pi)
 
 
-def log_likelihood(model: VFn, x1: Tensor, n_steps: int = DEFAULTS.evaluation.ode_steps, exact: bool = True, *,
-                   method: str = "euler", t1: float = 1.0, n_probes: int = 1, dist: str = "rademacher",
-                   rng: torch.Generator | None = None, use_kernel: bool = True) -> Tensor:
+def log_likelihood(
+    model: VFn,
+    x1: Tensor,
+    n_steps: int = DEFAULTS.evaluation.ode_steps,
+    exact: bool = True,
+    *,
+    method: str = "euler",
+    t1: float = 1.0,
+    n_probes: int = 1,
+    dist: str = "rademacher",
+    rng: torch.Generator | None = None,
+    use_kernel: bool = True,
+) -> Tensor:
     """``log p_hat_{t1}(x1)`` by the instantaneous change of variables, standard-normal base.
 
     Integrates the pair ``(x, l)`` backwards from ``t1`` to 0 with ``dx/dt = v(x, t)`` and
@@ -800,23 +1017,48 @@ def log_likelihood(model: VFn, x1: Tensor, n_steps: int = DEFAULTS.evaluation.od
     use_kernel = check_bool(use_kernel, "use_kernel")
     B, d = x1.shape
     div_cost = 1 + 2 * (d if exact else n_probes)
-    check_budget(f"log_likelihood(n_steps={n_steps})",
-                 n_operations=n_steps * (1 if method == "euler" else 2)
-                 * (B * _model_flops(model, d) * div_cost + _STEP_OVERHEAD))
-    if (exact and method == "euler" and t1 == 1.0 and use_kernel and isinstance(model, VelocityMLP)
-            and model.act == "swish"):
+    check_budget(
+        f"log_likelihood(n_steps={n_steps})",
+        n_operations=n_steps
+        * (1 if method == "euler" else 2)
+        * (B * _model_flops(model, d) * div_cost + _STEP_OVERHEAD),
+    )
+    if (
+        exact
+        and method == "euler"
+        and t1 == 1.0
+        and use_kernel
+        and isinstance(model, VelocityMLP)
+        and model.act == "swish"
+    ):
         from icml25.kernels import flow_divergence
 
         # beyond the fused kernel's shared memory the torch path runs (on every device)
-        if model.dim <= flow_divergence.MAX_DIM and model.hidden <= flow_divergence.MAX_HIDDEN:
-            out = flow_divergence.euler_log_likelihood(model.linear_params(), x1.detach().float(), n_steps)
+        if (
+            model.dim <= flow_divergence.MAX_DIM
+            and model.hidden <= flow_divergence.MAX_HIDDEN
+        ):
+            out = flow_divergence.euler_log_likelihood(
+                model.linear_params(), x1.detach().float(), n_steps
+            )
             return _check_solution(out.to(x1.device), "log_likelihood", n_steps)
-    out = _log_likelihood_torch(model, x1, n_steps, exact, method, t1, n_probes, dist, rng)
+    out = _log_likelihood_torch(
+        model, x1, n_steps, exact, method, t1, n_probes, dist, rng
+    )
     return _check_solution(out, "log_likelihood", n_steps)
 
 
-def _log_likelihood_torch(model: VFn, x1: Tensor, n_steps: int, exact: bool, method: str, t1: float,
-                          n_probes: int, dist: str, rng: torch.Generator | None) -> Tensor:
+def _log_likelihood_torch(
+    model: VFn,
+    x1: Tensor,
+    n_steps: int,
+    exact: bool,
+    method: str,
+    t1: float,
+    n_probes: int,
+    dist: str,
+    rng: torch.Generator | None,
+) -> Tensor:
     """``log p_hat_{t1}(x1) = log N(x(0); 0, I) - int_0^{t1} div v(x_t, t) dt``, integrating
     ``(x, l)`` backwards with ``x <- x - h v(x, t_k)``, ``l <- l + h div v(x, t_k)``, ``t_k = t1 - k h``
     (Euler; midpoint evaluates at ``x - h/2 v``, ``t_k - h/2``)."""

@@ -11,17 +11,56 @@ Modules: ``defaults`` (:data:`DEFAULTS`), ``data`` (SCMs, Hill drugs, the benchm
 """
 
 from . import baselines, claims, data, experiments, method, metrics
-from .baselines import (BlackBoxShift, TwoStage, graph_ges, graph_notears, graph_pc, no_shift_predict,
-                        z_test_scores)
-from .data import (Benchmark, DrugLibrary, LinearSCM, MLPSCM, Split, hill, make_benchmark, make_drug_library,
-                   random_dag)
+from .baselines import (
+    BlackBoxShift,
+    TwoStage,
+    graph_ges,
+    graph_notears,
+    graph_pc,
+    no_shift_predict,
+    z_test_scores,
+)
+from .data import (
+    Benchmark,
+    DrugLibrary,
+    LinearSCM,
+    MLPSCM,
+    Split,
+    hill,
+    make_benchmark,
+    make_drug_library,
+    random_dag,
+)
 from .claims import CLAIMS
 from .defaults import DEFAULTS, GIMDefaults
-from .experiments import (dose_response, features, fit_baselines, fit_gim, graph_comparison, ood_mmd,
-                          target_inference_observed, target_prediction_unseen)
+from .experiments import (
+    dose_response,
+    features,
+    fit_baselines,
+    fit_gim,
+    graph_comparison,
+    ood_mmd,
+    target_inference_observed,
+    target_prediction_unseen,
+)
 from .method import GIM, GIMNet, SCMModule, notears_h, prune_to_dag
-from .metrics import (energy_distance, median_bandwidth, mmd_rbf, mmd_rbf_many, shd, target_auroc,
-                      wasserstein2)
+from .metrics import (
+    energy_distance,
+    median_bandwidth,
+    mmd_rbf,
+    mmd_rbf_many,
+    shd,
+    target_auroc,
+    wasserstein2,
+)
 
-__all__ = ["DEFAULTS", "GIMDefaults", "CLAIMS", *data.__all__, *method.__all__, *metrics.__all__, *baselines.__all__,
-           *experiments.__all__]
+__all__ = [
+    "DEFAULTS",
+    "GIMDefaults",
+    "CLAIMS",
+    *data.__all__,
+    *method.__all__,
+    *metrics.__all__,
+    *baselines.__all__,
+    *experiments.__all__,
+]

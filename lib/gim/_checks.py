@@ -35,7 +35,9 @@ def _check_dag(W: Any, name: str = "W", d: int | None = None) -> np.ndarray:
     if d is not None and W.shape[0] != d:
         raise ValueError(f"{name} must have shape ({d}, {d}), got shape {W.shape}")
     if _topological_order(W) is None:
-        raise ValueError(f"{name} has a directed cycle: a structural causal model needs an acyclic graph")
+        raise ValueError(
+            f"{name} has a directed cycle: a structural causal model needs an acyclic graph"
+        )
     return W
 
 
@@ -43,13 +45,17 @@ def _check_contexts(X: Any, name: str = "X", d: int | None = None) -> np.ndarray
     """``X`` as a finite float array of shape ``(K, n, d)`` with ``K, n >= 1``."""
     X = check_array(X, name, ndim=3)
     if min(X.shape) < 1:
-        raise ValueError(f"{name} must have shape (K, n, d) with every size >= 1, got shape {X.shape}")
+        raise ValueError(
+            f"{name} must have shape (K, n, d) with every size >= 1, got shape {X.shape}"
+        )
     if d is not None and X.shape[2] != d:
         raise ValueError(f"{name} has d = {X.shape[2]} variables, expected d = {d}")
     return X
 
 
-def _check_gammas(gammas: Any, K: int | None = None, q: int | None = None, name: str = "gammas") -> np.ndarray:
+def _check_gammas(
+    gammas: Any, K: int | None = None, q: int | None = None, name: str = "gammas"
+) -> np.ndarray:
     """``gammas`` as a finite float array ``(K, q)`` of perturbation features."""
     g = check_array(gammas, name, ndim=2)
     if K is not None and g.shape[0] != K:

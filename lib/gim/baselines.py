@@ -17,7 +17,15 @@ from icml25.checks import check_array, check_choice, check_int, check_real, chec
 from ._checks import _check_contexts, _check_gammas
 from .method import GIM, GIMNet, SCMModule
 
-__all__ = ["BlackBoxShift", "no_shift_predict", "z_test_scores", "TwoStage", "graph_pc", "graph_ges", "graph_notears"]
+__all__ = [
+    "BlackBoxShift",
+    "no_shift_predict",
+    "z_test_scores",
+    "TwoStage",
+    "graph_pc",
+    "graph_ges",
+    "graph_notears",
+]
 
 
 class BlackBoxShift:
@@ -30,14 +38,22 @@ class BlackBoxShift:
         hidden: widths of the hidden layers. rng: seeds scikit-learn's ``random_state``.
     """
 
-    def __init__(self, rng: np.random.Generator, hidden: tuple[int, ...] = (64, 64)) -> None:
+    def __init__(
+        self, rng: np.random.Generator, hidden: tuple[int, ...] = (64, 64)
+    ) -> None:
         from sklearn.neural_network import MLPRegressor
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
         rng = check_rng(rng)
-        self.model = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=tuple(hidden), max_iter=2000,
-                                                                  random_state=int(rng.integers(2**31))))
+        self.model = make_pipeline(
+            StandardScaler(),
+            MLPRegressor(
+                hidden_layer_sizes=tuple(hidden),
+                max_iter=2000,
+                random_state=int(rng.integers(2**31)),
+            ),
+        )
         self.D0: np.ndarray | None = None
 
     def fit(self, D0: Any, X_ctx: Any, gammas: Any) -> "BlackBoxShift":
@@ -64,10 +80,16 @@ class BlackBoxShift:
         return self.D0[idx] + delta[:, None, :]
 
 
-def no_shift_predict(D0: Any, n_contexts: int, n: int, rng: np.random.Generator) -> np.ndarray:
+def no_shift_predict(
+    D0: Any, n_contexts: int, n: int, rng: np.random.Generator
+) -> np.ndarray:
     """(n_contexts, n, d) resampled observational cells: the "nothing changes" predictor."""
     D0 = check_array(D0, "D0", ndim=2)
-    n_contexts, n, rng = check_int(n_contexts, "n_contexts", low=1), check_int(n, "n", low=1), check_rng(rng)
+    n_contexts, n, rng = (
+        check_int(n_contexts, "n_contexts", low=1),
+        check_int(n, "n", low=1),
+        check_rng(rng),
+    )
     return D0[rng.integers(0, D0.shape[0], (n_contexts, n))]
 
 
@@ -84,7 +106,9 @@ def z_test_scores(D0: Any, X_ctx: Any) -> np.ndarray:
     D0 = check_array(D0, "D0", shape=(None, X.shape[2]))
     v0 = D0.var(0, ddof=1)
     if not np.all(v0 > 0):
-        raise ValueError(f"D0 must vary in every variable (zero observational variance in {np.flatnonzero(v0 <= 0).tolist()})")
+        raise ValueError(
+            f"D0 must vary in every variable (zero observational variance in {np.flatnonzero(v0 <= 0).tolist()})"
+        )
     return np.abs(X.mean(1) - D0.mean(0)) / np.sqrt(v0 / X.shape[1] + v0 / D0.shape[0])
 
 
@@ -97,16 +121,45 @@ class TwoStage:
     regressed probabilities at 1/2 and samples the stage-1 SCM.
     """
 
-    def __init__(self, d: int, q: int, rng: np.random.Generator, kind: str = "linear", regressor: str = "mlp") -> None:
+    def __init__(
+        self,
+        d: int,
+        q: int,
+        rng: np.random.Generator,
+        kind: str = "linear",
+        regressor: str = "mlp",
+    ) -> None:
         self.rng = check_rng(rng)
         self.regressor = check_choice(regressor, "regressor", ("mlp", "knn"))
         self.gim = GIM(SCMModule(d, kind, rng=self.rng), GIMNet(q, d, 8, rng=self.rng))
         self.models: list[Any] = []
 
-    def fit(self, D0: Any, X_ctx: Any, gammas: Any, n_steps: int, S: int, lam1: float, lamI: float,
-            lr: float = 1e-2, device: str = "cpu") -> "TwoStage":
+    def fit(
+        self,
+        D0: Any,
+        X_ctx: Any,
+        gammas: Any,
+        n_steps: int,
+        S: int,
+        lam1: float,
+        lamI: float,
+        lr: float = 1e-2,
+        device: str = "cpu",
+    ) -> "TwoStage":
         """Stage 1 then stage 2 (arguments as :meth:`GIM.fit`). Raises as :meth:`GIM.fit`."""
-        self.gim.fit(D0, X_ctx, gammas, n_steps, S, lam1, lamI, "free", self.rng, lr=lr, device=device)
+        self.gim.fit(
+            D0,
+            X_ctx,
+            gammas,
+            n_steps,
+            S,
+            lam1,
+            lamI,
+            "free",
+            self.rng,
+            lr=lr,
+            device=device,
+        )
         self.fit_stage2(gammas)
         return self
 
@@ -119,9 +172,19 @@ class TwoStage:
 
         G = _check_gammas(gammas, K=self.gim.context_probs.shape[0])
         self.models = []
-        for y in (self.gim.context_probs, self.gim.context_psi * (self.gim.context_probs > 0.5)):
-            reg = (MLPRegressor(hidden_layer_sizes=(64, 64), max_iter=2000, random_state=int(self.rng.integers(2**31)))
-                   if self.regressor == "mlp" else KNeighborsRegressor(n_neighbors=4))
+        for y in (
+            self.gim.context_probs,
+            self.gim.context_psi * (self.gim.context_probs > 0.5),
+        ):
+            reg = (
+                MLPRegressor(
+                    hidden_layer_sizes=(64, 64),
+                    max_iter=2000,
+                    random_state=int(self.rng.integers(2**31)),
+                )
+                if self.regressor == "mlp"
+                else KNeighborsRegressor(n_neighbors=4)
+            )
             self.models.append(make_pipeline(StandardScaler(), reg).fit(G, y))
         return self
 
@@ -130,7 +193,9 @@ class TwoStage:
         G = check_array(gamma, "gamma", ndim=2)
         return np.clip(self.models[0].predict(G), 0.0, 1.0)
 
-    def predict(self, gamma: Any, n: int, rng: np.random.Generator, threshold: float = 0.3) -> np.ndarray:
+    def predict(
+        self, gamma: Any, n: int, rng: np.random.Generator, threshold: float = 0.3
+    ) -> np.ndarray:
         """(B, n, d) cells of the stage-1 SCM under the regressed MAP interventions."""
         G = check_array(gamma, "gamma", ndim=2)
         I = (self.target_probs(G) > 0.5).astype(float)
@@ -174,7 +239,7 @@ def graph_notears(X: Any, lam1: float = 0.1, threshold: float = 0.3) -> np.ndarr
     import os
 
     os.environ.setdefault("CASTLE_BACKEND", "pytorch")
-    import castle                                      # its basicConfig puts the root logger at INFO
+    import castle  # its basicConfig puts the root logger at INFO
 
     # castle logs its backend and every iteration at INFO
     logging.getLogger().setLevel(logging.WARNING)
@@ -182,7 +247,9 @@ def graph_notears(X: Any, lam1: float = 0.1, threshold: float = 0.3) -> np.ndarr
 
     X = check_array(X, "X", ndim=2)
     lam1 = check_real(lam1, "lam1", low=0.0)
-    threshold = check_real(threshold, "threshold", low=0.0, high=1.0, low_open=True, high_open=True)
+    threshold = check_real(
+        threshold, "threshold", low=0.0, high=1.0, low_open=True, high_open=True
+    )
     model = Notears(lambda1=lam1, w_threshold=threshold)
     model.learn(X)
     return np.asarray(model.causal_matrix) != 0

@@ -15,14 +15,16 @@ CLAIMS = [
     Claim(
         id="ood_partial",
         claim="on new doses the GIM's median MMD^2 is within 1.5x the black-box MLP's and at most half the "
-              "no-shift predictor's",
+        "no-shift predictor's",
         paper="robust OOD predictions on par with unstructured approaches (abstract, Sec. 5; numbers not read)",
         metric="partial_mmd_gim",
-        holds=lambda m: (m["partial_mmd_gim"] <= 1.5 * m["partial_mmd_blackbox"]
-                         and m["partial_mmd_gim"] <= 0.5 * m["partial_mmd_noshift"]),
+        holds=lambda m: (
+            m["partial_mmd_gim"] <= 1.5 * m["partial_mmd_blackbox"]
+            and m["partial_mmd_gim"] <= 0.5 * m["partial_mmd_noshift"]
+        ),
         direction=lambda m: m["partial_mmd_gim"] < m["partial_mmd_noshift"],
         judged_by="check: on new doses (partial OOD) the GIM's median MMD^2 is at most half the no-shift "
-                  "predictor's",
+        "predictor's",
     ),
     Claim(
         id="ood_full",
@@ -36,11 +38,11 @@ CLAIMS = [
         id="targets_observed",
         claim="on observed contexts the GIM's target AUROC beats the marginal mean-shift z-test",
         paper="infers the perturbation mechanisms, often better than other causal inference methods "
-              "(abstract, Fig. 2; numbers not read)",
+        "(abstract, Fig. 2; numbers not read)",
         metric="auroc_observed_gim",
         holds=lambda m: m["auroc_observed_gim"] > m["auroc_observed_ztest"],
         judged_by="check: on the observed contexts the GIM's target probabilities separate direct targets "
-                  "better than the marginal z-test",
+        "better than the marginal z-test",
     ),
     Claim(
         id="targets_unseen",
@@ -50,7 +52,7 @@ CLAIMS = [
         holds=lambda m: m["auroc_new_gim"] >= 0.65,
         direction=lambda m: m["auroc_new_gim"] > 0.5,
         judged_by="check: from features alone the GIM predicts the direct targets of unseen drugs well above "
-                  "chance",
+        "chance",
     ),
     Claim(
         id="targets_unseen_vs_two_stage",

@@ -18,12 +18,29 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_budget, check_int, check_positive, check_real, check_rng, check_choice
+from icml25.checks import (
+    check_array,
+    check_budget,
+    check_int,
+    check_positive,
+    check_real,
+    check_rng,
+    check_choice,
+)
 
 from ._checks import _check_dag, _topological_order
 
-__all__ = ["random_dag", "LinearSCM", "MLPSCM", "hill", "DrugLibrary", "make_drug_library", "Split",
-           "Benchmark", "make_benchmark"]
+__all__ = [
+    "random_dag",
+    "LinearSCM",
+    "MLPSCM",
+    "hill",
+    "DrugLibrary",
+    "make_drug_library",
+    "Split",
+    "Benchmark",
+    "make_benchmark",
+]
 
 
 def random_dag(d: int, exp_degree: float, rng: np.random.Generator) -> np.ndarray:
@@ -62,7 +79,9 @@ def _check_intervention(I: Any, psi: Any, d: int) -> tuple[np.ndarray, np.ndarra
     if I is None and psi is None:
         return np.zeros(d), np.zeros(d)
     if I is None or psi is None:
-        raise ValueError("I and psi must be given together (targets and shift sizes), or neither")
+        raise ValueError(
+            "I and psi must be given together (targets and shift sizes), or neither"
+        )
     I = check_array(np.asarray(I, dtype=np.float64), "I", shape=(d,), low=0.0, high=1.0)
     psi = check_array(psi, "psi", shape=(d,), dtype=np.float64)
     return I, psi
@@ -88,9 +107,21 @@ class LinearSCM:
         W = _check_dag(self.W, "W")
         d = W.shape[0]
         object.__setattr__(self, "W", W)
-        object.__setattr__(self, "b", check_array(self.b, "b", shape=(d,), dtype=np.float64))
-        object.__setattr__(self, "sigma", check_array(self.sigma, "sigma", shape=(d,), low=0.0,
-                                                      low_open=True, dtype=np.float64))
+        object.__setattr__(
+            self, "b", check_array(self.b, "b", shape=(d,), dtype=np.float64)
+        )
+        object.__setattr__(
+            self,
+            "sigma",
+            check_array(
+                self.sigma,
+                "sigma",
+                shape=(d,),
+                low=0.0,
+                low_open=True,
+                dtype=np.float64,
+            ),
+        )
 
     @property
     def d(self) -> int:
@@ -107,7 +138,9 @@ class LinearSCM:
         Ainv = np.linalg.inv(np.eye(self.d) - self.W)
         return Ainv.T @ np.diag(self.sigma**2) @ Ainv
 
-    def sample(self, n: int, rng: np.random.Generator, I: Any = None, psi: Any = None) -> np.ndarray:
+    def sample(
+        self, n: int, rng: np.random.Generator, I: Any = None, psi: Any = None
+    ) -> np.ndarray:
         """``n`` cells under the shift intervention ``(I, psi)`` (one intervention shared by all cells).
 
         Args:
@@ -152,15 +185,33 @@ class MLPSCM:
         object.__setattr__(self, "W", W)
         A = check_array(self.A, "A", ndim=3, dtype=np.float64)
         if A.shape[:2] != (d, d):
-            raise ValueError(f"A must have shape ({d}, {d}, hidden), got shape {A.shape}")
+            raise ValueError(
+                f"A must have shape ({d}, {d}, hidden), got shape {A.shape}"
+            )
         object.__setattr__(self, "A", A * (W != 0)[:, :, None])
-        object.__setattr__(self, "v", check_array(self.v, "v", shape=(d, A.shape[2]), dtype=np.float64))
-        object.__setattr__(self, "b", check_array(self.b, "b", shape=(d,), dtype=np.float64))
-        object.__setattr__(self, "sigma", check_array(self.sigma, "sigma", shape=(d,), low=0.0,
-                                                      low_open=True, dtype=np.float64))
+        object.__setattr__(
+            self, "v", check_array(self.v, "v", shape=(d, A.shape[2]), dtype=np.float64)
+        )
+        object.__setattr__(
+            self, "b", check_array(self.b, "b", shape=(d,), dtype=np.float64)
+        )
+        object.__setattr__(
+            self,
+            "sigma",
+            check_array(
+                self.sigma,
+                "sigma",
+                shape=(d,),
+                low=0.0,
+                low_open=True,
+                dtype=np.float64,
+            ),
+        )
 
     @classmethod
-    def from_graph(cls, W: np.ndarray, rng: np.random.Generator, hidden: int = 8) -> "MLPSCM":
+    def from_graph(
+        cls, W: np.ndarray, rng: np.random.Generator, hidden: int = 8
+    ) -> "MLPSCM":
         """Random tanh mechanisms on the graph of ``W``, noise scales ``U[0.5, 1]``."""
         W = _check_dag(W, "W")
         rng = check_rng(rng)
@@ -175,16 +226,26 @@ class MLPSCM:
         """Number of variables."""
         return self.W.shape[0]
 
-    def sample(self, n: int, rng: np.random.Generator, I: Any = None, psi: Any = None) -> np.ndarray:
+    def sample(
+        self, n: int, rng: np.random.Generator, I: Any = None, psi: Any = None
+    ) -> np.ndarray:
         """``n`` cells by ancestral sampling under ``(I, psi)``; (n, d) float64 (see :class:`LinearSCM`)."""
         n = check_int(n, "n", low=1)
-        check_budget(f"MLPSCM.sample(n={n})", n_bytes=8.0 * n * (3 * self.d + 2 * self.A.shape[2]))
+        check_budget(
+            f"MLPSCM.sample(n={n})",
+            n_bytes=8.0 * n * (3 * self.d + 2 * self.A.shape[2]),
+        )
         rng = check_rng(rng)
         I, psi = _check_intervention(I, psi, self.d)
         X = np.zeros((n, self.d))
         eps = rng.standard_normal((n, self.d))
         for j in _topological_order(self.W):
-            X[:, j] = np.tanh(X @ self.A[:, j, :]) @ self.v[j] + self.b[j] + self.sigma[j] * eps[:, j] + I[j] * psi[j]
+            X[:, j] = (
+                np.tanh(X @ self.A[:, j, :]) @ self.v[j]
+                + self.b[j]
+                + self.sigma[j] * eps[:, j]
+                + I[j] * psi[j]
+            )
         return X
 
 
@@ -226,7 +287,9 @@ class DrugLibrary:
         return hill(c, self.amplitude[drug], self.K[drug], self.m[drug])
 
 
-def make_drug_library(n_drugs: int, d: int, q: int, rng: np.random.Generator, A: np.ndarray | None = None) -> DrugLibrary:
+def make_drug_library(
+    n_drugs: int, d: int, q: int, rng: np.random.Generator, A: np.ndarray | None = None
+) -> DrugLibrary:
     """``n_drugs`` random drugs (reconstruction of the paper's Hill functions).
 
     Each drug hits 1 or 2 targets, with amplitudes ``a in ±[1, 3]``, ``K in [0.5, 1.5]`` and
@@ -249,10 +312,14 @@ def make_drug_library(n_drugs: int, d: int, q: int, rng: np.random.Generator, A:
     for i in range(n_drugs):
         hit = rng.choice(d, size=min(d, int(rng.integers(1, 3))), replace=False)
         targets[i, hit] = True
-        amplitude[i, hit] = rng.uniform(1.0, 3.0, hit.size) * rng.choice([-1.0, 1.0], hit.size)
+        amplitude[i, hit] = rng.uniform(1.0, 3.0, hit.size) * rng.choice(
+            [-1.0, 1.0], hit.size
+        )
     K = rng.uniform(0.5, 1.5, n_drugs)
     m = rng.uniform(1.0, 3.0, n_drugs)
-    u = np.concatenate([targets.astype(float), amplitude / 2.0, K[:, None], m[:, None] / 2.0], axis=1)
+    u = np.concatenate(
+        [targets.astype(float), amplitude / 2.0, K[:, None], m[:, None] / 2.0], axis=1
+    )
     z = u @ A.T + 0.1 * rng.standard_normal((n_drugs, q))
     return DrugLibrary(targets, amplitude, K, m, z, A)
 
@@ -299,26 +366,51 @@ class Benchmark:
     meta: dict = field(default_factory=dict)
 
 
-def _split(scm: Any, lib: DrugLibrary, doses: tuple[float, ...], n_k: int, loc: np.ndarray, scale: np.ndarray,
-           rng: np.random.Generator) -> Split:
+def _split(
+    scm: Any,
+    lib: DrugLibrary,
+    doses: tuple[float, ...],
+    n_k: int,
+    loc: np.ndarray,
+    scale: np.ndarray,
+    rng: np.random.Generator,
+) -> Split:
     X, G, T, P, drug, dose = [], [], [], [], [], []
     for i in range(lib.z.shape[0]):
         for c in doses:
             psi = lib.shift(i, c)
-            X.append((scm.sample(n_k, rng, lib.targets[i].astype(float), psi) - loc) / scale)
+            X.append(
+                (scm.sample(n_k, rng, lib.targets[i].astype(float), psi) - loc) / scale
+            )
             G.append(np.concatenate([lib.z[i], [c]]))
             T.append(lib.targets[i])
             P.append(psi / scale)
             drug.append(i)
             dose.append(c)
-    return Split(np.stack(X), np.stack(G), np.stack(T), np.stack(P), np.array(drug), np.array(dose, dtype=float))
+    return Split(
+        np.stack(X),
+        np.stack(G),
+        np.stack(T),
+        np.stack(P),
+        np.array(drug),
+        np.array(dose, dtype=float),
+    )
 
 
-def make_benchmark(rng: np.random.Generator, d: int = 10, n_train_drugs: int = 40, n_new_drugs: int = 20,
-                   doses_train: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0),
-                   doses_partial: tuple[float, ...] = (0.25, 0.75, 1.25, 1.75, 2.25),
-                   n_k: int = 50, n0: int = 800, exp_degree: float = 2.0, q: int = 16,
-                   kind: str = "linear", standardize: bool = True) -> Benchmark:
+def make_benchmark(
+    rng: np.random.Generator,
+    d: int = 10,
+    n_train_drugs: int = 40,
+    n_new_drugs: int = 20,
+    doses_train: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0),
+    doses_partial: tuple[float, ...] = (0.25, 0.75, 1.25, 1.75, 2.25),
+    n_k: int = 50,
+    n0: int = 800,
+    exp_degree: float = 2.0,
+    q: int = 16,
+    kind: str = "linear",
+    standardize: bool = True,
+) -> Benchmark:
     """The train / partially OOD (new doses) / fully OOD (new drugs) splits of the paper's Sec. 5.
 
     Defaults are the paper's sizes (verified): 40 drugs x 4 doses x 50 cells, 800 observational
@@ -349,12 +441,25 @@ def make_benchmark(rng: np.random.Generator, d: int = 10, n_train_drugs: int = 4
     else:
         scm = MLPSCM.from_graph(W, rng)
     D0_raw = scm.sample(n0, rng)
-    loc, scale = (D0_raw.mean(0), D0_raw.std(0)) if standardize else (np.zeros(d), np.ones(d))
+    loc, scale = (
+        (D0_raw.mean(0), D0_raw.std(0)) if standardize else (np.zeros(d), np.ones(d))
+    )
     lib = make_drug_library(n_train_drugs, d, q, rng)
     new = make_drug_library(n_new_drugs, d, q, rng, A=lib.A)
     train = _split(scm, lib, tuple(doses_train), n_k, loc, scale, rng)
     partial = _split(scm, lib, tuple(doses_partial), n_k, loc, scale, rng)
     full = _split(scm, new, tuple(doses_train), n_k, loc, scale, rng)
     W_std = W * scale[:, None] / scale[None, :]
-    return Benchmark(scm, W_std, (D0_raw - loc) / scale, train, partial, full, lib, new, loc, scale,
-                     meta=dict(d=d, n_k=n_k, n0=n0, kind=kind, exp_degree=exp_degree, q=q))
+    return Benchmark(
+        scm,
+        W_std,
+        (D0_raw - loc) / scale,
+        train,
+        partial,
+        full,
+        lib,
+        new,
+        loc,
+        scale,
+        meta=dict(d=d, n_k=n_k, n0=n0, kind=kind, exp_degree=exp_degree, q=q),
+    )

@@ -30,7 +30,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml25.checks import check_array, check_budget, check_choice, check_int, check_positive, check_real, check_rng
+from icml25.checks import (
+    check_array,
+    check_budget,
+    check_choice,
+    check_int,
+    check_positive,
+    check_real,
+    check_rng,
+)
 from icml25.kernels import gim_kernels
 
 from ._checks import _check_contexts, _check_gammas, _topological_order
@@ -38,10 +46,14 @@ from ._checks import _check_contexts, _check_gammas, _topological_order
 __all__ = ["notears_h", "prune_to_dag", "SCMModule", "GIMNet", "GIM"]
 
 
-def _torch_gen(rng: np.random.Generator | None, device: str = "cpu") -> torch.Generator | None:
+def _torch_gen(
+    rng: np.random.Generator | None, device: str = "cpu"
+) -> torch.Generator | None:
     if rng is None:
         return None
-    return torch.Generator(device=device).manual_seed(int(check_rng(rng).integers(2**62)))
+    return torch.Generator(device=device).manual_seed(
+        int(check_rng(rng).integers(2**62))
+    )
 
 
 def notears_h(W: Any) -> float:
@@ -114,24 +126,46 @@ class SCMModule(nn.Module):
         mask: (d, d) 0/1 known graph (edges allowed only where 1), or ``None`` (learned graph).
     """
 
-    def __init__(self, d: int, kind: str = "linear", hidden: int = 8, rng: np.random.Generator | None = None,
-                 mask: Any = None) -> None:
+    def __init__(
+        self,
+        d: int,
+        kind: str = "linear",
+        hidden: int = 8,
+        rng: np.random.Generator | None = None,
+        mask: Any = None,
+    ) -> None:
         super().__init__()
         self.d = check_int(d, "d", low=2)
         self.kind = check_choice(kind, "kind", ("linear", "mlp"))
         hidden = check_int(hidden, "hidden", low=1)
         g = _torch_gen(rng)
         dt = torch.float64
-        allowed = np.ones((self.d, self.d)) if mask is None else check_array(
-            np.asarray(mask, dtype=float), "mask", shape=(self.d, self.d), low=0.0, high=1.0)
-        self.register_buffer("offdiag", (1.0 - torch.eye(self.d, dtype=dt)) * torch.as_tensor(allowed, dtype=dt))
+        allowed = (
+            np.ones((self.d, self.d))
+            if mask is None
+            else check_array(
+                np.asarray(mask, dtype=float),
+                "mask",
+                shape=(self.d, self.d),
+                low=0.0,
+                high=1.0,
+            )
+        )
+        self.register_buffer(
+            "offdiag",
+            (1.0 - torch.eye(self.d, dtype=dt)) * torch.as_tensor(allowed, dtype=dt),
+        )
         if self.kind == "linear":
             self.W = nn.Parameter(torch.zeros(self.d, self.d, dtype=dt))
         else:
             # (node, h, input)
-            self.fc1 = nn.Parameter(0.1 * torch.randn(self.d, hidden, self.d, generator=g, dtype=dt))
+            self.fc1 = nn.Parameter(
+                0.1 * torch.randn(self.d, hidden, self.d, generator=g, dtype=dt)
+            )
             self.b1 = nn.Parameter(torch.zeros(self.d, hidden, dtype=dt))
-            self.v = nn.Parameter(0.1 * torch.randn(self.d, hidden, generator=g, dtype=dt))
+            self.v = nn.Parameter(
+                0.1 * torch.randn(self.d, hidden, generator=g, dtype=dt)
+            )
         self.b = nn.Parameter(torch.zeros(self.d, dtype=dt))
         self.log_sigma = nn.Parameter(torch.zeros(self.d, dtype=dt))
 
@@ -142,12 +176,14 @@ class SCMModule(nn.Module):
         # [input i, node j]
         return torch.sqrt((self.fc1**2).sum(1) + 1e-12).T * self.offdiag
 
-    def mean_fn(self, X: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def mean_fn(
+        self, X: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``f(X) + b`` for cells ``X (..., d)``; ``mask (d, d)`` keeps only edges where it is 1."""
         M = self.offdiag if mask is None else self.offdiag * mask
         if self.kind == "linear":
             return X @ (self.W * M) + self.b
-        Xe = X[..., None, :] * M.T                                                     # (..., node, input)
+        Xe = X[..., None, :] * M.T  # (..., node, input)
         # (..., node, h)
         H = torch.sigmoid((Xe[..., None, :] * self.fc1).sum(-1) + self.b1)
         return (H * self.v).sum(-1) + self.b
@@ -173,15 +209,28 @@ class SCMModule(nn.Module):
             ValueError: shapes that disagree (``X``, ``I``, ``psi``), non-finite values, or ``I`` outside
                 [0, 1].
         """
-        X = torch.as_tensor(_check_contexts(X, "X", d=self.d)) if not isinstance(X, torch.Tensor) else X
+        X = (
+            torch.as_tensor(_check_contexts(X, "X", d=self.d))
+            if not isinstance(X, torch.Tensor)
+            else X
+        )
         if X.ndim != 3 or X.shape[2] != self.d:
-            raise ValueError(f"X must have shape (K, n, {self.d}), got shape {tuple(X.shape)}")
-        I, psi = torch.as_tensor(I, dtype=torch.float64), torch.as_tensor(psi, dtype=torch.float64)
+            raise ValueError(
+                f"X must have shape (K, n, {self.d}), got shape {tuple(X.shape)}"
+            )
+        I, psi = (
+            torch.as_tensor(I, dtype=torch.float64),
+            torch.as_tensor(psi, dtype=torch.float64),
+        )
         for name, t in (("I", I), ("psi", psi)):
             if t.ndim != 3 or t.shape[0] != X.shape[0] or t.shape[2] != self.d:
-                raise ValueError(f"{name} must have shape ({X.shape[0]}, S, {self.d}), got shape {tuple(t.shape)}")
+                raise ValueError(
+                    f"{name} must have shape ({X.shape[0]}, S, {self.d}), got shape {tuple(t.shape)}"
+                )
         if I.shape != psi.shape:
-            raise ValueError(f"I and psi must have one shape, got {tuple(I.shape)} and {tuple(psi.shape)}")
+            raise ValueError(
+                f"I and psi must have one shape, got {tuple(I.shape)} and {tuple(psi.shape)}"
+            )
         for name, t in (("X", X), ("I", I), ("psi", psi)):
             if not bool(torch.isfinite(t).all()):
                 raise ValueError(f"{name} must be finite (no NaN or inf)")
@@ -194,21 +243,32 @@ class SCMModule(nn.Module):
         SR, SR2, n = self._residual_sums(X)
         return gim_kernels.context_loglik(SR, SR2, shift, self.sigma(), n)
 
-    def _residual_sums(self, X: torch.Tensor | tuple) -> tuple[torch.Tensor, torch.Tensor, int]:
+    def _residual_sums(
+        self, X: torch.Tensor | tuple
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
         """``(sum_i R, sum_i R^2, n)`` per context, ``R = x - f(x)``. From the moments of a linear
         SCM: with ``A = I_d - W``, ``sum_i R_j = n ((xbar A)_j - b_j)`` and
         ``sum_i R_j^2 = A_j^T M A_j - 2 n b_j (xbar A)_j + n b_j^2``, ``M = sum_i x_i x_i^T``."""
-        if isinstance(X, tuple):                                        # linear SCM, moments (n, xbar, M)
+        if isinstance(X, tuple):  # linear SCM, moments (n, xbar, M)
             n, xbar, M = X
-            A = torch.eye(self.d, dtype=torch.float64, device=self.W.device) - self.W * self.offdiag
-            xa = xbar @ A                                               # (K, d)
-            SR2 = torch.einsum("kab,aj,bj->kj", M, A, A) - 2.0 * n * self.b * xa + n * self.b**2
+            A = (
+                torch.eye(self.d, dtype=torch.float64, device=self.W.device)
+                - self.W * self.offdiag
+            )
+            xa = xbar @ A  # (K, d)
+            SR2 = (
+                torch.einsum("kab,aj,bj->kj", M, A, A)
+                - 2.0 * n * self.b * xa
+                + n * self.b**2
+            )
             return n * (xa - self.b), SR2, n
-        R = X - self.mean_fn(X)                                         # residuals, (K, n, d)
+        R = X - self.mean_fn(X)  # residuals, (K, n, d)
         return R.sum(1), (R * R).sum(1), X.shape[1]
 
     @torch.no_grad()
-    def sample(self, n: int, I: Any, psi: Any, rng: np.random.Generator, graph: Any) -> np.ndarray:
+    def sample(
+        self, n: int, I: Any, psi: Any, rng: np.random.Generator, graph: Any
+    ) -> np.ndarray:
         """``n`` cells for each of ``B`` interventions by ancestral sampling on the DAG ``graph``.
 
         Args:
@@ -245,13 +305,17 @@ class GIMNet(nn.Module):
             torch's global generator).
     """
 
-    def __init__(self, q: int, d: int, hidden: int = 64, rng: np.random.Generator | None = None) -> None:
+    def __init__(
+        self, q: int, d: int, hidden: int = 64, rng: np.random.Generator | None = None
+    ) -> None:
         super().__init__()
         self.q, self.d = check_int(q, "q", low=1), check_int(d, "d", low=1)
         hidden = check_int(hidden, "hidden", low=1)
         if rng is not None:
             torch.manual_seed(int(check_rng(rng).integers(2**62)))
-        self.trunk = nn.Sequential(nn.Linear(q, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()).double()
+        self.trunk = nn.Sequential(
+            nn.Linear(q, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
+        ).double()
         self.head_targets = nn.Linear(hidden, d).double()
         self.head_shift = nn.Linear(hidden, d).double()
         self.log_s = nn.Parameter(torch.full((d,), math.log(0.1), dtype=torch.float64))
@@ -264,8 +328,14 @@ class GIMNet(nn.Module):
         Raises:
             ValueError: ``gamma`` not a ``(B, q)`` tensor.
         """
-        if not isinstance(gamma, torch.Tensor) or gamma.ndim != 2 or gamma.shape[1] != self.q:
-            shape = tuple(gamma.shape) if hasattr(gamma, "shape") else type(gamma).__name__
+        if (
+            not isinstance(gamma, torch.Tensor)
+            or gamma.ndim != 2
+            or gamma.shape[1] != self.q
+        ):
+            shape = (
+                tuple(gamma.shape) if hasattr(gamma, "shape") else type(gamma).__name__
+            )
             raise ValueError(f"gamma must be a (B, {self.q}) tensor, got {shape}")
         hdn = self.trunk((gamma - self.loc) / self.scale)
         return self.head_targets(hdn), self.head_shift(hdn)
@@ -276,30 +346,51 @@ def _moments(X: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
     return X.shape[1], X.mean(1), torch.einsum("kni,knj->kij", X, X)
 
 
-def _relaxed_bernoulli(logits: torch.Tensor, S: int, tau: float, g: torch.Generator | None) -> torch.Tensor:
+def _relaxed_bernoulli(
+    logits: torch.Tensor, S: int, tau: float, g: torch.Generator | None
+) -> torch.Tensor:
     """Gumbel-sigmoid samples ``sigmoid((logits + log U - log(1 - U)) / tau)``, shape ``(K, S, d)``."""
-    U = torch.rand((logits.shape[0], S, logits.shape[1]), generator=g, dtype=logits.dtype,
-                   device=logits.device).clamp(1e-6, 1 - 1e-6)
+    U = torch.rand(
+        (logits.shape[0], S, logits.shape[1]),
+        generator=g,
+        dtype=logits.dtype,
+        device=logits.device,
+    ).clamp(1e-6, 1 - 1e-6)
     return torch.sigmoid((logits[:, None, :] + torch.log(U) - torch.log1p(-U)) / tau)
 
 
-def _mc_objective(scm: SCMModule, net: GIMNet, X: torch.Tensor, G: torch.Tensor, S: int, tau: float,
-                  g: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
+def _mc_objective(
+    scm: SCMModule,
+    net: GIMNet,
+    X: torch.Tensor,
+    G: torch.Tensor,
+    S: int,
+    tau: float,
+    g: torch.Generator | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``sum_k log (1/S) sum_s p(D_k | I_s, psi_s)`` with ``(I_s, psi_s) ~ p_phi(. | gamma_k)`` relaxed.
 
     Returns the bound summed over contexts and the target probabilities ``sigmoid(g_phi)`` (K, d).
     """
     logits, m = net(G)
-    I = _relaxed_bernoulli(logits, S, tau, g)                                      # (K, S, d)
+    I = _relaxed_bernoulli(logits, S, tau, g)  # (K, S, d)
     eps = torch.randn(I.shape, generator=g, dtype=I.dtype, device=I.device)
-    psi = m[:, None, :] + torch.exp(net.log_s) * eps                              # psi ~ N(m, s^2)
-    ll = scm._log_prob(X, I * psi)                                                 # (K, S)
+    psi = m[:, None, :] + torch.exp(net.log_s) * eps  # psi ~ N(m, s^2)
+    ll = scm._log_prob(X, I * psi)  # (K, S)
     return (torch.logsumexp(ll, dim=1) - math.log(S)).sum(), torch.sigmoid(logits)
 
 
-def _map_objective(scm: SCMModule, net: GIMNet | None, X: torch.Tensor, G: torch.Tensor | None,
-                   ell: torch.Tensor, psi: torch.Tensor, S: int, tau: float,
-                   g: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
+def _map_objective(
+    scm: SCMModule,
+    net: GIMNet | None,
+    X: torch.Tensor,
+    G: torch.Tensor | None,
+    ell: torch.Tensor,
+    psi: torch.Tensor,
+    S: int,
+    tau: float,
+    g: torch.Generator | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``sum_k E_relaxed[log p(D_k | I_k, psi_k)] + log p_phi(I_k, psi_k | gamma_k)`` at point
     estimates ``(sigmoid(ell_k), psi_k)``; the GIM term is left out when ``net`` is ``None``."""
     I = _relaxed_bernoulli(ell, S, tau, g)
@@ -309,13 +400,21 @@ def _map_objective(scm: SCMModule, net: GIMNet | None, X: torch.Tensor, G: torch
         return fit, pi_k
     logits, m = net(G)
     s = torch.exp(net.log_s)
-    bern = pi_k * nn.functional.logsigmoid(logits) + (1 - pi_k) * nn.functional.logsigmoid(-logits)
+    bern = pi_k * nn.functional.logsigmoid(logits) + (
+        1 - pi_k
+    ) * nn.functional.logsigmoid(-logits)
     gauss = -0.5 * ((psi - m) / s) ** 2 - torch.log(s) - 0.5 * math.log(2 * math.pi)
     return fit + bern.sum() + (pi_k * gauss).sum(), pi_k
 
 
-def _posterior(logits: torch.Tensor, m: torch.Tensor, s: torch.Tensor, sigma: torch.Tensor, SR: torch.Tensor,
-               n: int) -> torch.Tensor:
+def _posterior(
+    logits: torch.Tensor,
+    m: torch.Tensor,
+    s: torch.Tensor,
+    sigma: torch.Tensor,
+    SR: torch.Tensor,
+    n: int,
+) -> torch.Tensor:
     """``sigmoid(g + log BF)``, ``log BF = b^2/(2a) - m^2/(2 s^2) - log(a s^2)/2`` (see
     :meth:`GIM.posterior_target_probs`)."""
     a = n / sigma**2 + 1.0 / s**2
@@ -350,9 +449,22 @@ class GIM:
         self.context_probs: np.ndarray | None = None
         self.context_psi: np.ndarray | None = None
 
-    def fit(self, D0: Any, X_ctx: Any, gammas: Any, n_steps: int, S: int, lam1: float, lamI: float,
-            mode: str, rng: np.random.Generator, lr: float = 1e-2, temperature: float = 0.5,
-            use_d0: bool = True, device: str = "cpu") -> "GIM":
+    def fit(
+        self,
+        D0: Any,
+        X_ctx: Any,
+        gammas: Any,
+        n_steps: int,
+        S: int,
+        lam1: float,
+        lamI: float,
+        mode: str,
+        rng: np.random.Generator,
+        lr: float = 1e-2,
+        temperature: float = 0.5,
+        use_d0: bool = True,
+        device: str = "cpu",
+    ) -> "GIM":
         """Maximise the joint objective (module docstring) with full-batch Adam.
 
         A reconstruction: the paper's objectives (MC marginal likelihood vs MAP) and its optimiser
@@ -393,46 +505,89 @@ class GIM:
         mode = check_choice(mode, "mode", ("mc", "map", "free"))
         rng = check_rng(rng)
         lr = check_positive(lr, "lr")
-        temperature = check_real(temperature, "temperature", low=0.0, high=1.0, low_open=True)
+        temperature = check_real(
+            temperature, "temperature", low=0.0, high=1.0, low_open=True
+        )
         device = check_choice(device, "device", ("cpu", "cuda"))
         t = lambda a: torch.as_tensor(a, dtype=torch.float64, device=device)  # noqa: E731
         self.scm.to(device)
         self.net.to(device)
         try:
-            self._fit(t(D0)[None], t(X), t(G), n_steps, S, lam1, lamI, mode, _torch_gen(rng, device), lr,
-                      temperature, bool(use_d0))
+            self._fit(
+                t(D0)[None],
+                t(X),
+                t(G),
+                n_steps,
+                S,
+                lam1,
+                lamI,
+                mode,
+                _torch_gen(rng, device),
+                lr,
+                temperature,
+                bool(use_d0),
+            )
         finally:
             self.scm.cpu()
             self.net.cpu()
         return self
 
-    def _fit(self, D0: torch.Tensor, X: torch.Tensor, G: torch.Tensor, n_steps: int, S: int, lam1: float,
-             lamI: float, mode: str, g: torch.Generator, lr: float, temperature: float, use_d0: bool) -> None:
+    def _fit(
+        self,
+        D0: torch.Tensor,
+        X: torch.Tensor,
+        G: torch.Tensor,
+        n_steps: int,
+        S: int,
+        lam1: float,
+        lamI: float,
+        mode: str,
+        g: torch.Generator,
+        lr: float,
+        temperature: float,
+        use_d0: bool,
+    ) -> None:
         """The training loop (see :meth:`fit`)."""
         K, n, d = X.shape
         self.net.loc.copy_(G.mean(0))
         self.net.scale.copy_(G.std(0).clamp_min(1e-6))
-        params = list(self.scm.parameters()) + (list(self.net.parameters()) if mode != "free" else [])
+        params = list(self.scm.parameters()) + (
+            list(self.net.parameters()) if mode != "free" else []
+        )
         ell = psi = None
         if mode in ("map", "free"):
             # logits
-            ell = torch.full((K, d), -2.0, dtype=torch.float64, device=X.device, requires_grad=True)
+            ell = torch.full(
+                (K, d), -2.0, dtype=torch.float64, device=X.device, requires_grad=True
+            )
             # shifts
-            psi = torch.zeros((K, d), dtype=torch.float64, device=X.device, requires_grad=True)
+            psi = torch.zeros(
+                (K, d), dtype=torch.float64, device=X.device, requires_grad=True
+            )
             params += [ell, psi]
         opt = torch.optim.Adam(params, lr=lr, foreach=True)
         N = K * n + (D0.shape[1] if use_d0 else 0)  # cells
         alpha, mu, h_prev = 0.0, 1.0, math.inf
         every = max(1, n_steps // 10)
         zero = torch.zeros((1, 1, d), dtype=torch.float64, device=X.device)
-        if self.scm.kind == "linear":                                   # sufficient statistics, once
+        if self.scm.kind == "linear":  # sufficient statistics, once
             X, D0 = _moments(X), _moments(D0)
         for step in range(n_steps):
-            tau = temperature ** (step / max(1, n_steps - 1))                       # 1 -> temperature
+            tau = temperature ** (step / max(1, n_steps - 1))  # 1 -> temperature
             if mode == "mc":
                 obj, pi = _mc_objective(self.scm, self.net, X, G, S, tau, g)
             else:
-                obj, pi = _map_objective(self.scm, self.net if mode == "map" else None, X, G, ell, psi, S, tau, g)
+                obj, pi = _map_objective(
+                    self.scm,
+                    self.net if mode == "map" else None,
+                    X,
+                    G,
+                    ell,
+                    psi,
+                    S,
+                    tau,
+                    g,
+                )
             ll0 = self.scm._log_prob(D0, zero).sum() if use_d0 else 0.0
             A = self.scm.adjacency()
             h = _h_torch(A)
@@ -469,7 +624,9 @@ class GIM:
         Raises:
             ValueError: ``threshold`` outside (0, 1).
         """
-        threshold = check_real(threshold, "threshold", low=0.0, high=1.0, low_open=True, high_open=True)
+        threshold = check_real(
+            threshold, "threshold", low=0.0, high=1.0, low_open=True, high_open=True
+        )
         return _prune(np.abs(self.weighted_adjacency()), threshold)
 
     def _gamma(self, gamma: Any) -> torch.Tensor:
@@ -505,14 +662,18 @@ class GIM:
         with torch.no_grad():
             SR, _, n = self.scm._residual_sums(torch.as_tensor(X, dtype=torch.float64))
             logits, m = self.net(torch.as_tensor(G, dtype=torch.float64))
-            return _posterior(logits, m, torch.exp(self.net.log_s), self.scm.sigma(), SR, n).numpy()
+            return _posterior(
+                logits, m, torch.exp(self.net.log_s), self.scm.sigma(), SR, n
+            ).numpy()
 
     def shift_mean(self, gamma: Any) -> np.ndarray:
         """``m_phi(gamma)``: the predicted shift of each variable, (B, d) (read-out with the targets)."""
         with torch.no_grad():
             return self.net(self._gamma(gamma))[1].numpy()
 
-    def predict(self, gamma: Any, n: int, rng: np.random.Generator, threshold: float = 0.3) -> np.ndarray:
+    def predict(
+        self, gamma: Any, n: int, rng: np.random.Generator, threshold: float = 0.3
+    ) -> np.ndarray:
         """Cells under the MAP intervention of ``gamma``: ``I = 1[sigmoid(g) > 1/2]``, ``psi = m``.
 
         Ancestral sampling on :meth:`graph` (``threshold``) with the learned mechanisms and noise.
@@ -529,8 +690,10 @@ class GIM:
         """
         G = self._gamma(gamma)
         n = check_int(n, "n", low=1)
-        check_budget(f"GIM.predict(n={n}) for {G.shape[0]} feature vectors",
-                     n_bytes=4 * 8.0 * G.shape[0] * n * self.scm.d)
+        check_budget(
+            f"GIM.predict(n={n}) for {G.shape[0]} feature vectors",
+            n_bytes=4 * 8.0 * G.shape[0] * n * self.scm.d,
+        )
         rng = check_rng(rng)
         with torch.no_grad():
             logits, m = self.net(G)

@@ -13,7 +13,15 @@ import numpy as np
 from icml25.checks import check_array, check_budget, check_positive
 from icml25.kernels import gim_kernels
 
-__all__ = ["median_bandwidth", "mmd_rbf", "mmd_rbf_many", "energy_distance", "wasserstein2", "target_auroc", "shd"]
+__all__ = [
+    "median_bandwidth",
+    "mmd_rbf",
+    "mmd_rbf_many",
+    "energy_distance",
+    "wasserstein2",
+    "target_auroc",
+    "shd",
+]
 
 
 def median_bandwidth(D0: Any) -> float:
@@ -36,8 +44,10 @@ def median_bandwidth(D0: Any) -> float:
 def _mmd_from_sums(sums: np.ndarray, n: int, m: int, unbiased: bool) -> np.ndarray:
     """``MMD^2`` from the block sums ``[sum k(X,X), sum k(Y,Y), sum k(X,Y)]`` (diagonals included)."""
     kxx, kyy, kxy = sums[..., 0], sums[..., 1], sums[..., 2]
-    if unbiased:                                       # drop the diagonals, k(x, x) = 1
-        return (kxx - n) / (n * (n - 1)) + (kyy - m) / (m * (m - 1)) - 2.0 * kxy / (n * m)
+    if unbiased:  # drop the diagonals, k(x, x) = 1
+        return (
+            (kxx - n) / (n * (n - 1)) + (kyy - m) / (m * (m - 1)) - 2.0 * kxy / (n * m)
+        )
     return kxx / n**2 + kyy / m**2 - 2.0 * kxy / (n * m)
 
 
@@ -55,7 +65,9 @@ def mmd_rbf(X: Any, Y: Any, bandwidth: float, unbiased: bool = False) -> float:
     return float(mmd_rbf_many(X[None], Y[None], bandwidth, unbiased)[0])
 
 
-def mmd_rbf_many(X: Any, Y: Any, bandwidth: float, unbiased: bool = False) -> np.ndarray:
+def mmd_rbf_many(
+    X: Any, Y: Any, bandwidth: float, unbiased: bool = False
+) -> np.ndarray:
     """``MMD^2`` of each of ``C`` context pairs ``X (C, n, d)``, ``Y (C, m, d)``, (C,) float64.
 
     The block sums come from the kernel dispatcher :func:`icml25.kernels.gim_kernels.mmd_sums` (a tiled
@@ -70,7 +82,9 @@ def mmd_rbf_many(X: Any, Y: Any, bandwidth: float, unbiased: bool = False) -> np
     h = check_positive(bandwidth, "bandwidth")
     if unbiased and min(X.shape[1], Y.shape[1]) < 2:
         raise ValueError("the unbiased MMD needs at least 2 samples on each side")
-    return _mmd_from_sums(gim_kernels.mmd_sums(X, Y, h), X.shape[1], Y.shape[1], bool(unbiased))
+    return _mmd_from_sums(
+        gim_kernels.mmd_sums(X, Y, h), X.shape[1], Y.shape[1], bool(unbiased)
+    )
 
 
 def energy_distance(X: Any, Y: Any) -> float:
@@ -84,8 +98,10 @@ def energy_distance(X: Any, Y: Any) -> float:
 
     X = check_array(X, "X", ndim=2, min_size=1)
     Y = check_array(Y, "Y", shape=(None, X.shape[1]), min_size=1)
-    check_budget(f"energy_distance({X.shape[0]} x {Y.shape[0]} cells)",
-                 n_bytes=8.0 * (X.shape[0] + Y.shape[0]) ** 2)
+    check_budget(
+        f"energy_distance({X.shape[0]} x {Y.shape[0]} cells)",
+        n_bytes=8.0 * (X.shape[0] + Y.shape[0]) ** 2,
+    )
     return float(2 * cdist(X, Y).mean() - cdist(X, X).mean() - cdist(Y, Y).mean())
 
 
@@ -100,7 +116,10 @@ def wasserstein2(X: Any, Y: Any) -> float:
 
     X = check_array(X, "X", ndim=2, min_size=1)
     Y = check_array(Y, "Y", shape=(None, X.shape[1]), min_size=1)
-    check_budget(f"wasserstein2({X.shape[0]} x {Y.shape[0]} cells)", n_bytes=3 * 8.0 * X.shape[0] * Y.shape[0])
+    check_budget(
+        f"wasserstein2({X.shape[0]} x {Y.shape[0]} cells)",
+        n_bytes=3 * 8.0 * X.shape[0] * Y.shape[0],
+    )
     M = ot.dist(X, Y, metric="sqeuclidean")
     a, b = np.full(X.shape[0], 1.0 / X.shape[0]), np.full(Y.shape[0], 1.0 / Y.shape[0])
     return float(np.sqrt(max(ot.emd2(a, b, M), 0.0)))
@@ -121,7 +140,9 @@ def target_auroc(scores: Any, targets: Any) -> float:
     from sklearn.metrics import roc_auc_score
 
     s = check_array(scores, "scores", ndim=2)
-    t = check_array(np.asarray(targets, dtype=float), "targets", shape=s.shape, low=0.0, high=1.0)
+    t = check_array(
+        np.asarray(targets, dtype=float), "targets", shape=s.shape, low=0.0, high=1.0
+    )
     if not np.all((t == 0) | (t == 1)):
         raise ValueError("targets must be 0/1")
     if t.min() == t.max():

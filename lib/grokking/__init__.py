@@ -26,12 +26,40 @@ from __future__ import annotations
 
 from .baselines import basis_pursuit, lasso_solution, min_norm_solution, ridge_solution
 from .claims import CLAIMS
-from .data import (completion_mask, local_coherence, low_rank_matrix, measurements, modular_dataset, sparse_problems,
-                   sparse_signal)
-from .defaults import DEFAULTS, CompletionDefaults, GrokkingDefaults, MLPDefaults, SparseDefaults
-from .method import deep_hadamard_gd, matrix_subgradient, stability_bound, subgradient_descent
-from .metrics import (History, grokking_times, l0_norm, l1_norm, l2_norm, loglog_slope, nuclear_norm, predicted_t2,
-                      rel_recovery_error, rel_train_error)
+from .data import (
+    completion_mask,
+    local_coherence,
+    low_rank_matrix,
+    measurements,
+    modular_dataset,
+    sparse_problems,
+    sparse_signal,
+)
+from .defaults import (
+    DEFAULTS,
+    CompletionDefaults,
+    GrokkingDefaults,
+    MLPDefaults,
+    SparseDefaults,
+)
+from .method import (
+    deep_hadamard_gd,
+    matrix_subgradient,
+    stability_bound,
+    subgradient_descent,
+)
+from .metrics import (
+    History,
+    grokking_times,
+    l0_norm,
+    l1_norm,
+    l2_norm,
+    loglog_slope,
+    nuclear_norm,
+    predicted_t2,
+    rel_recovery_error,
+    rel_train_error,
+)
 from .networks import EncoderDecoderMLP, regularisation, train_grokking
 
 # the pure math the chapter shows with show_source (book/authoring.md)
@@ -39,4 +67,12 @@ from .method import _matrix_subgradient, _subgradient_descent  # noqa: F401
 
 from . import baselines, claims, data, defaults, method, metrics, networks  # noqa: E402
 
-__all__ = ["CLAIMS", *defaults.__all__, *data.__all__, *method.__all__, *metrics.__all__, *baselines.__all__, *networks.__all__]
+__all__ = [
+    "CLAIMS",
+    *defaults.__all__,
+    *data.__all__,
+    *method.__all__,
+    *metrics.__all__,
+    *baselines.__all__,
+    *networks.__all__,
+]

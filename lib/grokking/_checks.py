@@ -32,7 +32,9 @@ def _check_problem_batch(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, int]:
     if y.ndim == 1:
         y = y[None, :]
     if y.ndim != 2 or y.shape[1] != N:
-        raise ValueError(f"y must have shape (N,) or (B, N) with N = {N} (rows of X), got {y.shape}")
+        raise ValueError(
+            f"y must have shape (N,) or (B, N) with N = {N} (rows of X), got {y.shape}"
+        )
     B = y.shape[0]
     if X.ndim == 3 and X.shape[0] != B:
         if B == 1:
@@ -43,7 +45,9 @@ def _check_problem_batch(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, int]:
     if X.ndim == 3 and X.shape[0] == 1:
         X = X[0]  # one problem: the shared-X path
     if np.any(np.linalg.norm(y, axis=1) == 0):
-        raise ValueError("y must not be all zeros (the relative train error divides by ||y||)")
+        raise ValueError(
+            "y must not be all zeros (the relative train error divides by ||y||)"
+        )
     return X, y, B
 
 
@@ -61,7 +65,9 @@ def _check_per_config(value: Any, name: str, B: int, *, positive: bool) -> np.nd
     if arr.ndim == 0:
         arr = np.full(B, float(arr))
     if arr.shape != (B,):
-        raise ValueError(f"{name} must be a scalar or have shape ({B},), got shape {arr.shape}")
+        raise ValueError(
+            f"{name} must be a scalar or have shape ({B},), got shape {arr.shape}"
+        )
     return arr
 
 
@@ -74,7 +80,9 @@ def _check_init(init: Any, B: int, n: int) -> np.ndarray:
         return np.broadcast_to(arr, (B, n)).copy()
     if arr.shape == (B, n):
         return arr.copy()
-    raise ValueError(f"init must be a scalar, shape ({n},) or ({B}, {n}), got {arr.shape}")
+    raise ValueError(
+        f"init must be a scalar, shape ({n},) or ({B}, {n}), got {arr.shape}"
+    )
 
 
 def _check_target(a_star: Any, B: int, n: int) -> np.ndarray:
@@ -83,7 +91,11 @@ def _check_target(a_star: Any, B: int, n: int) -> np.ndarray:
     if a_star.shape == (n,):
         a_star = np.broadcast_to(a_star, (B, n)).copy()
     if a_star.shape != (B, n):
-        raise ValueError(f"a_star must have shape ({n},) or ({B}, {n}), got {a_star.shape}")
+        raise ValueError(
+            f"a_star must have shape ({n},) or ({B}, {n}), got {a_star.shape}"
+        )
     if np.any(np.linalg.norm(a_star, axis=1) == 0):
-        raise ValueError("a_star must not be zero (the recovery error divides by ||a*||)")
+        raise ValueError(
+            "a_star must not be zero (the recovery error divides by ||a*||)"
+        )
     return a_star

@@ -23,8 +23,10 @@ _SOLVER_RTOL = 1e-8
 def _check_solver_answer(a: np.ndarray, what: str, solver: str) -> np.ndarray:
     """``a`` unchanged when every entry is finite, else RuntimeError naming ``what`` and its ``solver``."""
     if not np.all(np.isfinite(a)):
-        raise RuntimeError(f"{what}: {solver} returned {int(np.sum(~np.isfinite(a)))} non-finite entries "
-                           f"(failed test: every entry of the answer finite)")
+        raise RuntimeError(
+            f"{what}: {solver} returned {int(np.sum(~np.isfinite(a)))} non-finite entries "
+            f"(failed test: every entry of the answer finite)"
+        )
     return a
 
 
@@ -47,24 +49,36 @@ def min_norm_solution(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """
     X = check_array(X, "X", ndim=(2, 3), dtype=np.float64)
     y = check_array(y, "y", dtype=np.float64)
-    if not ((X.ndim == 2 and y.shape == (X.shape[0],))
-            or (X.ndim == 3 and y.shape == (X.shape[0], X.shape[1]))):
-        raise ValueError(f"X must be (N, n) with y (N,), or (B, N, n) with y (B, N); got {X.shape} and {y.shape}")
+    if not (
+        (X.ndim == 2 and y.shape == (X.shape[0],))
+        or (X.ndim == 3 and y.shape == (X.shape[0], X.shape[1]))
+    ):
+        raise ValueError(
+            f"X must be (N, n) with y (N,), or (B, N, n) with y (B, N); got {X.shape} and {y.shape}"
+        )
     try:
-        a = _check_solver_answer(_min_norm(X, y), "min_norm_solution", "numpy.linalg.pinv")
+        a = _check_solver_answer(
+            _min_norm(X, y), "min_norm_solution", "numpy.linalg.pinv"
+        )
     except np.linalg.LinAlgError as err:
-        raise RuntimeError(f"min_norm_solution: numpy.linalg.pinv failed ({err}) (failed test: the SVD "
-                           f"converges)") from None
+        raise RuntimeError(
+            f"min_norm_solution: numpy.linalg.pinv failed ({err}) (failed test: the SVD "
+            f"converges)"
+        ) from None
     Xb, ab, yb = (X, a, y) if X.ndim == 3 else (X[None], a[None], y[None])
     r = np.einsum("bjn,bn->bj", Xb, ab) - yb
     normal = np.linalg.norm(np.einsum("bjn,bj->bn", Xb, r), axis=1)
-    scale = np.linalg.norm(Xb, axis=(1, 2)) * (np.linalg.norm(Xb, axis=(1, 2)) * np.linalg.norm(ab, axis=1)
-                                               + np.linalg.norm(yb, axis=1))
+    scale = np.linalg.norm(Xb, axis=(1, 2)) * (
+        np.linalg.norm(Xb, axis=(1, 2)) * np.linalg.norm(ab, axis=1)
+        + np.linalg.norm(yb, axis=1)
+    )
     if np.any(normal > _SOLVER_RTOL * scale + 1e-300):
         worst = int(np.argmax(normal / (scale + 1e-300)))
-        raise RuntimeError(f"min_norm_solution: numpy.linalg.pinv's answer fails the normal equations "
-                           f"(failed test: ||X^T (X a - y)|| = {normal[worst]:.3g} <= {_SOLVER_RTOL:g} * "
-                           f"{scale[worst]:.3g}, problem {worst})")
+        raise RuntimeError(
+            f"min_norm_solution: numpy.linalg.pinv's answer fails the normal equations "
+            f"(failed test: ||X^T (X a - y)|| = {normal[worst]:.3g} <= {_SOLVER_RTOL:g} * "
+            f"{scale[worst]:.3g}, problem {worst})"
+        )
     return a
 
 
@@ -96,19 +110,27 @@ def ridge_solution(X: np.ndarray, y: np.ndarray, beta2: float) -> np.ndarray:
     K = X.T @ X + beta2 * np.eye(X.shape[1])
     rhs = X.T @ y
     try:
-        a = _check_solver_answer(np.linalg.solve(K, rhs), "ridge_solution", "numpy.linalg.solve")
+        a = _check_solver_answer(
+            np.linalg.solve(K, rhs), "ridge_solution", "numpy.linalg.solve"
+        )
     except np.linalg.LinAlgError as err:
-        raise RuntimeError(f"ridge_solution: numpy.linalg.solve failed on K = X^T X + beta2 I ({err}) "
-                           f"(failed test: K numerically non-singular; beta2 = {beta2:.3g})") from None
+        raise RuntimeError(
+            f"ridge_solution: numpy.linalg.solve failed on K = X^T X + beta2 I ({err}) "
+            f"(failed test: K numerically non-singular; beta2 = {beta2:.3g})"
+        ) from None
     resid = float(np.linalg.norm(K @ a - rhs))
     tol = _SOLVER_RTOL * (np.linalg.norm(K) * np.linalg.norm(a) + np.linalg.norm(rhs))
     if resid > tol:
-        raise RuntimeError(f"ridge_solution: numpy.linalg.solve's answer fails the linear system "
-                           f"(failed test: ||K a - X^T y|| = {resid:.3g} <= {tol:.3g})")
+        raise RuntimeError(
+            f"ridge_solution: numpy.linalg.solve's answer fails the linear system "
+            f"(failed test: ||K a - X^T y|| = {resid:.3g} <= {tol:.3g})"
+        )
     return a
 
 
-def lasso_solution(X: np.ndarray, y: np.ndarray, beta1: float, tol: float = 1e-12) -> np.ndarray:
+def lasso_solution(
+    X: np.ndarray, y: np.ndarray, beta1: float, tol: float = 1e-12
+) -> np.ndarray:
     """Minimiser of ``1/2 ||X a - y||^2 + beta1 ||a||_1`` by scikit-learn's coordinate descent.
 
     scikit-learn's ``Lasso`` minimises ``1/(2N) ||y - X a||^2 + alpha_sk ||a||_1``, so
@@ -135,20 +157,28 @@ def lasso_solution(X: np.ndarray, y: np.ndarray, beta1: float, tol: float = 1e-1
     X, y = _check_single_problem(X, y)
     beta1 = check_positive(beta1, "beta1")
     tol = check_positive(tol, "tol")
-    model = Lasso(alpha=beta1 / X.shape[0], fit_intercept=False, tol=tol, max_iter=1_000_000)
+    model = Lasso(
+        alpha=beta1 / X.shape[0], fit_intercept=False, tol=tol, max_iter=1_000_000
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         try:
             model.fit(X, y)
         except ConvergenceWarning as err:
-            raise RuntimeError(f"lasso_solution: sklearn.linear_model.Lasso did not converge (failed test: "
-                               f"duality gap below tol = {tol:g} within max_iter): {err}") from None
-    a = _check_solver_answer(model.coef_.astype(np.float64), "lasso_solution", "sklearn.linear_model.Lasso")
+            raise RuntimeError(
+                f"lasso_solution: sklearn.linear_model.Lasso did not converge (failed test: "
+                f"duality gap below tol = {tol:g} within max_iter): {err}"
+            ) from None
+    a = _check_solver_answer(
+        model.coef_.astype(np.float64), "lasso_solution", "sklearn.linear_model.Lasso"
+    )
     corr = np.abs(X.T @ (y - X @ a))
     if np.max(corr) > 1.01 * beta1 + 1e-12:
-        raise RuntimeError(f"lasso_solution: sklearn.linear_model.Lasso's answer violates the optimality "
-                           f"conditions (failed test: max |X^T (y - X a)| = {np.max(corr):.3g} <= 1.01 beta1 "
-                           f"= {1.01 * beta1:.3g})")
+        raise RuntimeError(
+            f"lasso_solution: sklearn.linear_model.Lasso's answer violates the optimality "
+            f"conditions (failed test: max |X^T (y - X a)| = {np.max(corr):.3g} <= 1.01 beta1 "
+            f"= {1.01 * beta1:.3g})"
+        )
     return a
 
 
@@ -173,13 +203,28 @@ def basis_pursuit(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 
     X, y = _check_single_problem(X, y)
     n = X.shape[1]
-    res = linprog(np.ones(2 * n), A_eq=np.hstack([X, -X]), b_eq=y, bounds=(0, None), method="highs")
+    res = linprog(
+        np.ones(2 * n),
+        A_eq=np.hstack([X, -X]),
+        b_eq=y,
+        bounds=(0, None),
+        method="highs",
+    )
     if not res.success:
-        raise RuntimeError(f"basis_pursuit: scipy.optimize.linprog (HiGHS) failed (failed test: the LP solved, "
-                           f"status {res.status}; an infeasible X a = y gives status 2): {res.message}")
-    a = _check_solver_answer(res.x[:n] - res.x[n:], "basis_pursuit", "scipy.optimize.linprog (HiGHS)")
-    viol, tol = float(np.max(np.abs(X @ a - y))), 1e-6 * (1.0 + float(np.max(np.abs(y))))
+        raise RuntimeError(
+            f"basis_pursuit: scipy.optimize.linprog (HiGHS) failed (failed test: the LP solved, "
+            f"status {res.status}; an infeasible X a = y gives status 2): {res.message}"
+        )
+    a = _check_solver_answer(
+        res.x[:n] - res.x[n:], "basis_pursuit", "scipy.optimize.linprog (HiGHS)"
+    )
+    viol, tol = (
+        float(np.max(np.abs(X @ a - y))),
+        1e-6 * (1.0 + float(np.max(np.abs(y)))),
+    )
     if viol > tol:
-        raise RuntimeError(f"basis_pursuit: scipy.optimize.linprog (HiGHS)'s answer violates X a = y "
-                           f"(failed test: max |X a - y| = {viol:.3g} <= {tol:.3g})")
+        raise RuntimeError(
+            f"basis_pursuit: scipy.optimize.linprog (HiGHS)'s answer violates X a = y "
+            f"(failed test: max |X a - y| = {viol:.3g} <= {tol:.3g})"
+        )
     return a

@@ -18,7 +18,7 @@ CLAIMS = [
     Claim(
         id="memorise_then_grok",
         claim="with a small l1 penalty, sparse recovery memorises first and generalises at least 10x later "
-              "(t2/t1 >= 10)",
+        "(t2/t1 >= 10)",
         paper="t2 >> t1 (Fig. 3)",
         metric="t2_over_t1_main",
         holds=lambda m: m["t2_over_t1_main"] >= 10,
@@ -63,7 +63,9 @@ CLAIMS = [
         claim="the l2 control fits the data (train error < 1e-3) but does not recover a* (recovery error > 0.5)",
         paper="0.79, no recovery (Fig. 7, official code)",
         metric="l2_control_recovery_error",
-        holds=lambda m: m["l2_control_train_error"] < 1e-3 and m["l2_control_recovery_error"] > 0.5,
+        holds=lambda m: (
+            m["l2_control_train_error"] < 1e-3 and m["l2_control_recovery_error"] > 0.5
+        ),
         judged_by="check: the l2 control fits the training data (train error < 1e-3) but does not recover a*",
     ),
     Claim(
@@ -78,11 +80,14 @@ CLAIMS = [
     Claim(
         id="depth_groks",
         claim="depth-2 GD without a penalty, from a small u*u-v*v start, recovers a* (median error < 0.2, below "
-              "the official identical-factor start)",
+        "the official identical-factor start)",
         paper="depth alone makes the model grok (Sec. 4)",
         metric="depth_uv_small_init_median_error",
-        holds=lambda m: (m["depth_uv_small_init_median_error"] < 0.2
-                         and m["depth_uv_small_init_median_error"] < m["depth_identity_init_median_error"]),
+        holds=lambda m: (
+            m["depth_uv_small_init_median_error"] < 0.2
+            and m["depth_uv_small_init_median_error"]
+            < m["depth_identity_init_median_error"]
+        ),
         judged_by="check: depth-2 GD from a small u*u-v*v start recovers a* better than from a large start",
     ),
     Claim(
@@ -90,13 +95,15 @@ CLAIMS = [
         claim="the mean t2 increases with the coherent fraction tau of the measurements",
         paper="t2 increases with tau (Figs 21-22)",
         metric="tau_mean_t2",
-        holds=lambda m: all(b > a for a, b in zip(m["tau_mean_t2"], m["tau_mean_t2"][1:])),
+        holds=lambda m: all(
+            b > a for a, b in zip(m["tau_mean_t2"], m["tau_mean_t2"][1:])
+        ),
         judged_by="check: mean t2 increases with tau",
     ),
     Claim(
         id="mlp_nuclear_groks",
         claim="the modular-arithmetic MLP with a nuclear-norm penalty reaches test accuracy 0.9 at least 5x later "
-              "than train accuracy 1",
+        "than train accuracy 1",
         paper="grokking with a nuclear-norm penalty (Fig. 1, p = 97)",
         metric="mlp_grok_delay_ratio",
         holds=lambda m: m["mlp_grok_delay_ratio"] >= 5,

@@ -9,7 +9,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_array, check_budget, check_choice, check_int, check_probability, check_real, check_rng
+from icml25.checks import (
+    check_array,
+    check_budget,
+    check_choice,
+    check_int,
+    check_probability,
+    check_real,
+    check_rng,
+)
 
 __all__ = [
     "sparse_signal",
@@ -50,7 +58,13 @@ def sparse_signal(n: int, s: int, rng: np.random.Generator) -> np.ndarray:
     return a
 
 
-def measurements(N: int, n: int, tau: float, rng: np.random.Generator, basis: np.ndarray | None = None) -> np.ndarray:
+def measurements(
+    N: int,
+    n: int,
+    tau: float,
+    rng: np.random.Generator,
+    basis: np.ndarray | None = None,
+) -> np.ndarray:
     """Measurement matrix X (N, n) with a coherent fraction tau (Sec. 5 "data selection").
 
     The first ``floor(tau N)`` rows are columns of the sparsity basis ``Phi`` (``basis``, identity
@@ -73,11 +87,18 @@ def measurements(N: int, n: int, tau: float, rng: np.random.Generator, basis: np
     """
     N = check_int(N, "N", low=1)
     n = check_int(n, "n", low=1)
-    check_budget(f"measurements(N={N}, n={n})", n_bytes=8.0 * (2.0 * N * n + float(n) * n),
-                 n_operations=2.0 * N * n * n)
+    check_budget(
+        f"measurements(N={N}, n={n})",
+        n_bytes=8.0 * (2.0 * N * n + float(n) * n),
+        n_operations=2.0 * N * n * n,
+    )
     tau = check_probability(tau, "tau")
     rng = check_rng(rng)
-    Phi = np.eye(n) if basis is None else check_array(basis, "basis", shape=(n, n), dtype=np.float64)
+    Phi = (
+        np.eye(n)
+        if basis is None
+        else check_array(basis, "basis", shape=(n, n), dtype=np.float64)
+    )
     N1 = int(tau * N)
     M = np.empty((N, n))
     if N1 > 0:
@@ -87,8 +108,14 @@ def measurements(N: int, n: int, tau: float, rng: np.random.Generator, basis: np
     return M @ Phi
 
 
-def sparse_problems(B: int, n: int, s: int, N: int, tau: float | ArrayLike, rng: np.random.Generator,
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sparse_problems(
+    B: int,
+    n: int,
+    s: int,
+    N: int,
+    tau: float | ArrayLike,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """B independent noiseless compressed-sensing problems ``y_b = X_b a*_b``.
 
     Args:
@@ -107,14 +134,18 @@ def sparse_problems(B: int, n: int, s: int, N: int, tau: float | ArrayLike, rng:
     n = check_int(n, "n", low=1)
     s = check_int(s, "s", low=1)
     N = check_int(N, "N", low=1)
-    check_budget(f"sparse_problems(B={B}, n={n}, N={N})",
-                 n_bytes=8.0 * (3.0 * B * N * n + 2.0 * B * n + float(B) * N + float(n) * n),
-                 n_operations=float(B) * (2.0 * N * n * n + N * n))
+    check_budget(
+        f"sparse_problems(B={B}, n={n}, N={N})",
+        n_bytes=8.0 * (3.0 * B * N * n + 2.0 * B * n + float(B) * N + float(n) * n),
+        n_operations=float(B) * (2.0 * N * n * n + N * n),
+    )
     taus = check_array(tau, "tau", dtype=np.float64, finite=False)
     if taus.ndim == 0:
         taus = np.full(B, float(taus))
     if taus.shape != (B,):
-        raise ValueError(f"tau must be a scalar or have shape (B,) = ({B},), got shape {taus.shape}")
+        raise ValueError(
+            f"tau must be a scalar or have shape (B,) = ({B},), got shape {taus.shape}"
+        )
     if not np.all((taus >= 0) & (taus <= 1)):  # also rejects NaN
         raise ValueError(f"tau must be in [0, 1], got {taus}")
     a_star = np.stack([sparse_signal(n, s, rng) for _ in range(B)])
@@ -144,14 +175,19 @@ def low_rank_matrix(n1: int, n2: int, r: int, rng: np.random.Generator) -> np.nd
     r = check_int(r, "r", low=1)
     if r > min(n1, n2):
         raise ValueError(f"r must be <= min(n1, n2) = {min(n1, n2)}, got {r}")
-    check_budget(f"low_rank_matrix(n1={n1}, n2={n2}, r={r})", n_bytes=8.0 * (2.0 * n1 * n2 + float(r) * (n1 + n2)),
-                 n_operations=2.0 * n1 * n2 * r)
+    check_budget(
+        f"low_rank_matrix(n1={n1}, n2={n2}, r={r})",
+        n_bytes=8.0 * (2.0 * n1 * n2 + float(r) * (n1 + n2)),
+        n_operations=2.0 * n1 * n2 * r,
+    )
     rng = check_rng(rng)
     A = rng.standard_normal((n1, r)) @ rng.standard_normal((r, n2))
     return A * math.sqrt(n1 * n2 / 10.0) / np.linalg.norm(A)
 
 
-def local_coherence(A: np.ndarray, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def local_coherence(
+    A: np.ndarray, tol: float = 1e-10
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Local coherences ``mu_i = n1/r ||U_i||^2``, ``nu_j = n2/r ||V_j||^2`` and ``P_ij = mu_i + nu_j``.
 
     From the compact SVD ``A = U Sigma V^T`` (rank r = number of singular values above
@@ -171,7 +207,9 @@ def local_coherence(A: np.ndarray, tol: float = 1e-10) -> tuple[np.ndarray, np.n
     return _local_coherence(A, tol)
 
 
-def _local_coherence(A: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _local_coherence(
+    A: np.ndarray, tol: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``mu_i = n1/r ||U_i||^2``, ``nu_j = n2/r ||V_j||^2``, ``P_ij = mu_i + nu_j`` (U, V: top-r singular vectors)."""
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
     r = int(np.sum(s > tol * s.max()))
@@ -183,7 +221,9 @@ def _local_coherence(A: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray,
     return mu, nu, mu[:, None] + nu[None, :]
 
 
-def completion_mask(A: np.ndarray, N: int, tau: float, rng: np.random.Generator) -> np.ndarray:
+def completion_mask(
+    A: np.ndarray, N: int, tau: float, rng: np.random.Generator
+) -> np.ndarray:
     """Observed entries for matrix completion, a fraction tau chosen by local coherence.
 
     The ``floor(tau N)`` entries with the largest ``P_ij = mu_i + nu_j`` (:func:`local_coherence`)
@@ -219,7 +259,9 @@ def completion_mask(A: np.ndarray, N: int, tau: float, rng: np.random.Generator)
     return mask.reshape(A.shape)
 
 
-def modular_dataset(p: int, op: str, train_fraction: float, rng: np.random.Generator) -> dict[str, Any]:
+def modular_dataset(
+    p: int, op: str, train_fraction: float, rng: np.random.Generator
+) -> dict[str, Any]:
     """All pairs (x, y) in Z_p x Z_p labelled by ``x op y mod p``, split into train and test.
 
     Args:
@@ -238,7 +280,9 @@ def modular_dataset(p: int, op: str, train_fraction: float, rng: np.random.Gener
     p = check_int(p, "p", low=2)
     check_budget(f"modular_dataset(p={p})", n_bytes=80.0 * float(p) * p)
     check_choice(op, "op", ("+", "-", "*"))
-    f = check_probability(train_fraction, "train_fraction", open_low=True, open_high=True)
+    f = check_probability(
+        train_fraction, "train_fraction", open_low=True, open_high=True
+    )
     rng = check_rng(rng)
     a, b = np.meshgrid(np.arange(p), np.arange(p), indexing="ij")
     x = np.stack([a.ravel(), b.ravel()], axis=1).astype(np.int64)
@@ -246,4 +290,10 @@ def modular_dataset(p: int, op: str, train_fraction: float, rng: np.random.Gener
     perm = rng.permutation(len(x))
     M = int(round(f * len(x)))
     tr, te = perm[:M], perm[M:]
-    return {"x_train": x[tr], "y_train": y[tr], "x_test": x[te], "y_test": y[te], "p": p}
+    return {
+        "x_train": x[tr],
+        "y_train": y[tr],
+        "x_test": x[te],
+        "y_test": y[te],
+        "p": p,
+    }

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["SparseDefaults", "CompletionDefaults", "MLPDefaults", "GrokkingDefaults", "DEFAULTS"]
+__all__ = [
+    "SparseDefaults",
+    "CompletionDefaults",
+    "MLPDefaults",
+    "GrokkingDefaults",
+    "DEFAULTS",
+]
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,31 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_array, check_budget, check_choice, check_int, check_real, check_rng
+from icml25.checks import (
+    check_array,
+    check_budget,
+    check_choice,
+    check_int,
+    check_real,
+    check_rng,
+)
 from icml25.kernels import grokking
 
-from ._checks import _check_init, _check_per_config, _check_problem_batch, _check_schedule, _check_target
+from ._checks import (
+    _check_init,
+    _check_per_config,
+    _check_problem_batch,
+    _check_schedule,
+    _check_target,
+)
 from .metrics import History
 
-__all__ = ["stability_bound", "subgradient_descent", "deep_hadamard_gd", "matrix_subgradient"]
+__all__ = [
+    "stability_bound",
+    "subgradient_descent",
+    "deep_hadamard_gd",
+    "matrix_subgradient",
+]
 
 
 def stability_bound(X: ArrayLike, beta2: float | ArrayLike = 0.0) -> np.ndarray:
@@ -49,11 +67,19 @@ def stability_bound(X: ArrayLike, beta2: float | ArrayLike = 0.0) -> np.ndarray:
     """
     X = check_array(X, "X", dtype=np.float64)
     if X.ndim not in (2, 3) or X.shape[-1] == 0 or X.shape[-2] == 0:
-        raise ValueError(f"X must be a non-empty 2-D (N, n) or 3-D (B, N, n) array, got shape {X.shape}")
+        raise ValueError(
+            f"X must be a non-empty 2-D (N, n) or 3-D (B, N, n) array, got shape {X.shape}"
+        )
     b2 = check_array(beta2, "beta2", dtype=np.float64, low=0.0)
-    if b2.ndim != 0 and not (X.ndim == 3 and b2.shape == (X.shape[0],)) and not (X.ndim == 2 and b2.ndim == 1):
-        raise ValueError(f"beta2 must be a scalar or have shape (B,) = ({X.shape[0] if X.ndim == 3 else 'B'},), "
-                         f"got shape {b2.shape}")
+    if (
+        b2.ndim != 0
+        and not (X.ndim == 3 and b2.shape == (X.shape[0],))
+        and not (X.ndim == 2 and b2.ndim == 1)
+    ):
+        raise ValueError(
+            f"beta2 must be a scalar or have shape (B,) = ({X.shape[0] if X.ndim == 3 else 'B'},), "
+            f"got shape {b2.shape}"
+        )
     return _stability_bound(X, b2)
 
 
@@ -63,8 +89,12 @@ def _stability_bound(X: np.ndarray, beta2: np.ndarray) -> np.ndarray:
     return 2.0 / (s.max(axis=-1) ** 2 + beta2)
 
 
-def _broadcast_configs(X: np.ndarray, y: np.ndarray, B: int, *params: float | ArrayLike,
-                       ) -> tuple[np.ndarray, np.ndarray, int]:
+def _broadcast_configs(
+    X: np.ndarray,
+    y: np.ndarray,
+    B: int,
+    *params: float | ArrayLike,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """One problem (B = 1) with K > 1 hyperparameter values: repeat the problem K times."""
     sizes = {np.asarray(v).shape[0] for v in params if np.asarray(v).ndim == 1}
     if B == 1 and len(sizes) == 1:
@@ -83,14 +113,22 @@ def _projector(X: np.ndarray) -> np.ndarray:
         if X.ndim == 2:
             P = X.T @ np.linalg.inv(X @ X.T)
         else:
-            P = np.einsum("bjn,bjk->bnk", X, np.linalg.inv(np.einsum("bjn,bkn->bjk", X, X)))
+            P = np.einsum(
+                "bjn,bjk->bnk", X, np.linalg.inv(np.einsum("bjn,bkn->bjk", X, X))
+            )
     except np.linalg.LinAlgError:
         P = None
     N = X.shape[-2]
     XP = None if P is None else (X @ P if X.ndim == 2 else np.matmul(X, P))
-    if XP is None or not np.all(np.isfinite(XP)) or np.max(np.abs(XP - np.eye(N))) > 1e-8:
-        raise ValueError("method='proj' needs X of full row rank: X X^T is singular or too ill-conditioned "
-                         "to project onto {a : X a = y}")
+    if (
+        XP is None
+        or not np.all(np.isfinite(XP))
+        or np.max(np.abs(XP - np.eye(N))) > 1e-8
+    ):
+        raise ValueError(
+            "method='proj' needs X of full row rank: X X^T is singular or too ill-conditioned "
+            "to project onto {a : X a = y}"
+        )
     return P
 
 
@@ -151,9 +189,14 @@ def subgradient_descent(
     X, y, B = _broadcast_configs(X, y, B, alpha, beta1, beta2)
     n = X.shape[-1]
     n_steps, eval_every = _check_schedule(n_steps, eval_every)
-    n_bytes, n_operations = grokking.grok_steps_cost(B, X.shape[-2], n, n_steps, eval_every, method)
-    check_budget(f"subgradient_descent(n_steps={n_steps}, eval_every={eval_every}) for {B} configurations",
-                 n_bytes=n_bytes, n_operations=n_operations)
+    n_bytes, n_operations = grokking.grok_steps_cost(
+        B, X.shape[-2], n, n_steps, eval_every, method
+    )
+    check_budget(
+        f"subgradient_descent(n_steps={n_steps}, eval_every={eval_every}) for {B} configurations",
+        n_bytes=n_bytes,
+        n_operations=n_operations,
+    )
     l0_threshold = check_real(l0_threshold, "l0_threshold", low=0.0)
     alpha = _check_per_config(alpha, "alpha", B, positive=True)
     beta1 = _check_per_config(beta1, "beta1", B, positive=False)
@@ -168,24 +211,63 @@ def subgradient_descent(
     a0 = _check_init(init, B, n)
     a_star = _check_target(a_star, B, n)
     P = _projector(X) if method == "proj" else None
-    history = _subgradient_descent(X, y, a0, alpha, beta1, beta2, a_star, n_steps, eval_every, method, P,
-                                   l0_threshold)
-    if not (np.all(np.isfinite(history.final)) and np.all(np.isfinite(history.train_error))):
-        raise FloatingPointError(f"subgradient_descent ({method}) diverged; lower alpha")
+    history = _subgradient_descent(
+        X,
+        y,
+        a0,
+        alpha,
+        beta1,
+        beta2,
+        a_star,
+        n_steps,
+        eval_every,
+        method,
+        P,
+        l0_threshold,
+    )
+    if not (
+        np.all(np.isfinite(history.final)) and np.all(np.isfinite(history.train_error))
+    ):
+        raise FloatingPointError(
+            f"subgradient_descent ({method}) diverged; lower alpha"
+        )
     return history
 
 
-def _subgradient_descent(X: np.ndarray, y: np.ndarray, a0: np.ndarray, alpha: np.ndarray, beta1: np.ndarray,
-                         beta2: np.ndarray, a_star: np.ndarray, n_steps: int, eval_every: int, method: str,
-                         P: np.ndarray | None, l0_threshold: float) -> History:
+def _subgradient_descent(
+    X: np.ndarray,
+    y: np.ndarray,
+    a0: np.ndarray,
+    alpha: np.ndarray,
+    beta1: np.ndarray,
+    beta2: np.ndarray,
+    a_star: np.ndarray,
+    n_steps: int,
+    eval_every: int,
+    method: str,
+    P: np.ndarray | None,
+    l0_threshold: float,
+) -> History:
     """``a <- a - alpha (X^T (X a - y) + beta2 a + beta1 sign(a))`` for ``n_steps`` steps (Sec. 3).
 
     ``"ista"`` soft-thresholds at ``alpha beta1`` instead of the sign term; ``"proj"`` then maps
     back onto ``{a : X a = y}`` with ``a <- a - P (X a - y)``, ``P = X^T (X X^T)^{-1}``. The loop
     itself is the kernel ``grok_steps`` (its NumPy reference is the readable definition).
     """
-    final, rec = grokking.grok_steps(X, y, a0, alpha, beta1, beta2, a_star, n_steps, eval_every, method, P,
-                                     l0_threshold)
+    final, rec = grokking.grok_steps(
+        X,
+        y,
+        a0,
+        alpha,
+        beta1,
+        beta2,
+        a_star,
+        n_steps,
+        eval_every,
+        method,
+        P,
+        l0_threshold,
+    )
     T = rec.shape[0]
     return History(
         steps=np.arange(T, dtype=np.int64) * eval_every,
@@ -193,8 +275,14 @@ def _subgradient_descent(X: np.ndarray, y: np.ndarray, a0: np.ndarray, alpha: np
         recovery_error=rec[:, :, 1],
         norms={"l0": rec[:, :, 2], "l1": rec[:, :, 3], "l2": rec[:, :, 4]},
         final=final,
-        config={"method": method, "alpha": alpha, "beta1": beta1, "beta2": beta2, "n_steps": n_steps,
-                "eval_every": eval_every},
+        config={
+            "method": method,
+            "alpha": alpha,
+            "beta1": beta1,
+            "beta2": beta2,
+            "n_steps": n_steps,
+            "eval_every": eval_every,
+        },
     )
 
 
@@ -253,9 +341,13 @@ def deep_hadamard_gd(
     init = check_real(init, "init", low=0.0, low_open=True)
     n_steps, eval_every = _check_schedule(n_steps, eval_every)
     N, T = X.shape[-2], n_steps // eval_every + 1
-    check_budget(f"deep_hadamard_gd(depth={depth}, n_steps={n_steps}, eval_every={eval_every}) for {B} problems",
-                 n_bytes=8.0 * (5.0 * T * B + (6.0 * depth + 8.0) * B * n),
-                 n_operations=float(n_steps) * B * (4.0 * N * n + 4.0 * depth * depth * n + 10.0 * n))
+    check_budget(
+        f"deep_hadamard_gd(depth={depth}, n_steps={n_steps}, eval_every={eval_every}) for {B} problems",
+        n_bytes=8.0 * (5.0 * T * B + (6.0 * depth + 8.0) * B * n),
+        n_operations=float(n_steps)
+        * B
+        * (4.0 * N * n + 4.0 * depth * depth * n + 10.0 * n),
+    )
     l0_threshold = check_real(l0_threshold, "l0_threshold", low=0.0)
     alpha = _check_per_config(alpha, "alpha", B, positive=True)[:, None]
     a_star = _check_target(a_star, B, n)
@@ -271,15 +363,36 @@ def deep_hadamard_gd(
     else:
         U = [np.full((B, n), float(init)) for _ in range(depth)]
         V = [np.full((B, n), float(init)) for _ in range(depth)]
-    tr, re, norms, a = _deep_hadamard_gd(X, y, a_star, U, V, alpha, n_steps, eval_every, l0_threshold)
+    tr, re, norms, a = _deep_hadamard_gd(
+        X, y, a_star, U, V, alpha, n_steps, eval_every, l0_threshold
+    )
     T = n_steps // eval_every + 1
-    return History(np.arange(T, dtype=np.int64) * eval_every, tr, re, norms, a,
-                   {"depth": depth, "init": init, "parametrisation": parametrisation, "alpha": alpha[:, 0]})
+    return History(
+        np.arange(T, dtype=np.int64) * eval_every,
+        tr,
+        re,
+        norms,
+        a,
+        {
+            "depth": depth,
+            "init": init,
+            "parametrisation": parametrisation,
+            "alpha": alpha[:, 0],
+        },
+    )
 
 
-def _deep_hadamard_gd(X: np.ndarray, y: np.ndarray, a_star: np.ndarray, U: list[np.ndarray], V: list[np.ndarray],
-                      alpha: np.ndarray, n_steps: int, eval_every: int, l0_threshold: float,
-                      ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray]:
+def _deep_hadamard_gd(
+    X: np.ndarray,
+    y: np.ndarray,
+    a_star: np.ndarray,
+    U: list[np.ndarray],
+    V: list[np.ndarray],
+    alpha: np.ndarray,
+    n_steps: int,
+    eval_every: int,
+    l0_threshold: float,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """GD on ``a = u_1*...*u_L - v_1*...*v_L``: ``u_k <- u_k - alpha g * prod_{j != k} u_j``,
     ``v_k <- v_k + alpha g * prod_{j != k} v_j``, with ``g = X^T (X a - y)`` (Sec. 4)."""
     B, n = a_star.shape
@@ -314,13 +427,15 @@ def _deep_hadamard_gd(X: np.ndarray, y: np.ndarray, a_star: np.ndarray, U: list[
     rec(0, a, R)
     for t in range(1, n_steps + 1):
         g = R @ X if shared else np.matmul(R[:, None, :], X)[:, 0, :]  # dL/da
-        newU = [f - alpha * g * product(U[:k] + U[k + 1:]) for k, f in enumerate(U)]
-        newV = [f + alpha * g * product(V[:k] + V[k + 1:]) for k, f in enumerate(V)]
+        newU = [f - alpha * g * product(U[:k] + U[k + 1 :]) for k, f in enumerate(U)]
+        newV = [f + alpha * g * product(V[:k] + V[k + 1 :]) for k, f in enumerate(V)]
         U, V = newU, newV
         a = assemble()
         R = resid(a)
         if not np.all(np.isfinite(a)):
-            raise FloatingPointError(f"deep_hadamard_gd diverged at step {t}; lower alpha")
+            raise FloatingPointError(
+                f"deep_hadamard_gd diverged at step {t}; lower alpha"
+            )
         if t % eval_every == 0:
             rec(t // eval_every, a, R)
     return tr, re, norms, a
@@ -367,48 +482,83 @@ def matrix_subgradient(
     mask = check_array(mask, "mask", kind="bool")
     A_star = check_array(A_star, "A_star", dtype=np.float64)
     if A_star.ndim not in (2, 3) or 0 in A_star.shape:
-        raise ValueError(f"A_star must have shape (n1, n2) or (B, n1, n2), got {A_star.shape}")
+        raise ValueError(
+            f"A_star must have shape (n1, n2) or (B, n1, n2), got {A_star.shape}"
+        )
     n1, n2 = A_star.shape[-2:]
     if mask.ndim not in (2, 3) or mask.shape[-2:] != (n1, n2):
-        raise ValueError(f"mask must have shape ({n1}, {n2}) or (B, {n1}, {n2}) to match A_star {A_star.shape}, "
-                         f"got {mask.shape}")
+        raise ValueError(
+            f"mask must have shape ({n1}, {n2}) or (B, {n1}, {n2}) to match A_star {A_star.shape}, "
+            f"got {mask.shape}"
+        )
     if mask.ndim == 2:
         mask = mask[None]
     if A_star.ndim == 2:
         A_star = A_star[None]
     if mask.shape[0] != A_star.shape[0]:
         if mask.shape[0] != 1 and A_star.shape[0] != 1:
-            raise ValueError(f"mask has {mask.shape[0]} problems but A_star has {A_star.shape[0]}")
+            raise ValueError(
+                f"mask has {mask.shape[0]} problems but A_star has {A_star.shape[0]}"
+            )
         Bm = max(mask.shape[0], A_star.shape[0])
         mask = np.broadcast_to(mask, (Bm, n1, n2)).copy()
         A_star = np.broadcast_to(A_star, (Bm, n1, n2)).copy()
     B = mask.shape[0]
     if np.any(np.linalg.norm(A_star.reshape(B, -1), axis=1) == 0):
-        raise ValueError("A_star must not be zero (the recovery error divides by ||A*||)")
+        raise ValueError(
+            "A_star must not be zero (the recovery error divides by ||A*||)"
+        )
     init = check_real(init, "init")
     if np.any(mask.reshape(B, -1).sum(axis=1) == 0):
         raise ValueError("mask must observe at least one entry per problem")
     if np.any(np.linalg.norm((mask * A_star).reshape(B, -1), axis=1) == 0):
-        raise ValueError("A_star must not be zero on the observed entries (the train error divides by their norm)")
+        raise ValueError(
+            "A_star must not be zero on the observed entries (the train error divides by their norm)"
+        )
     n_steps, eval_every = _check_schedule(n_steps, eval_every)
     T, svd = n_steps // eval_every + 1, 10.0 * n1 * n2 * min(n1, n2) + 6.0 * n1 * n2
-    check_budget(f"matrix_subgradient(n_steps={n_steps}, eval_every={eval_every}) for {B} problems",
-                 n_bytes=8.0 * (4.0 * T * B + 10.0 * B * n1 * n2),
-                 n_operations=(float(n_steps) + T) * B * svd)
+    check_budget(
+        f"matrix_subgradient(n_steps={n_steps}, eval_every={eval_every}) for {B} problems",
+        n_bytes=8.0 * (4.0 * T * B + 10.0 * B * n1 * n2),
+        n_operations=(float(n_steps) + T) * B * svd,
+    )
     alpha = _check_per_config(alpha, "alpha", B, positive=True)
     if np.any(alpha >= 2.0):
-        raise ValueError(f"alpha must be < 2 (stability bound of the completion loss), got {alpha}")
+        raise ValueError(
+            f"alpha must be < 2 (stability bound of the completion loss), got {alpha}"
+        )
     beta = _check_per_config(beta_star, "beta_star", B, positive=False)
     A0 = np.full(A_star.shape, init)
-    tr, re, nuc, rank, A = _matrix_subgradient(mask.astype(np.float64), A_star, A0, alpha[:, None, None],
-                                               beta[:, None, None], n_steps, eval_every, method)
-    return History(np.arange(n_steps // eval_every + 1, dtype=np.int64) * eval_every, tr, re,
-                   {"nuclear": nuc, "rank": rank}, A, {"method": method, "alpha": alpha, "beta_star": beta})
+    tr, re, nuc, rank, A = _matrix_subgradient(
+        mask.astype(np.float64),
+        A_star,
+        A0,
+        alpha[:, None, None],
+        beta[:, None, None],
+        n_steps,
+        eval_every,
+        method,
+    )
+    return History(
+        np.arange(n_steps // eval_every + 1, dtype=np.int64) * eval_every,
+        tr,
+        re,
+        {"nuclear": nuc, "rank": rank},
+        A,
+        {"method": method, "alpha": alpha, "beta_star": beta},
+    )
 
 
-def _matrix_subgradient(M: np.ndarray, A_star: np.ndarray, A: np.ndarray, al: np.ndarray, be: np.ndarray,
-                        n_steps: int, eval_every: int, method: str,
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _matrix_subgradient(
+    M: np.ndarray,
+    A_star: np.ndarray,
+    A: np.ndarray,
+    al: np.ndarray,
+    be: np.ndarray,
+    n_steps: int,
+    eval_every: int,
+    method: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``A <- A - alpha (M o (A - A*) + beta* U V^T)`` (``"sub"``), or the gradient step followed by
     singular-value soft-thresholding ``s <- max(s - alpha beta*, 0)`` (``"svt"``); ``M``: the 0/1 mask."""
     B = A.shape[0]

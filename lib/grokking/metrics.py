@@ -67,15 +67,21 @@ def rel_train_error(X: np.ndarray, a: np.ndarray, y: np.ndarray) -> np.ndarray:
     a = check_array(a, "a", dtype=np.float64)
     y = check_array(y, "y", dtype=np.float64)
     if a.ndim not in (1, 2) or a.shape[-1] != X.shape[1]:
-        raise ValueError(f"a must have shape (n,) or (B, n) with n = {X.shape[1]}, got {a.shape}")
+        raise ValueError(
+            f"a must have shape (n,) or (B, n) with n = {X.shape[1]}, got {a.shape}"
+        )
     if y.ndim not in (1, 2) or y.shape[-1] != X.shape[0]:
-        raise ValueError(f"y must have shape (N,) or (B, N) with N = {X.shape[0]}, got {y.shape}")
+        raise ValueError(
+            f"y must have shape (N,) or (B, N) with N = {X.shape[0]}, got {y.shape}"
+        )
     if a.ndim == 2 and y.ndim == 2 and y.shape[0] not in (1, a.shape[0]):
         raise ValueError(f"a has {a.shape[0]} rows but y has {y.shape[0]}")
     return np.linalg.norm(a @ X.T - y, axis=-1) / np.linalg.norm(y, axis=-1)
 
 
-def rel_recovery_error(a: np.ndarray, a_star: np.ndarray, matrix: bool = False) -> np.ndarray:
+def rel_recovery_error(
+    a: np.ndarray, a_star: np.ndarray, matrix: bool = False
+) -> np.ndarray:
     """``||a - a*|| / ||a*||`` over the last axis, or the last two (Frobenius) when ``matrix``.
 
     Args:
@@ -93,11 +99,15 @@ def rel_recovery_error(a: np.ndarray, a_star: np.ndarray, matrix: bool = False) 
     a_star = check_array(a_star, "a_star", dtype=np.float64)
     k = 2 if matrix else 1
     if a.ndim < k or a_star.ndim < k or a.shape[-k:] != a_star.shape[-k:]:
-        raise ValueError(f"a and a_star must share their last {k} dimension(s), got {a.shape} and {a_star.shape}")
+        raise ValueError(
+            f"a and a_star must share their last {k} dimension(s), got {a.shape} and {a_star.shape}"
+        )
     try:
         np.broadcast_shapes(a.shape, a_star.shape)
     except ValueError:
-        raise ValueError(f"a {a.shape} and a_star {a_star.shape} have incompatible batch shapes") from None
+        raise ValueError(
+            f"a {a.shape} and a_star {a_star.shape} have incompatible batch shapes"
+        ) from None
     return np.linalg.norm(a - a_star, axis=axes) / np.linalg.norm(a_star, axis=axes)
 
 
@@ -138,13 +148,18 @@ def nuclear_norm(A: np.ndarray) -> np.ndarray:
     Raises: ValueError for fewer than two dimensions or NaN/inf entries."""
     A = check_array(A, "A")
     if A.ndim < 2:
-        raise ValueError(f"A must have at least 2 dimensions (..., n1, n2), got shape {A.shape}")
+        raise ValueError(
+            f"A must have at least 2 dimensions (..., n1, n2), got shape {A.shape}"
+        )
     return np.linalg.svd(A, compute_uv=False).sum(axis=-1)
 
 
-def grokking_times(history: History, threshold: float = 1e-2,
-                   rule: Literal["first-below", "stays-below"] = "first-below",
-                   train_threshold: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def grokking_times(
+    history: History,
+    threshold: float = 1e-2,
+    rule: Literal["first-below", "stays-below"] = "first-below",
+    train_threshold: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Memorisation time t1 and generalisation time t2 of each run, with the detection rule named.
 
     ``t1`` is when the relative train error gets below ``train_threshold`` (default: ``threshold``),
@@ -164,13 +179,20 @@ def grokking_times(history: History, threshold: float = 1e-2,
         raise TypeError(f"history must be a History, got {type(history).__name__}")
     check_choice(rule, "rule", ("first-below", "stays-below"))
     threshold = check_real(threshold, "threshold", low=0.0, low_open=True)
-    tt = threshold if train_threshold is None else check_real(train_threshold, "train_threshold",
-                                                              low=0.0, low_open=True)
-    return (_first_time(history.steps, history.train_error, tt, rule),
-            _first_time(history.steps, history.recovery_error, threshold, rule))
+    tt = (
+        threshold
+        if train_threshold is None
+        else check_real(train_threshold, "train_threshold", low=0.0, low_open=True)
+    )
+    return (
+        _first_time(history.steps, history.train_error, tt, rule),
+        _first_time(history.steps, history.recovery_error, threshold, rule),
+    )
 
 
-def _first_time(steps: np.ndarray, err: np.ndarray, thr: float, rule: str) -> np.ndarray:
+def _first_time(
+    steps: np.ndarray, err: np.ndarray, thr: float, rule: str
+) -> np.ndarray:
     """``min {t : e(t) < thr}`` per run ("first-below"), or the first t after which e stays below (NaN: never)."""
     below = err < thr  # (T, B)
     if rule == "stays-below":
@@ -181,7 +203,12 @@ def _first_time(steps: np.ndarray, err: np.ndarray, thr: float, rule: str) -> np
     return out
 
 
-def predicted_t2(a_ls: ArrayLike, a_star: ArrayLike, alpha: float | ArrayLike, beta: float | ArrayLike) -> np.ndarray:
+def predicted_t2(
+    a_ls: ArrayLike,
+    a_star: ArrayLike,
+    alpha: float | ArrayLike,
+    beta: float | ArrayLike,
+) -> np.ndarray:
     """Phase-2 duration predicted by the sign drift: ``||a_ls - a*||_inf / (alpha beta)``.
 
     The official Fig. 4 predictor: after memorisation the iterate sits near the least-squares
@@ -200,30 +227,43 @@ def predicted_t2(a_ls: ArrayLike, a_star: ArrayLike, alpha: float | ArrayLike, b
     """
     a_ls = check_array(a_ls, "a_ls", dtype=np.float64)
     a_star = check_array(a_star, "a_star", dtype=np.float64)
-    if a_ls.ndim not in (1, 2) or a_star.ndim not in (1, 2) or a_ls.shape[-1] != a_star.shape[-1] or (
-            a_ls.ndim == 2 and a_star.ndim == 2 and a_ls.shape[0] != a_star.shape[0]):
-        raise ValueError(f"a_ls and a_star must have shape (n,) or (B, n) with the same n (and B), "
-                         f"got {a_ls.shape} and {a_star.shape}")
+    if (
+        a_ls.ndim not in (1, 2)
+        or a_star.ndim not in (1, 2)
+        or a_ls.shape[-1] != a_star.shape[-1]
+        or (a_ls.ndim == 2 and a_star.ndim == 2 and a_ls.shape[0] != a_star.shape[0])
+    ):
+        raise ValueError(
+            f"a_ls and a_star must have shape (n,) or (B, n) with the same n (and B), "
+            f"got {a_ls.shape} and {a_star.shape}"
+        )
     gap_shape = np.broadcast_shapes(a_ls.shape, a_star.shape)[:-1]
     params = []
     for name, v in (("alpha", alpha), ("beta", beta)):
         v = check_array(v, name, dtype=np.float64, low=0.0, low_open=True)
         if v.ndim > 1 or (v.ndim == 1 and len(gap_shape) == 1 and v.shape != gap_shape):
-            raise ValueError(f"{name} must be a scalar or (B,) = {gap_shape}, got shape {v.shape}")
+            raise ValueError(
+                f"{name} must be a scalar or (B,) = {gap_shape}, got shape {v.shape}"
+            )
         params.append(v)
     try:
         return _predicted_t2(a_ls, a_star, *params)
     except ValueError:
-        raise ValueError(f"alpha {params[0].shape} and beta {params[1].shape} must be scalars or the same (B,)"
-                         ) from None
+        raise ValueError(
+            f"alpha {params[0].shape} and beta {params[1].shape} must be scalars or the same (B,)"
+        ) from None
 
 
-def _predicted_t2(a_ls: np.ndarray, a_star: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+def _predicted_t2(
+    a_ls: np.ndarray, a_star: np.ndarray, alpha: np.ndarray, beta: np.ndarray
+) -> np.ndarray:
     """``t2 ~ ||a_ls - a*||_inf / (alpha beta)``: each coordinate drifts by at most ``alpha beta`` per step (Fig. 4)."""
     return np.max(np.abs(a_ls - a_star), axis=-1) / (alpha * beta)
 
 
-def loglog_slope(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -> float:
+def loglog_slope(
+    x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None
+) -> float:
     """Least-squares slope of log y against log x over the finite, positive pairs.
 
     With ``groups`` (one label per pair, e.g. the problem index), each group gets its own
@@ -245,12 +285,16 @@ def loglog_slope(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None)
     x = check_array(x, "x", dtype=np.float64, finite=False).ravel()
     y = check_array(y, "y", dtype=np.float64, finite=False).ravel()
     if x.shape != y.shape:
-        raise ValueError(f"x and y must have the same number of entries, got {x.size} and {y.size}")
+        raise ValueError(
+            f"x and y must have the same number of entries, got {x.size} and {y.size}"
+        )
     if groups is None:
         groups = np.zeros(x.shape, dtype=np.int64)
     groups = np.asarray(groups).ravel()
     if groups.shape != x.shape:
-        raise ValueError(f"groups must have one label per pair ({x.size}), got {groups.size}")
+        raise ValueError(
+            f"groups must have one label per pair ({x.size}), got {groups.size}"
+        )
     return _loglog_slope(x, y, groups)
 
 
@@ -266,4 +310,4 @@ def _loglog_slope(x: np.ndarray, y: np.ndarray, groups: np.ndarray) -> float:
     if not lx:
         return float("nan")
     lx_all, ly_all = np.concatenate(lx), np.concatenate(ly)
-    return float(np.sum(lx_all * ly_all) / np.sum(lx_all ** 2))
+    return float(np.sum(lx_all * ly_all) / np.sum(lx_all**2))

@@ -19,7 +19,9 @@ __all__: list[str] = []
 def _check_tree(tree: Any, name: str = "tree", n: int | None = None) -> Any:
     """``tree`` if it is a :class:`~icml25.hc_oracles.Tree` (on ``n`` leaves when ``n`` is given)."""
     if not isinstance(tree, _trees.Tree):
-        raise TypeError(f"{name} must be an icml25.hc_oracles.Tree, got {type(tree).__name__}")
+        raise TypeError(
+            f"{name} must be an icml25.hc_oracles.Tree, got {type(tree).__name__}"
+        )
     if n is not None and tree.n != n:
         raise ValueError(f"{name} has {tree.n} leaves, expected {n}")
     return tree
@@ -33,7 +35,9 @@ def _check_weights(W: Any, name: str = "W") -> np.ndarray | sp.csr_matrix:
             raise ValueError(f"{name} must be square with n >= 2, got shape {M.shape}")
         data = check_array(M.data, name, ndim=1)  # finite
         if data.size and data.min() < 0:
-            raise ValueError(f"{name} must be >= 0 everywhere, got a minimum of {data.min()!r}")
+            raise ValueError(
+                f"{name} must be >= 0 everywhere, got a minimum of {data.min()!r}"
+            )
         if np.any(M.diagonal() != 0):
             raise ValueError(f"{name} must have a zero diagonal")
         asym = abs(M - M.T)
@@ -50,21 +54,29 @@ def _check_weights(W: Any, name: str = "W") -> np.ndarray | sp.csr_matrix:
     return A
 
 
-def _check_triples(U: Any, V: Any, X: Any, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check_triples(
+    U: Any, V: Any, X: Any, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Three int64 vectors of one length with distinct entries in ``[0, n)`` per triple."""
     U = check_array(U, "U", kind="int", ndim=1, low=0, high=n - 1)
     V = check_array(V, "V", kind="int", ndim=1, shape=U.shape, low=0, high=n - 1)
     X = check_array(X, "X", kind="int", ndim=1, shape=U.shape, low=0, high=n - 1)
     if np.any((U == V) | (U == X) | (V == X)):
-        raise ValueError("a triple (U[i], V[i], X[i]) repeats a vertex: the three vertices must differ")
+        raise ValueError(
+            "a triple (U[i], V[i], X[i]) repeats a vertex: the three vertices must differ"
+        )
     return U, V, X
 
 
 def _check_oracle(oracle: Any, n: int | None = None, name: str = "oracle") -> Any:
     """``oracle`` if it has ``query_batch`` and an integer ``n`` (matching ``n`` when given)."""
-    if not callable(getattr(oracle, "query_batch", None)) or not isinstance(getattr(oracle, "n", None), int):
-        raise TypeError(f"{name} must be a SplittingOracle (or have query_batch and an integer n), "
-                        f"got {type(oracle).__name__}")
+    if not callable(getattr(oracle, "query_batch", None)) or not isinstance(
+        getattr(oracle, "n", None), int
+    ):
+        raise TypeError(
+            f"{name} must be a SplittingOracle (or have query_batch and an integer n), "
+            f"got {type(oracle).__name__}"
+        )
     if n is not None and oracle.n != n:
         raise ValueError(f"n = {n} differs from the {name}'s {oracle.n} vertices")
     return oracle

@@ -52,7 +52,11 @@ def linkage_tree(W: Any, method: str = "average") -> Tree:
     W = _check_weights(W)
     method = check_choice(method, "method", LINKAGES)
     n = W.shape[0]
-    check_budget(f"linkage_tree(n={n}, densified)", n_bytes=40.0 * n * n, n_operations=100.0 * n * n)
+    check_budget(
+        f"linkage_tree(n={n}, densified)",
+        n_bytes=40.0 * n * n,
+        n_operations=100.0 * n * n,
+    )
     return _linkage(W.toarray() if sp.issparse(W) else W, method)
 
 
@@ -123,7 +127,11 @@ def spectral_tree(W: Any) -> Tree:
     """
     W = _check_weights(W)
     n = W.shape[0]
-    check_budget(f"spectral_tree(n={n}, densified)", n_bytes=48.0 * n * n, n_operations=float(n) ** 3)
+    check_budget(
+        f"spectral_tree(n={n}, densified)",
+        n_bytes=48.0 * n * n,
+        n_operations=float(n) ** 3,
+    )
     W = W.toarray() if sp.issparse(W) else W
     return _spectral(W)
 

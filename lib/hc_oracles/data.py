@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from icml25.checks import check_budget, check_int, check_probability, check_real, check_rng
+from icml25.checks import (
+    check_budget,
+    check_int,
+    check_probability,
+    check_real,
+    check_rng,
+)
 
 from ._checks import _check_weights
 from .baselines import _linkage
@@ -23,7 +29,9 @@ MAX_SAMPLES = 2**31 - 1
 __all__ = ["hsbm", "random_graph", "hard_instance_search", "linkage_gap"]
 
 
-def hsbm(depth: int, q0: float, decay: float, n_samples: int, rng: np.random.Generator) -> tuple[np.ndarray, Tree]:
+def hsbm(
+    depth: int, q0: float, decay: float, n_samples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, Tree]:
     """A hierarchical SBM on a planted balanced tree (``n = 2^depth``).
 
     Args:
@@ -90,14 +98,20 @@ def linkage_gap(W: np.ndarray) -> float:
     """
     W = _check_weights(W)
     if W.shape[0] > 14:
-        raise ValueError(f"W has n = {W.shape[0]} vertices; linkage_gap needs the exact DP (n <= 14)")
+        raise ValueError(
+            f"W has n = {W.shape[0]} vertices; linkage_gap needs the exact DP (n <= 14)"
+        )
     W = np.asarray(W.todense()) if hasattr(W, "todense") else W
     if not W.max() > 0:
-        raise ValueError("W has no positive weight: every tree costs 0 and the ratio to OPT is undefined")
+        raise ValueError(
+            "W has no positive weight: every tree costs 0 and the ratio to OPT is undefined"
+        )
     return _gap(W)
 
 
-def hard_instance_search(n: int, rng: np.random.Generator, n_steps: int) -> tuple[np.ndarray, float]:
+def hard_instance_search(
+    n: int, rng: np.random.Generator, n_steps: int
+) -> tuple[np.ndarray, float]:
     """Hill climb on the weights for a graph where average linkage is far from OPT (``n <= 12``).
 
     Start from uniform weights; each step redraws one pair's weight (uniform on [0, 0.05] or [0, 1],
@@ -118,7 +132,10 @@ def hard_instance_search(n: int, rng: np.random.Generator, n_steps: int) -> tupl
     n = check_int(n, "n", low=4, high=12)
     n_steps = check_int(n_steps, "n_steps", low=0)
     rng = check_rng(rng)
-    check_budget(f"hard_instance_search(n={n}, n_steps={n_steps})", n_operations=(n_steps + 1) * (3.0**n + 1e4))
+    check_budget(
+        f"hard_instance_search(n={n}, n_steps={n_steps})",
+        n_operations=(n_steps + 1) * (3.0**n + 1e4),
+    )
     W = random_graph(n, rng)
     best = _gap(W)
     for _ in range(n_steps):

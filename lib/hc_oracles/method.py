@@ -31,7 +31,13 @@ from .trees import Tree, _relabelled, _upper_edges
 #: bytes per sampled query of :func:`_sampled_counts` (U, V, x, answers and masks, int64)
 _BYTES_PER_SAMPLE = 48
 
-__all__ = ["build_insertion", "build_from_counts", "build_nearlinear_mw", "debiased_lca_sizes", "all_triplet_counts"]
+__all__ = [
+    "build_insertion",
+    "build_from_counts",
+    "build_nearlinear_mw",
+    "debiased_lca_sizes",
+    "all_triplet_counts",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -62,7 +68,9 @@ def _insert_all(oracle: Any, order: np.ndarray) -> Tree:
         # descend until x's place: above `node`, or a cherry with a leaf
         while node >= n:
             a, b = rep[left[node]], rep[right[node]]
-            ans = int(oracle.query_batch(np.array([a]), np.array([b]), np.array([x]))[0])
+            ans = int(
+                oracle.query_batch(np.array([a]), np.array([b]), np.array([x]))[0]
+            )
             if ans == x:
                 break
             node = left[node] if ans == b else right[node]
@@ -143,7 +151,9 @@ def debiased_lca_sizes(C: Any, p: float) -> np.ndarray:
     return s
 
 
-def _counts_from_answers(n: int, lo: np.ndarray, mid: np.ndarray, hi: np.ndarray, ans: np.ndarray) -> np.ndarray:
+def _counts_from_answers(
+    n: int, lo: np.ndarray, mid: np.ndarray, hi: np.ndarray, ans: np.ndarray
+) -> np.ndarray:
     """Each triple adds 1 to the two pairs that contain its answer (``O(u, v, x) != x``)."""
     C = np.zeros((n, n), dtype=np.int64)
     # pair (a, b), third c
@@ -177,9 +187,12 @@ def all_triplet_counts(oracle: Any) -> np.ndarray:
         C = triplets.triplet_counts(oracle.S, oracle.p, oracle.seed, oracle.D)
         oracle.n_queries += n_triples
         return C
-    check_budget(f"all_triplet_counts(n={n}, a non-persistent or wrapped oracle)",
-                 n_bytes=4.0 * n * n * 2 + 8.0 * 12 * n * n, n_operations=6.0 * n_triples,
-                 max_operations=triplets.CPU_MAX_TRIPLES)
+    check_budget(
+        f"all_triplet_counts(n={n}, a non-persistent or wrapped oracle)",
+        n_bytes=4.0 * n * n * 2 + 8.0 * 12 * n * n,
+        n_operations=6.0 * n_triples,
+        max_operations=triplets.CPU_MAX_TRIPLES,
+    )
     C = np.zeros((n, n), dtype=np.int32)
     for a in range(n - 2):
         b, c = np.triu_indices(n - a - 1, 1)
@@ -189,7 +202,9 @@ def all_triplet_counts(oracle: Any) -> np.ndarray:
     return C
 
 
-def _sampled_counts(oracle: Any, u: np.ndarray, v: np.ndarray, K: int, rng: np.random.Generator) -> np.ndarray:
+def _sampled_counts(
+    oracle: Any, u: np.ndarray, v: np.ndarray, K: int, rng: np.random.Generator
+) -> np.ndarray:
     """``(n - 2)/K * #{k : O(u, v, x_k) != x_k}`` for ``K`` uniform third vertices per pair (with replacement)."""
     n = oracle.n
     lo, hi = np.minimum(u, v)[:, None], np.maximum(u, v)[:, None]
@@ -208,7 +223,13 @@ def _average_linkage_on(s_hat: np.ndarray) -> Tree:
     return Tree.from_linkage(Z)
 
 
-def build_from_counts(oracle: Any, n: int, p: float, K: int | None = None, rng: np.random.Generator | None = None) -> Tree:
+def build_from_counts(
+    oracle: Any,
+    n: int,
+    p: float,
+    K: int | None = None,
+    rng: np.random.Generator | None = None,
+) -> Tree:
     """Counting algorithm (reconstruction; the paper's Dasgupta target is an ``O(1)`` approximation).
 
     Count ``c_uv`` over all third vertices (``K=None``: ``C(n, 3)`` queries) or ``K`` sampled ones
@@ -238,13 +259,20 @@ def build_from_counts(oracle: Any, n: int, p: float, K: int | None = None, rng: 
     else:
         K = check_int(K, "K", low=1)
         if rng is None:
-            raise TypeError("build_from_counts(K=...) samples third vertices: pass rng, a numpy.random.Generator")
+            raise TypeError(
+                "build_from_counts(K=...) samples third vertices: pass rng, a numpy.random.Generator"
+            )
         n_queries = float(K) * n * (n - 1) / 2
-        check_budget(f"build_from_counts(n={n}, K={K})", n_bytes=_BYTES_PER_SAMPLE * n_queries,
-                     n_operations=100.0 * n_queries)
+        check_budget(
+            f"build_from_counts(n={n}, K={K})",
+            n_bytes=_BYTES_PER_SAMPLE * n_queries,
+            n_operations=100.0 * n_queries,
+        )
         u, v = np.triu_indices(n, 1)
         C = np.zeros((n, n))
-        C[u, v] = _sampled_counts(oracle, u.astype(np.int64), v.astype(np.int64), K, rng)
+        C[u, v] = _sampled_counts(
+            oracle, u.astype(np.int64), v.astype(np.int64), K, rng
+        )
         C = C + C.T
     s = _debias(C, n, p)
     np.fill_diagonal(s, 0.0)
@@ -288,7 +316,9 @@ def _kruskal_tree(n: int, u: np.ndarray, v: np.ndarray, key: np.ndarray) -> Tree
     return Tree(np.array(children, dtype=np.int64).reshape(-1, 2), n)
 
 
-def build_nearlinear_mw(oracle: Any, W_sparse: Any, K: int, p: float, rng: np.random.Generator) -> Tree:
+def build_nearlinear_mw(
+    oracle: Any, W_sparse: Any, K: int, p: float, rng: np.random.Generator
+) -> Tree:
     """Near-linear MW algorithm (reconstruction): LCA sizes estimated on edges only, then Kruskal.
 
     For each edge ``(u, v)`` of ``W`` sample ``K`` third vertices, estimate
@@ -318,10 +348,12 @@ def build_nearlinear_mw(oracle: Any, W_sparse: Any, K: int, p: float, rng: np.ra
     rng = check_rng(rng)
     u, v, _ = _upper_edges(W)
     n_queries = float(len(u)) * K
-    check_budget(f"build_nearlinear_mw(m={len(u)}, K={K})", n_bytes=_BYTES_PER_SAMPLE * n_queries,
-                 n_operations=100.0 * n_queries)
+    check_budget(
+        f"build_nearlinear_mw(m={len(u)}, K={K})",
+        n_bytes=_BYTES_PER_SAMPLE * n_queries,
+        n_operations=100.0 * n_queries,
+    )
     if n < 3 or len(u) == 0:
         return _kruskal_tree(n, u, v, np.zeros(len(u)))
     c = _sampled_counts(oracle, u, v, K, rng)
     return _kruskal_tree(n, u, v, _debias(c, n, p))
-

@@ -47,8 +47,15 @@ class SplittingOracle:
         TooLargeError: the (n, n) int32 LCA matrices (two with a decoy) do not fit.
     """
 
-    def __init__(self, tree_star: Tree, p: float, noise: str = "uniform", persistent: bool = True, seed: int = 0,
-                 decoy_tree: Tree | None = None) -> None:
+    def __init__(
+        self,
+        tree_star: Tree,
+        p: float,
+        noise: str = "uniform",
+        persistent: bool = True,
+        seed: int = 0,
+        decoy_tree: Tree | None = None,
+    ) -> None:
         self.tree_star = _check_tree(tree_star, "tree_star")
         self.n = tree_star.n
         self.p = check_real(p, "p", low=0.0, low_open=True, high=1.0)
@@ -59,13 +66,17 @@ class SplittingOracle:
         if decoy_tree is not None:
             decoy_tree = _check_tree(decoy_tree, "decoy_tree", n=self.n)
         n_matrices = 2 if self.noise == "decoy" else 1
-        check_budget(f"SplittingOracle(tree_star with n={self.n}, noise={self.noise!r})",
-                     n_bytes=4.0 * n_matrices * self.n**2)
+        check_budget(
+            f"SplittingOracle(tree_star with n={self.n}, noise={self.noise!r})",
+            n_bytes=4.0 * n_matrices * self.n**2,
+        )
         self.S = tree_star.lca_size_matrix()
         self.D = None
         if self.noise == "decoy":
             if decoy_tree is None:
-                decoy_tree = random_binary_tree(self.n, np.random.default_rng(self.seed))
+                decoy_tree = random_binary_tree(
+                    self.n, np.random.default_rng(self.seed)
+                )
             self.D = decoy_tree.lca_size_matrix()
         self.n_queries = 0
         self._counter = 0
@@ -78,8 +89,16 @@ class SplittingOracle:
             counter = np.arange(self._counter, self._counter + len(U), dtype=np.int64)
             self._counter += len(U)
         self.n_queries += len(U)
-        return triplets.oracle_answers(self.S, stacked[0], stacked[1], stacked[2], triplets.noise_threshold(self.p),
-                                       self.seed, self.D, counter)
+        return triplets.oracle_answers(
+            self.S,
+            stacked[0],
+            stacked[1],
+            stacked[2],
+            triplets.noise_threshold(self.p),
+            self.seed,
+            self.D,
+            counter,
+        )
 
     def query_batch(self, U: Any, V: Any, X: Any) -> np.ndarray:
         """Answers to the triples ``(U[i], V[i], X[i])``: (B,) int64, each one of its triple.
@@ -103,7 +122,9 @@ _BYTES_PER_REPEAT = 64
 
 
 def _repeat_budget(what: str, n_answers: float) -> None:
-    check_budget(what, n_bytes=_BYTES_PER_REPEAT * n_answers, n_operations=100.0 * n_answers)
+    check_budget(
+        what, n_bytes=_BYTES_PER_REPEAT * n_answers, n_operations=100.0 * n_answers
+    )
 
 
 class AmplifiedOracle:
@@ -136,8 +157,13 @@ class AmplifiedOracle:
             as the base; TooLargeError when ``B r`` repeated answers do not fit.
         """
         U, V, X = _check_triples(U, V, X, self.n)
-        _repeat_budget(f"AmplifiedOracle.query_batch(B={len(U)}, r={self.r})", float(len(U)) * self.r)
-        ans = self.base.query_batch(np.repeat(U, self.r), np.repeat(V, self.r), np.repeat(X, self.r)).reshape(-1, self.r)
+        _repeat_budget(
+            f"AmplifiedOracle.query_batch(B={len(U)}, r={self.r})",
+            float(len(U)) * self.r,
+        )
+        ans = self.base.query_batch(
+            np.repeat(U, self.r), np.repeat(V, self.r), np.repeat(X, self.r)
+        ).reshape(-1, self.r)
         cand = np.sort(np.stack([U, V, X], axis=1), axis=1)  # (B, 3)
         votes = (ans[:, :, None] == cand[:, None, :]).sum(axis=1)  # (B, 3)
         return cand[np.arange(len(U)), np.argmax(votes, axis=1)]

@@ -59,13 +59,19 @@ class Tree:
         ch = check_array(self.children, "children", kind="int", ndim=2)
         n = check_int(self.n, "n", low=2)
         if ch.shape != (n - 1, 2):
-            raise ValueError(f"children must have shape ({n - 1}, 2) for n = {n}, got {ch.shape}: not a binary tree")
+            raise ValueError(
+                f"children must have shape ({n - 1}, 2) for n = {n}, got {ch.shape}: not a binary tree"
+            )
         limit = n + np.arange(n - 1)
         if ch.size and (ch.min() < 0 or np.any(ch.max(axis=1) >= limit)):
-            raise ValueError("children: merge i may only join nodes with ids < n + i (not a binary tree)")
+            raise ValueError(
+                "children: merge i may only join nodes with ids < n + i (not a binary tree)"
+            )
         used = np.bincount(ch.ravel(), minlength=2 * n - 1)
         if np.any(used[:-1] != 1) or used[-1] != 0:
-            raise ValueError("children: every node but the root must be used exactly once (not a binary tree)")
+            raise ValueError(
+                "children: every node but the root must be used exactly once (not a binary tree)"
+            )
         ch = ch.copy()
         ch.flags.writeable = False
         object.__setattr__(self, "children", ch)
@@ -86,19 +92,29 @@ class Tree:
         n = Z.shape[0] + 1
         ids = Z[:, :2]
         if np.any(ids != np.round(ids)) or ids.min() < 0 or ids.max() > 2 * n - 3:
-            raise ValueError(f"Z: child ids in the first two columns must be whole numbers in [0, {2 * n - 3}]")
+            raise ValueError(
+                f"Z: child ids in the first two columns must be whole numbers in [0, {2 * n - 3}]"
+            )
         try:
             tree = cls(ids.astype(np.int64), n)
         except ValueError as err:
             raise ValueError(f"Z is not a binary tree's linkage: {err}") from err
         if not np.array_equal(tree._sizes[n:], Z[:, 3]):
-            raise ValueError("Z: the size column (Z[:, 3]) disagrees with the cluster sizes of the children")
+            raise ValueError(
+                "Z: the size column (Z[:, 3]) disagrees with the cluster sizes of the children"
+            )
         return tree
 
     def to_linkage(self) -> np.ndarray:
         """(n - 1, 4) float64 SciPy linkage: children, height ``|cluster|`` (monotone), size."""
-        s = self.sizes()[self.n:]
-        return np.column_stack([self.children.astype(np.float64), s.astype(np.float64), s.astype(np.float64)])
+        s = self.sizes()[self.n :]
+        return np.column_stack(
+            [
+                self.children.astype(np.float64),
+                s.astype(np.float64),
+                s.astype(np.float64),
+            ]
+        )
 
     def sizes(self) -> np.ndarray:
         """(2n - 1,) int64 number of leaves under each node."""
@@ -134,7 +150,10 @@ class Tree:
             TooLargeError: the ``4 n^2`` bytes do not fit.
         """
         if "_lca" not in self.__dict__:
-            check_budget(f"Tree.lca_size_matrix(n={self.n})", n_bytes=4.0 * self.n**2 + _BYTES_PER_LEAF * self.n)
+            check_budget(
+                f"Tree.lca_size_matrix(n={self.n})",
+                n_bytes=4.0 * self.n**2 + _BYTES_PER_LEAF * self.n,
+            )
         return self._lca
 
     def depth(self) -> int:
@@ -177,8 +196,13 @@ def _relabelled(root: int, kids: dict[int, tuple[int, int]], n: int) -> Tree:
         else:
             stack += [(v, True), (kids[v][1], False), (kids[v][0], False)]
     new_id = {v: n + i for i, v in enumerate(order)}
-    ch = np.array([[new_id.get(kids[v][0], kids[v][0]), new_id.get(kids[v][1], kids[v][1])] for v in order],
-                  dtype=np.int64)
+    ch = np.array(
+        [
+            [new_id.get(kids[v][0], kids[v][0]), new_id.get(kids[v][1], kids[v][1])]
+            for v in order
+        ],
+        dtype=np.int64,
+    )
     return Tree(ch.reshape(-1, 2), n)
 
 
@@ -194,7 +218,11 @@ def random_binary_tree(n: int, rng: np.random.Generator) -> Tree:
     """
     n = check_int(n, "n", low=2)
     rng = check_rng(rng)
-    check_budget(f"random_binary_tree(n={n})", n_bytes=float(_BYTES_PER_LEAF) * n, n_operations=1e3 * n)
+    check_budget(
+        f"random_binary_tree(n={n})",
+        n_bytes=float(_BYTES_PER_LEAF) * n,
+        n_operations=1e3 * n,
+    )
     parent = np.full(2 * n - 1, -1, dtype=np.int64)
     kids = np.full((2 * n - 1, 2), -1, dtype=np.int64)
     nodes = [0, 1]
@@ -217,7 +245,11 @@ def random_binary_tree(n: int, rng: np.random.Generator) -> Tree:
         else:
             kids[pc, 0 if kids[pc, 0] == c else 1] = m
         nodes += [k, m]
-    return _relabelled(root, {v: (int(a), int(b)) for v, (a, b) in enumerate(kids.tolist()) if a >= 0}, n)
+    return _relabelled(
+        root,
+        {v: (int(a), int(b)) for v, (a, b) in enumerate(kids.tolist()) if a >= 0},
+        n,
+    )
 
 
 def balanced_tree(n: int) -> Tree:
@@ -227,7 +259,11 @@ def balanced_tree(n: int) -> Tree:
         ValueError: ``n < 2``. TooLargeError: about 400 bytes a leaf do not fit.
     """
     n = check_int(n, "n", low=2)
-    check_budget(f"balanced_tree(n={n})", n_bytes=float(_BYTES_PER_LEAF) * n, n_operations=1e3 * n)
+    check_budget(
+        f"balanced_tree(n={n})",
+        n_bytes=float(_BYTES_PER_LEAF) * n,
+        n_operations=1e3 * n,
+    )
 
     def build(lo: int, hi: int) -> Any:
         if hi - lo == 1:
@@ -274,7 +310,9 @@ def same_tree(a: Tree, b: Tree) -> bool:
     return a.n == b.n and bool(np.array_equal(a.lca_size_matrix(), b.lca_size_matrix()))
 
 
-def _upper_edges(W: np.ndarray | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _upper_edges(
+    W: np.ndarray | sp.csr_matrix,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(u, v, w)`` of the pairs ``u < v`` with ``w_uv > 0``."""
     if sp.issparse(W):
         U = sp.triu(W, 1).tocoo()
@@ -405,7 +443,11 @@ def triplet_revenue(tree: Tree, W: Any) -> float:
     """
     W = _check_weights(W)
     tree = _check_tree(tree, n=W.shape[0])
-    check_budget(f"triplet_revenue(n={tree.n})", n_operations=tree.n**3 / 6, max_operations=400**3 / 6)
+    check_budget(
+        f"triplet_revenue(n={tree.n})",
+        n_operations=tree.n**3 / 6,
+        max_operations=400**3 / 6,
+    )
     W = W.toarray() if sp.issparse(W) else W
     return _triplet_revenue(tree.lca_size_matrix(), W)
 
@@ -416,7 +458,9 @@ def triplet_revenue(tree: Tree, W: Any) -> float:
 
 
 @functools.lru_cache(maxsize=16)
-def _dp_structure(n: int) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]:
+def _dp_structure(
+    n: int,
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]:
     """Bits of every subset and, per size k, the splits (S, A, B) with A holding S's lowest vertex."""
     masks = np.arange(1 << n, dtype=np.int64)
     bits = ((masks[:, None] >> np.arange(n)) & 1).astype(np.float64)
@@ -482,7 +526,9 @@ def optimal_tree(W: Any) -> Tree:
     W = W.toarray() if sp.issparse(W) else W
     n = W.shape[0]
     if n > 14:
-        raise ValueError(f"W has n = {n} vertices; optimal_tree's subset DP accepts n <= 14 (3^n work)")
+        raise ValueError(
+            f"W has n = {n} vertices; optimal_tree's subset DP accepts n <= 14 (3^n work)"
+        )
     _, best = _optimal_split(W)
 
     def build(S: int) -> Any:

@@ -32,7 +32,14 @@ from icml25.lowra.baselines import nf_channel_codebooks, nf_quantize_tensor
 from icml25.lowra.claims import CLAIMS
 from icml25.lowra.data import load_minilm, make_sentences
 from icml25.lowra.defaults import DEFAULTS, LowRADefaults
-from icml25.lowra.experiments import apply_lowra, distill_finetune, embedding_cosine, mean_pool_embed, sse_vs_budget
+from icml25.lowra.experiments import (
+    apply_lowra,
+    distill_finetune,
+    embedding_cosine,
+    mean_pool_embed,
+    sse_vs_budget,
+)
+
 # the private functions among these are the pure math the chapter shows with ``show_source``
 from icml25.lowra.method import (  # noqa: F401
     ChannelCodebooks,

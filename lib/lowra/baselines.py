@@ -14,14 +14,20 @@ import numpy as np
 
 from icml25.kernels import lowbit
 from icml25.lowra.defaults import DEFAULTS
-from icml25.lowra.method import ChannelCodebooks, _check_bits, _codebooks_many, nf_levels
+from icml25.lowra.method import (
+    ChannelCodebooks,
+    _check_bits,
+    _codebooks_many,
+    nf_levels,
+)
 from icml25.lowra.packed import MixedPrecisionWeight
 
 __all__ = ["nf_channel_codebooks", "nf_quantize_tensor"]
 
 
-def nf_channel_codebooks(W: Any, bits: Sequence[int] = DEFAULTS.bits,
-                         group: int = DEFAULTS.group) -> ChannelCodebooks | list[ChannelCodebooks]:
+def nf_channel_codebooks(
+    W: Any, bits: Sequence[int] = DEFAULTS.bits, group: int = DEFAULTS.group
+) -> ChannelCodebooks | list[ChannelCodebooks]:
     """The QLoRA-style baseline: every channel uses the fixed NormalFloat-b codebook (no learning).
 
     Same layout and error table as :func:`icml25.lowra.learn_channel_codebooks`, so the precision
@@ -43,7 +49,9 @@ def nf_channel_codebooks(W: Any, bits: Sequence[int] = DEFAULTS.bits,
     return _codebooks_many([W], bits, group, 1, 0, 0.0, "nf")[0]
 
 
-def nf_quantize_tensor(W: Any, bits: int, group: int = DEFAULTS.group) -> MixedPrecisionWeight:
+def nf_quantize_tensor(
+    W: Any, bits: int, group: int = DEFAULTS.group
+) -> MixedPrecisionWeight:
     """QLoRA-style baseline: every row at ``bits`` with the fixed NormalFloat codebook.
 
     Block absmax scaling (g = ``group``) and nearest-level rounding to :func:`nf_levels`; written

@@ -10,8 +10,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml25.checks import (check_bool, check_budget, check_choice, check_int, check_positive, check_real,
-                           check_torch_generator)
+from icml25.checks import (
+    check_bool,
+    check_budget,
+    check_choice,
+    check_int,
+    check_positive,
+    check_real,
+    check_torch_generator,
+)
 from icml25.kernels import lowbit
 from icml25.lowra.baselines import nf_channel_codebooks
 from icml25.lowra.defaults import DEFAULTS
@@ -25,19 +32,34 @@ from icml25.lowra.method import (
 )
 from icml25.lowra.packed import LowRALinear, MixedPrecisionWeight, loftq_init
 
-__all__ = ["apply_lowra", "sse_vs_budget", "mean_pool_embed", "embedding_cosine", "distill_finetune"]
+__all__ = [
+    "apply_lowra",
+    "sse_vs_budget",
+    "mean_pool_embed",
+    "embedding_cosine",
+    "distill_finetune",
+]
 
 
-def _target_linears(model: nn.Module, target_modules: Iterable[str] | str | None) -> list[tuple[str, nn.Linear]]:
+def _target_linears(
+    model: nn.Module, target_modules: Iterable[str] | str | None
+) -> list[tuple[str, nn.Linear]]:
     out = []
     if isinstance(target_modules, str):  # one name, not its characters
         target_modules = (target_modules,)
     targets = None if target_modules is None else tuple(target_modules)
     if targets is not None and not all(isinstance(t, str) for t in targets):
-        raise TypeError(f"target_modules must be a string or an iterable of strings, got {target_modules!r}")
+        raise TypeError(
+            f"target_modules must be a string or an iterable of strings, got {target_modules!r}"
+        )
     for name, mod in model.named_modules():
-        if isinstance(mod, nn.Linear) and (targets is None or any(name == t or name.endswith("." + t) or
-                                                                  name.split(".")[-1] == t for t in targets)):
+        if isinstance(mod, nn.Linear) and (
+            targets is None
+            or any(
+                name == t or name.endswith("." + t) or name.split(".")[-1] == t
+                for t in targets
+            )
+        ):
             out.append((name, mod))
     return out
 
@@ -48,13 +70,23 @@ def _set_module(model: nn.Module, name: str, new: nn.Module) -> None:
     setattr(parent, child, new)
 
 
-def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
-                target_modules: Iterable[str] | str | None = None, alpha: float = DEFAULTS.alpha, method: str = "lowra", loftq_n_steps: int = DEFAULTS.loftq_n_steps,
-                group: int = DEFAULTS.group, weight_power: int = DEFAULTS.weight_power,
-                n_clusters: int = DEFAULTS.n_clusters, assigner: str = "two_level", kmeans_seed: int = 0,
-                codebooks: dict[str, ChannelCodebooks] | None = None,
-                cache_dequantized: bool = False,
-                rng: torch.Generator | None = None) -> tuple[nn.Module, dict[str, dict[str, Any]]]:
+def apply_lowra(
+    model: nn.Module,
+    target_bits: float,
+    rank: int = DEFAULTS.rank,
+    target_modules: Iterable[str] | str | None = None,
+    alpha: float = DEFAULTS.alpha,
+    method: str = "lowra",
+    loftq_n_steps: int = DEFAULTS.loftq_n_steps,
+    group: int = DEFAULTS.group,
+    weight_power: int = DEFAULTS.weight_power,
+    n_clusters: int = DEFAULTS.n_clusters,
+    assigner: str = "two_level",
+    kmeans_seed: int = 0,
+    codebooks: dict[str, ChannelCodebooks] | None = None,
+    cache_dequantized: bool = False,
+    rng: torch.Generator | None = None,
+) -> tuple[nn.Module, dict[str, dict[str, Any]]]:
     """Quantize a model's linear layers LowRA-style and attach LoftQ-initialised LoRA adapters.
 
     The precision map is assigned *globally* across all target layers (one budget, as the paper),
@@ -104,33 +136,49 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    method = check_choice(method, "method", ("lowra", "mapping_only", "assigner_only", "nf"))
+    method = check_choice(
+        method, "method", ("lowra", "mapping_only", "assigner_only", "nf")
+    )
     alpha = check_positive(alpha, "alpha")
     loftq_n_steps = check_int(loftq_n_steps, "loftq_n_steps", low=0)
     rank = check_int(rank, "rank", low=1)
     assigner = check_choice(assigner, "assigner", ("two_level", "exact"))
     group = check_int(group, "group", low=1)
-    weight_power = check_choice(check_int(weight_power, "weight_power"), "weight_power", (0, 1, 2))
+    weight_power = check_choice(
+        check_int(weight_power, "weight_power"), "weight_power", (0, 1, 2)
+    )
     n_clusters = check_int(n_clusters, "n_clusters", low=1)
     kmeans_seed = check_int(kmeans_seed, "kmeans_seed", low=0)
     cache_dequantized = check_bool(cache_dequantized, "cache_dequantized")
     rng = check_torch_generator(rng, "rng")
     if codebooks is not None and not isinstance(codebooks, dict):
-        raise TypeError(f"codebooks must be a dict of layer name -> ChannelCodebooks, got {type(codebooks).__name__}")
+        raise TypeError(
+            f"codebooks must be a dict of layer name -> ChannelCodebooks, got {type(codebooks).__name__}"
+        )
     layers = _target_linears(model, target_modules)
     if not layers:
-        raise ValueError(f"no nn.Linear layer matches target_modules={target_modules!r}")
+        raise ValueError(
+            f"no nn.Linear layer matches target_modules={target_modules!r}"
+        )
     check_real(target_bits, "target_bits")
     if float(target_bits) < 1:
-        raise ValueError(f"target_bits={target_bits} is infeasible: below 1 bit per parameter")
+        raise ValueError(
+            f"target_bits={target_bits} is infeasible: below 1 bit per parameter"
+        )
     for name, lin in layers:
         if not 1 <= rank <= min(lin.weight.shape):
-            raise ValueError(f"rank={rank} is too large for layer {name!r} of shape {tuple(lin.weight.shape)}")
+            raise ValueError(
+                f"rank={rank} is too large for layer {name!r} of shape {tuple(lin.weight.shape)}"
+            )
         if lin.weight.shape[1] % group:
-            raise ValueError(f"group={group} must divide the row length n={lin.weight.shape[1]} of layer {name!r}")
+            raise ValueError(
+                f"group={group} must divide the row length n={lin.weight.shape[1]} of layer {name!r}"
+            )
     uniform = method in ("mapping_only", "nf")
     if uniform and target_bits not in lowbit.ALLOWED_BITS:
-        raise ValueError(f"method {method!r} needs target_bits in {lowbit.ALLOWED_BITS}, got {target_bits!r}")
+        raise ValueError(
+            f"method {method!r} needs target_bits in {lowbit.ALLOWED_BITS}, got {target_bits!r}"
+        )
     learned = method in ("lowra", "mapping_only")
     cbs = dict(codebooks or {})
     for name, lin in layers:
@@ -138,41 +186,63 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
         if cb is None:
             continue
         if not isinstance(cb, ChannelCodebooks):
-            raise TypeError(f"codebooks[{name!r}] must be a ChannelCodebooks, got {type(cb).__name__}")
+            raise TypeError(
+                f"codebooks[{name!r}] must be a ChannelCodebooks, got {type(cb).__name__}"
+            )
         if tuple(cb.shape) != tuple(lin.weight.shape) or cb.group != group:
-            raise ValueError(f"codebooks[{name!r}] were learned for shape {tuple(cb.shape)} and group {cb.group}, "
-                             f"but the layer is {tuple(lin.weight.shape)} with group={group}")
+            raise ValueError(
+                f"codebooks[{name!r}] were learned for shape {tuple(cb.shape)} and group {cb.group}, "
+                f"but the layer is {tuple(lin.weight.shape)} with group={group}"
+            )
     names = {name for name, _ in layers}
     cand = {tuple(cb.bits) for name, cb in cbs.items() if name in names}
     if any(name not in cbs for name in names):
         # the layers without codebooks get them learned for DEFAULTS.bits
         cand.add(tuple(DEFAULTS.bits))
     if len(cand) > 1:
-        raise ValueError(f"codebooks must all have the same candidate bits (those learned here: {DEFAULTS.bits}), "
-                         f"got {sorted(cand)}")
+        raise ValueError(
+            f"codebooks must all have the same candidate bits (those learned here: {DEFAULTS.bits}), "
+            f"got {sorted(cand)}"
+        )
     if uniform and int(target_bits) not in next(iter(cand)):
-        raise ValueError(f"method {method!r} at target_bits={target_bits} needs codebooks for {int(target_bits)} bits, "
-                         f"got bits {next(iter(cand))}")
+        raise ValueError(
+            f"method {method!r} at target_bits={target_bits} needs codebooks for {int(target_bits)} bits, "
+            f"got bits {next(iter(cand))}"
+        )
     todo = [(name, lin) for name, lin in layers if name not in cbs]
-    _check_apply_budget([tuple(lin.weight.shape) for _, lin in layers], [tuple(lin.weight.shape) for _, lin in todo],
-                        loftq_n_steps, rank, learned)
+    _check_apply_budget(
+        [tuple(lin.weight.shape) for _, lin in layers],
+        [tuple(lin.weight.shape) for _, lin in todo],
+        loftq_n_steps,
+        rank,
+        learned,
+    )
     if todo:
         ws = [lin.weight for _, lin in todo]
-        learnt = (learn_channel_codebooks(ws, group=group, weight_power=weight_power) if learned
-                  else nf_channel_codebooks(ws, group=group))
+        learnt = (
+            learn_channel_codebooks(ws, group=group, weight_power=weight_power)
+            if learned
+            else nf_channel_codebooks(ws, group=group)
+        )
         cbs.update({name: cb for (name, _), cb in zip(todo, learnt)})
     cbs = {name: cbs[name] for name, _ in layers}
     if uniform:
-        maps = {name: np.full(cb.shape[0], int(target_bits)) for name, cb in cbs.items()}
+        maps = {
+            name: np.full(cb.shape[0], int(target_bits)) for name, cb in cbs.items()
+        }
     else:
         E = np.concatenate([cb.errors for cb in cbs.values()])
         nc = np.concatenate([cb.n_params for cb in cbs.values()])
         fn = assign_precision if assigner == "two_level" else assign_precision_exact
-        kw = {"n_clusters": n_clusters, "seed": kmeans_seed} if assigner == "two_level" else {}
+        kw = (
+            {"n_clusters": n_clusters, "seed": kmeans_seed}
+            if assigner == "two_level"
+            else {}
+        )
         allb = fn(E, nc, target_bits, bits=cbs[layers[0][0]].bits, **kw)
         maps, start = {}, 0
         for name, cb in cbs.items():
-            maps[name] = allb[start:start + cb.shape[0]]
+            maps[name] = allb[start : start + cb.shape[0]]
             start += cb.shape[0]
     report = {}
     for name, lin in layers:
@@ -197,12 +267,16 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
         new = LowRALinear(qw, lin.bias, rank, alpha, lora_A, lora_B, cache_dequantized)
         new.to(lin.weight.device)
         _set_module(model, name, new)
-        report[name] = {"row_bits": np.asarray(rb), "sse_table": cb.sse(rb),
-                        "sse": float(((W - qw.dequantize()) ** 2).sum()),
-                        "code_bits": assignment_bits(rb, cb.n_params), "nbytes": qw.nbytes,
-                        "compact_bytes": sum(a.nbytes for a in qw.to_compact().values()),
-                        "packed_bytes": int(new.packed.numel() * new.packed.element_size()),
-                        "n_params": qw.n_params}
+        report[name] = {
+            "row_bits": np.asarray(rb),
+            "sse_table": cb.sse(rb),
+            "sse": float(((W - qw.dequantize()) ** 2).sum()),
+            "code_bits": assignment_bits(rb, cb.n_params),
+            "nbytes": qw.nbytes,
+            "compact_bytes": sum(a.nbytes for a in qw.to_compact().values()),
+            "packed_bytes": int(new.packed.numel() * new.packed.element_size()),
+            "n_params": qw.n_params,
+        }
     for p in model.parameters():
         p.requires_grad_(False)
     for mod in model.modules():
@@ -212,8 +286,13 @@ def apply_lowra(model: nn.Module, target_bits: float, rank: int = DEFAULTS.rank,
     return model, report
 
 
-def _check_apply_budget(shapes: Sequence[tuple[int, int]], to_learn: Sequence[tuple[int, int]], loftq_n_steps: int,
-                        rank: int, learned: bool) -> None:
+def _check_apply_budget(
+    shapes: Sequence[tuple[int, int]],
+    to_learn: Sequence[tuple[int, int]],
+    loftq_n_steps: int,
+    rank: int,
+    learned: bool,
+) -> None:
     """Refuse an :func:`apply_lowra` whose codebooks or LoftQ cannot fit (estimates from the shapes).
 
     Codebooks: :func:`icml25.lowra.method._check_codebooks_budget` for the layers still to learn.
@@ -222,19 +301,33 @@ def _check_apply_budget(shapes: Sequence[tuple[int, int]], to_learn: Sequence[tu
     ``2 m n min(m, n) + min(m, n)^3 + 4 m n rank`` operations.
     """
     if to_learn:
-        _check_codebooks_budget("apply_lowra(model=...) learning codebooks", to_learn, tuple(DEFAULTS.bits),
-                                DEFAULTS.lloyd_n_steps if learned else 0)
+        _check_codebooks_budget(
+            "apply_lowra(model=...) learning codebooks",
+            to_learn,
+            tuple(DEFAULTS.bits),
+            DEFAULTS.lloyd_n_steps if learned else 0,
+        )
     n_bytes, ops = 0.0, 0.0
     for m, n in shapes:
         k = min(m, n)
         n_bytes = max(n_bytes, 64.0 * m * n + 8.0 * k * k)
-        ops += max(loftq_n_steps, 1) * (2.0 * m * n * k + float(k) ** 3 + 4.0 * m * n * rank)
-    check_budget(f"apply_lowra(loftq_n_steps={loftq_n_steps}) on {len(shapes)} layer(s)", n_bytes=n_bytes,
-                 n_operations=ops)
+        ops += max(loftq_n_steps, 1) * (
+            2.0 * m * n * k + float(k) ** 3 + 4.0 * m * n * rank
+        )
+    check_budget(
+        f"apply_lowra(loftq_n_steps={loftq_n_steps}) on {len(shapes)} layer(s)",
+        n_bytes=n_bytes,
+        n_operations=ops,
+    )
 
 
-def sse_vs_budget(learned: Sequence[ChannelCodebooks], nf: Sequence[ChannelCodebooks], budgets: Sequence[float],
-                  n_clusters: int = DEFAULTS.n_clusters, seed: int = 0) -> dict[str, Any]:
+def sse_vs_budget(
+    learned: Sequence[ChannelCodebooks],
+    nf: Sequence[ChannelCodebooks],
+    budgets: Sequence[float],
+    n_clusters: int = DEFAULTS.n_clusters,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Total weight-space SSE of a model's layers against the bit budget (the chapter's Exp. 1).
 
     For every budget: full LowRA (learned codebooks + two-level assigner) and the "assigner only"
@@ -254,29 +347,51 @@ def sse_vs_budget(learned: Sequence[ChannelCodebooks], nf: Sequence[ChannelCodeb
         ValueError: layers (shapes or candidate bits) differ between ``learned`` and ``nf`` or within
             them, or a budget below the smallest precision.
     """
-    if len(learned) == 0 or len(learned) != len(nf) or any(a.shape != b.shape or tuple(a.bits) != tuple(b.bits)
-                                                           for a, b in zip(learned, nf)):
-        raise ValueError("learned and nf must describe the same (non-empty list of) layers with the same bits")
+    if (
+        len(learned) == 0
+        or len(learned) != len(nf)
+        or any(
+            a.shape != b.shape or tuple(a.bits) != tuple(b.bits)
+            for a, b in zip(learned, nf)
+        )
+    ):
+        raise ValueError(
+            "learned and nf must describe the same (non-empty list of) layers with the same bits"
+        )
     if len({tuple(cb.bits) for cb in learned}) != 1:
-        raise ValueError("all codebooks in learned and nf must have the same candidate bits")
+        raise ValueError(
+            "all codebooks in learned and nf must have the same candidate bits"
+        )
     E = np.concatenate([cb.errors for cb in learned])
     EN = np.concatenate([cb.errors for cb in nf])
     nc = np.concatenate([cb.n_params for cb in learned])
     bits = learned[0].bits
     rows = np.arange(E.shape[0])
-    out: dict[str, Any] = {"budgets": [float(b) for b in budgets], "lowra": [], "assigner_only": [], "lowra_maps": [],
-                           "mapping_only": {b: float(E[:, j].sum()) for j, b in enumerate(bits)},
-                           "nf": {b: float(EN[:, j].sum()) for j, b in enumerate(bits)}, "n_params": int(nc.sum())}
+    out: dict[str, Any] = {
+        "budgets": [float(b) for b in budgets],
+        "lowra": [],
+        "assigner_only": [],
+        "lowra_maps": [],
+        "mapping_only": {b: float(E[:, j].sum()) for j, b in enumerate(bits)},
+        "nf": {b: float(EN[:, j].sum()) for j, b in enumerate(bits)},
+        "n_params": int(nc.sum()),
+    }
     for B in budgets:
         for key, table in (("lowra", E), ("assigner_only", EN)):
-            bmap = assign_precision(table, nc, B, bits=bits, n_clusters=n_clusters, seed=seed)
-            out[key].append(float(table[rows, np.searchsorted(np.array(bits), bmap)].sum()))
+            bmap = assign_precision(
+                table, nc, B, bits=bits, n_clusters=n_clusters, seed=seed
+            )
+            out[key].append(
+                float(table[rows, np.searchsorted(np.array(bits), bmap)].sum())
+            )
             if key == "lowra":
                 out["lowra_maps"].append(bmap)
     return out
 
 
-def mean_pool_embed(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+def mean_pool_embed(
+    model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor
+) -> torch.Tensor:
     """Sentence embeddings: mask-weighted mean of the last hidden states (sentence-transformers).
 
     Args:
@@ -292,7 +407,12 @@ def mean_pool_embed(model: nn.Module, input_ids: torch.Tensor, attention_mask: t
 
 
 @torch.no_grad()
-def embedding_cosine(model: nn.Module, batch: dict[str, torch.Tensor], teacher: torch.Tensor, chunk: int = 256) -> float:
+def embedding_cosine(
+    model: nn.Module,
+    batch: dict[str, torch.Tensor],
+    teacher: torch.Tensor,
+    chunk: int = 256,
+) -> float:
     """Mean cosine similarity between ``model``'s embeddings and the teacher's (B, d) embeddings.
 
     Args:
@@ -312,14 +432,28 @@ def embedding_cosine(model: nn.Module, batch: dict[str, torch.Tensor], teacher: 
     device = next(model.parameters()).device
     cos = []
     for i in range(0, teacher.shape[0], chunk):
-        e = mean_pool_embed(model, batch["input_ids"][i:i + chunk].to(device),
-                            batch["attention_mask"][i:i + chunk].to(device))
-        cos.append(nn.functional.cosine_similarity(e, teacher[i:i + chunk].to(e.device), dim=-1))
+        e = mean_pool_embed(
+            model,
+            batch["input_ids"][i : i + chunk].to(device),
+            batch["attention_mask"][i : i + chunk].to(device),
+        )
+        cos.append(
+            nn.functional.cosine_similarity(
+                e, teacher[i : i + chunk].to(e.device), dim=-1
+            )
+        )
     return float(torch.cat(cos).mean())
 
 
-def distill_finetune(model: nn.Module, batch: dict[str, torch.Tensor], teacher: torch.Tensor, n_steps: int,
-                     batch_size: int = 16, lr: float = 1e-3, rng: torch.Generator | None = None) -> list[float]:
+def distill_finetune(
+    model: nn.Module,
+    batch: dict[str, torch.Tensor],
+    teacher: torch.Tensor,
+    n_steps: int,
+    batch_size: int = 16,
+    lr: float = 1e-3,
+    rng: torch.Generator | None = None,
+) -> list[float]:
     """Train the LoRA adapters so the quantized model's embeddings match the teacher's.
 
     Loss ``1 - cos(emb_q, emb_fp32)`` averaged over a minibatch (function-space distillation),
@@ -356,14 +490,23 @@ def distill_finetune(model: nn.Module, batch: dict[str, torch.Tensor], teacher: 
     lr = check_positive(lr, "lr")
     gen = check_torch_generator(rng, "rng")
     if teacher.ndim != 2 or teacher.shape[0] != batch["input_ids"].shape[0]:
-        raise ValueError(f"teacher must be (N, d) with N = {batch['input_ids'].shape[0]} sentences, "
-                         f"got {tuple(teacher.shape)}")
+        raise ValueError(
+            f"teacher must be (N, d) with N = {batch['input_ids'].shape[0]} sentences, "
+            f"got {tuple(teacher.shape)}"
+        )
     L = int(batch["input_ids"].shape[1])
     n_weights = sum(p.numel() for p in model.parameters())
-    n_features = sum(mod.out_features for mod in model.modules() if isinstance(mod, nn.Linear))
-    check_budget(f"distill_finetune(n_steps={n_steps}, batch_size={batch_size})",
-                 n_bytes=8.0 * batch_size * L * max(n_features, 1),  # linear outputs kept for backward
-                 n_operations=6.0 * n_steps * batch_size * L * n_weights)
+    n_features = sum(
+        mod.out_features for mod in model.modules() if isinstance(mod, nn.Linear)
+    )
+    check_budget(
+        f"distill_finetune(n_steps={n_steps}, batch_size={batch_size})",
+        n_bytes=8.0
+        * batch_size
+        * L
+        * max(n_features, 1),  # linear outputs kept for backward
+        n_operations=6.0 * n_steps * batch_size * L * n_weights,
+    )
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     N = teacher.shape[0]
     device = params[0].device
@@ -371,9 +514,14 @@ def distill_finetune(model: nn.Module, batch: dict[str, torch.Tensor], teacher: 
     model.train()
     for _ in range(n_steps):
         idx = torch.randint(0, N, (batch_size,), generator=gen)
-        ids, mask = batch["input_ids"][idx].to(device), batch["attention_mask"][idx].to(device)
+        ids, mask = (
+            batch["input_ids"][idx].to(device),
+            batch["attention_mask"][idx].to(device),
+        )
         e = mean_pool_embed(model, ids, mask)
-        loss = (1 - nn.functional.cosine_similarity(e, teacher[idx].to(device), dim=-1)).mean()
+        loss = (
+            1 - nn.functional.cosine_similarity(e, teacher[idx].to(device), dim=-1)
+        ).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -53,7 +53,9 @@ def _check_bits_tuple(bits: Any) -> tuple[int, ...]:
         bits = (bits,)
     out = tuple(_check_bits(b) for b in bits)
     if len(out) == 0 or len(set(out)) != len(out):
-        raise ValueError(f"bits must be a non-empty tuple of distinct values from {lowbit.ALLOWED_BITS}, got {bits!r}")
+        raise ValueError(
+            f"bits must be a non-empty tuple of distinct values from {lowbit.ALLOWED_BITS}, got {bits!r}"
+        )
     return tuple(sorted(out))
 
 
@@ -124,9 +126,14 @@ class _RowLocator:
 
     def __call__(self, t: np.ndarray) -> np.ndarray:
         tf = t.astype(np.float32)
-        tf = np.where(tf.astype(np.float64) > t, np.nextafter(tf, np.float32(-np.inf)), tf)
+        tf = np.where(
+            tf.astype(np.float64) > t, np.nextafter(tf, np.float32(-np.inf)), tf
+        )
         q = self.row_key + _ordered_u32(tf)
-        return np.searchsorted(self.keys, q.ravel(), side="right").reshape(t.shape) - self.base
+        return (
+            np.searchsorted(self.keys, q.ravel(), side="right").reshape(t.shape)
+            - self.base
+        )
 
 
 def _bin_sums(C: np.ndarray, bounds: np.ndarray) -> np.ndarray:
@@ -136,8 +143,13 @@ def _bin_sums(C: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return Cb[:, 1:] - Cb[:, :-1]
 
 
-def _lloyd_rows(locate: Callable[[np.ndarray], np.ndarray], prefix: tuple[np.ndarray, np.ndarray, np.ndarray],
-                levels0: np.ndarray, n_steps: int, tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+def _lloyd_rows(
+    locate: Callable[[np.ndarray], np.ndarray],
+    prefix: tuple[np.ndarray, np.ndarray, np.ndarray],
+    levels0: np.ndarray,
+    n_steps: int,
+    tol: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
     """Weighted Lloyd-Max on every row at once.
 
     ``locate(t)`` counts the elements <= t in each sorted row (R, N); ``prefix = (Cw, Cwx, Cwxx)`` prefix sums of ``w``, ``w x``,
@@ -174,7 +186,9 @@ def _lloyd_rows(locate: Callable[[np.ndarray], np.ndarray], prefix: tuple[np.nda
     return levels, bounds, history[-1], history
 
 
-def _prefix(xs: np.ndarray, ws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _prefix(
+    xs: np.ndarray, ws: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     R = xs.shape[0]
     out = []
     for v in (ws, ws * xs, ws * xs * xs):
@@ -184,9 +198,17 @@ def _prefix(xs: np.ndarray, ws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return tuple(out)  # type: ignore[return-value]
 
 
-def lloyd_max_weighted(x: ArrayLike, w: ArrayLike, init_levels: ArrayLike, n_steps: int = DEFAULTS.lloyd_n_steps,
-                       tol: float = DEFAULTS.lloyd_tol, return_history: bool = False
-                       ) -> tuple[np.ndarray, np.ndarray, float] | tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+def lloyd_max_weighted(
+    x: ArrayLike,
+    w: ArrayLike,
+    init_levels: ArrayLike,
+    n_steps: int = DEFAULTS.lloyd_n_steps,
+    tol: float = DEFAULTS.lloyd_tol,
+    return_history: bool = False,
+) -> (
+    tuple[np.ndarray, np.ndarray, float]
+    | tuple[np.ndarray, np.ndarray, float, np.ndarray]
+):
     """Weighted Lloyd-Max quantizer of one sample (the LowRA mapping/threshold learner, Sec. 4.1).
 
     Minimises ``sum_i w_i (x_i - q_{k(i)})^2`` over levels ``q_0 < ... < q_{L-1}`` by alternating
@@ -217,13 +239,20 @@ def lloyd_max_weighted(x: ArrayLike, w: ArrayLike, init_levels: ArrayLike, n_ste
     w = check_array(w, "w", dtype=np.float64, low=0.0).ravel()
     q0 = check_array(init_levels, "init_levels", dtype=np.float64, min_size=2).ravel()
     if x.shape != w.shape:
-        raise ValueError(f"x and w must have the same shape, got {x.shape} and {w.shape}")
+        raise ValueError(
+            f"x and w must have the same shape, got {x.shape} and {w.shape}"
+        )
     n_steps, tol = check_int(n_steps, "n_steps", low=0), check_real(tol, "tol", low=0.0)
     order = np.argsort(x, kind="stable")
     xs, ws = x[order][None], w[order][None]
     xs1 = xs[0]
-    levels, _, sse, hist = _lloyd_rows(lambda t: np.searchsorted(xs1, t[0], side="right")[None], _prefix(xs, ws),
-                                       np.sort(q0)[None], int(n_steps), float(tol))
+    levels, _, sse, hist = _lloyd_rows(
+        lambda t: np.searchsorted(xs1, t[0], side="right")[None],
+        _prefix(xs, ws),
+        np.sort(q0)[None],
+        int(n_steps),
+        float(tol),
+    )
     out = (levels[0], 0.5 * (levels[0, 1:] + levels[0, :-1]), float(sse[0]))
     if return_history:
         return (*out, np.array([h[0] for h in hist]))
@@ -260,13 +289,17 @@ class ChannelCodebooks:
             ValueError: ``row_bits`` not of shape (m,) or using a precision not in ``self.bits``.
         """
         m = self.shape[0]
-        row_bits = check_array(row_bits, "row_bits", kind="number", shape=(m,), finite=False)
+        row_bits = check_array(
+            row_bits, "row_bits", kind="number", shape=(m,), finite=False
+        )
         lut = np.zeros((m, 16), dtype=np.float32)
         thr = np.full((m, 15), np.inf, dtype=np.float32)
         for b in np.unique(row_bits):
             b = int(b)
             if b not in self.levels:
-                raise ValueError(f"row_bits uses b={b}, which these codebooks were not learned for ({self.bits})")
+                raise ValueError(
+                    f"row_bits uses b={b}, which these codebooks were not learned for ({self.bits})"
+                )
             rows = row_bits == b
             lut[rows, : 2**b] = self.levels[b][rows]
             thr[rows, : 2**b - 1] = self.thresholds[b][rows]
@@ -278,18 +311,29 @@ class ChannelCodebooks:
         Raises:
             ValueError: ``row_bits`` not of shape (m,) or using a precision not in ``self.bits``.
         """
-        row_bits = check_array(row_bits, "row_bits", kind="number", shape=(self.shape[0],), finite=False)
+        row_bits = check_array(
+            row_bits, "row_bits", kind="number", shape=(self.shape[0],), finite=False
+        )
         bad = ~np.isin(row_bits, self.bits)
         if bad.any():
-            raise ValueError(f"row_bits uses {np.unique(row_bits[bad])[:5].tolist()}, which these codebooks "
-                             f"were not learned for ({self.bits})")
+            raise ValueError(
+                f"row_bits uses {np.unique(row_bits[bad])[:5].tolist()}, which these codebooks "
+                f"were not learned for ({self.bits})"
+            )
         idx = np.searchsorted(np.array(self.bits), row_bits)
         return float(self.errors[np.arange(self.shape[0]), idx].sum())
 
 
-def _codebooks_core(W_norm: np.ndarray, absmax: np.ndarray, g: int, bits: tuple[int, ...], weight_power: int,
-                    n_steps: int, tol: float, init: str
-                    ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
+def _codebooks_core(
+    W_norm: np.ndarray,
+    absmax: np.ndarray,
+    g: int,
+    bits: tuple[int, ...],
+    weight_power: int,
+    n_steps: int,
+    tol: float,
+    init: str,
+) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
     """Levels, thresholds and the real-space error table for rows of block-normalised weights."""
     m = W_norm.shape[0]
     s = np.repeat(absmax.astype(np.float64), g, axis=1)
@@ -307,12 +351,16 @@ def _codebooks_core(W_norm: np.ndarray, absmax: np.ndarray, g: int, bits: tuple[
         if b == 1 and init == "learned":
             # 1 bit: start at +- the weighted mean |w~| of the channel (reconstruction)
             tot_w = pre_fit[0][:, -1]
-            wabs = (s_sorted**weight_power * np.abs(xs)).sum(1) / np.maximum(tot_w, 1e-300)
+            wabs = (s_sorted**weight_power * np.abs(xs)).sum(1) / np.maximum(
+                tot_w, 1e-300
+            )
             q0 = np.stack([-wabs, wabs], axis=1)
             q0[wabs == 0] = nf_levels(1)
         else:
             q0 = np.broadcast_to(nf_levels(b), (m, 2**b))
-        q, bounds, _, _ = _lloyd_rows(locate, pre_fit, q0, int(n_steps) if init == "learned" else 0, tol)
+        q, bounds, _, _ = _lloyd_rows(
+            locate, pre_fit, q0, int(n_steps) if init == "learned" else 0, tol
+        )
         Sw, Swx, Swxx = (_bin_sums(C, bounds) for C in pre_err)
         errors[:, j] = np.maximum(Swxx - 2 * q * Swx + q**2 * Sw, 0.0).sum(1)
         levels[b] = q
@@ -332,7 +380,9 @@ def _weight_shape(W: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in (np.shape(W) if shape is None else shape))
 
 
-def _check_codebooks_budget(what: str, shapes: Sequence[tuple[int, ...]], bits: tuple[int, ...], n_steps: int) -> None:
+def _check_codebooks_budget(
+    what: str, shapes: Sequence[tuple[int, ...]], bits: tuple[int, ...], n_steps: int
+) -> None:
     """Refuse codebooks whose memory or Lloyd work cannot fit, from the shapes alone.
 
     Memory: :data:`_NORMED_BYTES_PER_ELEMENT` per element of every matrix plus
@@ -349,12 +399,22 @@ def _check_codebooks_budget(what: str, shapes: Sequence[tuple[int, ...]], bits: 
         total += m * n
         log_n = math.log2(max(n, 2))
         ops += m * n * log_n + sum((n_steps + 1) * m * 2**b * log_n for b in bits)
-    peak = _NORMED_BYTES_PER_ELEMENT * total + _CODEBOOK_BYTES_PER_ELEMENT * max(batches.values(), default=0)
+    peak = _NORMED_BYTES_PER_ELEMENT * total + _CODEBOOK_BYTES_PER_ELEMENT * max(
+        batches.values(), default=0
+    )
     check_budget(what, n_bytes=peak, n_operations=ops)
 
 
-def _codebooks_many(weights: Sequence[Any], bits: Any, group: int, weight_power: int, n_steps: int, tol: float,
-                    init: str, what: str = "learn_channel_codebooks(W=...)") -> list[ChannelCodebooks]:
+def _codebooks_many(
+    weights: Sequence[Any],
+    bits: Any,
+    group: int,
+    weight_power: int,
+    n_steps: int,
+    tol: float,
+    init: str,
+    what: str = "learn_channel_codebooks(W=...)",
+) -> list[ChannelCodebooks]:
     """Codebooks of several matrices; rows of all matrices with the same n are iterated together.
 
     The arguments are checked and the budget estimated (:func:`_check_codebooks_budget`) before any
@@ -368,26 +428,42 @@ def _codebooks_many(weights: Sequence[Any], bits: Any, group: int, weight_power:
     normed = []
     for i, W in enumerate(weights):
         W32 = lowbit._check_weight(W, "W" if len(weights) == 1 else f"weights[{i}]")
-        normed.append(lowbit._blockwise_absmax(W32, lowbit._check_group(group, W32.shape[1])))
+        normed.append(
+            lowbit._blockwise_absmax(W32, lowbit._check_group(group, W32.shape[1]))
+        )
     out: list[ChannelCodebooks | None] = [None] * len(normed)
     for n in sorted({Wn.shape[1] for Wn, _ in normed}):
         idx = [i for i, (Wn, _) in enumerate(normed) if Wn.shape[1] == n]
         Wn = np.concatenate([normed[i][0] for i in idx])
         sc = np.concatenate([normed[i][1] for i in idx])
-        lv, th, err = _codebooks_core(Wn, sc, int(group), bits, weight_power, n_steps, tol, init)
+        lv, th, err = _codebooks_core(
+            Wn, sc, int(group), bits, weight_power, n_steps, tol, init
+        )
         start = 0
         for i in idx:
             m = normed[i][0].shape[0]
             sl = slice(start, start + m)
-            out[i] = ChannelCodebooks(bits, {b: v[sl] for b, v in lv.items()}, {b: v[sl] for b, v in th.items()},
-                                      err[sl], np.full(m, n, dtype=np.int64), int(group), (m, n))
+            out[i] = ChannelCodebooks(
+                bits,
+                {b: v[sl] for b, v in lv.items()},
+                {b: v[sl] for b, v in th.items()},
+                err[sl],
+                np.full(m, n, dtype=np.int64),
+                int(group),
+                (m, n),
+            )
             start += m
     return out  # type: ignore[return-value]
 
 
-def learn_channel_codebooks(W: Any, bits: Sequence[int] = DEFAULTS.bits, group: int = DEFAULTS.group,
-                            weight_power: int = DEFAULTS.weight_power, n_steps: int = DEFAULTS.lloyd_n_steps,
-                            tol: float = DEFAULTS.lloyd_tol) -> ChannelCodebooks | list[ChannelCodebooks]:
+def learn_channel_codebooks(
+    W: Any,
+    bits: Sequence[int] = DEFAULTS.bits,
+    group: int = DEFAULTS.group,
+    weight_power: int = DEFAULTS.weight_power,
+    n_steps: int = DEFAULTS.lloyd_n_steps,
+    tol: float = DEFAULTS.lloyd_tol,
+) -> ChannelCodebooks | list[ChannelCodebooks]:
     """Learn a codebook and thresholds for every output channel and precision (Sec. 4.1).
 
     Rows of ``W`` are normalised group-wise by their absmax (g = ``group``); each row ``c`` then
@@ -425,12 +501,12 @@ def learn_channel_codebooks(W: Any, bits: Sequence[int] = DEFAULTS.bits, group: 
     return _codebooks_many([W], bits, group, weight_power, n_steps, tol, "learned")[0]
 
 
-
 # ------------------------------------------------------------------------------------------------
 # Precision assignment (Sec. 4.2, Algorithm 1)
 # ------------------------------------------------------------------------------------------------
-def _check_assign_inputs(errors: Any, n_params: Any, target_bits: Any,
-                         bits: Any) -> tuple[np.ndarray, np.ndarray, float, tuple[int, ...], int]:
+def _check_assign_inputs(
+    errors: Any, n_params: Any, target_bits: Any, bits: Any
+) -> tuple[np.ndarray, np.ndarray, float, tuple[int, ...], int]:
     """An error table, channel sizes and a budget, validated: ``(E, n_c, target_bits, bits, budget)``.
 
     ``E`` (C, len(bits)) float64 has its columns reordered to ascending precision; ``budget`` is
@@ -438,13 +514,17 @@ def _check_assign_inputs(errors: Any, n_params: Any, target_bits: Any,
     """
     given = (bits,) if isinstance(bits, (int, np.integer)) else tuple(bits)
     bits = _check_bits_tuple(bits)  # sorted ascending
-    E = check_array(errors, "errors", shape=(None, len(bits)), dtype=np.float64, low=0.0, min_size=1)
+    E = check_array(
+        errors, "errors", shape=(None, len(bits)), dtype=np.float64, low=0.0, min_size=1
+    )
     # column j of ``errors`` belongs to given[j]: reorder the columns to ascending precision
     E = E[:, np.argsort([int(b) for b in given], kind="stable")]
     nc = check_array(n_params, "n_params", kind="int", shape=(E.shape[0],), low=1)
     target = check_real(target_bits, "target_bits")
     if target < bits[0]:
-        raise ValueError(f"target_bits={target_bits} is infeasible: below the smallest precision {bits[0]} bit")
+        raise ValueError(
+            f"target_bits={target_bits} is infeasible: below the smallest precision {bits[0]} bit"
+        )
     # budget in bits; the 1e-9 absorbs decimal round-off like 1.15 * N
     # Python ints: no int64 overflow
     budget = int(math.floor(target * sum(nc.tolist()) + 1e-9))
@@ -480,7 +560,13 @@ def _exact_dot(rb: np.ndarray, nc: np.ndarray) -> int:
     return sum(int(b) * int(n) for b, n in zip(rb.tolist(), nc.tolist()))
 
 
-def _repair_budget(choice: np.ndarray, E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budget: int) -> np.ndarray:
+def _repair_budget(
+    choice: np.ndarray,
+    E: np.ndarray,
+    nc: np.ndarray,
+    bits: tuple[int, ...],
+    budget: int,
+) -> np.ndarray:
     """Lower precisions greedily (least extra error per saved bit) until the budget holds.
 
     Only a guard against solver round-off; with exact solutions it does nothing.
@@ -488,8 +574,15 @@ def _repair_budget(choice: np.ndarray, E: np.ndarray, nc: np.ndarray, bits: tupl
     b = np.array(bits)
     while _exact_dot(b[choice], nc) > budget:
         can = choice > 0
-        extra = np.where(can, (E[np.arange(len(choice)), np.maximum(choice - 1, 0)] - E[np.arange(len(choice)), choice])
-                         / np.maximum(nc * (b[choice] - b[np.maximum(choice - 1, 0)]), 1), np.inf)
+        extra = np.where(
+            can,
+            (
+                E[np.arange(len(choice)), np.maximum(choice - 1, 0)]
+                - E[np.arange(len(choice)), choice]
+            )
+            / np.maximum(nc * (b[choice] - b[np.maximum(choice - 1, 0)]), 1),
+            np.inf,
+        )
         choice[int(np.argmin(extra))] -= 1
     return choice
 
@@ -498,20 +591,38 @@ def _repair_budget(choice: np.ndarray, E: np.ndarray, nc: np.ndarray, bits: tupl
 _MILP_TOL = 1e-6
 
 
-def _milp(c: np.ndarray, A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: float, upper: Any,
-          time_limit: float) -> np.ndarray:
+def _milp(
+    c: np.ndarray,
+    A_eq: np.ndarray,
+    b_eq: np.ndarray,
+    A_ub: np.ndarray,
+    b_ub: float,
+    upper: Any,
+    time_limit: float,
+) -> np.ndarray:
     """Integer ``x = argmin c^T x`` s.t. ``A_eq x = b_eq``, ``A_ub x <= b_ub``, ``0 <= x <= upper``
     (HiGHS through ``scipy.optimize.milp``, zero gap), checked by :func:`_check_milp_result`."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     cons = [LinearConstraint(A_eq, b_eq, b_eq), LinearConstraint(A_ub, -np.inf, b_ub)]
-    res = milp(c, constraints=cons, integrality=np.ones_like(c), bounds=Bounds(0, upper),
-               options={"mip_rel_gap": 0.0, "time_limit": time_limit, "presolve": True})
+    res = milp(
+        c,
+        constraints=cons,
+        integrality=np.ones_like(c),
+        bounds=Bounds(0, upper),
+        options={"mip_rel_gap": 0.0, "time_limit": time_limit, "presolve": True},
+    )
     return _check_milp_result(res, A_eq, b_eq, A_ub, b_ub, upper)
 
 
-def _check_milp_result(res: Any, A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.ndarray, b_ub: float,
-                       upper: Any) -> np.ndarray:
+def _check_milp_result(
+    res: Any,
+    A_eq: np.ndarray,
+    b_eq: np.ndarray,
+    A_ub: np.ndarray,
+    b_ub: float,
+    upper: Any,
+) -> np.ndarray:
     """The solver's answer as an int64 vector, once it is known to be a feasible point.
 
     Accepted: status 0 (optimal) or 1 (time/iteration limit with an incumbent). The point must be
@@ -525,30 +636,47 @@ def _check_milp_result(res: Any, A_eq: np.ndarray, b_eq: np.ndarray, A_ub: np.nd
     status, message = getattr(res, "status", None), getattr(res, "message", "")
     x = getattr(res, "x", None)
     if status not in (0, 1) or x is None:
-        raise RuntimeError(f"the MILP solver returned no usable solution (status {status}): {message}")
+        raise RuntimeError(
+            f"the MILP solver returned no usable solution (status {status}): {message}"
+        )
     x = np.asarray(x, dtype=np.float64)
     if x.shape != (A_eq.shape[1],) or not np.isfinite(x).all():
-        raise RuntimeError(f"the MILP solver returned a solution of shape {x.shape} with non-finite entries or the "
-                           f"wrong size (expected {A_eq.shape[1]}): {message}")
+        raise RuntimeError(
+            f"the MILP solver returned a solution of shape {x.shape} with non-finite entries or the "
+            f"wrong size (expected {A_eq.shape[1]}): {message}"
+        )
     xi = np.rint(x)
     if np.abs(x - xi).max(initial=0.0) > _MILP_TOL:
-        raise RuntimeError(f"the MILP solver returned a non-integral solution (largest fractional part "
-                           f"{np.abs(x - xi).max():.3g}): {message}")
+        raise RuntimeError(
+            f"the MILP solver returned a non-integral solution (largest fractional part "
+            f"{np.abs(x - xi).max():.3g}): {message}"
+        )
     hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), xi.shape)
     if (xi < 0).any() or (xi > hi).any():
-        raise RuntimeError(f"the MILP solver returned a solution outside its bounds [0, upper]: {message}")
+        raise RuntimeError(
+            f"the MILP solver returned a solution outside its bounds [0, upper]: {message}"
+        )
     if not np.array_equal(A_eq @ xi, np.asarray(b_eq, dtype=np.float64)):
-        raise RuntimeError("the MILP solver returned an infeasible solution: an equality row (one precision per "
-                           f"channel, or a precision's count) does not hold: {message}")
+        raise RuntimeError(
+            "the MILP solver returned an infeasible solution: an equality row (one precision per "
+            f"channel, or a precision's count) does not hold: {message}"
+        )
     over = float((A_ub @ xi).max(initial=-np.inf) - b_ub)
     if over > _MILP_TOL * max(1.0, abs(float(b_ub))):
-        raise RuntimeError(f"the MILP solver returned an infeasible solution: it exceeds the bit budget {b_ub:g} "
-                           f"by {over:g}: {message}")
+        raise RuntimeError(
+            f"the MILP solver returned an infeasible solution: it exceeds the bit budget {b_ub:g} "
+            f"by {over:g}: {message}"
+        )
     return xi.astype(np.int64)
 
 
-def assign_precision_exact(errors: ArrayLike, n_params: ArrayLike, target_bits: float,
-                           bits: Sequence[int] = DEFAULTS.bits, time_limit: float = DEFAULTS.time_limit) -> np.ndarray:
+def assign_precision_exact(
+    errors: ArrayLike,
+    n_params: ArrayLike,
+    target_bits: float,
+    bits: Sequence[int] = DEFAULTS.bits,
+    time_limit: float = DEFAULTS.time_limit,
+) -> np.ndarray:
     """Optimal per-channel precisions by one MILP (the ground truth for small models and tests).
 
     ``min_y sum_{c,b} y_{c,b} e_c(b)`` s.t. ``sum_b y_{c,b} = 1``, ``sum_{c,b} y_{c,b} n_c b <=
@@ -575,13 +703,19 @@ def assign_precision_exact(errors: ArrayLike, n_params: ArrayLike, target_bits: 
     """
     E, nc, _, bits, budget = _check_assign_inputs(errors, n_params, target_bits, bits)
     # inf: no limit
-    time_limit = check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)
+    time_limit = check_real(
+        time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True
+    )
     C, nb = E.shape  # the dense (C, C nb) equality matrix, and the solver's copy of it
-    check_budget(f"assign_precision_exact(errors of {C} channels)", n_bytes=2 * 8.0 * C * C * nb)
+    check_budget(
+        f"assign_precision_exact(errors of {C} channels)", n_bytes=2 * 8.0 * C * C * nb
+    )
     return _assign_exact(E, nc, bits, budget, time_limit)
 
 
-def _assign_exact(E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budget: int, time_limit: float) -> np.ndarray:
+def _assign_exact(
+    E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budget: int, time_limit: float
+) -> np.ndarray:
     """``min_y sum y_{c,b} e_c(b)`` s.t. ``sum_b y_{c,b} = 1``, ``sum y_{c,b} n_c b <= budget``, y binary."""
     C, nb = E.shape
     b = np.array(bits)
@@ -607,22 +741,29 @@ def _intra_cluster(Ek: np.ndarray, counts: np.ndarray, time_limit: float) -> np.
     K, nb = Ek.shape
     A_eq = np.vstack([np.kron(np.eye(K), np.ones(nb)), np.kron(np.ones(K), np.eye(nb))])
     b_eq = np.concatenate([np.ones(K), counts])
-    y = _milp(Ek.ravel(), A_eq, b_eq, np.zeros((1, K * nb)), 0.0, 1, time_limit).reshape(K, nb)
+    y = _milp(
+        Ek.ravel(), A_eq, b_eq, np.zeros((1, K * nb)), 0.0, 1, time_limit
+    ).reshape(K, nb)
     return y.argmax(1)
-
-
 
 
 _CLUSTER_CACHE: dict[tuple, np.ndarray] = {}
 
 
-def _cluster_channels(E: np.ndarray, nc: np.ndarray, n_clusters: int, seed: int) -> np.ndarray:
+def _cluster_channels(
+    E: np.ndarray, nc: np.ndarray, n_clusters: int, seed: int
+) -> np.ndarray:
     """K-means labels (C,) of the channels' log-error profiles, within groups of equal n_c."""
     import hashlib
 
     from sklearn.cluster import KMeans
 
-    key = (hashlib.sha1(E.tobytes() + nc.tobytes()).hexdigest(), E.shape, n_clusters, seed)
+    key = (
+        hashlib.sha1(E.tobytes() + nc.tobytes()).hexdigest(),
+        E.shape,
+        n_clusters,
+        seed,
+    )
     if key in _CLUSTER_CACHE:
         return _CLUSTER_CACHE[key]
     C = E.shape[0]
@@ -635,7 +776,11 @@ def _cluster_channels(E: np.ndarray, nc: np.ndarray, n_clusters: int, seed: int)
         if k >= rows.size:
             lab = np.arange(rows.size)
         else:
-            lab = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(feats[rows]).labels_
+            lab = (
+                KMeans(n_clusters=k, n_init=1, random_state=seed)
+                .fit(feats[rows])
+                .labels_
+            )
         _, lab = np.unique(lab, return_inverse=True)
         labels[rows] = lab + next_label
         next_label += int(lab.max()) + 1
@@ -645,9 +790,16 @@ def _cluster_channels(E: np.ndarray, nc: np.ndarray, n_clusters: int, seed: int)
     return labels
 
 
-def assign_precision(errors: ArrayLike, n_params: ArrayLike, target_bits: float, bits: Sequence[int] = DEFAULTS.bits,
-                     n_clusters: int = DEFAULTS.n_clusters, seed: int = 0, time_limit: float = DEFAULTS.time_limit,
-                     return_info: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, Any]]:
+def assign_precision(
+    errors: ArrayLike,
+    n_params: ArrayLike,
+    target_bits: float,
+    bits: Sequence[int] = DEFAULTS.bits,
+    n_clusters: int = DEFAULTS.n_clusters,
+    seed: int = 0,
+    time_limit: float = DEFAULTS.time_limit,
+    return_info: bool = False,
+) -> np.ndarray | tuple[np.ndarray, dict[str, Any]]:
     """LowRA's two-level channel-wise precision assigner (Sec. 4.2, Algorithm 1).
 
     1. Channels are grouped by parameter count ``n_c``; inside each group K-means (scikit-learn)
@@ -692,18 +844,30 @@ def assign_precision(errors: ArrayLike, n_params: ArrayLike, target_bits: float,
     n_clusters = check_int(n_clusters, "n_clusters", low=1)
     seed = check_int(seed, "seed", low=0)
     # inf: no limit
-    time_limit = check_real(time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True)
+    time_limit = check_real(
+        time_limit, "time_limit", low=0.0, low_open=True, allow_inf=True
+    )
     # clusters: the dense (K, K nb) cluster-level ILP
     K = min(n_clusters + np.unique(nc).size, E.shape[0])
     # K-means: <= 300 Lloyd steps
-    check_budget(f"assign_precision(n_clusters={n_clusters})", n_bytes=2 * 8.0 * K * K * E.shape[1],
-                 n_operations=float(E.shape[0]) * K * E.shape[1] * 300)
+    check_budget(
+        f"assign_precision(n_clusters={n_clusters})",
+        n_bytes=2 * 8.0 * K * K * E.shape[1],
+        n_operations=float(E.shape[0]) * K * E.shape[1] * 300,
+    )
     out, info = _assign_two_level(E, nc, bits, budget, n_clusters, seed, time_limit)
     return (out, info) if return_info else out
 
 
-def _assign_two_level(E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budget: int, n_clusters: int,
-                      seed: int, time_limit: float) -> tuple[np.ndarray, dict[str, Any]]:
+def _assign_two_level(
+    E: np.ndarray,
+    nc: np.ndarray,
+    bits: tuple[int, ...],
+    budget: int,
+    n_clusters: int,
+    seed: int,
+    time_limit: float,
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Algorithm 1 of the paper: cluster, solve the cluster ILP, then the per-cluster transports.
 
     ``x_{k,b}`` = how many channels of cluster k get b bits, ``ebar_k(b)`` = the cluster's mean
@@ -713,7 +877,9 @@ def _assign_two_level(E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budg
     C, nb = E.shape
     b = np.array(bits)
     if budget >= sum(nc.tolist()) * int(b[-1]):  # Python ints: exact
-        return np.full(C, b[-1], dtype=np.int64), {"labels": np.zeros(C, dtype=np.int64)}
+        return np.full(C, b[-1], dtype=np.int64), {
+            "labels": np.zeros(C, dtype=np.int64)
+        }
     # 1. clusters inside groups of equal n_c (cached: the clustering does not depend on the budget)
     labels = _cluster_channels(E, nc, n_clusters, seed)
     K = int(labels.max()) + 1
@@ -727,11 +893,16 @@ def _assign_two_level(E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budg
     A_eq = np.kron(np.eye(K), np.ones(nb))
     A_ub = (n_k[:, None] * b[None, :]).reshape(1, -1).astype(np.float64)
     upper = np.repeat(size_k, nb).astype(np.float64)
-    x = _milp(mean_e.ravel(), A_eq, size_k.astype(np.float64), A_ub, budget, upper, time_limit).reshape(K, nb)
+    x = _milp(
+        mean_e.ravel(), A_eq, size_k.astype(np.float64), A_ub, budget, upper, time_limit
+    ).reshape(K, nb)
     # incumbent guard: a feasible uniform assignment never loses to the solver's answer
     proxy = float((x * mean_e).sum())
     for j in range(nb):
-        if sum(nc.tolist()) * int(b[j]) <= budget and (size_k * mean_e[:, j]).sum() < proxy:
+        if (
+            sum(nc.tolist()) * int(b[j]) <= budget
+            and (size_k * mean_e[:, j]).sum() < proxy
+        ):
             x = np.zeros((K, nb), dtype=np.int64)
             x[:, j] = size_k
             proxy = float((size_k * mean_e[:, j]).sum())
@@ -741,4 +912,9 @@ def _assign_two_level(E: np.ndarray, nc: np.ndarray, bits: tuple[int, ...], budg
         rows = np.flatnonzero(labels == k)
         choice[rows] = _intra_cluster(E[rows], x[k], time_limit)
     choice = _repair_budget(choice, E, nc, bits, budget)
-    return b[choice].astype(np.int64), {"labels": labels, "counts": x, "cluster_objective": proxy, "n_clusters": K}
+    return b[choice].astype(np.int64), {
+        "labels": labels,
+        "counts": x,
+        "cluster_objective": proxy,
+        "n_clusters": K,
+    }

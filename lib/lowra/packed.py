@@ -17,7 +17,14 @@ import torch
 from numpy.typing import ArrayLike
 from torch import nn
 
-from icml25.checks import check_array, check_bool, check_budget, check_int, check_positive, check_tensor
+from icml25.checks import (
+    check_array,
+    check_bool,
+    check_budget,
+    check_int,
+    check_positive,
+    check_tensor,
+)
 from icml25.kernels import lowbit
 from icml25.lowra.defaults import DEFAULTS
 
@@ -59,8 +66,14 @@ class MixedPrecisionWeight:
     group: int
 
     @classmethod
-    def quantize(cls, W: ArrayLike, row_bits: ArrayLike, lut: ArrayLike, thresholds: ArrayLike,
-                 group: int = DEFAULTS.group) -> "MixedPrecisionWeight":
+    def quantize(
+        cls,
+        W: ArrayLike,
+        row_bits: ArrayLike,
+        lut: ArrayLike,
+        thresholds: ArrayLike,
+        group: int = DEFAULTS.group,
+    ) -> "MixedPrecisionWeight":
         """Quantize ``W`` with per-row precisions and codebooks (normalise, bin, pack).
 
         Args:
@@ -80,44 +93,82 @@ class MixedPrecisionWeight:
         g = lowbit._check_group(group, n)
         rb = lowbit._check_row_bits(row_bits, m)
         lut = check_array(lut, "lut", shape=(m, lowbit.LUT_WIDTH), dtype=np.float32)
-        thr = check_array(thresholds, "thresholds", shape=(m, lowbit.LUT_WIDTH - 1), dtype=np.float32, finite=False)
+        thr = check_array(
+            thresholds,
+            "thresholds",
+            shape=(m, lowbit.LUT_WIDTH - 1),
+            dtype=np.float32,
+            finite=False,
+        )
         lut16 = _fp16(lut)
         if not np.isfinite(lut16).all():
-            raise ValueError("lut has levels beyond the fp16 range (|q| > 65504) the format stores")
+            raise ValueError(
+                "lut has levels beyond the fp16 range (|q| > 65504) the format stores"
+            )
         thr16 = _fp16(thr)
         packed, offsets, absmax = lowbit.quantize_mixed(W32, rb, thr16, g)
         absmax16 = _fp16(np.asarray(absmax))
         if not np.isfinite(absmax16).all():
-            raise ValueError("W has a group absmax beyond the fp16 range (|w| > 65504) the format stores")
-        return cls(np.asarray(packed), np.asarray(offsets, dtype=np.int64), rb.astype(np.uint8), lut16,
-                   thr16, absmax16, (m, n), g)
+            raise ValueError(
+                "W has a group absmax beyond the fp16 range (|w| > 65504) the format stores"
+            )
+        return cls(
+            np.asarray(packed),
+            np.asarray(offsets, dtype=np.int64),
+            rb.astype(np.uint8),
+            lut16,
+            thr16,
+            absmax16,
+            (m, n),
+            g,
+        )
 
     def codes(self) -> np.ndarray:
         """(m, n) uint8 unpacked codes."""
-        return lowbit.unpack_codes(self.packed, self.row_offsets, self.row_bits, self.shape[1])
+        return lowbit.unpack_codes(
+            self.packed, self.row_offsets, self.row_bits, self.shape[1]
+        )
 
     def dequantize(self, out_dtype: Any = np.float32) -> np.ndarray:
         """(m, n) dense weight ``lut[c, code] * absmax`` (via the kernels' dispatcher)."""
-        return np.asarray(lowbit.dequantize_mixed(self.packed, self.row_offsets, self.row_bits, self.lut,
-                                                  self.absmax, self.shape[1], self.group, out_dtype))
+        return np.asarray(
+            lowbit.dequantize_mixed(
+                self.packed,
+                self.row_offsets,
+                self.row_bits,
+                self.lut,
+                self.absmax,
+                self.shape[1],
+                self.group,
+                out_dtype,
+            )
+        )
 
     def storage(self) -> dict[str, int]:
         """Bytes of each stored component (the accounting; fp16 for levels, thresholds, absmax)."""
         rb = self.row_bits.astype(np.int64)
         m, n = self.shape
         h = DEFAULTS.half_bytes
-        return {"codes": int(((n * rb + 7) // 8).sum()), "lut": int(h * (2**rb).sum()),
-                "thresholds": int(h * (2**rb - 1).sum()), "absmax": int(h * m * (n // self.group)),
-                "row_bits": int(m)}
+        return {
+            "codes": int(((n * rb + 7) // 8).sum()),
+            "lut": int(h * (2**rb).sum()),
+            "thresholds": int(h * (2**rb - 1).sum()),
+            "absmax": int(h * m * (n // self.group)),
+            "row_bits": int(m),
+        }
 
     def to_compact(self) -> dict[str, np.ndarray]:
         """The arrays one would write to disk: codes, ragged fp16 LUT/thresholds, fp16 absmax, bits."""
         rb = self.row_bits.astype(np.int64)
         keep_l = np.arange(16)[None, :] < (2**rb)[:, None]
         keep_t = np.arange(15)[None, :] < (2**rb - 1)[:, None]
-        return {"codes": self.packed.copy(), "lut": self.lut[keep_l].astype(np.float16),
-                "thresholds": self.thresholds[keep_t].astype(np.float16),
-                "absmax": self.absmax.astype(np.float16).ravel(), "row_bits": self.row_bits.astype(np.uint8)}
+        return {
+            "codes": self.packed.copy(),
+            "lut": self.lut[keep_l].astype(np.float16),
+            "thresholds": self.thresholds[keep_t].astype(np.float16),
+            "absmax": self.absmax.astype(np.float16).ravel(),
+            "row_bits": self.row_bits.astype(np.uint8),
+        }
 
     @property
     def nbytes(self) -> int:
@@ -133,7 +184,9 @@ class MixedPrecisionWeight:
         """Bits per parameter: codes only (``sum_c n b_c / (m n)``) or everything stored."""
         if include_overhead:
             return 8.0 * self.nbytes / self.n_params
-        return float(self.shape[1] * self.row_bits.astype(np.int64).sum()) / self.n_params
+        return (
+            float(self.shape[1] * self.row_bits.astype(np.int64).sum()) / self.n_params
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -157,8 +210,12 @@ def _top_svd(R: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return (other, S, vec) if tall else (vec, S, other)
 
 
-def loftq_init(W: ArrayLike, quantizer: Callable[[np.ndarray], Any], rank: int,
-               n_steps: int = DEFAULTS.loftq_n_steps) -> tuple[Any, np.ndarray, np.ndarray]:
+def loftq_init(
+    W: ArrayLike,
+    quantizer: Callable[[np.ndarray], Any],
+    rank: int,
+    n_steps: int = DEFAULTS.loftq_n_steps,
+) -> tuple[Any, np.ndarray, np.ndarray]:
     """LoftQ: alternate quantization and a rank-r SVD of the residual (Li et al., 2024).
 
     ``A_0 B_0^T = 0``; for t = 1..T: ``Q_t = quantizer(W - A_{t-1} B_{t-1}^T)`` and
@@ -191,8 +248,11 @@ def loftq_init(W: ArrayLike, quantizer: Callable[[np.ndarray], Any], rank: int,
         raise TypeError(f"quantizer must be callable, got {type(quantizer).__name__}")
     m, n = W32.shape
     k = min(m, n)
-    check_budget(f"loftq_init(n_steps={n_steps})", n_bytes=48.0 * m * n + 16.0 * k * k,
-                 n_operations=n_steps * (2.0 * m * n * k + float(k) ** 3 + 4.0 * m * n * rank))
+    check_budget(
+        f"loftq_init(n_steps={n_steps})",
+        n_bytes=48.0 * m * n + 16.0 * k * k,
+        n_operations=n_steps * (2.0 * m * n * k + float(k) ** 3 + 4.0 * m * n * rank),
+    )
     return _loftq(W32, quantizer, rank, n_steps)
 
 
@@ -200,13 +260,16 @@ def _dense_approximation(Q: Any, shape: tuple[int, int]) -> np.ndarray:
     """The quantizer's output as a dense float32 array; it must be finite and of ``shape``."""
     Qd = np.asarray(Q.dequantize() if hasattr(Q, "dequantize") else Q, dtype=np.float32)
     if Qd.shape != shape or not np.isfinite(Qd).all():
-        raise ValueError(f"quantizer must return a finite {shape} approximation, got shape {Qd.shape}"
-                         + ("" if Qd.shape != shape else " with NaN or inf"))
+        raise ValueError(
+            f"quantizer must return a finite {shape} approximation, got shape {Qd.shape}"
+            + ("" if Qd.shape != shape else " with NaN or inf")
+        )
     return Qd
 
 
-def _loftq(W: np.ndarray, quantizer: Callable[[np.ndarray], Any], rank: int,
-           n_steps: int) -> tuple[Any, np.ndarray, np.ndarray]:
+def _loftq(
+    W: np.ndarray, quantizer: Callable[[np.ndarray], Any], rank: int, n_steps: int
+) -> tuple[Any, np.ndarray, np.ndarray]:
     """LoftQ (Li et al., 2024, Alg. 1) returning its best iterate ``t* = argmin_t J_t``.
 
     ``A_0 B_0^T = 0``; ``Q_t = Quant(W - A_{t-1} B_{t-1}^T)``, ``A_t B_t^T = SVD_r(W - Q_t)``;
@@ -251,40 +314,67 @@ class LowRALinear(nn.Module):
             adapter shapes wrong.
     """
 
-    def __init__(self, qweight: MixedPrecisionWeight, bias: torch.Tensor | None = None, rank: int = 8,
-                 alpha: float = DEFAULTS.alpha, lora_A: ArrayLike | None = None, lora_B: ArrayLike | None = None,
-                 cache_dequantized: bool = False) -> None:
+    def __init__(
+        self,
+        qweight: MixedPrecisionWeight,
+        bias: torch.Tensor | None = None,
+        rank: int = 8,
+        alpha: float = DEFAULTS.alpha,
+        lora_A: ArrayLike | None = None,
+        lora_B: ArrayLike | None = None,
+        cache_dequantized: bool = False,
+    ) -> None:
         super().__init__()
         if not isinstance(qweight, MixedPrecisionWeight):
-            raise TypeError(f"qweight must be a MixedPrecisionWeight, got {type(qweight).__name__}")
+            raise TypeError(
+                f"qweight must be a MixedPrecisionWeight, got {type(qweight).__name__}"
+            )
         m, n = qweight.shape
         rank = check_int(rank, "rank", low=1, high=min(m, n))
         alpha = check_positive(alpha, "alpha")
         cache_dequantized = check_bool(cache_dequantized, "cache_dequantized")
         if bias is not None:
             if not isinstance(bias, torch.Tensor):
-                raise TypeError(f"bias must be a torch tensor or None, got {type(bias).__name__}")
+                raise TypeError(
+                    f"bias must be a torch tensor or None, got {type(bias).__name__}"
+                )
             if tuple(bias.shape) != (m,):
-                raise ValueError(f"bias must have shape ({m},), got {tuple(bias.shape)}")
+                raise ValueError(
+                    f"bias must have shape ({m},), got {tuple(bias.shape)}"
+                )
         self.in_features, self.out_features, self.rank = n, m, int(rank)
         self.group = qweight.group
         self.scaling = float(alpha) / self.rank
         self.register_buffer("packed", torch.from_numpy(qweight.packed.copy()))
-        self.register_buffer("row_offsets", torch.from_numpy(qweight.row_offsets.copy()))
-        self.register_buffer("row_bits", torch.from_numpy(qweight.row_bits.astype(np.int64)))
+        self.register_buffer(
+            "row_offsets", torch.from_numpy(qweight.row_offsets.copy())
+        )
+        self.register_buffer(
+            "row_bits", torch.from_numpy(qweight.row_bits.astype(np.int64))
+        )
         self.register_buffer("lut", torch.from_numpy(qweight.lut.copy()))
         self.register_buffer("absmax", torch.from_numpy(qweight.absmax.copy()))
-        self.bias = nn.Parameter(bias.detach().clone().float(), requires_grad=False) if bias is not None else None
+        self.bias = (
+            nn.Parameter(bias.detach().clone().float(), requires_grad=False)
+            if bias is not None
+            else None
+        )
         A = torch.empty(self.rank, n)
         nn.init.kaiming_uniform_(A, a=math.sqrt(5))
         B = torch.zeros(m, self.rank)
         if lora_A is not None:
-            A = torch.as_tensor(np.asarray(lora_A) if not isinstance(lora_A, torch.Tensor) else lora_A).float()
+            A = torch.as_tensor(
+                np.asarray(lora_A) if not isinstance(lora_A, torch.Tensor) else lora_A
+            ).float()
         if lora_B is not None:
-            B = torch.as_tensor(np.asarray(lora_B) if not isinstance(lora_B, torch.Tensor) else lora_B).float()
+            B = torch.as_tensor(
+                np.asarray(lora_B) if not isinstance(lora_B, torch.Tensor) else lora_B
+            ).float()
         if A.shape != (self.rank, n) or B.shape != (m, self.rank):
-            raise ValueError(f"lora_A must be ({self.rank}, {n}) and lora_B ({m}, {self.rank}), got "
-                             f"{tuple(A.shape)}, {tuple(B.shape)}")
+            raise ValueError(
+                f"lora_A must be ({self.rank}, {n}) and lora_B ({m}, {self.rank}), got "
+                f"{tuple(A.shape)}, {tuple(B.shape)}"
+            )
         self.lora_A = nn.Parameter(A.clone())
         self.lora_B = nn.Parameter(B.clone())
         self.cache_dequantized = cache_dequantized
@@ -292,10 +382,22 @@ class LowRALinear(nn.Module):
 
     def dequantized_weight(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """(m, n) dense W_hat on the buffers' device."""
-        if self._cache is not None and self._cache.dtype == dtype and self._cache.device == self.packed.device:
+        if (
+            self._cache is not None
+            and self._cache.dtype == dtype
+            and self._cache.device == self.packed.device
+        ):
             return self._cache
-        W = lowbit.dequantize_mixed(self.packed, self.row_offsets, self.row_bits, self.lut, self.absmax,
-                                    self.in_features, self.group, dtype)
+        W = lowbit.dequantize_mixed(
+            self.packed,
+            self.row_offsets,
+            self.row_bits,
+            self.lut,
+            self.absmax,
+            self.in_features,
+            self.group,
+            dtype,
+        )
         W = W.to(self.packed.device)
         if self.cache_dequantized:
             self._cache = W
@@ -312,20 +414,28 @@ class LowRALinear(nn.Module):
             TypeError: x not a floating-point tensor.  ValueError: last dimension not n.
         """
         if not isinstance(x, torch.Tensor):
-            raise TypeError(f"x must be a floating-point torch tensor, got {type(x).__name__}")
+            raise TypeError(
+                f"x must be a floating-point torch tensor, got {type(x).__name__}"
+            )
         x = check_tensor(x, "x", finite=False)
         if x.shape[-1:] != (self.in_features,):
-            raise ValueError(f"x must have last dimension in_features={self.in_features}, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"x must have last dimension in_features={self.in_features}, got shape {tuple(x.shape)}"
+            )
         return self._forward(x)
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         """``y = x W_hat^T + bias + (alpha / r) (x A^T) B^T`` (LoRA on the dequantized base; ``A`` is
         ``lora_A`` (r, n), ``B`` is ``lora_B`` (m, r), ``alpha / r`` is ``self.scaling``)."""
-        W = self.dequantized_weight(torch.float16 if x.dtype == torch.float16 else torch.float32)
+        W = self.dequantized_weight(
+            torch.float16 if x.dtype == torch.float16 else torch.float32
+        )
         dt = x.dtype
         bias = None if self.bias is None else self.bias.to(dt)
         y = nn.functional.linear(x, W.to(dt), bias)
-        return y + self.scaling * nn.functional.linear(nn.functional.linear(x, self.lora_A.to(dt)), self.lora_B.to(dt))
+        return y + self.scaling * nn.functional.linear(
+            nn.functional.linear(x, self.lora_A.to(dt)), self.lora_B.to(dt)
+        )
 
     def extra_repr(self) -> str:
         """One line for ``print(model)``: sizes, rank and mean bits per weight."""

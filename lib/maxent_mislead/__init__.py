@@ -13,22 +13,67 @@ tables and rewards), ``sac_adaent`` (:class:`SACAdaEnt`), ``baselines`` (SB3 age
 them, :mod:`icml25.claims`).
 """
 
-from .defaults import DEFAULTS, AgentDefaults, ControlDefaults, MaxEntMisleadDefaults, ToyADefaults, ToyBDefaults
-from .method import (ValueIterationResult, bifurcation_extension, branch_threshold_alpha, branch_values,
-                     grid_mass_near, half_mass_alpha, soft_policy, soft_value, soft_value_iteration, value_iteration)
-from .envs import (ENV_IDS, BicycleTracking, ContinuousAcrobot, Obstacle2D, PrecisionBandit, TwoBranchMDP,
-                   register_envs, segment_hits_box)
+from .defaults import (
+    DEFAULTS,
+    AgentDefaults,
+    ControlDefaults,
+    MaxEntMisleadDefaults,
+    ToyADefaults,
+    ToyBDefaults,
+)
+from .method import (
+    ValueIterationResult,
+    bifurcation_extension,
+    branch_threshold_alpha,
+    branch_values,
+    grid_mass_near,
+    half_mass_alpha,
+    soft_policy,
+    soft_value,
+    soft_value_iteration,
+    value_iteration,
+)
+from .envs import (
+    ENV_IDS,
+    BicycleTracking,
+    ContinuousAcrobot,
+    Obstacle2D,
+    PrecisionBandit,
+    TwoBranchMDP,
+    register_envs,
+    segment_hits_box,
+)
 from .data import make_toy_b_reward, toy_b_reward, two_branch_tables
 from .sac_adaent import SACAdaEnt
 from .baselines import ALGORITHMS, evaluate, make_agent, policy_action, start_actor_at
 from .claims import CLAIMS
-from .experiments import control_benchmark, obstacle_comparison, precision_bandit_runs, toy_a_sweep, toy_b_sweep
+from .experiments import (
+    control_benchmark,
+    obstacle_comparison,
+    precision_bandit_runs,
+    toy_a_sweep,
+    toy_b_sweep,
+)
 
 from . import baselines, claims, data, defaults, envs, experiments, method, sac_adaent
 
-__all__ = sorted(set(defaults.__all__ if hasattr(defaults, "__all__") else []) | {
-    "DEFAULTS", "MaxEntMisleadDefaults", "ToyADefaults", "ToyBDefaults", "AgentDefaults", "ControlDefaults",
-} | {"CLAIMS"} | set(method.__all__) | set(envs.__all__) | set(data.__all__) | set(sac_adaent.__all__)
-    | set(baselines.__all__) | set(experiments.__all__))
+__all__ = sorted(
+    set(defaults.__all__ if hasattr(defaults, "__all__") else [])
+    | {
+        "DEFAULTS",
+        "MaxEntMisleadDefaults",
+        "ToyADefaults",
+        "ToyBDefaults",
+        "AgentDefaults",
+        "ControlDefaults",
+    }
+    | {"CLAIMS"}
+    | set(method.__all__)
+    | set(envs.__all__)
+    | set(data.__all__)
+    | set(sac_adaent.__all__)
+    | set(baselines.__all__)
+    | set(experiments.__all__)
+)
 
 register_envs()

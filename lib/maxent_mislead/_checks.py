@@ -45,19 +45,21 @@ def _check_q(q: Any, name: str = "q") -> np.ndarray:
     return q
 
 
-def _check_mdp(P: Any, R: Any, terminal: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check_mdp(
+    P: Any, R: Any, terminal: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``P`` (S, A, S) row-stochastic, ``R`` (S, A) finite, ``terminal`` (S,) bool or None."""
     P = check_array(P, "P", ndim=3, dtype=np.float64, low=0.0)
     S, A, S2 = P.shape
     if S != S2 or S < 1 or A < 1:
         raise ValueError(f"P must have shape (S, A, S), got {P.shape}")
     if not np.allclose(P.sum(axis=2), 1.0, rtol=0, atol=1e-9):
-        raise ValueError("P must be row-stochastic: P[s, a, :] must sum to 1 for every (s, a)")
+        raise ValueError(
+            "P must be row-stochastic: P[s, a, :] must sum to 1 for every (s, a)"
+        )
     R = check_array(R, "R", shape=(S, A), dtype=np.float64)
     if terminal is None:
         term = np.zeros(S, dtype=bool)
     else:
         term = check_array(terminal, "terminal", kind="bool", shape=(S,))
     return P, R, term
-
-

@@ -28,10 +28,19 @@ ALGORITHMS = {
 }
 
 
-def make_agent(algorithm: str, env: Any, rng: np.random.Generator, *, alpha: float = DEFAULTS.agent.alpha,
-               net_arch: tuple[int, ...] = DEFAULTS.agent.net_arch, n_samples: int = DEFAULTS.agent.n_samples,
-               threshold: float = DEFAULTS.agent.threshold, learning_starts: int = 100,
-               device: str = "cpu", **kwargs: Any) -> Any:
+def make_agent(
+    algorithm: str,
+    env: Any,
+    rng: np.random.Generator,
+    *,
+    alpha: float = DEFAULTS.agent.alpha,
+    net_arch: tuple[int, ...] = DEFAULTS.agent.net_arch,
+    n_samples: int = DEFAULTS.agent.n_samples,
+    threshold: float = DEFAULTS.agent.threshold,
+    learning_starts: int = 100,
+    device: str = "cpu",
+    **kwargs: Any,
+) -> Any:
     """A stable-baselines3 agent for ``env`` (``verbose=0``, SB3's defaults unless given).
 
     Args:
@@ -58,17 +67,43 @@ def make_agent(algorithm: str, env: Any, rng: np.random.Generator, *, alpha: flo
     arch = [check_int(h, "net_arch", low=1) for h in net_arch]
     learning_starts = check_int(learning_starts, "learning_starts", low=0)
     seed = int(rng.integers(2**31 - 1))  # SB3 takes an integer seed
-    common = dict(seed=seed, device=device, verbose=0, policy_kwargs=dict(net_arch=arch))
+    common = dict(
+        seed=seed, device=device, verbose=0, policy_kwargs=dict(net_arch=arch)
+    )
     if algorithm == "ppo":
         return PPO("MlpPolicy", env, **common, **kwargs)
     if algorithm == "td3":
-        return TD3("MlpPolicy", env, learning_starts=learning_starts, **common, **kwargs)
+        return TD3(
+            "MlpPolicy", env, learning_starts=learning_starts, **common, **kwargs
+        )
     if algorithm == "sac":
-        return SAC("MlpPolicy", env, ent_coef=alpha, learning_starts=learning_starts, **common, **kwargs)
+        return SAC(
+            "MlpPolicy",
+            env,
+            ent_coef=alpha,
+            learning_starts=learning_starts,
+            **common,
+            **kwargs,
+        )
     if algorithm == "sac_auto":
-        return SAC("MlpPolicy", env, ent_coef="auto", learning_starts=learning_starts, **common, **kwargs)
-    return SACAdaEnt("MlpPolicy", env, n_samples=n_samples, threshold=threshold, ent_coef=alpha,
-                     learning_starts=learning_starts, **common, **kwargs)
+        return SAC(
+            "MlpPolicy",
+            env,
+            ent_coef="auto",
+            learning_starts=learning_starts,
+            **common,
+            **kwargs,
+        )
+    return SACAdaEnt(
+        "MlpPolicy",
+        env,
+        n_samples=n_samples,
+        threshold=threshold,
+        ent_coef=alpha,
+        learning_starts=learning_starts,
+        **common,
+        **kwargs,
+    )
 
 
 def _last_linear(module: th.nn.Module) -> th.nn.Linear:
@@ -91,15 +126,21 @@ def start_actor_at(model: Any, action: float, log_std: float = -2.0) -> None:
     Raises:
         ValueError: ``action`` outside (-1, 1). TypeError: another kind of model.
     """
-    action = check_real(action, "action", low=-1.0, high=1.0, low_open=True, high_open=True)
+    action = check_real(
+        action, "action", low=-1.0, high=1.0, low_open=True, high_open=True
+    )
     log_std = check_real(log_std, "log_std", low=-20.0, high=2.0)
     if isinstance(model, SAC):
         heads = [(model.actor.mu, math.atanh(action)), (model.actor.log_std, log_std)]
     elif isinstance(model, TD3):
-        heads = [(_last_linear(model.actor.mu), math.atanh(action)),
-                 (_last_linear(model.actor_target.mu), math.atanh(action))]
+        heads = [
+            (_last_linear(model.actor.mu), math.atanh(action)),
+            (_last_linear(model.actor_target.mu), math.atanh(action)),
+        ]
     else:
-        raise TypeError(f"model must be an SB3 SAC, SACAdaEnt or TD3 model, got {type(model).__name__}")
+        raise TypeError(
+            f"model must be an SB3 SAC, SACAdaEnt or TD3 model, got {type(model).__name__}"
+        )
     with th.no_grad():
         for layer, bias in heads:
             layer.weight.zero_()
@@ -119,7 +160,9 @@ def policy_action(model: Any, obs: np.ndarray) -> np.ndarray:
     return np.asarray(action, dtype=np.float64)
 
 
-def evaluate(model: Any, env: Any, n_episodes: int, rng: np.random.Generator) -> dict[str, float]:
+def evaluate(
+    model: Any, env: Any, n_episodes: int, rng: np.random.Generator
+) -> dict[str, float]:
     """Deterministic-policy episodes: mean return and the fractions ending at the goal / in a collision.
 
     Args:
@@ -145,5 +188,9 @@ def evaluate(model: Any, env: Any, n_episodes: int, rng: np.random.Generator) ->
         returns.append(total)
         goals += bool(info.get("goal", False))
         hits += bool(info.get("collision", False))
-    return {"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
-            "goal_rate": goals / n_episodes, "collision_rate": hits / n_episodes}
+    return {
+        "return": float(np.mean(returns)),
+        "return_std": float(np.std(returns)),
+        "goal_rate": goals / n_episodes,
+        "collision_rate": hits / n_episodes,
+    }

@@ -15,8 +15,13 @@ from .method import _check_rewards
 __all__ = ["two_branch_tables", "toy_b_reward", "make_toy_b_reward"]
 
 
-def two_branch_tables(w: float, r_mid: float = 1.0, r_hi: float = 2.0, r_fail: float = -1.0,
-                      n_actions: int = 2000) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
+def two_branch_tables(
+    w: float,
+    r_mid: float = 1.0,
+    r_hi: float = 2.0,
+    r_fail: float = -1.0,
+    n_actions: int = 2000,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
     """Toy A as a tabular MDP on an action grid of midpoints of [-1, 1] (reconstruction).
 
     States: 0 = s0, 1 = robust, 2 = precise, 3 = end (terminal). At s0 the actions ``a < 0`` go
@@ -59,8 +64,9 @@ def two_branch_tables(w: float, r_mid: float = 1.0, r_hi: float = 2.0, r_fail: f
 def _toy_b(a: np.ndarray, sigma: float) -> np.ndarray:
     """``r(a) = 2 exp(-(a - 0.6)^2 / (2 sigma^2)) + exp(-(a + 0.4)^2 / (2 0.4^2))`` (Toy B)."""
     t = DEFAULTS.toy_b
-    return (t.h_narrow * np.exp(-(a - t.c_narrow) ** 2 / (2 * sigma**2))
-            + t.h_broad * np.exp(-(a - t.c_broad) ** 2 / (2 * t.s_broad**2)))
+    return t.h_narrow * np.exp(
+        -((a - t.c_narrow) ** 2) / (2 * sigma**2)
+    ) + t.h_broad * np.exp(-((a - t.c_broad) ** 2) / (2 * t.s_broad**2))
 
 
 def toy_b_reward(a: Any, sigma: float = 0.03) -> np.ndarray:
@@ -78,7 +84,10 @@ def toy_b_reward(a: Any, sigma: float = 0.03) -> np.ndarray:
     """
     from icml25.checks import check_array
 
-    return _toy_b(check_array(a, "a", dtype=np.float64), check_real(sigma, "sigma", low=0.0, low_open=True))
+    return _toy_b(
+        check_array(a, "a", dtype=np.float64),
+        check_real(sigma, "sigma", low=0.0, low_open=True),
+    )
 
 
 def make_toy_b_reward(sigma: float = 0.03) -> Callable[[np.ndarray], np.ndarray]:

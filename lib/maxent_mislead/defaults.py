@@ -100,8 +100,12 @@ class ControlDefaults:
         algorithms: the compared agents.
     """
 
-    envs: tuple[str, ...] = ("icml25/Obstacle2D-v0", "icml25/ContinuousAcrobot-v0",
-                             "icml25/BicycleTracking-v0", "Hopper-v5")
+    envs: tuple[str, ...] = (
+        "icml25/Obstacle2D-v0",
+        "icml25/ContinuousAcrobot-v0",
+        "icml25/BicycleTracking-v0",
+        "Hopper-v5",
+    )
     n_steps: int = 300_000
     n_reps: int = 5
     algorithms: tuple[str, ...] = ("td3", "ppo", "sac", "sac_auto", "sac_adaent")

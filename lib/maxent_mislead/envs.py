@@ -26,8 +26,16 @@ from icml25.checks import check_array, check_real
 
 from ._checks import _check_width
 
-__all__ = ["TwoBranchMDP", "PrecisionBandit", "Obstacle2D", "ContinuousAcrobot", "BicycleTracking",
-           "segment_hits_box", "ENV_IDS", "register_envs"]
+__all__ = [
+    "TwoBranchMDP",
+    "PrecisionBandit",
+    "Obstacle2D",
+    "ContinuousAcrobot",
+    "BicycleTracking",
+    "segment_hits_box",
+    "ENV_IDS",
+    "register_envs",
+]
 
 
 class _ProjectEnv(gym.Env):
@@ -36,7 +44,9 @@ class _ProjectEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[np.ndarray, dict]:
         """gymnasium's reset: seed ``np_random`` when ``seed`` is given, then start an episode.
 
         Returns ``(obs, {})``."""
@@ -52,8 +62,10 @@ class _ProjectEnv(gym.Env):
         n = int(np.prod(self.action_space.shape))
         a = check_array(action, "action", dtype=np.float64)
         if a.size != n:
-            raise ValueError(f"action must hold {n} value(s) (action space {self.action_space.shape}), "
-                             f"got shape {a.shape}")
+            raise ValueError(
+                f"action must hold {n} value(s) (action space {self.action_space.shape}), "
+                f"got shape {a.shape}"
+            )
         return a.reshape(n)
 
 
@@ -67,10 +79,19 @@ class TwoBranchMDP(_ProjectEnv):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, w: float = 0.05, r_mid: float = 1.0, r_hi: float = 2.0, r_fail: float = -1.0) -> None:
+    def __init__(
+        self,
+        w: float = 0.05,
+        r_mid: float = 1.0,
+        r_hi: float = 2.0,
+        r_fail: float = -1.0,
+    ) -> None:
         self.w = _check_width(w)
-        self.r_mid, self.r_hi, self.r_fail = (check_real(r_mid, "r_mid"), check_real(r_hi, "r_hi"),
-                                              check_real(r_fail, "r_fail"))
+        self.r_mid, self.r_hi, self.r_fail = (
+            check_real(r_mid, "r_mid"),
+            check_real(r_hi, "r_hi"),
+            check_real(r_fail, "r_fail"),
+        )
         self.observation_space = spaces.Box(0.0, 1.0, (3,), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
         self._state = 0
@@ -90,8 +111,18 @@ class TwoBranchMDP(_ProjectEnv):
         if self._state == 0:
             self._state = 1 if a < 0 else 2
             return self._obs(), 0.0, False, False, {}
-        reward = self.r_mid if self._state == 1 else (self.r_hi if abs(a) <= self.w else self.r_fail)
-        return self._obs(), float(reward), True, False, {"branch": "robust" if self._state == 1 else "precise"}
+        reward = (
+            self.r_mid
+            if self._state == 1
+            else (self.r_hi if abs(a) <= self.w else self.r_fail)
+        )
+        return (
+            self._obs(),
+            float(reward),
+            True,
+            False,
+            {"branch": "robust" if self._state == 1 else "precise"},
+        )
 
 
 class PrecisionBandit(_ProjectEnv):
@@ -107,7 +138,9 @@ class PrecisionBandit(_ProjectEnv):
 
     def __init__(self, reward_fn: Callable[[np.ndarray], np.ndarray]) -> None:
         if not callable(reward_fn):
-            raise TypeError(f"reward_fn must be callable, got {type(reward_fn).__name__}")
+            raise TypeError(
+                f"reward_fn must be callable, got {type(reward_fn).__name__}"
+            )
         self.reward_fn = reward_fn
         self.observation_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
@@ -125,11 +158,15 @@ class PrecisionBandit(_ProjectEnv):
         a = np.clip(self._action(action), -1.0, 1.0)
         r = np.asarray(self.reward_fn(a)).reshape(-1)
         if r.size < 1 or r.dtype.kind not in "biuf" or not np.isfinite(r[0]):
-            raise ValueError(f"reward_fn must return a finite real reward, got {r[:1]!r} at action {float(a[0])}")
+            raise ValueError(
+                f"reward_fn must return a finite real reward, got {r[:1]!r} at action {float(a[0])}"
+            )
         return np.zeros(1, dtype=np.float32), float(r[0]), True, False, {}
 
 
-def segment_hits_box(p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
+def segment_hits_box(
+    p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> bool:
     """Does the segment ``p0 -> p1`` meet the closed axis-aligned box ``[lo, hi]``? (Liang-Barsky.)
 
     Args:
@@ -143,14 +180,20 @@ def segment_hits_box(p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.ndar
         ValueError/TypeError: a point or corner not a finite real (2,) array, or ``lo > hi``
         somewhere (each naming the argument).
     """
-    p0, p1, lo, hi = (check_array(v, k, shape=(2,), dtype=np.float64)
-                      for v, k in ((p0, "p0"), (p1, "p1"), (lo, "lo"), (hi, "hi")))
+    p0, p1, lo, hi = (
+        check_array(v, k, shape=(2,), dtype=np.float64)
+        for v, k in ((p0, "p0"), (p1, "p1"), (lo, "lo"), (hi, "hi"))
+    )
     if np.any(lo > hi):
-        raise ValueError(f"lo must be <= hi elementwise, got lo={lo.tolist()}, hi={hi.tolist()}")
+        raise ValueError(
+            f"lo must be <= hi elementwise, got lo={lo.tolist()}, hi={hi.tolist()}"
+        )
     return _segment_hits_box(p0, p1, lo, hi)
 
 
-def _segment_hits_box(p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
+def _segment_hits_box(
+    p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> bool:
     """Liang-Barsky clipping of the segment against the box (arguments trusted)."""
     t0, t1 = 0.0, 1.0
     d = p1 - p0
@@ -191,7 +234,9 @@ class Obstacle2D(_ProjectEnv):
         self._t = 0
 
     def _obs(self) -> np.ndarray:
-        return np.array([(self._pos[0] - 2.025) / 2.025, self._pos[1] / 3.0], dtype=np.float32)
+        return np.array(
+            [(self._pos[0] - 2.025) / 2.025, self._pos[1] / 3.0], dtype=np.float32
+        )
 
     def _reset(self) -> np.ndarray:
         self._pos = np.zeros(2)
@@ -214,7 +259,13 @@ class Obstacle2D(_ProjectEnv):
             return self._obs(), 500.0, True, False, {"collision": False, "goal": True}
         if self._t >= self.MAX_STEPS:
             return self._obs(), 0.0, False, True, {"collision": False, "goal": False}
-        return self._obs(), float(d0 - d1), False, False, {"collision": False, "goal": False}
+        return (
+            self._obs(),
+            float(d0 - d1),
+            False,
+            False,
+            {"collision": False, "goal": False},
+        )
 
 
 class ContinuousAcrobot(_ProjectEnv):
@@ -240,29 +291,51 @@ class ContinuousAcrobot(_ProjectEnv):
     def __init__(self) -> None:
         high = np.array([1, 1, 1, 1, self.MAX_V1, self.MAX_V2], dtype=np.float32)
         self.observation_space = spaces.Box(-high, high, dtype=np.float32)
-        self.action_space = spaces.Box(-self.MAX_TORQUE, self.MAX_TORQUE, (1,), np.float32)
+        self.action_space = spaces.Box(
+            -self.MAX_TORQUE, self.MAX_TORQUE, (1,), np.float32
+        )
         self._s = np.zeros(4)
         self._t = 0
 
     def _dsdt(self, s: np.ndarray, tau: float) -> np.ndarray:
         t1, t2, dt1, dt2 = s
         t1d = t1 + math.pi / 2  # gymnasium's angle: 0 hanging down
-        m1, m2, l1, lc1, lc2, I1, I2, g = self.M1, self.M2, self.L1, self.LC1, self.LC2, self.I1, self.I2, self.G
+        m1, m2, l1, lc1, lc2, I1, I2, g = (
+            self.M1,
+            self.M2,
+            self.L1,
+            self.LC1,
+            self.LC2,
+            self.I1,
+            self.I2,
+            self.G,
+        )
         d1 = m1 * lc1**2 + m2 * (l1**2 + lc2**2 + 2 * l1 * lc2 * math.cos(t2)) + I1 + I2
         d2 = m2 * (lc2**2 + l1 * lc2 * math.cos(t2)) + I2
         phi2 = m2 * lc2 * g * math.cos(t1d + t2 - math.pi / 2)
-        phi1 = (-m2 * l1 * lc2 * dt2**2 * math.sin(t2) - 2 * m2 * l1 * lc2 * dt2 * dt1 * math.sin(t2)
-                + (m1 * lc1 + m2 * l1) * g * math.cos(t1d - math.pi / 2) + phi2)
-        ddt2 = (tau + d2 / d1 * phi1 - m2 * l1 * lc2 * dt1**2 * math.sin(t2) - phi2) / (m2 * lc2**2 + I2 - d2**2 / d1)
+        phi1 = (
+            -m2 * l1 * lc2 * dt2**2 * math.sin(t2)
+            - 2 * m2 * l1 * lc2 * dt2 * dt1 * math.sin(t2)
+            + (m1 * lc1 + m2 * l1) * g * math.cos(t1d - math.pi / 2)
+            + phi2
+        )
+        ddt2 = (tau + d2 / d1 * phi1 - m2 * l1 * lc2 * dt1**2 * math.sin(t2) - phi2) / (
+            m2 * lc2**2 + I2 - d2**2 / d1
+        )
         ddt1 = -(d2 * ddt2 + phi1) / d1
         return np.array([dt1, dt2, ddt1, ddt2])
 
     def _obs(self) -> np.ndarray:
         t1, t2, dt1, dt2 = self._s
-        return np.array([math.cos(t1), math.sin(t1), math.cos(t2), math.sin(t2), dt1, dt2], dtype=np.float32)
+        return np.array(
+            [math.cos(t1), math.sin(t1), math.cos(t2), math.sin(t2), dt1, dt2],
+            dtype=np.float32,
+        )
 
     def _reset(self) -> np.ndarray:
-        self._s = self.np_random.uniform(-0.1, 0.1, 4) + np.array([-math.pi / 2, 0.0, 0.0, 0.0])
+        self._s = self.np_random.uniform(-0.1, 0.1, 4) + np.array(
+            [-math.pi / 2, 0.0, 0.0, 0.0]
+        )
         self._t = 0
         return self._obs()
 
@@ -282,7 +355,9 @@ class ContinuousAcrobot(_ProjectEnv):
         self._s = s
         self._t += 1
         t1, t2, dt1, dt2 = s
-        e1 = (t1 - math.pi / 2 + math.pi) % (2 * math.pi) - math.pi  # angle error to upright, wrapped
+        e1 = (t1 - math.pi / 2 + math.pi) % (
+            2 * math.pi
+        ) - math.pi  # angle error to upright, wrapped
         reward = -(e1**2 + t2**2 + 0.1 * dt1**2 + 0.1 * dt2**2)
         return self._obs(), float(reward), False, self._t >= self.MAX_STEPS, {}
 
@@ -306,7 +381,9 @@ class BicycleTracking(_ProjectEnv):
 
     def __init__(self) -> None:
         self.observation_space = spaces.Box(-np.inf, np.inf, (8,), np.float32)
-        self.action_space = spaces.Box(np.array([-4.0, -0.5], np.float32), np.array([4.0, 0.5], np.float32))
+        self.action_space = spaces.Box(
+            np.array([-4.0, -0.5], np.float32), np.array([4.0, 0.5], np.float32)
+        )
         theta = np.linspace(0.0, 2 * math.pi, 65)
         pts = self.RADIUS * np.stack([np.cos(theta), np.sin(theta)], axis=1)
         pts[-1] = pts[0]
@@ -326,8 +403,19 @@ class BicycleTracking(_ProjectEnv):
         dx, dy = p[0] - x, p[1] - y
         c, s = math.cos(psi), math.sin(psi)
         err = heading - psi
-        return np.array([c * dx + s * dy, -s * dx + c * dy, math.cos(err), math.sin(err), vx, vy, r,
-                         math.hypot(x, y) - self.RADIUS], dtype=np.float32)
+        return np.array(
+            [
+                c * dx + s * dy,
+                -s * dx + c * dy,
+                math.cos(err),
+                math.sin(err),
+                vx,
+                vy,
+                r,
+                math.hypot(x, y) - self.RADIUS,
+            ],
+            dtype=np.float32,
+        )
 
     def _reset(self) -> np.ndarray:
         self._x = np.array([self.RADIUS, 0.0, math.pi / 2, 1.0, 0.0, 0.0])
@@ -336,7 +424,9 @@ class BicycleTracking(_ProjectEnv):
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Euler step of the dynamic bicycle; the target advances at ``min(6, 1 + 0.1 t)``."""
-        acc, delta = np.clip(self._action(action), self.action_space.low, self.action_space.high)
+        acc, delta = np.clip(
+            self._action(action), self.action_space.low, self.action_space.high
+        )
         x, y, psi, vx, vy, r = self._x
         vxs = max(vx, 0.5)  # slip angles need forward speed
         af = delta - math.atan2(vy + self.LF * r, vxs)
@@ -356,7 +446,9 @@ class BicycleTracking(_ProjectEnv):
         self._s_target += h * min(6.0, 1.0 + 0.1 * self._t)
         self._t += h
         p, _ = self._target()
-        reward = -0.3 * abs(x * x + y * y - self.RADIUS**2) - float(np.hypot(x - p[0], y - p[1]))
+        reward = -0.3 * abs(x * x + y * y - self.RADIUS**2) - float(
+            np.hypot(x - p[0], y - p[1])
+        )
         ok = bool(np.all(np.isfinite(self._x)))
         return self._obs(), float(reward), not ok, self._t >= self.T_END - 1e-9, {}
 
@@ -369,8 +461,13 @@ ENV_IDS: dict[str, Any] = {
     "icml25/ContinuousAcrobot-v0": ContinuousAcrobot,
     "icml25/BicycleTracking-v0": BicycleTracking,
 }
-_MAX_STEPS = {"icml25/TwoBranch-v0": 2, "icml25/PrecisionBandit-v0": 1, "icml25/Obstacle2D-v0": 50,
-              "icml25/ContinuousAcrobot-v0": 400, "icml25/BicycleTracking-v0": 400}
+_MAX_STEPS = {
+    "icml25/TwoBranch-v0": 2,
+    "icml25/PrecisionBandit-v0": 1,
+    "icml25/Obstacle2D-v0": 50,
+    "icml25/ContinuousAcrobot-v0": 400,
+    "icml25/BicycleTracking-v0": 400,
+}
 
 
 def register_envs() -> list[str]:
@@ -382,5 +479,7 @@ def register_envs() -> list[str]:
     """
     for env_id, cls in ENV_IDS.items():
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=cls, max_episode_steps=_MAX_STEPS[env_id] + 1)
+            gym.register(
+                id=env_id, entry_point=cls, max_episode_steps=_MAX_STEPS[env_id] + 1
+            )
     return list(ENV_IDS)

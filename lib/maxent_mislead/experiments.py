@@ -21,11 +21,22 @@ from .defaults import DEFAULTS
 from .envs import Obstacle2D, PrecisionBandit, register_envs
 from .method import _action_grid, _branch_values, _mass_near, _soft_policy, _soft_vi
 
-__all__ = ["toy_a_sweep", "toy_b_sweep", "precision_bandit_runs", "obstacle_comparison", "control_benchmark"]
+__all__ = [
+    "toy_a_sweep",
+    "toy_b_sweep",
+    "precision_bandit_runs",
+    "obstacle_comparison",
+    "control_benchmark",
+]
 
 
-def toy_a_sweep(alphas: Sequence[float], w: float, *, n_actions: int = DEFAULTS.toy_a.n_actions,
-                gamma: float = DEFAULTS.toy_a.gamma) -> list[dict[str, Any]]:
+def toy_a_sweep(
+    alphas: Sequence[float],
+    w: float,
+    *,
+    n_actions: int = DEFAULTS.toy_a.n_actions,
+    gamma: float = DEFAULTS.toy_a.gamma,
+) -> list[dict[str, Any]]:
     """Toy A at each ``alpha``: closed-form branch values and soft / plain value iteration's choice.
 
     The choice at s0 is the branch holding more than half of the policy's mass (soft VI) or the
@@ -48,20 +59,36 @@ def toy_a_sweep(alphas: Sequence[float], w: float, *, n_actions: int = DEFAULTS.
     alphas = [check_real(a, "alphas", low=0.0) for a in alphas]
     P, R, term, da, a = two_branch_tables(w, t.r_mid, t.r_hi, t.r_fail, n_actions)
     plain = _soft_vi(P, R, 0.0, gamma, da, term, 1e-13, 10_000)
-    plain_choice = "precise" if plain.Q[0, a >= 0].max() > plain.Q[0, a < 0].max() else "robust"
+    plain_choice = (
+        "precise" if plain.Q[0, a >= 0].max() > plain.Q[0, a < 0].max() else "robust"
+    )
     rows = []
     for alpha in alphas:
         vr, vp = _branch_values(alpha, t.r_mid, t.r_hi, t.r_fail, w)
         soft = _soft_vi(P, R, alpha, gamma, da, term, 1e-13, 10_000)
         p_precise = float(soft.policy[0, a >= 0].sum())
-        rows.append(dict(alpha=alpha, v_robust=vr, v_precise=vp, vi_v_robust=float(soft.V[1]),
-                         vi_v_precise=float(soft.V[2]), p_precise=p_precise,
-                         soft_choice="precise" if p_precise > 0.5 else "robust", plain_choice=plain_choice))
+        rows.append(
+            dict(
+                alpha=alpha,
+                v_robust=vr,
+                v_precise=vp,
+                vi_v_robust=float(soft.V[1]),
+                vi_v_precise=float(soft.V[2]),
+                p_precise=p_precise,
+                soft_choice="precise" if p_precise > 0.5 else "robust",
+                plain_choice=plain_choice,
+            )
+        )
     return rows
 
 
-def toy_b_sweep(alphas: Sequence[float], *, sigma: float = DEFAULTS.toy_b.sigma,
-                radius: float = DEFAULTS.toy_b.radius, n_grid: int = DEFAULTS.toy_b.n_grid) -> list[dict[str, Any]]:
+def toy_b_sweep(
+    alphas: Sequence[float],
+    *,
+    sigma: float = DEFAULTS.toy_b.sigma,
+    radius: float = DEFAULTS.toy_b.radius,
+    n_grid: int = DEFAULTS.toy_b.n_grid,
+) -> list[dict[str, Any]]:
     """Toy B's exact soft-optimal policy ``pi propto exp(r / alpha)`` at each ``alpha``.
 
     Args:
@@ -76,14 +103,23 @@ def toy_b_sweep(alphas: Sequence[float], *, sigma: float = DEFAULTS.toy_b.sigma,
         ValueError: alpha <= 0, sigma <= 0, radius <= 0, n_grid < 2.
     """
     alphas = [check_real(al, "alphas", low=0.0, low_open=True) for al in alphas]
-    radius, n_grid = check_real(radius, "radius", low=0.0, low_open=True), check_int(n_grid, "n_grid", low=2)
+    radius, n_grid = (
+        check_real(radius, "radius", low=0.0, low_open=True),
+        check_int(n_grid, "n_grid", low=2),
+    )
     a = _action_grid(n_grid)
     r = make_toy_b_reward(sigma)(a)
     rows = []
     for alpha in alphas:
         p = _soft_policy(r, alpha)
-        rows.append(dict(alpha=alpha, mass_near=_mass_near(r, a, alpha, DEFAULTS.toy_b.c_narrow, radius),
-                         expected_reward=float(p @ r), mode=float(a[np.argmax(p)])))
+        rows.append(
+            dict(
+                alpha=alpha,
+                mass_near=_mass_near(r, a, alpha, DEFAULTS.toy_b.c_narrow, radius),
+                expected_reward=float(p @ r),
+                mode=float(a[np.argmax(p)]),
+            )
+        )
     return rows
 
 
@@ -96,7 +132,12 @@ class _ActionTrace(BaseCallback):
 
     def _on_step(self) -> bool:
         if self.num_timesteps % self.every == 0:
-            self.trace.append((int(self.num_timesteps), float(policy_action(self.model, np.zeros(1))[0])))
+            self.trace.append(
+                (
+                    int(self.num_timesteps),
+                    float(policy_action(self.model, np.zeros(1))[0]),
+                )
+            )
         return True
 
 
@@ -106,23 +147,42 @@ _BANDIT_ALGORITHMS = ("td3", "sac", "sac_auto", "sac_adaent")
 def _check_bandit_configs(configs: Any) -> list[dict[str, Any]]:
     """Each config a dict with a str ``name`` and an off-policy ``algorithm`` (see the caller)."""
     if isinstance(configs, (str, bytes, dict)) or not isinstance(configs, Sequence):
-        raise TypeError(f"configs must be a list of dicts, got {type(configs).__name__}")
+        raise TypeError(
+            f"configs must be a list of dicts, got {type(configs).__name__}"
+        )
     out = []
     for i, cfg in enumerate(configs):
-        if not isinstance(cfg, dict) or not isinstance(cfg.get("name"), str) or "algorithm" not in cfg:
-            raise TypeError(f"configs[{i}] must be a dict with a str 'name' and an 'algorithm', got {cfg!r}")
+        if (
+            not isinstance(cfg, dict)
+            or not isinstance(cfg.get("name"), str)
+            or "algorithm" not in cfg
+        ):
+            raise TypeError(
+                f"configs[{i}] must be a dict with a str 'name' and an 'algorithm', got {cfg!r}"
+            )
         if cfg["algorithm"] not in _BANDIT_ALGORITHMS:
-            raise ValueError(f"configs[{i}]['algorithm'] must be one of {list(_BANDIT_ALGORITHMS)}, "
-                             f"got {cfg['algorithm']!r}")
+            raise ValueError(
+                f"configs[{i}]['algorithm'] must be one of {list(_BANDIT_ALGORITHMS)}, "
+                f"got {cfg['algorithm']!r}"
+            )
         out.append(cfg)
     return out
 
 
-def precision_bandit_runs(configs: Sequence[dict[str, Any]], n_steps: int, rng: np.random.Generator, *,
-                          sigma: float = DEFAULTS.toy_b.sigma_learned, start: float = DEFAULTS.toy_b.c_narrow,
-                          net_arch: tuple[int, ...] = (64, 64), n_samples: int = 16, trace_every: int = 100,
-                          batch_size: int = 64, learning_starts: int = 10,
-                          device: str = "cpu") -> list[dict[str, Any]]:
+def precision_bandit_runs(
+    configs: Sequence[dict[str, Any]],
+    n_steps: int,
+    rng: np.random.Generator,
+    *,
+    sigma: float = DEFAULTS.toy_b.sigma_learned,
+    start: float = DEFAULTS.toy_b.c_narrow,
+    net_arch: tuple[int, ...] = (64, 64),
+    n_samples: int = 16,
+    trace_every: int = 100,
+    batch_size: int = 64,
+    learning_starts: int = 10,
+    device: str = "cpu",
+) -> list[dict[str, Any]]:
     """Experiment (C): SB3 learners on the precision bandit, one run each, one after another.
 
     Each config is ``{"name": str, "algorithm": "td3" | "sac" | "sac_auto" | "sac_adaent",
@@ -162,25 +222,57 @@ def precision_bandit_runs(configs: Sequence[dict[str, Any]], n_steps: int, rng: 
         t0, c0 = time.perf_counter(), time.process_time()
         env = PrecisionBandit(reward_fn)
         alpha = float(cfg.get("alpha", DEFAULTS.agent.alpha))
-        starts = check_int(cfg.get("learning_starts", learning_starts), f"configs[{i}]['learning_starts']", low=0)
-        model = make_agent(cfg["algorithm"], env, rng, alpha=alpha, net_arch=tuple(net_arch), n_samples=n_samples,
-                           learning_starts=starts, device=device, batch_size=batch_size)
+        starts = check_int(
+            cfg.get("learning_starts", learning_starts),
+            f"configs[{i}]['learning_starts']",
+            low=0,
+        )
+        model = make_agent(
+            cfg["algorithm"],
+            env,
+            rng,
+            alpha=alpha,
+            net_arch=tuple(net_arch),
+            n_samples=n_samples,
+            learning_starts=starts,
+            device=device,
+            batch_size=batch_size,
+        )
         if cfg.get("start", True):
             start_actor_at(model, start, log_std=-2.0)
         cb = _ActionTrace(trace_every)
         model.learn(n_steps, callback=cb)
-        rows.append(dict(name=cfg["name"], algorithm=cfg["algorithm"], alpha=alpha, start=bool(cfg.get("start", True)),
-                         learning_starts=starts,
-                         final_action=float(policy_action(model, np.zeros(1))[0]), trace=cb.trace,
-                         switched=float(np.mean(model.switched)) if hasattr(model, "switched") and model.switched
-                         else float("nan"), seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0))
+        rows.append(
+            dict(
+                name=cfg["name"],
+                algorithm=cfg["algorithm"],
+                alpha=alpha,
+                start=bool(cfg.get("start", True)),
+                learning_starts=starts,
+                final_action=float(policy_action(model, np.zeros(1))[0]),
+                trace=cb.trace,
+                switched=float(np.mean(model.switched))
+                if hasattr(model, "switched") and model.switched
+                else float("nan"),
+                seconds=time.perf_counter() - t0,
+                cpu_seconds=time.process_time() - c0,
+            )
+        )
     return rows
 
 
-def obstacle_comparison(algorithms: Sequence[str], n_steps: int, rng: np.random.Generator, *,
-                        alpha: float = DEFAULTS.agent.alpha, net_arch: tuple[int, ...] = (64, 64),
-                        n_samples: int = 16, n_eval: int = 1, batch_size: int = 64,
-                        device: str = "cpu") -> list[dict[str, Any]]:
+def obstacle_comparison(
+    algorithms: Sequence[str],
+    n_steps: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = DEFAULTS.agent.alpha,
+    net_arch: tuple[int, ...] = (64, 64),
+    n_samples: int = 16,
+    n_eval: int = 1,
+    batch_size: int = 64,
+    device: str = "cpu",
+) -> list[dict[str, Any]]:
     """Experiment (D): each algorithm trains ``n_steps`` on Obstacle2D, then deterministic episodes.
 
     Args:
@@ -196,20 +288,43 @@ def obstacle_comparison(algorithms: Sequence[str], n_steps: int, rng: np.random.
     Raises:
         ValueError/TypeError: bad sizes, unknown algorithm, bad ``rng``.
     """
-    n_steps, n_eval = check_int(n_steps, "n_steps", low=100), check_int(n_eval, "n_eval", low=1)
+    n_steps, n_eval = (
+        check_int(n_steps, "n_steps", low=100),
+        check_int(n_eval, "n_eval", low=1),
+    )
     batch_size = check_int(batch_size, "batch_size", low=1)
     rng = check_rng(rng)
     rows = []
     for algorithm in algorithms:
         t0, c0 = time.perf_counter(), time.process_time()
-        extra = {"n_steps": 256, "batch_size": 64} if algorithm == "ppo" else {"batch_size": batch_size}
-        model = make_agent(algorithm, Obstacle2D(), rng, alpha=alpha, net_arch=tuple(net_arch), n_samples=n_samples,
-                           device=device, **extra)
+        extra = (
+            {"n_steps": 256, "batch_size": 64}
+            if algorithm == "ppo"
+            else {"batch_size": batch_size}
+        )
+        model = make_agent(
+            algorithm,
+            Obstacle2D(),
+            rng,
+            alpha=alpha,
+            net_arch=tuple(net_arch),
+            n_samples=n_samples,
+            device=device,
+            **extra,
+        )
         model.learn(n_steps)
         res = evaluate(model, Obstacle2D(), n_eval, rng)
-        rows.append(dict(algorithm=algorithm, **res,
-                         switched=float(np.mean(model.switched)) if getattr(model, "switched", None) else float("nan"),
-                         seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0))
+        rows.append(
+            dict(
+                algorithm=algorithm,
+                **res,
+                switched=float(np.mean(model.switched))
+                if getattr(model, "switched", None)
+                else float("nan"),
+                seconds=time.perf_counter() - t0,
+                cpu_seconds=time.process_time() - c0,
+            )
+        )
     return rows
 
 
@@ -230,19 +345,42 @@ def _control_job(job: dict[str, Any]) -> dict[str, Any]:
     register_envs()
     rng = np.random.default_rng(job["seed_seq"])
     env = gym.make(job["env_id"])
-    model = make_agent(job["algorithm"], env, rng, alpha=job["alpha"], net_arch=tuple(job["net_arch"]),
-                       n_samples=job["n_samples"], device="cpu")
+    model = make_agent(
+        job["algorithm"],
+        env,
+        rng,
+        alpha=job["alpha"],
+        net_arch=tuple(job["net_arch"]),
+        n_samples=job["n_samples"],
+        device="cpu",
+    )
     t0 = time.perf_counter()
     model.learn(job["n_steps"], callback=_Deadline(t0 + job["seconds"]))
     res = evaluate(model, gym.make(job["env_id"]), job["n_eval"], rng)
-    return dict(env=job["env_id"], algorithm=job["algorithm"], rep=job["rep"], steps=int(model.num_timesteps),
-                seconds=time.perf_counter() - t0, **res)
+    return dict(
+        env=job["env_id"],
+        algorithm=job["algorithm"],
+        rep=job["rep"],
+        steps=int(model.num_timesteps),
+        seconds=time.perf_counter() - t0,
+        **res,
+    )
 
 
-def control_benchmark(env_ids: Sequence[str], algorithms: Sequence[str], n_steps: int, n_reps: int,
-                      rng: np.random.Generator, *, seconds: float, n_workers: int | None = None,
-                      alpha: float = DEFAULTS.agent.alpha, net_arch: tuple[int, ...] = DEFAULTS.agent.net_arch,
-                      n_samples: int = DEFAULTS.agent.n_samples, n_eval: int = 3) -> list[dict[str, Any]]:
+def control_benchmark(
+    env_ids: Sequence[str],
+    algorithms: Sequence[str],
+    n_steps: int,
+    n_reps: int,
+    rng: np.random.Generator,
+    *,
+    seconds: float,
+    n_workers: int | None = None,
+    alpha: float = DEFAULTS.agent.alpha,
+    net_arch: tuple[int, ...] = DEFAULTS.agent.net_arch,
+    n_samples: int = DEFAULTS.agent.n_samples,
+    n_eval: int = 3,
+) -> list[dict[str, Any]]:
     """The gpu profile's benchmark: every (env, algorithm, rep) in parallel worker processes.
 
     SB3 runs about 190 SAC steps a second per process, so the notes' 300k-1M steps cannot fit a
@@ -265,16 +403,41 @@ def control_benchmark(env_ids: Sequence[str], algorithms: Sequence[str], n_steps
     """
     for a in algorithms:
         if a not in ALGORITHMS:
-            raise ValueError(f"algorithms must be names from {sorted(ALGORITHMS)}, got {a!r}")
-    n_steps, n_reps = check_int(n_steps, "n_steps", low=1), check_int(n_reps, "n_reps", low=1)
+            raise ValueError(
+                f"algorithms must be names from {sorted(ALGORITHMS)}, got {a!r}"
+            )
+    n_steps, n_reps = (
+        check_int(n_steps, "n_steps", low=1),
+        check_int(n_reps, "n_reps", low=1),
+    )
     rng = check_rng(rng)
     seconds = check_real(seconds, "seconds", low=0.0, low_open=True)
-    n_workers = check_int(n_workers if n_workers is not None else (os.cpu_count() or 1), "n_workers", low=1)
+    n_workers = check_int(
+        n_workers if n_workers is not None else (os.cpu_count() or 1),
+        "n_workers",
+        low=1,
+    )
     seeds = rng.integers(2**31 - 1, size=len(env_ids) * len(algorithms) * n_reps)
-    jobs = [dict(env_id=e, algorithm=a, rep=k, n_steps=n_steps, seconds=seconds, alpha=alpha, net_arch=list(net_arch),
-                 n_samples=n_samples, n_eval=n_eval, seed_seq=int(seeds[i]))
-            for i, (e, a, k) in enumerate((e, a, k) for e in env_ids for a in algorithms for k in range(n_reps))]
+    jobs = [
+        dict(
+            env_id=e,
+            algorithm=a,
+            rep=k,
+            n_steps=n_steps,
+            seconds=seconds,
+            alpha=alpha,
+            net_arch=list(net_arch),
+            n_samples=n_samples,
+            n_eval=n_eval,
+            seed_seq=int(seeds[i]),
+        )
+        for i, (e, a, k) in enumerate(
+            (e, a, k) for e in env_ids for a in algorithms for k in range(n_reps)
+        )
+    ]
     import multiprocessing as mp
 
-    with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(
+        max_workers=n_workers, mp_context=mp.get_context("spawn")
+    ) as pool:
         return list(pool.map(_control_job, jobs))

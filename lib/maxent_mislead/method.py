@@ -61,7 +61,9 @@ def soft_value(q: np.ndarray, alpha: float, da: float = 1.0) -> np.ndarray:
     q = _check_q(q)
     alpha = _check_alpha(alpha)
     da = check_real(da, "da", low=0.0, low_open=True)
-    return adaent.grid_soft_value(q.reshape(-1, q.shape[-1]), alpha, da).reshape(q.shape[:-1])
+    return adaent.grid_soft_value(q.reshape(-1, q.shape[-1]), alpha, da).reshape(
+        q.shape[:-1]
+    )
 
 
 def _soft_policy(q: np.ndarray, alpha: float) -> np.ndarray:
@@ -92,7 +94,9 @@ def soft_policy(q: np.ndarray, alpha: float) -> np.ndarray:
     return _soft_policy(_check_q(q), _check_alpha(alpha))
 
 
-def _branch_values(alpha: float, r_mid: float, r_hi: float, r_fail: float, w: float) -> tuple[float, float]:
+def _branch_values(
+    alpha: float, r_mid: float, r_hi: float, r_fail: float, w: float
+) -> tuple[float, float]:
     """Soft values of Toy A's two branches on A = [-1, 1] (|A| = 2):
 
     robust ``V = r_mid + alpha log 2``; precise (good set ``|a| <= w``, measure ``2 w``)
@@ -100,12 +104,17 @@ def _branch_values(alpha: float, r_mid: float, r_hi: float, r_fail: float, w: fl
     the maxima ``r_mid`` and ``r_hi``."""
     if alpha == 0.0:
         return r_mid, r_hi
-    precise = alpha * logsumexp([r_hi / alpha, r_fail / alpha], b=[2.0 * w, 2.0 - 2.0 * w]) if w < 1 \
+    precise = (
+        alpha * logsumexp([r_hi / alpha, r_fail / alpha], b=[2.0 * w, 2.0 - 2.0 * w])
+        if w < 1
         else r_hi + alpha * np.log(2.0)
+    )
     return r_mid + alpha * np.log(2.0), float(precise)
 
 
-def branch_values(alpha: float, r_mid: float, r_hi: float, r_fail: float, w: float) -> tuple[float, float]:
+def branch_values(
+    alpha: float, r_mid: float, r_hi: float, r_fail: float, w: float
+) -> tuple[float, float]:
     """Soft values ``(V_robust, V_precise)`` of Toy A's two branches (closed form, Sec. 5 in spirit).
 
     Args:
@@ -120,15 +129,25 @@ def branch_values(alpha: float, r_mid: float, r_hi: float, r_fail: float, w: flo
     Raises:
         ValueError: ``alpha < 0``, ``w`` outside (0, 1], rewards not ordered ``r_fail < r_mid < r_hi``.
     """
-    alpha, (r_mid, r_hi, r_fail), w = _check_alpha(alpha), _check_rewards(r_mid, r_hi, r_fail), _check_width(w)
+    alpha, (r_mid, r_hi, r_fail), w = (
+        _check_alpha(alpha),
+        _check_rewards(r_mid, r_hi, r_fail),
+        _check_width(w),
+    )
     return _branch_values(alpha, r_mid, r_hi, r_fail, w)
 
 
 def _check_rewards(r_mid: Any, r_hi: Any, r_fail: Any) -> tuple[float, float, float]:
-    r_mid, r_hi, r_fail = check_real(r_mid, "r_mid"), check_real(r_hi, "r_hi"), check_real(r_fail, "r_fail")
+    r_mid, r_hi, r_fail = (
+        check_real(r_mid, "r_mid"),
+        check_real(r_hi, "r_hi"),
+        check_real(r_fail, "r_fail"),
+    )
     if not r_fail < r_mid < r_hi:
-        raise ValueError(f"r_mid must lie strictly between r_fail and r_hi, got r_fail={r_fail}, "
-                         f"r_mid={r_mid}, r_hi={r_hi}")
+        raise ValueError(
+            f"r_mid must lie strictly between r_fail and r_hi, got r_fail={r_fail}, "
+            f"r_mid={r_mid}, r_hi={r_hi}"
+        )
     return r_mid, r_hi, r_fail
 
 
@@ -136,13 +155,18 @@ def _threshold_alpha(r_mid: float, r_hi: float, r_fail: float, w: float) -> floa
     """Root of ``V_precise(alpha) - V_robust(alpha)`` (brentq). The gap is ``r_hi - r_mid > 0`` at
     ``alpha -> 0`` and tends to ``(2 w r_hi + (2 - 2w) r_fail) / 2 - r_mid`` (the mean reward minus
     ``r_mid``) as ``alpha -> inf``; it is bracketed by doubling ``alpha``."""
-    gap = lambda a: _branch_values(a, r_mid, r_hi, r_fail, w)[1] - _branch_values(a, r_mid, r_hi, r_fail, w)[0]  # noqa: E731
+    gap = lambda a: (
+        _branch_values(a, r_mid, r_hi, r_fail, w)[1]
+        - _branch_values(a, r_mid, r_hi, r_fail, w)[0]
+    )  # noqa: E731
     lo, hi = 1e-3 * (r_hi - r_mid), 1.0
     while gap(hi) > 0:
         hi *= 2.0
         if hi > 1e8:
-            raise ValueError("no threshold: the precise branch stays preferred for every alpha "
-                             "(its mean reward is above r_mid)")
+            raise ValueError(
+                "no threshold: the precise branch stays preferred for every alpha "
+                "(its mean reward is above r_mid)"
+            )
     return float(brentq(gap, lo, hi, xtol=1e-12, rtol=1e-12))
 
 
@@ -183,8 +207,16 @@ class ValueIterationResult:
     n_iter: int
 
 
-def _soft_vi(P: np.ndarray, R: np.ndarray, alpha: float, gamma: float, da: float, terminal: np.ndarray,
-             tol: float, max_iter: int) -> ValueIterationResult:
+def _soft_vi(
+    P: np.ndarray,
+    R: np.ndarray,
+    alpha: float,
+    gamma: float,
+    da: float,
+    terminal: np.ndarray,
+    tol: float,
+    max_iter: int,
+) -> ValueIterationResult:
     """Soft Bellman iteration ``Q = R + gamma P V``, ``V = alpha log sum_a e^{Q/alpha} da``
     (``alpha = 0``: ``V = max_a Q``); ``V = 0`` on terminal states. A ``gamma``-contraction."""
     S, A, _ = P.shape
@@ -196,7 +228,9 @@ def _soft_vi(P: np.ndarray, R: np.ndarray, alpha: float, gamma: float, da: float
         else:
             top = Q.max(axis=1)
             with np.errstate(over="ignore"):
-                V_new = top + alpha * (logsumexp((Q - top[:, None]) / alpha, axis=1) + np.log(da))
+                V_new = top + alpha * (
+                    logsumexp((Q - top[:, None]) / alpha, axis=1) + np.log(da)
+                )
         V_new[terminal] = 0.0
         if np.max(np.abs(V_new - V)) <= tol:
             V = V_new
@@ -206,9 +240,17 @@ def _soft_vi(P: np.ndarray, R: np.ndarray, alpha: float, gamma: float, da: float
     return ValueIterationResult(V=V, Q=Q, policy=_soft_policy(Q, alpha), n_iter=it)
 
 
-def soft_value_iteration(P: np.ndarray, R: np.ndarray, alpha: float, gamma: float, *, da: float = 1.0,
-                         terminal: np.ndarray | None = None, tol: float = 1e-12,
-                         max_iter: int = 100_000) -> ValueIterationResult:
+def soft_value_iteration(
+    P: np.ndarray,
+    R: np.ndarray,
+    alpha: float,
+    gamma: float,
+    *,
+    da: float = 1.0,
+    terminal: np.ndarray | None = None,
+    tol: float = 1e-12,
+    max_iter: int = 100_000,
+) -> ValueIterationResult:
     """Soft value iteration on a tabular MDP (the soft Bellman equation, Sec. 3).
 
     ``Q(s, a) = R(s, a) + gamma sum_s' P(s'|s, a) V(s')``, ``V(s) = alpha log sum_a exp(Q(s, a)/alpha) da``.
@@ -232,12 +274,27 @@ def soft_value_iteration(P: np.ndarray, R: np.ndarray, alpha: float, gamma: floa
         ``gamma`` outside [0, 1), ``da <= 0``, ``tol <= 0``, ``max_iter < 1`` (each named).
     """
     P, R, term = _check_mdp(P, R, terminal)
-    return _soft_vi(P, R, _check_alpha(alpha), _check_gamma(gamma), check_real(da, "da", low=0.0, low_open=True),
-                    term, check_real(tol, "tol", low=0.0, low_open=True), check_int(max_iter, "max_iter", low=1))
+    return _soft_vi(
+        P,
+        R,
+        _check_alpha(alpha),
+        _check_gamma(gamma),
+        check_real(da, "da", low=0.0, low_open=True),
+        term,
+        check_real(tol, "tol", low=0.0, low_open=True),
+        check_int(max_iter, "max_iter", low=1),
+    )
 
 
-def value_iteration(P: np.ndarray, R: np.ndarray, gamma: float, *, terminal: np.ndarray | None = None,
-                    tol: float = 1e-12, max_iter: int = 100_000) -> ValueIterationResult:
+def value_iteration(
+    P: np.ndarray,
+    R: np.ndarray,
+    gamma: float,
+    *,
+    terminal: np.ndarray | None = None,
+    tol: float = 1e-12,
+    max_iter: int = 100_000,
+) -> ValueIterationResult:
     """Plain value iteration (``V = max_a Q``): :func:`soft_value_iteration` at ``alpha = 0``.
 
     Args and Raises: as :func:`soft_value_iteration` (no ``alpha``, no ``da``).
@@ -246,12 +303,28 @@ def value_iteration(P: np.ndarray, R: np.ndarray, gamma: float, *, terminal: np.
         :class:`ValueIterationResult` whose policy is uniform over the greedy actions.
     """
     P, R, term = _check_mdp(P, R, terminal)
-    return _soft_vi(P, R, 0.0, _check_gamma(gamma), 1.0, term, check_real(tol, "tol", low=0.0, low_open=True),
-                    check_int(max_iter, "max_iter", low=1))
+    return _soft_vi(
+        P,
+        R,
+        0.0,
+        _check_gamma(gamma),
+        1.0,
+        term,
+        check_real(tol, "tol", low=0.0, low_open=True),
+        check_int(max_iter, "max_iter", low=1),
+    )
 
 
-def _extend(P: np.ndarray, R: np.ndarray, term: np.ndarray, s: int, a: int, k: int, r_fail: float,
-            gamma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _extend(
+    P: np.ndarray,
+    R: np.ndarray,
+    term: np.ndarray,
+    s: int,
+    a: int,
+    k: int,
+    r_fail: float,
+    gamma: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entropy bifurcation extension (reconstruction). ``(s, a)`` now leads to a new branch state
     ``b`` (reward ``R[s, a]`` kept on entry). At ``b`` the first ``k`` actions continue as ``(s, a)``
     did (to ``P[s, a]``) with reward ``(1 - gamma) sum_s' P[s, a, s'] V*(s')``, so that
@@ -276,9 +349,17 @@ def _extend(P: np.ndarray, R: np.ndarray, term: np.ndarray, s: int, a: int, k: i
     return P2, R2, term2
 
 
-def bifurcation_extension(P: np.ndarray, R: np.ndarray, state: int, action: int, *, w: float, r_fail: float,
-                          gamma: float, terminal: np.ndarray | None = None
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bifurcation_extension(
+    P: np.ndarray,
+    R: np.ndarray,
+    state: int,
+    action: int,
+    *,
+    w: float,
+    r_fail: float,
+    gamma: float,
+    terminal: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entropy Bifurcation Extension of a tabular MDP at ``(state, action)`` (reconstruction).
 
     The paper extends any MDP so that MaxEnt prefers a chosen suboptimal action while the plain
@@ -315,12 +396,16 @@ def bifurcation_extension(P: np.ndarray, R: np.ndarray, state: int, action: int,
     V_star = _soft_vi(P, R, 0.0, gamma, 1.0, term, 1e-13, 1_000_000).V
     cont = float(P[state, action] @ V_star)
     if r_fail >= cont:
-        raise ValueError(f"r_fail must lie below the continuation value E V*(s') = {cont:.6g}, got {r_fail}")
+        raise ValueError(
+            f"r_fail must lie below the continuation value E V*(s') = {cont:.6g}, got {r_fail}"
+        )
     k = max(1, int(round(w * A)))
     return _extend(P, R, term, state, action, k, r_fail, gamma)
 
 
-def _mass_near(r: np.ndarray, a: np.ndarray, alpha: float, center: float, radius: float) -> float:
+def _mass_near(
+    r: np.ndarray, a: np.ndarray, alpha: float, center: float, radius: float
+) -> float:
     """Mass of ``pi propto exp(r / alpha)`` on the grid points within ``radius`` of ``center``."""
     p = _soft_policy(r, alpha)
     return float(p[np.abs(a - center) <= radius].sum())
@@ -333,8 +418,13 @@ def _action_grid(n_grid: int) -> np.ndarray:
     return -1.0 + (np.arange(n_grid) + 0.5) * (2.0 / n_grid)
 
 
-def grid_mass_near(reward_fn: Callable[[np.ndarray], np.ndarray], alpha: float, center: float, radius: float,
-                   n_grid: int = 200_000) -> float:
+def grid_mass_near(
+    reward_fn: Callable[[np.ndarray], np.ndarray],
+    alpha: float,
+    center: float,
+    radius: float,
+    n_grid: int = 200_000,
+) -> float:
     """Soft-optimal mass near ``center`` for a one-step bandit on [-1, 1] (exact, on a grid).
 
     The soft-optimal policy of a bandit is ``pi(a) propto exp(r(a) / alpha)``; this returns
@@ -352,8 +442,14 @@ def grid_mass_near(reward_fn: Callable[[np.ndarray], np.ndarray], alpha: float, 
         ValueError/TypeError: ``alpha < 0``, ``center`` outside [-1, 1], ``radius <= 0``,
         ``n_grid < 2``, ``reward_fn`` not callable or returning a wrongly shaped/non-finite array.
     """
-    alpha, center = _check_alpha(alpha), check_real(center, "center", low=-1.0, high=1.0)
-    radius, n_grid = check_real(radius, "radius", low=0.0, low_open=True), check_int(n_grid, "n_grid", low=2)
+    alpha, center = (
+        _check_alpha(alpha),
+        check_real(center, "center", low=-1.0, high=1.0),
+    )
+    radius, n_grid = (
+        check_real(radius, "radius", low=0.0, low_open=True),
+        check_int(n_grid, "n_grid", low=2),
+    )
     a = _action_grid(n_grid)
     return _mass_near(_rewards_on(reward_fn, a), a, alpha, center, radius)
 
@@ -363,12 +459,19 @@ def _rewards_on(reward_fn: Any, a: np.ndarray) -> np.ndarray:
         raise TypeError(f"reward_fn must be callable, got {type(reward_fn).__name__}")
     r = _check_q(np.asarray(reward_fn(a), dtype=np.float64), "reward_fn(a)")
     if r.shape != a.shape:
-        raise ValueError(f"reward_fn(a) must have the shape of a {a.shape}, got {r.shape}")
+        raise ValueError(
+            f"reward_fn(a) must have the shape of a {a.shape}, got {r.shape}"
+        )
     return r
 
 
-def half_mass_alpha(reward_fn: Callable[[np.ndarray], np.ndarray], center: float, radius: float,
-                    n_grid: int = 200_000, alpha_max: float = 100.0) -> float:
+def half_mass_alpha(
+    reward_fn: Callable[[np.ndarray], np.ndarray],
+    center: float,
+    radius: float,
+    n_grid: int = 200_000,
+    alpha_max: float = 100.0,
+) -> float:
     """The temperature at which half the soft-optimal mass lies within ``radius`` of ``center``.
 
     Solves ``grid_mass_near(alpha) = 1/2`` with brentq on ``(1e-3, alpha_max)`` (Toy B: 0.3479).
@@ -384,12 +487,17 @@ def half_mass_alpha(reward_fn: Callable[[np.ndarray], np.ndarray], center: float
         ValueError: as :func:`grid_mass_near`, or the mass does not cross 1/2 inside the bracket.
     """
     center = check_real(center, "center", low=-1.0, high=1.0)
-    radius, n_grid = check_real(radius, "radius", low=0.0, low_open=True), check_int(n_grid, "n_grid", low=2)
+    radius, n_grid = (
+        check_real(radius, "radius", low=0.0, low_open=True),
+        check_int(n_grid, "n_grid", low=2),
+    )
     alpha_max = check_real(alpha_max, "alpha_max", low=1e-3, low_open=True)
     a = _action_grid(n_grid)
     r = _rewards_on(reward_fn, a)
     f = lambda al: _mass_near(r, a, al, center, radius) - 0.5  # noqa: E731
     lo = 1e-3
     if f(lo) * f(alpha_max) > 0:
-        raise ValueError(f"the mass near {center} does not cross 1/2 for alpha in ({lo}, {alpha_max})")
+        raise ValueError(
+            f"the mass near {center} does not cross 1/2 for alpha in ({lo}, {alpha_max})"
+        )
     return float(brentq(f, lo, alpha_max, xtol=1e-10))

@@ -54,8 +54,14 @@ class SACAdaEnt(SAC):
         TooLargeError: ``batch_size * n_samples`` sampled critic inputs cannot fit in memory.
     """
 
-    def __init__(self, policy: Any, env: Any, n_samples: int = DEFAULTS.agent.n_samples,
-                 threshold: float = DEFAULTS.agent.threshold, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        policy: Any,
+        env: Any,
+        n_samples: int = DEFAULTS.agent.n_samples,
+        threshold: float = DEFAULTS.agent.threshold,
+        **kwargs: Any,
+    ) -> None:
         self.n_samples = _check_n_samples(n_samples)
         self.threshold = _check_threshold(threshold)
         self.switched: list[float] = []
@@ -67,10 +73,18 @@ class SACAdaEnt(SAC):
         # _init_setup_model=False: checked when the model is set up
         if not hasattr(self, "critic"):
             return
-        width = max(m.out_features for m in self.critic.modules() if isinstance(m, th.nn.Linear))
-        per_row = int(np.prod(self.observation_space.shape)) + int(np.prod(self.action_space.shape)) + 4 * width
-        check_budget(f"SACAdaEnt(n_samples={self.n_samples}, batch_size={self.batch_size})",
-                     n_bytes=4.0 * self.batch_size * self.n_samples * per_row)
+        width = max(
+            m.out_features for m in self.critic.modules() if isinstance(m, th.nn.Linear)
+        )
+        per_row = (
+            int(np.prod(self.observation_space.shape))
+            + int(np.prod(self.action_space.shape))
+            + 4 * width
+        )
+        check_budget(
+            f"SACAdaEnt(n_samples={self.n_samples}, batch_size={self.batch_size})",
+            n_bytes=4.0 * self.batch_size * self.n_samples * per_row,
+        )
 
     def _setup_model(self) -> None:
         super()._setup_model()
@@ -83,7 +97,10 @@ class SACAdaEnt(SAC):
         self.plain_critic_target.load_state_dict(self.plain_critic.state_dict())
         self.plain_critic_target.set_training_mode(False)
         self.plain_critic.optimizer = self.policy.optimizer_class(
-            self.plain_critic.parameters(), lr=self.lr_schedule(1), **self.policy.optimizer_kwargs)
+            self.plain_critic.parameters(),
+            lr=self.lr_schedule(1),
+            **self.policy.optimizer_kwargs,
+        )
         self._adaent_gen = th.Generator(device=self.device)
         self._adaent_gen.manual_seed(int(self.seed or 0) + 15_485_863)
 
@@ -93,13 +110,21 @@ class SACAdaEnt(SAC):
         Returns two (B, M) tensors. Draws from the model's own generator, not torch's global one."""
         M = self.n_samples
         mean, log_std, _ = self.actor.get_action_dist_params(obs)
-        eps = th.randn((mean.shape[0], M, mean.shape[1]), generator=self._adaent_gen, device=mean.device)
+        eps = th.randn(
+            (mean.shape[0], M, mean.shape[1]),
+            generator=self._adaent_gen,
+            device=mean.device,
+        )
         # squashed Gaussian samples
         acts = th.tanh(mean.unsqueeze(1) + log_std.exp().unsqueeze(1) * eps)
         obs_rep = obs.repeat_interleave(M, dim=0)
         acts = acts.reshape(-1, mean.shape[1])
-        q_soft = th.min(th.cat(self.critic(obs_rep, acts), dim=1), dim=1).values.reshape(-1, M)
-        q_plain = th.min(th.cat(self.plain_critic(obs_rep, acts), dim=1), dim=1).values.reshape(-1, M)
+        q_soft = th.min(
+            th.cat(self.critic(obs_rep, acts), dim=1), dim=1
+        ).values.reshape(-1, M)
+        q_plain = th.min(
+            th.cat(self.plain_critic(obs_rep, acts), dim=1), dim=1
+        ).values.reshape(-1, M)
         return q_soft, q_plain
 
     def train(self, gradient_steps: int, batch_size: int = 64) -> None:
@@ -110,12 +135,22 @@ class SACAdaEnt(SAC):
         """
         self.policy.set_training_mode(True)
         self.plain_critic.set_training_mode(True)
-        optimizers = [self.actor.optimizer, self.critic.optimizer, self.plain_critic.optimizer]
+        optimizers = [
+            self.actor.optimizer,
+            self.critic.optimizer,
+            self.plain_critic.optimizer,
+        ]
         if self.ent_coef_optimizer is not None:
             optimizers += [self.ent_coef_optimizer]
         self._update_learning_rate(optimizers)
 
-        ent_coef_losses, ent_coefs, actor_losses, critic_losses, switched = [], [], [], [], []
+        ent_coef_losses, ent_coefs, actor_losses, critic_losses, switched = (
+            [],
+            [],
+            [],
+            [],
+            [],
+        )
         for gradient_step in range(gradient_steps):
             data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)  # type: ignore[union-attr]
             discounts = data.discounts if data.discounts is not None else self.gamma
@@ -127,7 +162,9 @@ class SACAdaEnt(SAC):
             ent_coef_loss = None
             if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
                 ent_coef = th.exp(self.log_ent_coef.detach())
-                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
+                ent_coef_loss = -(
+                    self.log_ent_coef * (log_prob + self.target_entropy).detach()
+                ).mean()
                 ent_coef_losses.append(ent_coef_loss.item())
             else:
                 ent_coef = self.ent_coef_tensor
@@ -138,14 +175,28 @@ class SACAdaEnt(SAC):
                 self.ent_coef_optimizer.step()
 
             with th.no_grad():
-                next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
-                next_q = th.min(th.cat(self.critic_target(data.next_observations, next_actions), dim=1),
-                                dim=1, keepdim=True).values
-                next_plain = th.min(th.cat(self.plain_critic_target(data.next_observations, next_actions), dim=1),
-                                    dim=1, keepdim=True).values
+                next_actions, next_log_prob = self.actor.action_log_prob(
+                    data.next_observations
+                )
+                next_q = th.min(
+                    th.cat(
+                        self.critic_target(data.next_observations, next_actions), dim=1
+                    ),
+                    dim=1,
+                    keepdim=True,
+                ).values
+                next_plain = th.min(
+                    th.cat(
+                        self.plain_critic_target(data.next_observations, next_actions),
+                        dim=1,
+                    ),
+                    dim=1,
+                    keepdim=True,
+                ).values
                 # y_soft
                 target_soft = data.rewards + (1 - data.dones) * discounts * (
-                    next_q - ent_coef * next_log_prob.reshape(-1, 1))
+                    next_q - ent_coef * next_log_prob.reshape(-1, 1)
+                )
                 # y_plain
                 target_plain = data.rewards + (1 - data.dones) * discounts * next_plain
 
@@ -156,7 +207,10 @@ class SACAdaEnt(SAC):
             critic_loss.backward()
             self.critic.optimizer.step()
 
-            plain_loss = 0.5 * sum(F.mse_loss(q, target_plain) for q in self.plain_critic(data.observations, data.actions))
+            plain_loss = 0.5 * sum(
+                F.mse_loss(q, target_plain)
+                for q in self.plain_critic(data.observations, data.actions)
+            )
             self.plain_critic.optimizer.zero_grad()
             plain_loss.backward()
             self.plain_critic.optimizer.step()
@@ -164,13 +218,22 @@ class SACAdaEnt(SAC):
             # the landscape test: which states' actor loss uses the plain critic
             with th.no_grad():
                 q_soft_m, q_plain_m = self._sample_landscape(data.observations)
-                _, mask = adaent.landscape_similarity(q_soft_m, q_plain_m, self.threshold)
+                _, mask = adaent.landscape_similarity(
+                    q_soft_m, q_plain_m, self.threshold
+                )
             switched.append(float(mask.float().mean().item()))
 
-            min_soft = th.min(th.cat(self.critic(data.observations, actions_pi), dim=1), dim=1, keepdim=True).values
+            min_soft = th.min(
+                th.cat(self.critic(data.observations, actions_pi), dim=1),
+                dim=1,
+                keepdim=True,
+            ).values
             if bool(mask.any()):
-                min_plain = th.min(th.cat(self.plain_critic(data.observations, actions_pi), dim=1),
-                                   dim=1, keepdim=True).values
+                min_plain = th.min(
+                    th.cat(self.plain_critic(data.observations, actions_pi), dim=1),
+                    dim=1,
+                    keepdim=True,
+                ).values
                 q_sel = th.where(mask.reshape(-1, 1), min_plain, min_soft)
             else:
                 q_sel = min_soft
@@ -181,9 +244,15 @@ class SACAdaEnt(SAC):
             self.actor.optimizer.step()
 
             if gradient_step % self.target_update_interval == 0:
-                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(
+                    self.critic.parameters(), self.critic_target.parameters(), self.tau
+                )
                 polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
-                polyak_update(self.plain_critic.parameters(), self.plain_critic_target.parameters(), self.tau)
+                polyak_update(
+                    self.plain_critic.parameters(),
+                    self.plain_critic_target.parameters(),
+                    self.tau,
+                )
 
         self._n_updates += gradient_steps
         self.switched.extend(switched)
@@ -196,4 +265,9 @@ class SACAdaEnt(SAC):
             self.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "plain_critic", "plain_critic_target", "_adaent_gen"]
+        return [
+            *super()._excluded_save_params(),
+            "plain_critic",
+            "plain_critic_target",
+            "_adaent_gen",
+        ]

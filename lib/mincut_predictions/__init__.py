@@ -39,14 +39,42 @@ surrogate of :func:`learn_predictions_ogd`.
 from __future__ import annotations
 
 from .claims import CLAIMS
-from .baselines import brute_force_min_cut, fpz, fpz_branch_probability, karger_stein, karger_success_bound, stoer_wagner
-from .data import TSPInstance, cycles_graph, from_networkx, jitter_instances, matching_graph, tsp_lp_instances
+from .baselines import (
+    brute_force_min_cut,
+    fpz,
+    fpz_branch_probability,
+    karger_stein,
+    karger_success_bound,
+    stoer_wagner,
+)
+from .data import (
+    TSPInstance,
+    cycles_graph,
+    from_networkx,
+    jitter_instances,
+    matching_graph,
+    tsp_lp_instances,
+)
 from .defaults import DEFAULTS, METHODS, MatchingDefaults, MinCutDefaults
 from .experiments import TrialsResult, trials_until_min_cut
 from .graph import GraphLike, WeightedGraph, cut_value, validate_graph
-from .method import (_boost, _phases, boosted_fpz, boosted_karger_trial, boosted_success_bound, boosted_weights,
-                     contraction_batch, karger_trial, min_cut)
-from .predictions import inject_errors, learn_predictions_ogd, predict_by_sampling, prediction_errors
+from .method import (
+    _boost,
+    _phases,
+    boosted_fpz,
+    boosted_karger_trial,
+    boosted_success_bound,
+    boosted_weights,
+    contraction_batch,
+    karger_trial,
+    min_cut,
+)
+from .predictions import (
+    inject_errors,
+    learn_predictions_ogd,
+    predict_by_sampling,
+    prediction_errors,
+)
 
 __all__ = [
     "CLAIMS",

@@ -15,10 +15,23 @@ from icml25.checks import check_budget, check_int, check_rng
 from icml25.kernels import contraction
 
 from .defaults import DEFAULTS
-from .graph import _PYTHON_STEP, GraphLike, WeightedGraph, _components_cut, _cut_value, validate_graph
+from .graph import (
+    _PYTHON_STEP,
+    GraphLike,
+    WeightedGraph,
+    _components_cut,
+    _cut_value,
+    validate_graph,
+)
 
-__all__ = ["brute_force_min_cut", "stoer_wagner", "karger_stein", "fpz", "fpz_branch_probability",
-           "karger_success_bound"]
+__all__ = [
+    "brute_force_min_cut",
+    "stoer_wagner",
+    "karger_stein",
+    "fpz",
+    "fpz_branch_probability",
+    "karger_success_bound",
+]
 
 #: the largest graph :func:`brute_force_min_cut` enumerates (2^19 bipartitions)
 _BRUTE_FORCE_MAX_N = 20
@@ -46,12 +59,14 @@ def _recursive_operations(g: WeightedGraph) -> float:
     quotient (``(m + n^2) log m log n``), plus the Python overhead of about
     ``(n / brute_force_size)^2`` recursion nodes (the leaves of a depth-``2 log2 n`` binary tree)."""
     nodes = 2.0 * (g.n / DEFAULTS.brute_force_size) ** 2
-    return ((g.m + g.n**2) * math.log2(g.m + 1) * max(1.0, math.log2(g.n))
-            + _PYTHON_STEP * _STEPS_PER_RECURSION_NODE * nodes)
+    return (g.m + g.n**2) * math.log2(g.m + 1) * max(
+        1.0, math.log2(g.n)
+    ) + _PYTHON_STEP * _STEPS_PER_RECURSION_NODE * nodes
 
 
-def brute_force_min_cut(edges: GraphLike, weights: ArrayLike | None = None,
-                        n: int | None = None) -> tuple[float, np.ndarray]:
+def brute_force_min_cut(
+    edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None
+) -> tuple[float, np.ndarray]:
     """Exact minimum cut by enumerating all ``2^(n-1) - 1`` bipartitions (``n <= 20``).
 
     Args:
@@ -65,11 +80,15 @@ def brute_force_min_cut(edges: GraphLike, weights: ArrayLike | None = None,
     """
     g = validate_graph(edges, weights, n)
     if g.n > _BRUTE_FORCE_MAX_N:
-        raise ValueError(f"brute force enumerates 2^(n-1) cuts; n must be <= {_BRUTE_FORCE_MAX_N}, got {g.n}")
+        raise ValueError(
+            f"brute force enumerates 2^(n-1) cuts; n must be <= {_BRUTE_FORCE_MAX_N}, got {g.n}"
+        )
     return _brute_force(g.edges, g.weights, g.n)
 
 
-def _brute_force(edges: np.ndarray, weights: np.ndarray, n: int) -> tuple[float, np.ndarray]:
+def _brute_force(
+    edges: np.ndarray, weights: np.ndarray, n: int
+) -> tuple[float, np.ndarray]:
     """``min_S w(delta(S))`` over every ``S`` containing vertex 0, ``S != V``."""
     masks = np.arange(2 ** (n - 1), dtype=np.int64)  # bit j: vertex j+1 joins vertex 0
     bits = np.ones((masks.size, n), dtype=bool)
@@ -80,8 +99,9 @@ def _brute_force(edges: np.ndarray, weights: np.ndarray, n: int) -> tuple[float,
     return float(values[best]), bits[best].copy()
 
 
-def stoer_wagner(edges: GraphLike, weights: ArrayLike | None = None,
-                 n: int | None = None) -> tuple[float, np.ndarray]:
+def stoer_wagner(
+    edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None
+) -> tuple[float, np.ndarray]:
     """Exact global minimum cut with ``networkx.stoer_wagner`` (the reference optimum).
 
     A disconnected graph has minimum cut 0; the answer is then the component of vertex 0 (found
@@ -104,21 +124,28 @@ def stoer_wagner(edges: GraphLike, weights: ArrayLike | None = None,
     import networkx as nx
 
     g = validate_graph(edges, weights, n)
-    check_budget(f"stoer_wagner(n={g.n}, m={g.m})", n_bytes=_NX_BYTES * (g.n + g.m),
-                 n_operations=_stoer_wagner_operations(g))
+    check_budget(
+        f"stoer_wagner(n={g.n}, m={g.m})",
+        n_bytes=_NX_BYTES * (g.n + g.m),
+        n_operations=_stoer_wagner_operations(g),
+    )
     zero, zero_side = _components_cut(g)
     if zero is not None:
         return zero, zero_side
     graph = nx.Graph()
     graph.add_nodes_from(range(g.n))
-    graph.add_weighted_edges_from(zip(g.edges[:, 0].tolist(), g.edges[:, 1].tolist(), g.weights.tolist()))
+    graph.add_weighted_edges_from(
+        zip(g.edges[:, 0].tolist(), g.edges[:, 1].tolist(), g.weights.tolist())
+    )
     value, (part_a, part_b) = nx.stoer_wagner(graph)
     side = np.zeros(g.n, dtype=bool)
     side[list(part_a if 0 in part_a else part_b)] = True
     exact = _cut_value(g.edges, g.weights, side)
     if side.all() or not math.isclose(exact, float(value), rel_tol=1e-9, abs_tol=1e-12):
-        raise RuntimeError(f"networkx.stoer_wagner returned a partition of value {exact!r}, not the "
-                           f"reported {value!r}")
+        raise RuntimeError(
+            f"networkx.stoer_wagner returned a partition of value {exact!r}, not the "
+            f"reported {value!r}"
+        )
     return exact, side
 
 
@@ -144,7 +171,9 @@ def _contract_once(edges, weights, n, stop_at, rng, contract_w=None):
         return edges, weights, n, np.arange(n)
     cw = weights if contract_w is None else contract_w
     seed = int(rng.integers(0, 2**63))
-    _, labels = contraction.contraction_trials(edges, weights, n, 1, seed, [(cw / cw.max(), stop_at)])
+    _, labels = contraction.contraction_trials(
+        edges, weights, n, 1, seed, [(cw / cw.max(), stop_at)]
+    )
     return _quotient(edges, weights, labels[0])
 
 
@@ -190,8 +219,13 @@ def _finish(g: WeightedGraph, side: np.ndarray) -> tuple[float, np.ndarray]:
     return _cut_value(g.edges, g.weights, side), side
 
 
-def karger_stein(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None, *,
-                 rng: np.random.Generator) -> tuple[float, np.ndarray]:
+def karger_stein(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    n: int | None = None,
+    *,
+    rng: np.random.Generator,
+) -> tuple[float, np.ndarray]:
     """One run of Karger–Stein recursive contraction (Karger & Stein 1996).
 
     Contract to ``ceil(1 + r / sqrt 2)`` super-vertices twice independently and recurse on both;
@@ -210,7 +244,9 @@ def karger_stein(edges: GraphLike, weights: ArrayLike | None = None, n: int | No
     """
     g = validate_graph(edges, weights, n)
     rng = check_rng(rng)
-    check_budget(f"karger_stein(n={g.n}, m={g.m})", n_operations=_recursive_operations(g))
+    check_budget(
+        f"karger_stein(n={g.n}, m={g.m})", n_operations=_recursive_operations(g)
+    )
     _, side = _karger_stein_rec(g.edges, g.weights, g.n, rng)
     return _finish(g, side)
 
@@ -249,7 +285,9 @@ def _fpz_rec(edges, weights, r, rng):
         s -= 1
     # no branching on the way down: one path to the leaf
     if s <= DEFAULTS.brute_force_size:
-        qe, qw, qr, group = _contract_once(edges, weights, r, DEFAULTS.brute_force_size, rng)
+        qe, qw, qr, group = _contract_once(
+            edges, weights, r, DEFAULTS.brute_force_size, rng
+        )
         value, qside = _small_exact(qe, qw, qr)
         return value, qside[group]
     qe, qw, qr, group = _contract_once(edges, weights, r, s, rng)
@@ -263,8 +301,13 @@ def _fpz_rec(edges, weights, r, rng):
     return best
 
 
-def fpz(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None, *,
-        rng: np.random.Generator) -> tuple[float, np.ndarray]:
+def fpz(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    n: int | None = None,
+    *,
+    rng: np.random.Generator,
+) -> tuple[float, np.ndarray]:
     """One run of FPZ branching contraction (Fox, Panigrahi & Zhang, SODA 2019), reconstructed.
 
     Contract one edge at a time; at ``r`` super-vertices the process first splits into two

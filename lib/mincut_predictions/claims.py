@@ -18,15 +18,23 @@ CLAIMS = [
         holds=lambda m: m["matching_speedup_eta0"] >= 10,
         direction=lambda m: m["matching_speedup_eta0"] > 1,
         judged_by="check: with perfect cut-edge predictions (eta = 0) boosted Karger needs at most 2 trials "
-                  "on average and at most a tenth of Karger's trials",
+        "on average and at most a tenth of Karger's trials",
     ),
     Claim(
         id="eta1_meets_karger",
         claim="as eta -> 1 the boosted trials return to Karger's (within a factor 2 at eta = 1, rho = 0)",
         paper="the curves meet Karger's as eta -> 1 (Sec. 5 figure)",
         metric="matching_boosted_mean_trials_eta1_rho0",
-        holds=lambda m: 0.5 <= m["matching_boosted_mean_trials_eta1_rho0"] / m["matching_karger_mean_trials"] <= 2,
-        direction=lambda m: m["matching_boosted_mean_trials_eta1_rho0"] > m["matching_boosted_mean_trials_eta0"],
+        holds=lambda m: (
+            0.5
+            <= m["matching_boosted_mean_trials_eta1_rho0"]
+            / m["matching_karger_mean_trials"]
+            <= 2
+        ),
+        direction=lambda m: (
+            m["matching_boosted_mean_trials_eta1_rho0"]
+            > m["matching_boosted_mean_trials_eta0"]
+        ),
     ),
     Claim(
         id="robust_threshold",
@@ -35,26 +43,32 @@ CLAIMS = [
         metric="adversarial_threshold_over_karger",
         holds=lambda m: m["adversarial_threshold_over_karger"] <= 3,
         judged_by="check: with the threshold t = Theta(1 + rho), adversarial predictions cost at most 3x "
-                  "Karger's mean trials",
+        "Karger's mean trials",
     ),
     Claim(
         id="threshold_needed",
         claim="boosting all the way (t = 2) costs more under adversarial predictions than the thresholded version",
         paper="the reason for the threshold (Sec. 4)",
         metric="adversarial_t2_over_karger",
-        holds=lambda m: m["adversarial_t2_over_karger"] > m["adversarial_threshold_over_karger"],
+        holds=lambda m: (
+            m["adversarial_t2_over_karger"] > m["adversarial_threshold_over_karger"]
+        ),
         judged_by="check: with the threshold t = Theta(1 + rho), adversarial predictions cost at most 3x "
-                  "Karger's mean trials",
+        "Karger's mean trials",
     ),
     Claim(
         id="tsp_more_solved",
         claim="on the TSP LP instances, boosted Karger solves more (instance, run) pairs within 10 trials",
         paper="boosted solves more TSP instances in few trials (Sec. 5 figure)",
         metric="tsp_solved_within_10_boosted",
-        holds=lambda m: m["tsp_solved_within_10_boosted"] > m["tsp_solved_within_10_karger"],
-        direction=lambda m: m["tsp_solved_within_10_boosted"] >= m["tsp_solved_within_10_karger"],
+        holds=lambda m: (
+            m["tsp_solved_within_10_boosted"] > m["tsp_solved_within_10_karger"]
+        ),
+        direction=lambda m: (
+            m["tsp_solved_within_10_boosted"] >= m["tsp_solved_within_10_karger"]
+        ),
         judged_by="check: on the TSP LP instances boosted Karger solves at least as many (instance, run) pairs "
-                  "as Karger within 10 trials",
+        "as Karger within 10 trials",
     ),
     Claim(
         id="dense_fewer_trials",
@@ -71,6 +85,6 @@ CLAIMS = [
         holds=lambda m: m["learned_over_karger"] <= 1 / 3,
         direction=lambda m: m["learned_over_karger"] < 1,
         judged_by="check: predictions learned by OGD over the family cut the mean trials on fresh instances to "
-                  "at most a third of Karger's",
+        "at most a third of Karger's",
     ),
 ]

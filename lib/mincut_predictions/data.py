@@ -18,18 +18,28 @@ from icml25.checks import check_array, check_budget, check_int, check_real, chec
 from .baselines import _stoer_wagner_operations, stoer_wagner
 from .graph import GraphLike, validate_graph
 
-__all__ = ["matching_graph", "cycles_graph", "TSPInstance", "tsp_lp_instances", "jitter_instances",
-           "from_networkx"]
+__all__ = [
+    "matching_graph",
+    "cycles_graph",
+    "TSPInstance",
+    "tsp_lp_instances",
+    "jitter_instances",
+    "from_networkx",
+]
 
 
 def _accumulate(pairs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Multiset of (u, v) pairs -> simple graph with multiplicities as weights."""
     lo, hi = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
     keys, counts = np.unique(lo * n + hi, return_counts=True)
-    return np.stack([keys // n, keys % n], axis=1).astype(np.int64), counts.astype(np.float64)
+    return np.stack([keys // n, keys % n], axis=1).astype(np.int64), counts.astype(
+        np.float64
+    )
 
 
-def matching_graph(n: int, k: int, t: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def matching_graph(
+    n: int, k: int, t: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Union of ``k`` random perfect matchings between halves ``{0..n/2-1}`` and ``{n/2..n-1}``.
 
     Multiplicities become weights; then ``t`` distinct neighbours of vertex 0 lose one unit of
@@ -58,14 +68,18 @@ def matching_graph(n: int, k: int, t: int, rng: np.random.Generator) -> tuple[np
     edges, weights = _accumulate(np.stack([left, right], axis=1), n)
     at_zero = np.flatnonzero(edges[:, 0] == 0)
     if t > at_zero.size:
-        raise ValueError(f"t must lie in [0, {at_zero.size}] (distinct neighbours of vertex 0), got {t}")
+        raise ValueError(
+            f"t must lie in [0, {at_zero.size}] (distinct neighbours of vertex 0), got {t}"
+        )
     chosen = rng.choice(at_zero, size=t, replace=False)
     weights[chosen] -= 1
     keep = weights > 0
     return edges[keep], weights[keep]
 
 
-def cycles_graph(n: int, k: int, r: int, eps: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def cycles_graph(
+    n: int, k: int, r: int, eps: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """The official TSP test graph: sides ``S = {0..r-1}``, ``T = {r..n-1}``.
 
     Edges (multiplicities as weights): ``k`` random Hamiltonian cycles on ``S``, ``k`` on ``T``,
@@ -86,7 +100,9 @@ def cycles_graph(n: int, k: int, r: int, eps: float, rng: np.random.Generator) -
     r = check_int(r, "r", low=4, high=n - 4)
     k = check_int(k, "k", low=1)
     eps = check_real(eps, "eps", low=0.0)
-    check_budget(f"cycles_graph(n={n}, k={k}, eps={eps})", n_bytes=(3.0 + eps) * k * n * 64.0)
+    check_budget(
+        f"cycles_graph(n={n}, k={k}, eps={eps})", n_bytes=(3.0 + eps) * k * n * 64.0
+    )
     S, T = np.arange(r), np.arange(r, n)
 
     def cycle(vertices):
@@ -127,7 +143,9 @@ class TSPInstance:
 _LP_FEASIBILITY_TOL = 1e-6
 
 
-def _check_lp_solution(res: Any, A_eq: Any, b_eq: np.ndarray, A_ub: Any, b_ub: np.ndarray | None) -> np.ndarray:
+def _check_lp_solution(
+    res: Any, A_eq: Any, b_eq: np.ndarray, A_ub: Any, b_ub: np.ndarray | None
+) -> np.ndarray:
     """The solver's ``x`` if it solved and satisfies ``0 <= x <= 1``, ``A_eq x = b_eq`` and
     ``A_ub x <= b_ub`` up to :data:`_LP_FEASIBILITY_TOL` (relative to the right-hand side)."""
     if res.status != 0 or res.x is None:
@@ -138,17 +156,26 @@ def _check_lp_solution(res: Any, A_eq: Any, b_eq: np.ndarray, A_ub: Any, b_ub: n
         raise ValueError("the LP solver returned x outside the bounds [0, 1]")
     eq_gap = np.abs(A_eq @ x - b_eq)
     if np.any(eq_gap > tol * np.maximum(1.0, np.abs(b_eq))):
-        raise ValueError(f"the LP solver returned an infeasible x: a degree constraint is off by {eq_gap.max():.3g}")
+        raise ValueError(
+            f"the LP solver returned an infeasible x: a degree constraint is off by {eq_gap.max():.3g}"
+        )
     if A_ub is not None:
         excess = A_ub @ x - b_ub
         if np.any(excess > tol * np.maximum(1.0, np.abs(b_ub))):
-            raise ValueError(f"the LP solver returned an infeasible x: a subtour constraint is exceeded by "
-                             f"{excess.max():.3g}")
+            raise ValueError(
+                f"the LP solver returned an infeasible x: a subtour constraint is exceeded by "
+                f"{excess.max():.3g}"
+            )
     return x
 
 
-def tsp_lp_instances(edges: GraphLike, cost: ArrayLike | None = None, n: int | None = None, max_rounds: int = 20,
-                     tol: float = 1e-9) -> list[TSPInstance]:
+def tsp_lp_instances(
+    edges: GraphLike,
+    cost: ArrayLike | None = None,
+    n: int | None = None,
+    max_rounds: int = 20,
+    tol: float = 1e-9,
+) -> list[TSPInstance]:
     """The successive LP relaxations of a TSP cutting-plane loop (official ``run_with_subtour_constraint``).
 
     Solve ``min c.x`` s.t. ``x(delta(v)) = 2`` for every vertex, ``0 <= x <= 1``, with
@@ -181,24 +208,46 @@ def tsp_lp_instances(edges: GraphLike, cost: ArrayLike | None = None, n: int | N
     tol = check_real(tol, "tol", low=0.0)
     # a round: a sparse LP with m columns and n + 2 rounds rows (simplex pivots ~ m (n + m)
     # flops, a loose bound) and a Stoer-Wagner cut of its support
-    check_budget(f"tsp_lp_instances(max_rounds={max_rounds}, n={g.n}, m={g.m})",
-                 n_operations=max_rounds * (g.m * (g.n + g.m + 2.0 * max_rounds) + _stoer_wagner_operations(g)))
+    check_budget(
+        f"tsp_lp_instances(max_rounds={max_rounds}, n={g.n}, m={g.m})",
+        n_operations=max_rounds
+        * (g.m * (g.n + g.m + 2.0 * max_rounds) + _stoer_wagner_operations(g)),
+    )
     edges, cost, n = g.edges, g.weights, g.n
     m = g.m
     cols = np.concatenate([np.arange(m), np.arange(m)])
-    A_eq = coo_matrix((np.ones(2 * m), (np.concatenate([edges[:, 0], edges[:, 1]]), cols)), shape=(n, m)).tocsr()
+    A_eq = coo_matrix(
+        (np.ones(2 * m), (np.concatenate([edges[:, 0], edges[:, 1]]), cols)),
+        shape=(n, m),
+    ).tocsr()
     b_eq = np.full(n, 2.0)
     rows, rhs = [], []
     out: list[TSPInstance] = []
     for _ in range(max_rounds):
         A_ub = vstack(rows).tocsr() if rows else None
         b_ub = np.array(rhs) if rows else None
-        res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, 1), method="highs")
+        res = linprog(
+            cost,
+            A_ub=A_ub,
+            b_ub=b_ub,
+            A_eq=A_eq,
+            b_eq=b_eq,
+            bounds=(0, 1),
+            method="highs",
+        )
         x = np.clip(_check_lp_solution(res, A_eq, b_eq, A_ub, b_ub), 0.0, 1.0)
         support = np.flatnonzero(x > tol)
         value, side = stoer_wagner(edges[support], x[support], n)
-        out.append(TSPInstance(edges=edges[support], x=x[support], edge_index=support, n=n,
-                               min_cut=value, side=side))
+        out.append(
+            TSPInstance(
+                edges=edges[support],
+                x=x[support],
+                edge_index=support,
+                n=n,
+                min_cut=value,
+                side=side,
+            )
+        )
         if value >= 2 - 1e-7:
             break
         for shore in (side, ~side):
@@ -209,11 +258,17 @@ def tsp_lp_instances(edges: GraphLike, cost: ArrayLike | None = None, n: int | N
     return out
 
 
-def jitter_instances(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                     n_instances: int | None = None, noise: float | None = None, *,
-                     rng: np.random.Generator,
-                     weak_vertices: Sequence[int] = (),
-                     weak_factor: float = 0.75) -> list[tuple[np.ndarray, np.ndarray, np.float64]]:
+def jitter_instances(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    n: int | None = None,
+    n_instances: int | None = None,
+    noise: float | None = None,
+    *,
+    rng: np.random.Generator,
+    weak_vertices: Sequence[int] = (),
+    weak_factor: float = 0.75,
+) -> list[tuple[np.ndarray, np.ndarray, np.float64]]:
     """A family of related instances: the same edges, weights ``w (1 + noise U[-1, 1])``.
 
     When ``weak_vertices`` is given, instance ``i`` also weakens ``weak_vertices[i % len]`` (round
@@ -239,10 +294,17 @@ def jitter_instances(edges: GraphLike, weights: ArrayLike | None = None, n: int 
     rng = check_rng(rng)
     n_instances = check_int(n_instances, "n_instances", low=1)
     noise = check_real(noise, "noise", low=0.0, high=1.0, high_open=True)
-    weak = check_array(weak_vertices, "weak_vertices", ndim=1, kind="int", low=0, high=g.n - 1)
-    weak_factor = check_real(weak_factor, "weak_factor", low=0.0, high=1.0, low_open=True)
-    check_budget(f"jitter_instances(n_instances={n_instances}, n={g.n}, m={g.m})",
-                 n_bytes=n_instances * (8.0 * g.m + g.n), n_operations=n_instances * _stoer_wagner_operations(g))
+    weak = check_array(
+        weak_vertices, "weak_vertices", ndim=1, kind="int", low=0, high=g.n - 1
+    )
+    weak_factor = check_real(
+        weak_factor, "weak_factor", low=0.0, high=1.0, low_open=True
+    )
+    check_budget(
+        f"jitter_instances(n_instances={n_instances}, n={g.n}, m={g.m})",
+        n_bytes=n_instances * (8.0 * g.m + g.n),
+        n_operations=n_instances * _stoer_wagner_operations(g),
+    )
     edges, weights, n = g.edges, g.weights, g.n
     out = []
     for i in range(n_instances):
@@ -255,7 +317,9 @@ def jitter_instances(edges: GraphLike, weights: ArrayLike | None = None, n: int 
     return out
 
 
-def from_networkx(graph: Any, weight: str = "weight") -> tuple[np.ndarray, np.ndarray, int, list]:
+def from_networkx(
+    graph: Any, weight: str = "weight"
+) -> tuple[np.ndarray, np.ndarray, int, list]:
     """A ``networkx.Graph`` as ``(edges, weights, n, nodes)``; missing weights count 1; loops dropped.
 
     Args:
@@ -274,10 +338,14 @@ def from_networkx(graph: Any, weight: str = "weight") -> tuple[np.ndarray, np.nd
     import networkx as nx
 
     if not isinstance(graph, nx.Graph):
-        raise TypeError(f"graph must be an undirected networkx.Graph, got {type(graph).__name__}")
+        raise TypeError(
+            f"graph must be an undirected networkx.Graph, got {type(graph).__name__}"
+        )
     if graph.is_directed() or graph.is_multigraph():
-        raise TypeError(f"graph must be an undirected simple networkx.Graph, got a {type(graph).__name__} "
-                        "(use nx.Graph(graph.to_undirected()), summing parallel weights first)")
+        raise TypeError(
+            f"graph must be an undirected simple networkx.Graph, got a {type(graph).__name__} "
+            "(use nx.Graph(graph.to_undirected()), summing parallel weights first)"
+        )
     nodes = list(graph.nodes())
     index = {v: i for i, v in enumerate(nodes)}
     rows, ws = [], []
@@ -285,5 +353,14 @@ def from_networkx(graph: Any, weight: str = "weight") -> tuple[np.ndarray, np.nd
         if u == v:
             continue
         rows.append((index[u], index[v]))
-        ws.append(check_real(d.get(weight, 1.0), f"the {weight!r} attribute of edge ({u!r}, {v!r})"))
-    return np.array(rows, dtype=np.int64).reshape(-1, 2), np.array(ws, dtype=np.float64), len(nodes), nodes
+        ws.append(
+            check_real(
+                d.get(weight, 1.0), f"the {weight!r} attribute of edge ({u!r}, {v!r})"
+            )
+        )
+    return (
+        np.array(rows, dtype=np.int64).reshape(-1, 2),
+        np.array(ws, dtype=np.float64),
+        len(nodes),
+        nodes,
+    )

@@ -13,7 +13,14 @@ from icml25.kernels import contraction
 from .baselines import stoer_wagner
 from .defaults import DEFAULTS
 from .graph import GraphLike, WeightedGraph, validate_graph
-from .method import _batch, _check_method, _largest_batch_bytes, _operations, _phases, _recursive_trial
+from .method import (
+    _batch,
+    _check_method,
+    _largest_batch_bytes,
+    _operations,
+    _phases,
+    _recursive_trial,
+)
 
 __all__ = ["TrialsResult", "trials_until_min_cut"]
 
@@ -45,10 +52,20 @@ class TrialsResult:
         return float(self.censored.mean())
 
 
-def trials_until_min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                         method: str = "karger", p: ArrayLike | None = None, boost_factor: float | None = None,
-                         threshold: int = 2, n_reps: int = 1, cap: int | None = None,
-                         opt_value: float | None = None, *, rng: np.random.Generator) -> TrialsResult:
+def trials_until_min_cut(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    n: int | None = None,
+    method: str = "karger",
+    p: ArrayLike | None = None,
+    boost_factor: float | None = None,
+    threshold: int = 2,
+    n_reps: int = 1,
+    cap: int | None = None,
+    opt_value: float | None = None,
+    *,
+    rng: np.random.Generator,
+) -> TrialsResult:
     """The paper's metric (Sec. 5): independent trials until a cut of optimal value appears.
 
     Each repetition repeats the method (one Karger trial, or one Karger–Stein/FPZ run) until it
@@ -72,13 +89,17 @@ def trials_until_min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: 
             memory; nothing is run.
     """
     g = validate_graph(edges, weights, n)
-    method, p, boost_factor, threshold = _check_method(method, g, p, boost_factor, threshold)
+    method, p, boost_factor, threshold = _check_method(
+        method, g, p, boost_factor, threshold
+    )
     rng = check_rng(rng)
     n_reps = check_int(n_reps, "n_reps", low=1)
     cap = g.n * g.n if cap is None else check_int(cap, "cap", low=1)
-    check_budget(f"trials_until_min_cut(method={method!r}, n={g.n}, m={g.m}, n_reps={n_reps}, cap={cap})",
-                 n_bytes=_largest_batch_bytes(method, g, cap),
-                 n_operations=_operations(method, g, float(n_reps) * cap))
+    check_budget(
+        f"trials_until_min_cut(method={method!r}, n={g.n}, m={g.m}, n_reps={n_reps}, cap={cap})",
+        n_bytes=_largest_batch_bytes(method, g, cap),
+        n_operations=_operations(method, g, float(n_reps) * cap),
+    )
     if opt_value is None:
         opt_value = stoer_wagner(g)[0]
     opt_value = check_real(opt_value, "opt_value")
@@ -87,14 +108,24 @@ def trials_until_min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: 
         phases = _phases(g.weights, p, boost_factor, threshold)
         counts = [_karger_until(g, limit, cap, rng, phases) for _ in range(n_reps)]
     else:
-        counts = [_recursive_until(method, g, p, boost_factor, threshold, limit, cap, rng) for _ in range(n_reps)]
+        counts = [
+            _recursive_until(method, g, p, boost_factor, threshold, limit, cap, rng)
+            for _ in range(n_reps)
+        ]
     n_trials = np.array([c for c, _ in counts], dtype=np.int64)
     censored = np.array([not found for _, found in counts], dtype=bool)
-    return TrialsResult(n_trials=n_trials, censored=censored, opt_value=float(opt_value), cap=cap)
+    return TrialsResult(
+        n_trials=n_trials, censored=censored, opt_value=float(opt_value), cap=cap
+    )
 
 
-def _karger_until(g: WeightedGraph, limit: float, cap: int, rng: np.random.Generator,
-                  phases: list[tuple[np.ndarray, int]]) -> tuple[int, bool]:
+def _karger_until(
+    g: WeightedGraph,
+    limit: float,
+    cap: int,
+    rng: np.random.Generator,
+    phases: list[tuple[np.ndarray, int]],
+) -> tuple[int, bool]:
     """Trials until a cut ``<= limit`` (batches of 4, 8, 16, ...), at most ``cap``: (used, found)."""
     used, size = 0, 4
     while used < cap:
@@ -108,8 +139,16 @@ def _karger_until(g: WeightedGraph, limit: float, cap: int, rng: np.random.Gener
     return used, False
 
 
-def _recursive_until(method: str, g: WeightedGraph, p: np.ndarray | None, boost_factor: float, threshold: int,
-                     limit: float, cap: int, rng: np.random.Generator) -> tuple[int, bool]:
+def _recursive_until(
+    method: str,
+    g: WeightedGraph,
+    p: np.ndarray | None,
+    boost_factor: float,
+    threshold: int,
+    limit: float,
+    cap: int,
+    rng: np.random.Generator,
+) -> tuple[int, bool]:
     """Runs of a recursive method until a cut ``<= limit``, at most ``cap``: (used, found)."""
     used = 0
     while used < cap:

@@ -56,17 +56,28 @@ class WeightedGraph:
         check_budget(f"WeightedGraph(n={n})", n_bytes=_BYTES_PER_VERTEX * n)
         edges = check_array(self.edges, "edges", shape=(None, 2), kind="number")
         if edges.shape[0] == 0:
-            raise ValueError("edges must not be empty (a graph needs at least one edge)")
-        if not np.issubdtype(edges.dtype, np.integer) and not np.all(edges == np.round(edges)):
+            raise ValueError(
+                "edges must not be empty (a graph needs at least one edge)"
+            )
+        if not np.issubdtype(edges.dtype, np.integer) and not np.all(
+            edges == np.round(edges)
+        ):
             raise ValueError("edges must hold integer vertex ids")
         edges = np.array(edges, dtype=np.int64)
         if edges.min() < 0 or edges.max() >= n:
-            raise ValueError(f"edges has an endpoint outside [0, {n}): range [{edges.min()}, {edges.max()}]")
+            raise ValueError(
+                f"edges has an endpoint outside [0, {n}): range [{edges.min()}, {edges.max()}]"
+            )
         if np.any(edges[:, 0] == edges[:, 1]):
             raise ValueError("edges contains a self loop (u == v)")
-        lo, hi = np.minimum(edges[:, 0], edges[:, 1]), np.maximum(edges[:, 0], edges[:, 1])
+        lo, hi = (
+            np.minimum(edges[:, 0], edges[:, 1]),
+            np.maximum(edges[:, 0], edges[:, 1]),
+        )
         if np.unique(lo * n + hi).size != edges.shape[0]:
-            raise ValueError("edges contains a repeated pair; merge parallel edges by summing their weights")
+            raise ValueError(
+                "edges contains a repeated pair; merge parallel edges by summing their weights"
+            )
         weights = np.array(_check_weights(self.weights, edges.shape[0]))
         edges.flags.writeable = False
         weights.flags.writeable = False
@@ -85,7 +96,9 @@ class WeightedGraph:
 GraphLike = Union[WeightedGraph, ArrayLike]
 
 
-def validate_graph(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None) -> WeightedGraph:
+def validate_graph(
+    edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None
+) -> WeightedGraph:
     """The graph as a :class:`WeightedGraph`: ``edges`` itself if it is one, else built and checked.
 
     Args:
@@ -104,20 +117,28 @@ def validate_graph(edges: GraphLike, weights: ArrayLike | None = None, n: int | 
     """
     if isinstance(edges, WeightedGraph):
         if weights is not None or n is not None:
-            raise TypeError("pass a WeightedGraph alone, or edges, weights and n; not both")
+            raise TypeError(
+                "pass a WeightedGraph alone, or edges, weights and n; not both"
+            )
         return edges
     if weights is None or n is None:
         raise TypeError("weights and n are required unless edges is a WeightedGraph")
     return WeightedGraph(edges, weights, n)
 
 
-def _check_weights(weights: Any, m: int | None = None, name: str = "weights") -> np.ndarray:
+def _check_weights(
+    weights: Any, m: int | None = None, name: str = "weights"
+) -> np.ndarray:
     """``weights`` as (m,) float64 edge weights, finite and > 0, at least one (``m`` free when
     None): a graph without edges is refused everywhere."""
-    return check_array(weights, name, shape=(m,), dtype=np.float64, min_size=1, low=0, low_open=True)
+    return check_array(
+        weights, name, shape=(m,), dtype=np.float64, min_size=1, low=0, low_open=True
+    )
 
 
-def _check_side(side: Any, n: int, *, proper: bool = True, name: str = "side") -> np.ndarray:
+def _check_side(
+    side: Any, n: int, *, proper: bool = True, name: str = "side"
+) -> np.ndarray:
     """``side`` as an (n,) bool shore of a cut; with ``proper``, both shores non-empty."""
     side = check_array(side, name, kind="bool", shape=(n,))
     if proper and (side.all() or not side.any()):
@@ -125,8 +146,9 @@ def _check_side(side: Any, n: int, *, proper: bool = True, name: str = "side") -
     return side
 
 
-def _graph_and_side(edges: GraphLike, weights: ArrayLike | None, side: Any, *,
-                    proper: bool = True) -> tuple[WeightedGraph, np.ndarray]:
+def _graph_and_side(
+    edges: GraphLike, weights: ArrayLike | None, side: Any, *, proper: bool = True
+) -> tuple[WeightedGraph, np.ndarray]:
     """A graph and a shore of one of its cuts, the vertex count read from ``side`` for arrays."""
     if isinstance(edges, WeightedGraph):
         g = validate_graph(edges, weights)
@@ -134,8 +156,10 @@ def _graph_and_side(edges: GraphLike, weights: ArrayLike | None, side: Any, *,
     side = check_array(side, "side", kind="bool", ndim=1)
     top = check_array(edges, "edges", shape=(None, 2), kind="number")
     if top.size and top.max() >= side.shape[0]:
-        raise ValueError(f"side must have one entry per vertex: edges reach vertex {int(top.max())}, "
-                         f"side has shape {side.shape}")
+        raise ValueError(
+            f"side must have one entry per vertex: edges reach vertex {int(top.max())}, "
+            f"side has shape {side.shape}"
+        )
     g = validate_graph(edges, weights, max(side.shape[0], 2))
     return g, _check_side(side, g.n, proper=proper)
 
@@ -147,7 +171,9 @@ def _check_predictions(p: Any, m: int) -> np.ndarray:
     return check_array(p, "p", shape=(m,), dtype=np.float64, low=0.0, high=1.0)
 
 
-def cut_value(edges: GraphLike, weights: ArrayLike | None = None, side: ArrayLike | None = None) -> float:
+def cut_value(
+    edges: GraphLike, weights: ArrayLike | None = None, side: ArrayLike | None = None
+) -> float:
     """Weight ``w(delta(S))`` of the edges with exactly one end in ``side`` (Sec. 2).
 
     Args:
@@ -182,8 +208,10 @@ def _components_cut(g: WeightedGraph) -> tuple[float | None, np.ndarray | None]:
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    count, lab = connected_components(csr_matrix((np.ones(g.m), (g.edges[:, 0], g.edges[:, 1])),
-                                                 shape=(g.n, g.n)), directed=False)
+    count, lab = connected_components(
+        csr_matrix((np.ones(g.m), (g.edges[:, 0], g.edges[:, 1])), shape=(g.n, g.n)),
+        directed=False,
+    )
     if count == 1:
         return None, None
     return 0.0, lab == lab[0]

@@ -18,17 +18,46 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_budget, check_choice, check_int, check_probability, check_real, check_rng
+from icml25.checks import (
+    check_budget,
+    check_choice,
+    check_int,
+    check_probability,
+    check_real,
+    check_rng,
+)
 from icml25.kernels import contraction
 
-from .baselines import (_contract_once, _finish, _fpz_rec, _recursive_operations, fpz, karger_stein,
-                        karger_success_bound)
+from .baselines import (
+    _contract_once,
+    _finish,
+    _fpz_rec,
+    _recursive_operations,
+    fpz,
+    karger_stein,
+    karger_success_bound,
+)
 from .defaults import DEFAULTS, METHODS
-from .graph import (_PYTHON_STEP, GraphLike, WeightedGraph, _check_predictions, _check_weights, _components_cut,
-                    _side_of_zero, validate_graph)
+from .graph import (
+    _PYTHON_STEP,
+    GraphLike,
+    WeightedGraph,
+    _check_predictions,
+    _check_weights,
+    _components_cut,
+    _side_of_zero,
+    validate_graph,
+)
 
-__all__ = ["boosted_weights", "contraction_batch", "karger_trial", "boosted_karger_trial", "boosted_fpz",
-           "boosted_success_bound", "min_cut"]
+__all__ = [
+    "boosted_weights",
+    "contraction_batch",
+    "karger_trial",
+    "boosted_karger_trial",
+    "boosted_fpz",
+    "boosted_success_bound",
+    "min_cut",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -36,7 +65,9 @@ __all__ = ["boosted_weights", "contraction_batch", "karger_trial", "boosted_karg
 # --------------------------------------------------------------------------------------------
 
 
-def boosted_weights(weights: ArrayLike, p: ArrayLike, boost_factor: float) -> np.ndarray:
+def boosted_weights(
+    weights: ArrayLike, p: ArrayLike, boost_factor: float
+) -> np.ndarray:
     """Contraction weights that favour edges predicted to lie outside the min cut (Sec. 3).
 
     Args:
@@ -54,7 +85,11 @@ def boosted_weights(weights: ArrayLike, p: ArrayLike, boost_factor: float) -> np
         TypeError: non-numeric arguments.
     """
     w = _check_weights(weights)
-    return _boost(w, _check_predictions(p, w.shape[0]), check_real(boost_factor, "boost_factor", low=1.0))
+    return _boost(
+        w,
+        _check_predictions(p, w.shape[0]),
+        check_real(boost_factor, "boost_factor", low=1.0),
+    )
 
 
 def _boost(w: np.ndarray, p: np.ndarray, B: float) -> np.ndarray:
@@ -62,8 +97,9 @@ def _boost(w: np.ndarray, p: np.ndarray, B: float) -> np.ndarray:
     return (1.0 + (B - 1.0) * (1.0 - p)) * w
 
 
-def _phases(weights: np.ndarray, p: np.ndarray | None, boost_factor: float,
-            threshold: int) -> list[tuple[np.ndarray, int]]:
+def _phases(
+    weights: np.ndarray, p: np.ndarray | None, boost_factor: float, threshold: int
+) -> list[tuple[np.ndarray, int]]:
     """The contraction phases of one trial: ``(contraction weights, stop at)``.
 
     Plain Karger: ``w`` down to 2 super-vertices. Boosted: ``w_B`` down to ``threshold`` (``t``),
@@ -77,8 +113,13 @@ def _phases(weights: np.ndarray, p: np.ndarray | None, boost_factor: float,
     return [(wb / wb.max(), threshold), (weights / weights.max(), 2)]
 
 
-def _check_method(method: str, g: WeightedGraph, p: ArrayLike | None, boost_factor: float | None,
-                  threshold: int) -> tuple[str, np.ndarray | None, float, int]:
+def _check_method(
+    method: str,
+    g: WeightedGraph,
+    p: ArrayLike | None,
+    boost_factor: float | None,
+    threshold: int,
+) -> tuple[str, np.ndarray | None, float, int]:
     """One of :data:`METHODS`; for a boosted one also its predictions, ``B >= 1`` (default ``n``,
     as the official synthetic experiments) and ``t >= 2`` (capped at ``n``). A plain method gets
     ``p = None``."""
@@ -110,14 +151,24 @@ def _batch_bytes(g: WeightedGraph, n_trials: int) -> float:
 def _check_trials_budget(what: str, g: WeightedGraph, n_trials: int) -> None:
     """Refuse ``n_trials`` Karger-type trials drawn at once on ``g`` (memory and work), naming the
     graph's size next to the trial count: ``what`` is the call, e.g. ``"karger_trial"``."""
-    check_budget(f"{what}(n={g.n}, m={g.m}, n_trials={n_trials})", n_bytes=_batch_bytes(g, n_trials),
-                 n_operations=n_trials * _trial_operations(g))
+    check_budget(
+        f"{what}(n={g.n}, m={g.m}, n_trials={n_trials})",
+        n_bytes=_batch_bytes(g, n_trials),
+        n_operations=n_trials * _trial_operations(g),
+    )
 
 
-def contraction_batch(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                      n_trials: int | None = None, *, rng: np.random.Generator,
-                      p: ArrayLike | None = None, boost_factor: float = 1.0,
-                      threshold: int = 2) -> tuple[np.ndarray, np.ndarray]:
+def contraction_batch(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    n: int | None = None,
+    n_trials: int | None = None,
+    *,
+    rng: np.random.Generator,
+    p: ArrayLike | None = None,
+    boost_factor: float = 1.0,
+    threshold: int = 2,
+) -> tuple[np.ndarray, np.ndarray]:
     """``n_trials`` independent (boosted) Karger trials at once.
 
     Without ``p``: plain Karger (contract with ``w`` down to 2 super-vertices). With ``p``: contract
@@ -150,16 +201,27 @@ def contraction_batch(edges: GraphLike, weights: ArrayLike | None = None, n: int
     return _batch(g, n_trials, rng, _phases(g.weights, p, boost_factor, threshold))
 
 
-def _batch(g: WeightedGraph, n_trials: int, rng: np.random.Generator,
-           phases: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
+def _batch(
+    g: WeightedGraph,
+    n_trials: int,
+    rng: np.random.Generator,
+    phases: list[tuple[np.ndarray, int]],
+) -> tuple[np.ndarray, np.ndarray]:
     """``n_trials`` trials of the given phases: (cut values, shores of vertex 0)."""
     seed = int(rng.integers(0, 2**63))
-    cut, labels = contraction.contraction_trials(g.edges, g.weights, g.n, n_trials, seed, phases)
+    cut, labels = contraction.contraction_trials(
+        g.edges, g.weights, g.n, n_trials, seed, phases
+    )
     return cut, _side_of_zero(labels)
 
 
-def karger_trial(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None, *,
-                 rng: np.random.Generator) -> tuple[float, np.ndarray]:
+def karger_trial(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    n: int | None = None,
+    *,
+    rng: np.random.Generator,
+) -> tuple[float, np.ndarray]:
     """One trial of Karger's contraction algorithm (Karger 1993; Sec. 2 of the paper).
 
     Contract an edge drawn proportionally to its weight until two super-vertices remain.
@@ -181,9 +243,16 @@ def karger_trial(edges: GraphLike, weights: ArrayLike | None = None, n: int | No
     return float(cut[0]), side[0]
 
 
-def boosted_karger_trial(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                         p: ArrayLike | None = None, boost_factor: float | None = None, threshold: int = 2, *,
-                         rng: np.random.Generator) -> tuple[float, np.ndarray]:
+def boosted_karger_trial(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    n: int | None = None,
+    p: ArrayLike | None = None,
+    boost_factor: float | None = None,
+    threshold: int = 2,
+    *,
+    rng: np.random.Generator,
+) -> tuple[float, np.ndarray]:
     """One trial of boosted Karger (Sec. 3): boosted weights down to ``threshold``, then plain.
 
     Args:
@@ -200,16 +269,25 @@ def boosted_karger_trial(edges: GraphLike, weights: ArrayLike | None = None, n: 
         TooLargeError: as :func:`karger_trial`.
     """
     g = validate_graph(edges, weights, n)
-    _, p, boost_factor, threshold = _check_method("boosted_karger", g, p, boost_factor, threshold)
+    _, p, boost_factor, threshold = _check_method(
+        "boosted_karger", g, p, boost_factor, threshold
+    )
     rng = check_rng(rng)
     _check_trials_budget("boosted_karger_trial", g, 1)
     cut, side = _batch(g, 1, rng, _phases(g.weights, p, boost_factor, threshold))
     return float(cut[0]), side[0]
 
 
-def boosted_fpz(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None,
-                p: ArrayLike | None = None, boost_factor: float | None = None, threshold: int = 2, *,
-                rng: np.random.Generator) -> tuple[float, np.ndarray]:
+def boosted_fpz(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    n: int | None = None,
+    p: ArrayLike | None = None,
+    boost_factor: float | None = None,
+    threshold: int = 2,
+    *,
+    rng: np.random.Generator,
+) -> tuple[float, np.ndarray]:
     """Boosted FPZ, reconstructed: one boosted contraction to ``threshold``, then plain FPZ.
 
     Above ``threshold`` super-vertices edges are contracted with ``w_B`` (no branching: with good
@@ -227,17 +305,28 @@ def boosted_fpz(edges: GraphLike, weights: ArrayLike | None = None, n: int | Non
         TooLargeError: as :func:`~icml25.mincut_predictions.fpz` (one run would take hours).
     """
     g = validate_graph(edges, weights, n)
-    _, p, boost_factor, threshold = _check_method("boosted_fpz", g, p, boost_factor, threshold)
+    _, p, boost_factor, threshold = _check_method(
+        "boosted_fpz", g, p, boost_factor, threshold
+    )
     rng = check_rng(rng)
-    check_budget(f"boosted_fpz(n={g.n}, m={g.m})", n_operations=_recursive_operations(g))
+    check_budget(
+        f"boosted_fpz(n={g.n}, m={g.m})", n_operations=_recursive_operations(g)
+    )
     return _boosted_fpz(g, p, boost_factor, threshold, rng)
 
 
-def _boosted_fpz(g: WeightedGraph, p: np.ndarray, boost_factor: float, threshold: int,
-                 rng: np.random.Generator) -> tuple[float, np.ndarray]:
+def _boosted_fpz(
+    g: WeightedGraph,
+    p: np.ndarray,
+    boost_factor: float,
+    threshold: int,
+    rng: np.random.Generator,
+) -> tuple[float, np.ndarray]:
     """Contract with ``w_B`` to ``max(t, 2)`` super-vertices, then FPZ with ``w`` on the quotient."""
     wb = _boost(g.weights, p, boost_factor)
-    qe, qw, qr, group = _contract_once(g.edges, g.weights, g.n, max(threshold, 2), rng, contract_w=wb)
+    qe, qw, qr, group = _contract_once(
+        g.edges, g.weights, g.n, max(threshold, 2), rng, contract_w=wb
+    )
     _, qside = _fpz_rec(qe, qw, qr, rng)
     return _finish(g, qside[group])
 
@@ -247,7 +336,9 @@ def _boosted_fpz(g: WeightedGraph, p: np.ndarray, boost_factor: float, threshold
 # --------------------------------------------------------------------------------------------
 
 
-def boosted_success_bound(n: int, eta: float, rho: float, boost_factor: float, threshold: int) -> float:
+def boosted_success_bound(
+    n: int, eta: float, rho: float, boost_factor: float, threshold: int
+) -> float:
     """Lower bound on one boosted-Karger trial keeping a fixed minimum cut (reconstructed, Sec. 3).
 
     At ``r`` super-vertices every super-vertex has weighted degree >= k, so the plain weight is
@@ -274,7 +365,9 @@ def boosted_success_bound(n: int, eta: float, rho: float, boost_factor: float, t
     rho = check_real(rho, "rho", low=0.0)
     boost_factor = check_real(boost_factor, "boost_factor", low=1.0)
     threshold = min(check_int(threshold, "threshold", low=2), n)
-    check_budget(f"boosted_success_bound(n={n})", n_operations=_PYTHON_STEP * (n - threshold))
+    check_budget(
+        f"boosted_success_bound(n={n})", n_operations=_PYTHON_STEP * (n - threshold)
+    )
     return _boosted_success_bound(n, eta, rho, boost_factor, threshold)
 
 
@@ -290,8 +383,14 @@ def _boosted_success_bound(n: int, eta: float, rho: float, B: float, t: int) -> 
     return prob
 
 
-def _recursive_trial(method: str, g: WeightedGraph, p: np.ndarray | None, boost_factor: float, threshold: int,
-                     rng: np.random.Generator) -> tuple[float, np.ndarray]:
+def _recursive_trial(
+    method: str,
+    g: WeightedGraph,
+    p: np.ndarray | None,
+    boost_factor: float,
+    threshold: int,
+    rng: np.random.Generator,
+) -> tuple[float, np.ndarray]:
     """One run of a recursive method ("karger_stein", "fpz" or "boosted_fpz"): (cut_value, side)."""
     if method == "karger_stein":
         return karger_stein(g, rng=rng)
@@ -316,14 +415,24 @@ def _largest_batch_bytes(method: str, g: WeightedGraph, n_trials: int) -> float:
     return _batch_bytes(g, 1)
 
 
-def _n_trials_for(method: str, n: int, n_trials: int | None, success_prob: float | None, eta: float, rho: float,
-                  boost_factor: float, threshold: int) -> int:
+def _n_trials_for(
+    method: str,
+    n: int,
+    n_trials: int | None,
+    success_prob: float | None,
+    eta: float,
+    rho: float,
+    boost_factor: float,
+    threshold: int,
+) -> int:
     """``n_trials`` if given, else the least ``R`` with ``1 - (1 - q)^R >= success_prob`` for the
     method's one-run bound ``q``."""
     if n_trials is not None:
         return check_int(n_trials, "n_trials", low=1)
     success_prob = DEFAULTS.success_prob if success_prob is None else success_prob
-    success_prob = check_probability(success_prob, "success_prob", open_low=True, open_high=True)
+    success_prob = check_probability(
+        success_prob, "success_prob", open_low=True, open_high=True
+    )
     if method == "karger":
         single = karger_success_bound(n)
     elif method == "boosted_karger":
@@ -332,14 +441,32 @@ def _n_trials_for(method: str, n: int, n_trials: int | None, success_prob: float
         # Omega(1 / log n) (constant: a reconstruction)
         single = 1.0 / (2.0 * math.log2(max(n, 4)))
     if single <= 0:
-        raise ValueError("the success bound is 0 for these eta/rho/threshold: pass n_trials instead")
-    return max(1, int(math.ceil(math.log(1 - success_prob) / math.log1p(-min(single, 1 - 1e-16)))))
+        raise ValueError(
+            "the success bound is 0 for these eta/rho/threshold: pass n_trials instead"
+        )
+    return max(
+        1,
+        int(
+            math.ceil(math.log(1 - success_prob) / math.log1p(-min(single, 1 - 1e-16)))
+        ),
+    )
 
 
-def min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None, method: str = "karger",
-            n_trials: int | None = None, success_prob: float | None = None, p: ArrayLike | None = None,
-            boost_factor: float | None = None, threshold: int = 2, eta: float = 1.0, rho: float = 0.0, *,
-            rng: np.random.Generator) -> tuple[float, np.ndarray]:
+def min_cut(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    n: int | None = None,
+    method: str = "karger",
+    n_trials: int | None = None,
+    success_prob: float | None = None,
+    p: ArrayLike | None = None,
+    boost_factor: float | None = None,
+    threshold: int = 2,
+    eta: float = 1.0,
+    rho: float = 0.0,
+    *,
+    rng: np.random.Generator,
+) -> tuple[float, np.ndarray]:
     """Best cut over repeated runs of one contraction method.
 
     The repetition count is ``n_trials`` if given, else the smallest count whose success
@@ -367,18 +494,27 @@ def min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = 
             (e.g. ``n_trials=10**12``, or ``n=10**12``); nothing is run.
     """
     g = validate_graph(edges, weights, n)
-    method, p, boost_factor, threshold = _check_method(method, g, p, boost_factor, threshold)
+    method, p, boost_factor, threshold = _check_method(
+        method, g, p, boost_factor, threshold
+    )
     rng = check_rng(rng)
     given = n_trials is not None
-    n_trials = _n_trials_for(method, g.n, n_trials, success_prob, eta, rho, boost_factor, threshold)
+    n_trials = _n_trials_for(
+        method, g.n, n_trials, success_prob, eta, rho, boost_factor, threshold
+    )
     count = f"n_trials={n_trials}" if given else f"success_prob -> {n_trials} trials"
-    check_budget(f"min_cut(method={method!r}, n={g.n}, m={g.m}, {count})",
-                 n_bytes=_largest_batch_bytes(method, g, n_trials), n_operations=_operations(method, g, n_trials))
+    check_budget(
+        f"min_cut(method={method!r}, n={g.n}, m={g.m}, {count})",
+        n_bytes=_largest_batch_bytes(method, g, n_trials),
+        n_operations=_operations(method, g, n_trials),
+    )
     connected_value, connected_side = _components_cut(g)
     if connected_value is not None:
         return connected_value, connected_side
     if method in ("karger", "boosted_karger"):
-        return _best_of_batches(g, n_trials, rng, _phases(g.weights, p, boost_factor, threshold))
+        return _best_of_batches(
+            g, n_trials, rng, _phases(g.weights, p, boost_factor, threshold)
+        )
     best_value, best_side = math.inf, None
     for _ in range(n_trials):
         value, side = _recursive_trial(method, g, p, boost_factor, threshold, rng)
@@ -387,8 +523,12 @@ def min_cut(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = 
     return best_value, best_side
 
 
-def _best_of_batches(g: WeightedGraph, n_trials: int, rng: np.random.Generator,
-                     phases: list[tuple[np.ndarray, int]]) -> tuple[float, np.ndarray]:
+def _best_of_batches(
+    g: WeightedGraph,
+    n_trials: int,
+    rng: np.random.Generator,
+    phases: list[tuple[np.ndarray, int]],
+) -> tuple[float, np.ndarray]:
     """The smallest cut of ``n_trials`` trials, drawn in batches the kernel can take at once."""
     best_value, best_side = math.inf, None
     done = 0

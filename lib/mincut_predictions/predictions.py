@@ -15,18 +15,42 @@ from typing import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import (check_array, check_bool, check_budget, check_int, check_positive, check_probability,
-                           check_real, check_rng)
+from icml25.checks import (
+    check_array,
+    check_bool,
+    check_budget,
+    check_int,
+    check_positive,
+    check_probability,
+    check_real,
+    check_rng,
+)
 from icml25.kernels import contraction
 
-from .graph import GraphLike, _check_predictions, _check_side, _check_weights, _graph_and_side, validate_graph
+from .graph import (
+    GraphLike,
+    _check_predictions,
+    _check_side,
+    _check_weights,
+    _graph_and_side,
+    validate_graph,
+)
 from .method import _batch_bytes, _trial_operations
 
-__all__ = ["prediction_errors", "inject_errors", "predict_by_sampling", "learn_predictions_ogd"]
+__all__ = [
+    "prediction_errors",
+    "inject_errors",
+    "predict_by_sampling",
+    "learn_predictions_ogd",
+]
 
 
-def prediction_errors(edges: GraphLike, weights: ArrayLike | None = None, p: ArrayLike | None = None,
-                      side: ArrayLike | None = None) -> tuple[float, float]:
+def prediction_errors(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    p: ArrayLike | None = None,
+    side: ArrayLike | None = None,
+) -> tuple[float, float]:
     """The paper's prediction errors against the cut ``side`` (Sec. 2).
 
     ``eta = sum_{e in C} (1 - p_e) w_e / k`` (false negatives, in [0, 1]) and
@@ -49,18 +73,24 @@ def prediction_errors(edges: GraphLike, weights: ArrayLike | None = None, p: Arr
     return _prediction_errors(g.edges, g.weights, p, side)
 
 
-def _prediction_errors(edges: np.ndarray, w: np.ndarray, p: np.ndarray, side: np.ndarray) -> tuple[float, float]:
+def _prediction_errors(
+    edges: np.ndarray, w: np.ndarray, p: np.ndarray, side: np.ndarray
+) -> tuple[float, float]:
     """``eta = sum_{e in C} (1 - p_e) w_e / k``, ``rho = sum_{e not in C} p_e w_e / k``, ``k = w(C)``."""
     crossing = side[edges[:, 0]] != side[edges[:, 1]]
     k = w[crossing].sum()
     if k <= 0:
-        raise ValueError("side cuts no edge (k = 0): eta and rho are normalised by k and undefined")
+        raise ValueError(
+            "side cuts no edge (k = 0): eta and rho are normalised by k and undefined"
+        )
     eta = float(((1.0 - p[crossing]) * w[crossing]).sum() / k)
     rho = float((p[~crossing] * w[~crossing]).sum() / k)
     return eta, rho
 
 
-def _weighted_prefix(weights: np.ndarray, target: float, rng: np.random.Generator) -> np.ndarray:
+def _weighted_prefix(
+    weights: np.ndarray, target: float, rng: np.random.Generator
+) -> np.ndarray:
     """Indices drawn without replacement, prob. proportional to weight, until their sum >= target.
 
     Sequential weighted sampling without replacement = ascending exponential clocks -log(u)/w.
@@ -75,9 +105,15 @@ def _weighted_prefix(weights: np.ndarray, target: float, rng: np.random.Generato
     return order[:count]
 
 
-def inject_errors(edges: GraphLike, weights: ArrayLike | None = None, side: ArrayLike | None = None,
-                  eta: float | None = None, rho: float | None = None, *,
-                  rng: np.random.Generator) -> tuple[np.ndarray, float, float]:
+def inject_errors(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    side: ArrayLike | None = None,
+    eta: float | None = None,
+    rho: float | None = None,
+    *,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, float, float]:
     """Binary predictions with (about) the requested errors, as the official ``boost_graph_with_error``.
 
     Start from the perfect prediction (``p = 1`` on the cut edges of ``side``, 0 elsewhere). Cut
@@ -109,14 +145,23 @@ def inject_errors(edges: GraphLike, weights: ArrayLike | None = None, side: Arra
         raise ValueError("side cuts no edge (k = 0)")
     p = crossing.astype(np.float64)
     fn = cut_idx[_weighted_prefix(weights[cut_idx], eta * k, rng)]
-    fp = rest_idx[_weighted_prefix(weights[rest_idx], min(rho * k, weights[rest_idx].sum()), rng)]
+    fp = rest_idx[
+        _weighted_prefix(weights[rest_idx], min(rho * k, weights[rest_idx].sum()), rng)
+    ]
     p[fn] = 0.0
     p[fp] = 1.0
     return p, float(weights[fn].sum() / k), float(weights[fp].sum() / k)
 
 
-def predict_by_sampling(edges: GraphLike, weights: ArrayLike | None = None, n: int | None = None, *,
-                        rng: np.random.Generator, frac: float = 0.5, n_trials: int = 50) -> np.ndarray:
+def predict_by_sampling(
+    edges: GraphLike,
+    weights: ArrayLike | None = None,
+    n: int | None = None,
+    *,
+    rng: np.random.Generator,
+    frac: float = 0.5,
+    n_trials: int = 50,
+) -> np.ndarray:
     """The official real-data heuristic: predicted cut edges from Karger on a random edge sample.
 
     Keep a uniformly random ``floor(frac m)`` of the edges, run ``n_trials`` Karger trials on that
@@ -139,23 +184,35 @@ def predict_by_sampling(edges: GraphLike, weights: ArrayLike | None = None, n: i
     frac = check_real(frac, "frac", low=0.0, high=1.0, low_open=True)
     n_trials = check_int(n_trials, "n_trials", low=1)
     # the sample is a subgraph: at most these
-    check_budget(f"predict_by_sampling(n={g.n}, m={g.m}, n_trials={n_trials})", n_bytes=_batch_bytes(g, n_trials),
-                 n_operations=n_trials * _trial_operations(g))
+    check_budget(
+        f"predict_by_sampling(n={g.n}, m={g.m}, n_trials={n_trials})",
+        n_bytes=_batch_bytes(g, n_trials),
+        n_operations=n_trials * _trial_operations(g),
+    )
     m = g.m
     sample = np.sort(rng.choice(m, size=max(1, int(frac * m)), replace=False))
     sub_e, sub_w = g.edges[sample], g.weights[sample]
     seed = int(rng.integers(0, 2**63))
-    _, labels = contraction.contraction_trials(sub_e, sub_w, g.n, n_trials, seed, [(sub_w / sub_w.max(), 2)])
+    _, labels = contraction.contraction_trials(
+        sub_e, sub_w, g.n, n_trials, seed, [(sub_w / sub_w.max(), 2)]
+    )
     crossed = (labels[:, sub_e[:, 0]] != labels[:, sub_e[:, 1]]).any(axis=0)
     p = np.zeros(m)
     p[sample[crossed]] = 1.0
     return p
 
 
-def learn_predictions_ogd(edges: ArrayLike, n: int, instances: Sequence[tuple[np.ndarray, np.ndarray]],
-                          lr: float = 0.5, epochs: int = 1, p0: float = 0.5, *,
-                          rng: np.random.Generator | None = None,
-                          shuffle: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def learn_predictions_ogd(
+    edges: ArrayLike,
+    n: int,
+    instances: Sequence[tuple[np.ndarray, np.ndarray]],
+    lr: float = 0.5,
+    epochs: int = 1,
+    p0: float = 0.5,
+    *,
+    rng: np.random.Generator | None = None,
+    shuffle: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
     """Learn one prediction vector for a family of instances by projected online gradient descent.
 
     Stand-in surrogate (a reconstruction; the paper convexifies its expected-runtime objective):
@@ -184,7 +241,9 @@ def learn_predictions_ogd(edges: ArrayLike, n: int, instances: Sequence[tuple[np
         TooLargeError: ``epochs x len(instances)`` steps over ``m`` edges would take hours.
     """
     if isinstance(instances, (str, bytes)) or not hasattr(instances, "__iter__"):
-        raise TypeError(f"instances must be a sequence of (weights, side) pairs, got {type(instances).__name__}")
+        raise TypeError(
+            f"instances must be a sequence of (weights, side) pairs, got {type(instances).__name__}"
+        )
     instances = list(instances)
     if len(instances) == 0:
         raise ValueError("instances must not be empty")
@@ -196,12 +255,20 @@ def learn_predictions_ogd(edges: ArrayLike, n: int, instances: Sequence[tuple[np
     common = check_array(edges, "edges", shape=(None, 2), kind="number")
     # the common edges, checked once
     g = validate_graph(common, np.ones(common.shape[0]), n)
-    check_budget(f"learn_predictions_ogd(epochs={epochs}, {len(instances)} instances, m={g.m})",
-                 n_operations=4.0 * epochs * len(instances) * g.m)
+    check_budget(
+        f"learn_predictions_ogd(epochs={epochs}, {len(instances)} instances, m={g.m})",
+        n_operations=4.0 * epochs * len(instances) * g.m,
+    )
     grads, consts = [], []
     for i, instance in enumerate(instances):
-        if isinstance(instance, (str, bytes)) or not hasattr(instance, "__len__") or len(instance) != 2:
-            raise TypeError(f"instances[{i}] must be a pair (weights, side), got {type(instance).__name__}")
+        if (
+            isinstance(instance, (str, bytes))
+            or not hasattr(instance, "__len__")
+            or len(instance) != 2
+        ):
+            raise TypeError(
+                f"instances[{i}] must be a pair (weights, side), got {type(instance).__name__}"
+            )
         w = _check_weights(instance[0], g.m, name=f"instances[{i}] weights")
         side = _check_side(instance[1], g.n, name=f"instances[{i}] side")
         try:
@@ -212,7 +279,9 @@ def learn_predictions_ogd(edges: ArrayLike, n: int, instances: Sequence[tuple[np
     return _ogd(grads, consts, g.m, lr, epochs, p0, rng)
 
 
-def _surrogate_gradient(edges: np.ndarray, w: np.ndarray, side: np.ndarray, n: int) -> np.ndarray:
+def _surrogate_gradient(
+    edges: np.ndarray, w: np.ndarray, side: np.ndarray, n: int
+) -> np.ndarray:
     """``L(p) = 2 ln n sum_C (1 - p) w / k + 2 sum_{not C} p w / k = const + g . p``: the ``g``."""
     crossing = side[edges[:, 0]] != side[edges[:, 1]]
     k = w[crossing].sum()
@@ -221,8 +290,15 @@ def _surrogate_gradient(edges: np.ndarray, w: np.ndarray, side: np.ndarray, n: i
     return np.where(crossing, -2 * math.log(n) * w / k, 2 * w / k)
 
 
-def _ogd(grads: list[np.ndarray], consts: list[float], m: int, lr: float, epochs: int, p0: float,
-         rng: np.random.Generator | None) -> tuple[np.ndarray, np.ndarray]:
+def _ogd(
+    grads: list[np.ndarray],
+    consts: list[float],
+    m: int,
+    lr: float,
+    epochs: int,
+    p0: float,
+    rng: np.random.Generator | None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Projected OGD ``p <- clip(p - lr / sqrt(step) * g_i, 0, 1)``; losses before each step."""
     p = np.full(m, float(p0))
     losses, step = [], 0

@@ -23,7 +23,13 @@ verified and what is reconstructed: see :mod:`icml25.mnl_bandits.method`.
 
 from __future__ import annotations
 
-from .baselines import TSMNL, UCBMNL, OFUMNLPlus, ofu_mnl_plus_beta, ofu_mnl_plus_constants
+from .baselines import (
+    TSMNL,
+    UCBMNL,
+    OFUMNLPlus,
+    ofu_mnl_plus_beta,
+    ofu_mnl_plus_constants,
+)
 from .claims import CLAIMS
 from .data import MNLBanditEnv
 from .defaults import DEFAULTS, MNLDefaults
@@ -50,14 +56,34 @@ from .method import (
     ofu_mnl_pp_constants,
     project_to_ball,
 )
-from .model import expected_revenue, mnl_loss_grad_hess, mnl_probs, optimal_assortment, reward_variance
+from .model import (
+    expected_revenue,
+    mnl_loss_grad_hess,
+    mnl_probs,
+    optimal_assortment,
+    reward_variance,
+)
 
 from . import baselines, claims, data, defaults, experiments, method, model
 
 #: the public API: every submodule's, in reading order
-__all__ = ["CLAIMS", *model.__all__, *method.__all__, *baselines.__all__, *data.__all__, *experiments.__all__,
-           *defaults.__all__]
+__all__ = [
+    "CLAIMS",
+    *model.__all__,
+    *method.__all__,
+    *baselines.__all__,
+    *data.__all__,
+    *experiments.__all__,
+    *defaults.__all__,
+]
 
 # private names the chapter shows (show_source) and the benchmark uses, re-exported on purpose
-_PRIVATE_API = ("_OMDBandit", "_omd_step", "_project", "_pp_constants", "_pp_beta", "_batch_nll",
-                "_single_thread_blas")
+_PRIVATE_API = (
+    "_OMDBandit",
+    "_omd_step",
+    "_project",
+    "_pp_constants",
+    "_pp_beta",
+    "_batch_nll",
+    "_single_thread_blas",
+)

@@ -14,10 +14,18 @@ from .defaults import DEFAULTS
 from .method import _Base, _batch_nll, _History, _OMDBandit
 from .model import _finite_result
 
-__all__ = ["ofu_mnl_plus_constants", "ofu_mnl_plus_beta", "OFUMNLPlus", "UCBMNL", "TSMNL"]
+__all__ = [
+    "ofu_mnl_plus_constants",
+    "ofu_mnl_plus_beta",
+    "OFUMNLPlus",
+    "UCBMNL",
+    "TSMNL",
+]
 
 
-def ofu_mnl_plus_constants(K: int, d: int, B: float = DEFAULTS.B) -> tuple[float, float]:
+def ofu_mnl_plus_constants(
+    K: int, d: int, B: float = DEFAULTS.B
+) -> tuple[float, float]:
     """(eta, lam) of OFU-MNL+ (Lee & Oh 2024; authors' code): eta = (B+1) + log(K+1)/2,
     lam = 84 sqrt(2) eta d.
 
@@ -41,9 +49,12 @@ def ofu_mnl_plus_beta(t: int, K: int, d: int, B: float = DEFAULTS.B) -> float:
     t = check_int(t, "t", low=1)
     eta, lam = ofu_mnl_plus_constants(K, d, B)
     lg = math.log(2.0 * math.sqrt(1.0 + 2.0 * t))
-    inner = ((3.0 * math.log(1.0 + (K + 1) * t) + 3.0)
-             * (17.0 / 16.0 * lam + 2.0 * math.sqrt(lam) * lg + 16.0 * lg * lg)
-             + 2.0 + 7.0 * math.sqrt(6.0) / 6.0 * eta * d * math.log(1.0 + (t + 1) / (2.0 * lam)))
+    inner = (
+        (3.0 * math.log(1.0 + (K + 1) * t) + 3.0)
+        * (17.0 / 16.0 * lam + 2.0 * math.sqrt(lam) * lg + 16.0 * lg * lg)
+        + 2.0
+        + 7.0 * math.sqrt(6.0) / 6.0 * eta * d * math.log(1.0 + (t + 1) / (2.0 * lam))
+    )
     return math.sqrt(2.0 * eta * inner + 4.0 * lam * B * B)
 
 
@@ -65,8 +76,16 @@ class OFUMNLPlus(_OMDBandit):
 
     name = "OFU-MNL+"
 
-    def __init__(self, N: int, K: int, d: int, B: float = DEFAULTS.B, v0: float = DEFAULTS.v0,
-                 beta: float | None = None, beta_scale: float = 1.0) -> None:
+    def __init__(
+        self,
+        N: int,
+        K: int,
+        d: int,
+        B: float = DEFAULTS.B,
+        v0: float = DEFAULTS.v0,
+        beta: float | None = None,
+        beta_scale: float = 1.0,
+    ) -> None:
         eta, lam = ofu_mnl_plus_constants(K, d, B)
         super().__init__(N, K, d, B, v0, eta, lam, beta, beta_scale)
 
@@ -78,16 +97,29 @@ class OFUMNLPlus(_OMDBandit):
 class _MLEBaseline(_Base):
     """Regularised MLE by L-BFGS-B over the whole history; Gram matrix V = lam I + sum x x^T."""
 
-    def __init__(self, N: int, K: int, d: int, B: float = DEFAULTS.B, v0: float = DEFAULTS.v0,
-                 lam: float = 1.0, kappa: float | None = None, alpha: float | None = None,
-                 alpha_scale: float = 1.0, refit_every: int = 1) -> None:
+    def __init__(
+        self,
+        N: int,
+        K: int,
+        d: int,
+        B: float = DEFAULTS.B,
+        v0: float = DEFAULTS.v0,
+        lam: float = 1.0,
+        kappa: float | None = None,
+        alpha: float | None = None,
+        alpha_scale: float = 1.0,
+        refit_every: int = 1,
+    ) -> None:
         super().__init__(N, K, d, B, v0)
         self.lam = check_positive(lam, "lam")
         self.refit_every = check_int(refit_every, "refit_every", low=1)
         # kappa = min over the parameter ball of the MNL Hessian factor (Oh & Iyengar 2021);
         # the authors' harness uses e^{-1} / (v0 + K e)^2 for B = 1.
-        self.kappa = (math.exp(-self.B) / (self.v0 + self.K * math.exp(self.B)) ** 2
-                      if kappa is None else check_positive(kappa, "kappa"))
+        self.kappa = (
+            math.exp(-self.B) / (self.v0 + self.K * math.exp(self.B)) ** 2
+            if kappa is None
+            else check_positive(kappa, "kappa")
+        )
         self.alpha_fixed = None if alpha is None else check_positive(alpha, "alpha")
         self.alpha_scale = check_positive(alpha_scale, "alpha_scale")
         self.hist = _History(self.K, self.d)
@@ -99,8 +131,11 @@ class _MLEBaseline(_Base):
         """Radius (1 / (2 kappa)) sqrt(2 d log(1 + t/d) + 2 log t) (Oh & Iyengar 2021)."""
         if self.alpha_fixed is not None:
             return self.alpha_scale * self.alpha_fixed
-        return self.alpha_scale * (1.0 / (2.0 * self.kappa)) * math.sqrt(
-            2.0 * self.d * math.log(1.0 + t / self.d) + 2.0 * math.log(t))
+        return (
+            self.alpha_scale
+            * (1.0 / (2.0 * self.kappa))
+            * math.sqrt(2.0 * self.d * math.log(1.0 + t / self.d) + 2.0 * math.log(t))
+        )
 
     def update(self, S: ArrayLike, y: ArrayLike) -> None:
         """Add the round to V and the history; refit the MLE (L-BFGS-B) every ``refit_every`` rounds.
@@ -130,8 +165,14 @@ class _MLEBaseline(_Base):
             self._round_done()
             return
         X, m, yy = self.hist.arrays()
-        res = minimize(_batch_nll, self.w, args=(X, m, yy, self.v0, self.lam), jac=True,
-                       method="L-BFGS-B", options={"maxiter": 100})
+        res = minimize(
+            _batch_nll,
+            self.w,
+            args=(X, m, yy, self.v0, self.lam),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": 100},
+        )
         self.w = _finite_result(res.x, "the L-BFGS-B estimate of the MLE")
         self._round_done()
 
@@ -173,10 +214,21 @@ class TSMNL(_MLEBaseline):
 
     name = "TS-MNL"
 
-    def __init__(self, N: int, K: int, d: int, B: float = DEFAULTS.B, v0: float = DEFAULTS.v0,
-                 lam: float = 1.0, kappa: float | None = None, alpha: float | None = None,
-                 alpha_scale: float = 1.0, refit_every: int = 1, *,
-                 rng: np.random.Generator) -> None:
+    def __init__(
+        self,
+        N: int,
+        K: int,
+        d: int,
+        B: float = DEFAULTS.B,
+        v0: float = DEFAULTS.v0,
+        lam: float = 1.0,
+        kappa: float | None = None,
+        alpha: float | None = None,
+        alpha_scale: float = 1.0,
+        refit_every: int = 1,
+        *,
+        rng: np.random.Generator,
+    ) -> None:
         super().__init__(N, K, d, B, v0, lam, kappa, alpha, alpha_scale, refit_every)
         self.rng = check_rng(rng, "rng")
 

@@ -12,8 +12,10 @@ from icml25.claims import Claim
 
 __all__ = ["CLAIMS"]
 
-_BEATS_CHECK = ("check: OFU-MNL++ has lower cumulative regret than OFU-MNL+ under uniform (K = 15) and "
-                "non-uniform (K = 5) rewards")
+_BEATS_CHECK = (
+    "check: OFU-MNL++ has lower cumulative regret than OFU-MNL+ under uniform (K = 15) and "
+    "non-uniform (K = 5) rewards"
+)
 
 CLAIMS = [
     Claim(
@@ -60,7 +62,7 @@ CLAIMS = [
     Claim(
         id="lowest_regret",
         claim="OFU-MNL++ has the lowest regret of the five algorithms in the authors' two default settings "
-              "(uniform K = 15, non-uniform K = 5)",
+        "(uniform K = 15, non-uniform K = 5)",
         paper="below the baselines (curves only; the order against OFU-M2NL could not be read)",
         metric="regret_pp_over_best_other_max",
         holds=lambda m: m["regret_pp_over_best_other_max"] < 1,

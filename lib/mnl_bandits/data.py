@@ -7,7 +7,13 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_budget, check_choice, check_int, check_positive, check_rng
+from icml25.checks import (
+    check_budget,
+    check_choice,
+    check_int,
+    check_positive,
+    check_rng,
+)
 
 from .defaults import DEFAULTS
 from .model import _check_assortment, _oracle, _probs, _revenue
@@ -46,27 +52,47 @@ class MNLBanditEnv:
             memory (checked here, before any round is drawn).
     """
 
-    def __init__(self, N: int, d: int, K: int, v0: float = DEFAULTS.v0, reward: str = "uniform",
-                 context: str = "gaussian", *, rng: np.random.Generator) -> None:
+    def __init__(
+        self,
+        N: int,
+        d: int,
+        K: int,
+        v0: float = DEFAULTS.v0,
+        reward: str = "uniform",
+        context: str = "gaussian",
+        *,
+        rng: np.random.Generator,
+    ) -> None:
         self.N = check_int(N, "N", low=1)
         self.d = check_int(d, "d", low=1)
         self.K = check_int(K, "K", low=1, high=self.N)
         self.v0 = check_positive(v0, "v0")
         self.reward = check_choice(reward, "reward", ("uniform", "nonuniform"))
-        self.context = check_choice(context, "context", ("gaussian", "uniform", "elliptical"))
+        self.context = check_choice(
+            context, "context", ("gaussian", "uniform", "elliptical")
+        )
         rng = check_rng(rng, "rng")
         n_bytes, n_operations = _round_cost(self.N, self.d)
-        check_budget(f"MNLBanditEnv(N={self.N}, d={self.d})", n_bytes=n_bytes, n_operations=n_operations)
-        self._seed_seq = rng.bit_generator.seed_seq.spawn(1)[0] if hasattr(rng.bit_generator, "seed_seq") \
+        check_budget(
+            f"MNLBanditEnv(N={self.N}, d={self.d})",
+            n_bytes=n_bytes,
+            n_operations=n_operations,
+        )
+        self._seed_seq = (
+            rng.bit_generator.seed_seq.spawn(1)[0]
+            if hasattr(rng.bit_generator, "seed_seq")
             else np.random.SeedSequence(int(rng.integers(2**63)))
+        )
         self.reset()
 
     def reset(self) -> None:
         """Replay the same w*, contexts and choice noise from the start."""
         # children built explicitly (not .spawn, which advances a counter) so reset() replays
         base = self._seed_seq
-        ctx_seq, choice_seq = (np.random.SeedSequence(base.entropy, spawn_key=base.spawn_key + (k,))
-                               for k in (0, 1))
+        ctx_seq, choice_seq = (
+            np.random.SeedSequence(base.entropy, spawn_key=base.spawn_key + (k,))
+            for k in (0, 1)
+        )
         self._ctx_rng = np.random.default_rng(ctx_seq)
         self._choice_rng = np.random.default_rng(choice_seq)
         s = 1.0 / math.sqrt(self.d)

@@ -9,27 +9,52 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_budget, check_choice, check_int, check_positive, check_rng
+from icml25.checks import (
+    check_budget,
+    check_choice,
+    check_int,
+    check_positive,
+    check_rng,
+)
 from icml25.kernels import mnl_bandits
 
 from .baselines import TSMNL, UCBMNL, OFUMNLPlus
 from .data import MNLBanditEnv, _round_cost
 from .defaults import DEFAULTS
-from .method import OFUM2NL, OFUMNLPlusPlus, _project, ofu_mnl_pp_beta, ofu_mnl_pp_constants
+from .method import (
+    OFUM2NL,
+    OFUMNLPlusPlus,
+    _project,
+    ofu_mnl_pp_beta,
+    ofu_mnl_pp_constants,
+)
 from .model import _finite_result, _variance
 
-__all__ = ["ALGORITHMS", "run_bandit", "make_algorithm", "compare_algorithms", "run_ofu_mnl_pp_batched"]
+__all__ = [
+    "ALGORITHMS",
+    "run_bandit",
+    "make_algorithm",
+    "compare_algorithms",
+    "run_ofu_mnl_pp_batched",
+]
 
 ALGORITHMS: tuple[str, ...] = ("OFU-MNL++", "OFU-M2NL", "OFU-MNL+", "UCB-MNL", "TS-MNL")
 
-_CLASSES = {"OFU-MNL++": OFUMNLPlusPlus, "OFU-M2NL": OFUM2NL, "OFU-MNL+": OFUMNLPlus,
-            "UCB-MNL": UCBMNL, "TS-MNL": TSMNL}
+_CLASSES = {
+    "OFU-MNL++": OFUMNLPlusPlus,
+    "OFU-M2NL": OFUM2NL,
+    "OFU-MNL+": OFUMNLPlus,
+    "UCB-MNL": UCBMNL,
+    "TS-MNL": TSMNL,
+}
 
 #: the algorithms that refit on their whole history (per-round work grows with t)
 _HISTORY_BASED = ("OFU-M2NL", "UCB-MNL", "TS-MNL")
 
 
-def _run_cost(N: int, d: int, K: int, T: int, history: bool, refit_every: int = 1) -> tuple[float, float]:
+def _run_cost(
+    N: int, d: int, K: int, T: int, history: bool, refit_every: int = 1
+) -> tuple[float, float]:
     """Peak bytes and operations of one T-round run (estimates for :func:`check_budget`).
 
     Every algorithm: four (T,) float64 records, one environment round and, per round, the
@@ -66,13 +91,26 @@ def run_bandit(algorithm: Any, env: MNLBanditEnv, T: int) -> dict[str, np.ndarra
         TooLargeError: the records and the work of T rounds cannot fit (see :func:`_run_cost`).
     """
     T = check_int(T, "T", low=1)
-    if not (callable(getattr(algorithm, "select", None)) and callable(getattr(algorithm, "update", None))):
-        raise TypeError(f"algorithm must have select(X, r) and update(S, y) methods, got {type(algorithm).__name__}")
+    if not (
+        callable(getattr(algorithm, "select", None))
+        and callable(getattr(algorithm, "update", None))
+    ):
+        raise TypeError(
+            f"algorithm must have select(X, r) and update(S, y) methods, got {type(algorithm).__name__}"
+        )
     if not isinstance(env, MNLBanditEnv):
         raise TypeError(f"env must be an MNLBanditEnv, got {type(env).__name__}")
     refit_every = getattr(algorithm, "refit_every", 1)
-    n_bytes, n_ops = _run_cost(env.N, env.d, env.K, T, history=hasattr(algorithm, "hist"),
-                               refit_every=refit_every if isinstance(refit_every, int) and refit_every >= 1 else 1)
+    n_bytes, n_ops = _run_cost(
+        env.N,
+        env.d,
+        env.K,
+        T,
+        history=hasattr(algorithm, "hist"),
+        refit_every=refit_every
+        if isinstance(refit_every, int) and refit_every >= 1
+        else 1,
+    )
     check_budget(f"run_bandit(T={T})", n_bytes=n_bytes, n_operations=n_ops)
     with _single_thread_blas():
         return _run_bandit(algorithm, env, T)
@@ -119,12 +157,22 @@ def _run_bandit(algorithm: Any, env: MNLBanditEnv, T: int) -> dict[str, np.ndarr
         algorithm.update(S, y)
         times[t] = (t1 - t0) + (_clock() - t2)
         inst[t] = env.opt_revenue() - rev[t]
-        sigma2[t] = _variance(env.true_weights(), r, np.asarray(S, dtype=np.int64), env.v0)
+        sigma2[t] = _variance(
+            env.true_weights(), r, np.asarray(S, dtype=np.int64), env.v0
+        )
     return {"regret": np.cumsum(inst), "time": times, "sigma2": sigma2, "revenue": rev}
 
 
-def make_algorithm(name: str, N: int, K: int, d: int, v0: float = DEFAULTS.v0, B: float = DEFAULTS.B,
-                   rng: np.random.Generator | None = None, **kwargs: Any) -> Any:
+def make_algorithm(
+    name: str,
+    N: int,
+    K: int,
+    d: int,
+    v0: float = DEFAULTS.v0,
+    B: float = DEFAULTS.B,
+    rng: np.random.Generator | None = None,
+    **kwargs: Any,
+) -> Any:
     """Build one of :data:`ALGORITHMS` by name (extra keywords go to its constructor).
 
     Args:
@@ -142,7 +190,9 @@ def make_algorithm(name: str, N: int, K: int, d: int, v0: float = DEFAULTS.v0, B
         ValueError: unknown name (plus the constructor's own checks).
     """
     if not isinstance(name, str):
-        raise TypeError(f"name must be a string, one of {ALGORITHMS}; got {type(name).__name__}")
+        raise TypeError(
+            f"name must be a string, one of {ALGORITHMS}; got {type(name).__name__}"
+        )
     rng = check_rng(rng, "rng", allow_none=True)
     if name not in _CLASSES:
         raise ValueError(f"unknown algorithm {name!r}; known: {ALGORITHMS}")
@@ -151,10 +201,20 @@ def make_algorithm(name: str, N: int, K: int, d: int, v0: float = DEFAULTS.v0, B
     return _CLASSES[name](N, K, d, B=B, v0=v0, **kwargs)
 
 
-def compare_algorithms(names: list[str] | tuple[str, ...], *, N: int, d: int, K: int, T: int,
-                       v0: float = DEFAULTS.v0, reward: str = "uniform", context: str = "gaussian",
-                       rng: np.random.Generator, n_reps: int = 3,
-                       options: dict[str, dict] | None = None) -> dict[str, dict[str, np.ndarray]]:
+def compare_algorithms(
+    names: list[str] | tuple[str, ...],
+    *,
+    N: int,
+    d: int,
+    K: int,
+    T: int,
+    v0: float = DEFAULTS.v0,
+    reward: str = "uniform",
+    context: str = "gaussian",
+    rng: np.random.Generator,
+    n_reps: int = 3,
+    options: dict[str, dict] | None = None,
+) -> dict[str, dict[str, np.ndarray]]:
     """Run every named algorithm on ``n_reps`` environments drawn from ``rng``.
 
     Args:
@@ -176,40 +236,59 @@ def compare_algorithms(names: list[str] | tuple[str, ...], *, N: int, d: int, K:
             any replicate is drawn).
     """
     if isinstance(names, str) or not isinstance(names, (list, tuple)):
-        raise TypeError(f"names must be a list or tuple of algorithm names (e.g. [{names!r}] for one), "
-                        f"got {type(names).__name__}")
+        raise TypeError(
+            f"names must be a list or tuple of algorithm names (e.g. [{names!r}] for one), "
+            f"got {type(names).__name__}"
+        )
     if len(names) == 0:
         raise ValueError(f"names must not be empty; known: {ALGORITHMS}")
     for name in names:
         if not isinstance(name, str):
             raise TypeError(f"names must contain strings, got {type(name).__name__}")
         if name not in ALGORITHMS:
-            raise ValueError(f"names contains unknown algorithm {name!r}; known: {ALGORITHMS}")
+            raise ValueError(
+                f"names contains unknown algorithm {name!r}; known: {ALGORITHMS}"
+            )
     rng = check_rng(rng, "rng")
     n_reps = check_int(n_reps, "n_reps", low=1)
     T = check_int(T, "T", low=1)
     N, d = check_int(N, "N", low=1), check_int(d, "d", low=1)
     K = check_int(K, "K", low=1, high=N)
     if options is not None and not isinstance(options, dict):
-        raise TypeError(f"options must be a dict name -> keywords, got {type(options).__name__}")
+        raise TypeError(
+            f"options must be a dict name -> keywords, got {type(options).__name__}"
+        )
     options = options or {}
     n_bytes, n_ops = 0.0, 0.0
     for name in names:
         opt = options.get(name, {})
         every = opt.get("refit_every", 1) if isinstance(opt, dict) else 1
-        b, o = _run_cost(N, d, K, T, history=name in _HISTORY_BASED,
-                         refit_every=every if isinstance(every, int) and every >= 1 else 1)
+        b, o = _run_cost(
+            N,
+            d,
+            K,
+            T,
+            history=name in _HISTORY_BASED,
+            refit_every=every if isinstance(every, int) and every >= 1 else 1,
+        )
         n_bytes, n_ops = max(n_bytes, b), n_ops + o
     # the records of every run are kept (3 (T,) arrays, twice while stacked)
-    check_budget(f"compare_algorithms(n_reps={n_reps}, T={T})",
-                 n_bytes=n_bytes + 48.0 * n_reps * len(names) * T, n_operations=n_reps * n_ops)
+    check_budget(
+        f"compare_algorithms(n_reps={n_reps}, T={T})",
+        n_bytes=n_bytes + 48.0 * n_reps * len(names) * T,
+        n_operations=n_reps * n_ops,
+    )
     env_rngs = rng.spawn(n_reps)
-    out: dict[str, dict[str, list]] = {n: {"regret": [], "time": [], "sigma2": []} for n in names}
+    out: dict[str, dict[str, list]] = {
+        n: {"regret": [], "time": [], "sigma2": []} for n in names
+    }
     for i in range(n_reps):
         env = MNLBanditEnv(N, d, K, v0, reward, context, rng=env_rngs[i])
         alg_rng = np.random.default_rng(env_rngs[i].integers(2**63))
         for name in names:
-            alg = make_algorithm(name, N, K, d, v0=v0, rng=alg_rng, **options.get(name, {}))
+            alg = make_algorithm(
+                name, N, K, d, v0=v0, rng=alg_rng, **options.get(name, {})
+            )
             res = run_bandit(alg, env, T)
             for key in out[name]:
                 out[name][key].append(res[key])
@@ -221,8 +300,9 @@ def compare_algorithms(names: list[str] | tuple[str, ...], *, N: int, d: int, K:
 # --------------------------------------------------------------------------------------------
 
 
-def _batched_grad_hess(w: np.ndarray, X: np.ndarray, mask: np.ndarray, y: np.ndarray,
-                       v0: float) -> tuple[np.ndarray, np.ndarray]:
+def _batched_grad_hess(
+    w: np.ndarray, X: np.ndarray, mask: np.ndarray, y: np.ndarray, v0: float
+) -> tuple[np.ndarray, np.ndarray]:
     """g_t and G_t of every replicate, the offered items marked by ``mask`` (R, N) (Sec. 2)."""
     e = mask * np.exp(np.einsum("rnd,rd->rn", X, w))
     p = e / (v0 + e.sum(axis=1))[:, None]
@@ -231,9 +311,19 @@ def _batched_grad_hess(w: np.ndarray, X: np.ndarray, mask: np.ndarray, y: np.nda
     return np.einsum("rn,rnd->rd", p - y, X), G
 
 
-def run_ofu_mnl_pp_batched(n_reps: int, N: int, d: int, K: int, T: int, v0: float = DEFAULTS.v0,
-                           reward: str = "uniform", *, rng: np.random.Generator,
-                           beta_scale: float = 1.0, B: float = DEFAULTS.B) -> dict[str, np.ndarray]:
+def run_ofu_mnl_pp_batched(
+    n_reps: int,
+    N: int,
+    d: int,
+    K: int,
+    T: int,
+    v0: float = DEFAULTS.v0,
+    reward: str = "uniform",
+    *,
+    rng: np.random.Generator,
+    beta_scale: float = 1.0,
+    B: float = DEFAULTS.B,
+) -> dict[str, np.ndarray]:
     """``n_reps`` independent OFU-MNL++ runs in lockstep, with the batched optimism and oracle kernels.
 
     Same algorithm as :class:`OFUMNLPlusPlus` (Gaussian contexts clipped to 1/sqrt(d),
@@ -258,11 +348,19 @@ def run_ofu_mnl_pp_batched(n_reps: int, N: int, d: int, K: int, T: int, v0: floa
             T n_reps (N d^2 + d^3 + 100 N) operations cannot fit (checked before any draw).
         numpy.linalg.LinAlgError: a Newton solve or an inverse Hessian was not finite.
     """
-    R, N, d = check_int(n_reps, "n_reps", low=1), check_int(N, "N", low=1), check_int(d, "d", low=1)
+    R, N, d = (
+        check_int(n_reps, "n_reps", low=1),
+        check_int(N, "N", low=1),
+        check_int(d, "d", low=1),
+    )
     K, T = check_int(K, "K", low=1, high=N), check_int(T, "T", low=1)
-    check_budget(f"run_ofu_mnl_pp_batched(n_reps={R}, T={T}, N={N})",
-                 n_bytes=8.0 * (2.0 * R * T + T + R * N * (3.0 * d + 15.0) + 8.0 * R * d * d),
-                 n_operations=float(T) * R * (4.0 * N * d * d + 4.0 * d**3 + 100.0 * N + 60.0 * d))
+    check_budget(
+        f"run_ofu_mnl_pp_batched(n_reps={R}, T={T}, N={N})",
+        n_bytes=8.0 * (2.0 * R * T + T + R * N * (3.0 * d + 15.0) + 8.0 * R * d * d),
+        n_operations=float(T)
+        * R
+        * (4.0 * N * d * d + 4.0 * d**3 + 100.0 * N + 60.0 * d),
+    )
     v0 = check_positive(v0, "v0")
     reward = check_choice(reward, "reward", ("uniform", "nonuniform"))
     g = check_rng(rng, "rng")
@@ -285,8 +383,9 @@ def run_ofu_mnl_pp_batched(n_reps: int, N: int, d: int, K: int, T: int, v0: floa
         beta = np.full(R, beta_scale * ofu_mnl_pp_beta(t + 1, d, B))
         alpha = mnl_bandits.optimistic_utilities(X, w, H_inv, beta)
         alpha_max = alpha.max(axis=1, keepdims=True)
-        mask, _ = mnl_bandits.assortment_bisection(np.exp(alpha - alpha_max), r, K,
-                                                   v0_arr * np.exp(-alpha_max[:, 0]))
+        mask, _ = mnl_bandits.assortment_bisection(
+            np.exp(alpha - alpha_max), r, K, v0_arr * np.exp(-alpha_max[:, 0])
+        )
         mask = mask.astype(np.float64)
         # customers' choices under w* (outside option when the uniform draw exceeds sum p_i)
         v_true = np.exp(np.einsum("rnd,rd->rn", X, w_star))
@@ -301,7 +400,10 @@ def run_ofu_mnl_pp_batched(n_reps: int, N: int, d: int, K: int, T: int, v0: floa
         # OMD step (Eq. 5), batched; each solve checked before it is used
         gvec, G = _batched_grad_hess(w, X, mask, y, v0)
         H_tilde = H + eta * G
-        step = _finite_result(np.linalg.solve(H_tilde, gvec[..., None])[..., 0], "the Newton steps H~^{-1} g")
+        step = _finite_result(
+            np.linalg.solve(H_tilde, gvec[..., None])[..., 0],
+            "the Newton steps H~^{-1} g",
+        )
         w = _project(w - eta * step, H_tilde, B, 60)
         _, G_new = _batched_grad_hess(w, X, mask, y, v0)
         H = H + G_new

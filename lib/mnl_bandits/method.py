@@ -19,11 +19,24 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_array, check_budget, check_choice, check_int, check_positive, check_probability
+from icml25.checks import (
+    check_array,
+    check_budget,
+    check_choice,
+    check_int,
+    check_positive,
+    check_probability,
+)
 
 from .defaults import DEFAULTS
-from .model import (_check_assortment, _check_feature_scale, _check_one_hot, _finite_result, _loss_grad_hess,
-                    _oracle)
+from .model import (
+    _check_assortment,
+    _check_feature_scale,
+    _check_one_hot,
+    _finite_result,
+    _loss_grad_hess,
+    _oracle,
+)
 
 __all__ = [
     "project_to_ball",
@@ -79,12 +92,16 @@ def _in_ball(u: np.ndarray, B: float, rtol: float = 1e-8) -> np.ndarray:
     """``u`` if it is finite and ||u|| <= B (to ``rtol``): the projection's root find is checked."""
     _finite_result(u, "the projection onto {||w|| <= B}")
     if np.any(np.linalg.norm(u, axis=-1) > B * (1.0 + rtol)):
-        raise np.linalg.LinAlgError("the projection onto {||w|| <= B} left the ball (infeasible root); "
-                                    "the estimator's state was left unchanged")
+        raise np.linalg.LinAlgError(
+            "the projection onto {||w|| <= B} left the ball (infeasible root); "
+            "the estimator's state was left unchanged"
+        )
     return u
 
 
-def project_to_ball(w: ArrayLike, M: ArrayLike, B: float, n_steps: int = 60) -> np.ndarray:
+def project_to_ball(
+    w: ArrayLike, M: ArrayLike, B: float, n_steps: int = 60
+) -> np.ndarray:
     """argmin_{||u||_2 <= B} ||u - w||_M^2, batched over leading axes (the OMD projection, Eq. (5)).
 
     Args:
@@ -113,8 +130,10 @@ def project_to_ball(w: ArrayLike, M: ArrayLike, B: float, n_steps: int = 60) -> 
     M = check_array(M, "M", shape=(*w.shape, w.shape[-1]), dtype=np.float64)
     d = w.shape[-1]
     n_points = w.size // max(d, 1)
-    check_budget(f"project_to_ball(n_steps={n_steps})",
-                 n_operations=float(n_steps) * n_points * (4 * d + 8) + float(n_points) * d**3)
+    check_budget(
+        f"project_to_ball(n_steps={n_steps})",
+        n_operations=float(n_steps) * n_points * (4 * d + 8) + float(n_points) * d**3,
+    )
     _check_spd(M, "M")
     return _project(w, M, B, n_steps)
 
@@ -132,13 +151,22 @@ def _check_spd(M: np.ndarray, name: str, rtol: float = 1e-10) -> np.ndarray:
     try:
         np.linalg.cholesky(M)
     except np.linalg.LinAlgError as err:
-        raise np.linalg.LinAlgError(f"{name} must be positive definite (its Cholesky factorisation "
-                                    f"failed: {err})") from None
+        raise np.linalg.LinAlgError(
+            f"{name} must be positive definite (its Cholesky factorisation "
+            f"failed: {err})"
+        ) from None
     return M
 
 
-def _omd_step(w: np.ndarray, H: np.ndarray, X_S: np.ndarray, y: np.ndarray, eta: float,
-              B: float | None, v0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _omd_step(
+    w: np.ndarray,
+    H: np.ndarray,
+    X_S: np.ndarray,
+    y: np.ndarray,
+    eta: float,
+    B: float | None,
+    v0: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One online-Newton (OMD) step, Eq. (5) of Lee & Oh 2024, reused by OFU-MNL++:
 
         H~_t = H_t + eta G_t(w_t),
@@ -150,13 +178,19 @@ def _omd_step(w: np.ndarray, H: np.ndarray, X_S: np.ndarray, y: np.ndarray, eta:
     """
     _, g, G = _loss_grad_hess(X_S, y, w, v0)
     H_tilde = H + eta * G
-    w_new = w - eta * _finite_result(np.linalg.solve(H_tilde, g), "the Newton step H~^{-1} g")
+    w_new = w - eta * _finite_result(
+        np.linalg.solve(H_tilde, g), "the Newton step H~^{-1} g"
+    )
     if B is not None:
         w_new = _project(w_new, H_tilde, B, 60)
     _, _, G_new = _loss_grad_hess(X_S, y, w_new, v0)  # G_t at w_{t+1}
     H_new = H + G_new
     H_new = 0.5 * (H_new + H_new.T)
-    return w_new, H_new, _finite_result(np.linalg.inv(H_new), "the inverse Hessian H_{t+1}^{-1}")
+    return (
+        w_new,
+        H_new,
+        _finite_result(np.linalg.inv(H_new), "the inverse Hessian H_{t+1}^{-1}"),
+    )
 
 
 class OMDEstimator:
@@ -177,8 +211,14 @@ class OMDEstimator:
         ValueError / TypeError: non-positive or non-numeric arguments.
     """
 
-    def __init__(self, d: int, eta: float, lam: float, B: float | None = DEFAULTS.B,
-                 v0: float = DEFAULTS.v0) -> None:
+    def __init__(
+        self,
+        d: int,
+        eta: float,
+        lam: float,
+        B: float | None = DEFAULTS.B,
+        v0: float = DEFAULTS.v0,
+    ) -> None:
         self.d = check_int(d, "d", low=1)
         self.eta = check_positive(eta, "eta")
         self.lam = check_positive(lam, "lam")
@@ -207,8 +247,11 @@ class OMDEstimator:
                 below the overflow bound can still make H~ too ill-conditioned); the state is
                 unchanged.
         """
-        X_S = _check_feature_scale(check_array(X_S, "X_S", shape=(None, self.d), dtype=np.float64),
-                                   "X_S", self.eta)
+        X_S = _check_feature_scale(
+            check_array(X_S, "X_S", shape=(None, self.d), dtype=np.float64),
+            "X_S",
+            self.eta,
+        )
         y = _check_one_hot(y, X_S.shape[0])
         return self._update(X_S, y)
 
@@ -216,7 +259,9 @@ class OMDEstimator:
         """The step on validated input; the state is replaced only once every result is checked."""
         if len(X_S) == 0:
             return self.w
-        self.w, self.H, self.H_inv = _omd_step(self.w, self.H, X_S, y, self.eta, self.B, self.v0)
+        self.w, self.H, self.H_inv = _omd_step(
+            self.w, self.H, X_S, y, self.eta, self.B, self.v0
+        )
         return self.w
 
 
@@ -241,7 +286,9 @@ def _pp_constants(B: float) -> tuple[float, float]:
     return eta, 2.0 * eta
 
 
-def ofu_mnl_pp_beta(t: int, d: int, B: float = DEFAULTS.B, delta: float = DEFAULTS.delta) -> float:
+def ofu_mnl_pp_beta(
+    t: int, d: int, B: float = DEFAULTS.B, delta: float = DEFAULTS.delta
+) -> float:
     """Confidence radius of OFU-MNL++ — **reconstructed** to the paper's order O(sqrt(d log t) + B):
 
     beta_t = sqrt(2 eta (d log(1 + t / (d lam)) + 2 log(1/delta))) + sqrt(lam) B,
@@ -259,11 +306,19 @@ def ofu_mnl_pp_beta(t: int, d: int, B: float = DEFAULTS.B, delta: float = DEFAUL
 def _pp_beta(t: int, d: int, B: float, delta: float) -> float:
     """beta_t = sqrt(2 eta (d log(1 + t / (d lam)) + 2 log(1/delta))) + sqrt(lam) B (reconstructed, no K)."""
     eta, lam = _pp_constants(B)
-    return math.sqrt(2.0 * eta * (d * math.log(1.0 + t / (d * lam)) + 2.0 * math.log(1.0 / delta))) \
+    return (
+        math.sqrt(
+            2.0
+            * eta
+            * (d * math.log(1.0 + t / (d * lam)) + 2.0 * math.log(1.0 / delta))
+        )
         + math.sqrt(lam) * B
+    )
 
 
-def m2nl_beta(t: int, d: int, B: float = DEFAULTS.B, delta: float = DEFAULTS.delta) -> float:
+def m2nl_beta(
+    t: int, d: int, B: float = DEFAULTS.B, delta: float = DEFAULTS.delta
+) -> float:
     """Ellipsoidal radius of OFU-M²NL — **reconstructed**: the likelihood-ratio set
     {w : L_t(w) - L_t(w_hat) <= gamma_t} with gamma_t = log(1/delta) + d log(max(e, 2 e B t / d))
     (the form of Lee, Yun & Jun 2024 for GLMs: logarithmic in B), relaxed to the ellipsoid
@@ -275,7 +330,9 @@ def m2nl_beta(t: int, d: int, B: float = DEFAULTS.B, delta: float = DEFAULTS.del
     t, d = check_int(t, "t", low=1), check_int(d, "d", low=1)
     B = check_positive(B, "B")
     delta = check_probability(delta, "delta", open_low=True, open_high=True)
-    gamma = math.log(1.0 / delta) + d * math.log(max(math.e, 2.0 * math.e * B * max(t, 1) / d))
+    gamma = math.log(1.0 / delta) + d * math.log(
+        max(math.e, 2.0 * math.e * B * max(t, 1) / d)
+    )
     return math.sqrt(2.0 * gamma)
 
 
@@ -284,11 +341,16 @@ def m2nl_beta(t: int, d: int, B: float = DEFAULTS.B, delta: float = DEFAULTS.del
 # --------------------------------------------------------------------------------------------
 
 
-def _check_round(X: Any, r: Any, N: int, d: int, eta: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def _check_round(
+    X: Any, r: Any, N: int, d: int, eta: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
     """One round's contexts (N, d) (eta ||x_i||^2 <= 1e300) and revenues (N,) (``None``: all ones),
     finite float64."""
-    X = _check_feature_scale(check_array(X, "X (contexts)", shape=(N, d), dtype=np.float64),
-                             "X (contexts)", eta)
+    X = _check_feature_scale(
+        check_array(X, "X (contexts)", shape=(N, d), dtype=np.float64),
+        "X (contexts)",
+        eta,
+    )
     r = np.ones(N) if r is None else check_array(r, "r", shape=(N,), dtype=np.float64)
     return X, r
 
@@ -298,7 +360,9 @@ class _Base:
 
     name = "base"
 
-    def __init__(self, N: int, K: int, d: int, B: float = DEFAULTS.B, v0: float = DEFAULTS.v0) -> None:
+    def __init__(
+        self, N: int, K: int, d: int, B: float = DEFAULTS.B, v0: float = DEFAULTS.v0
+    ) -> None:
         self.N = check_int(N, "N", low=1)
         self.K = check_int(K, "K", low=1, high=self.N)
         self.d = check_int(d, "d", low=1)
@@ -329,7 +393,9 @@ class _Base:
         self._X, self._S = X, S
         return S
 
-    def _select(self, X: np.ndarray, r: np.ndarray) -> np.ndarray:  # pragma: no cover - overridden
+    def _select(
+        self, X: np.ndarray, r: np.ndarray
+    ) -> np.ndarray:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def _assort(self, alpha: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -347,10 +413,14 @@ class _Base:
                 the offered ones, y not one-hot of length |S| + 1.
         """
         if self._X is None:
-            raise ValueError("update() called before select() (each round: one select, then one update)")
+            raise ValueError(
+                "update() called before select() (each round: one select, then one update)"
+            )
         S = _check_assortment(S, self.N, self.K)
         if not np.array_equal(np.sort(S), np.sort(self._S)):
-            raise ValueError(f"S must be the assortment select() returned, {self._S.tolist()}; got {S.tolist()}")
+            raise ValueError(
+                f"S must be the assortment select() returned, {self._S.tolist()}; got {S.tolist()}"
+            )
         y = _check_one_hot(y, S.size)
         return S, y
 
@@ -363,8 +433,18 @@ class _Base:
 class _OMDBandit(_Base):
     """An optimistic bandit on the OMD estimator (OFU-MNL+ and OFU-MNL++ differ in eta, lam, beta_t)."""
 
-    def __init__(self, N: int, K: int, d: int, B: float, v0: float, eta: float, lam: float,
-                 beta: float | None, beta_scale: float) -> None:
+    def __init__(
+        self,
+        N: int,
+        K: int,
+        d: int,
+        B: float,
+        v0: float,
+        eta: float,
+        lam: float,
+        beta: float | None,
+        beta_scale: float,
+    ) -> None:
         super().__init__(N, K, d, B, v0)
         self.beta_fixed = None if beta is None else check_positive(beta, "beta")
         self.beta_scale = check_positive(beta_scale, "beta_scale")
@@ -377,7 +457,9 @@ class _OMDBandit(_Base):
 
     def _select(self, X: np.ndarray, r: np.ndarray) -> np.ndarray:
         """alpha_i = x_i^T w_t + beta_t ||x_i||_{H_t^{-1}}, S_t = argmax_{|S| <= K} R(S, exp(alpha)) (Alg. 1)."""
-        beta = self.beta_scale * (self.beta_fixed if self.beta_fixed is not None else self.beta(self.t))
+        beta = self.beta_scale * (
+            self.beta_fixed if self.beta_fixed is not None else self.beta(self.t)
+        )
         width = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", X, self.est.H_inv, X), 0.0))
         return self._assort(X @ self.est.w + beta * width, r)
 
@@ -416,8 +498,17 @@ class OFUMNLPlusPlus(_OMDBandit):
 
     name = "OFU-MNL++"
 
-    def __init__(self, N: int, K: int, d: int, B: float = DEFAULTS.B, v0: float = DEFAULTS.v0,
-                 beta: float | None = None, beta_scale: float = 1.0, delta: float = DEFAULTS.delta) -> None:
+    def __init__(
+        self,
+        N: int,
+        K: int,
+        d: int,
+        B: float = DEFAULTS.B,
+        v0: float = DEFAULTS.v0,
+        beta: float | None = None,
+        beta_scale: float = 1.0,
+        delta: float = DEFAULTS.delta,
+    ) -> None:
         eta, lam = ofu_mnl_pp_constants(B)
         self.delta = check_probability(delta, "delta", open_low=True, open_high=True)
         super().__init__(N, K, d, B, v0, eta, lam, beta, beta_scale)
@@ -457,15 +548,26 @@ class _History:
         return self.X[:n], self.m[:n], self.y[:n]
 
 
-def _batch_nll(w: np.ndarray, X: np.ndarray, m: np.ndarray, y: np.ndarray, v0: float, lam: float,
-               hess: bool = False):
+def _batch_nll(
+    w: np.ndarray,
+    X: np.ndarray,
+    m: np.ndarray,
+    y: np.ndarray,
+    v0: float,
+    lam: float,
+    hess: bool = False,
+):
     """Regularised negative log-likelihood L_t(w) = sum_s l_s(w) + lam/2 ||w||^2 (+ grad, Hessian)."""
     u = X @ w  # (n, K)
     top = np.maximum(np.where(m > 0, u, -np.inf).max(axis=1), math.log(v0))
     e = np.exp(u - top[:, None]) * m
     den = v0 * np.exp(-top) + e.sum(axis=1)
     p = e / den[:, None]
-    loss = float(np.sum(np.log(den) + top) - np.sum(y * u) - np.sum(1.0 - y.sum(axis=1)) * math.log(v0))
+    loss = float(
+        np.sum(np.log(den) + top)
+        - np.sum(y * u)
+        - np.sum(1.0 - y.sum(axis=1)) * math.log(v0)
+    )
     loss += 0.5 * lam * float(w @ w)
     grad = np.einsum("sk,skd->d", p - y, X) + lam * w
     if not hess:
@@ -503,9 +605,20 @@ class OFUM2NL(_Base):
 
     name = "OFU-M2NL"
 
-    def __init__(self, N: int, K: int, d: int, B: float = DEFAULTS.B, v0: float = DEFAULTS.v0,
-                 refit_every: int = 1, optimism: str = "ellipsoid", lam: float = 1.0,
-                 delta: float = DEFAULTS.delta, beta_scale: float = 1.0, newton_steps: int = 2) -> None:
+    def __init__(
+        self,
+        N: int,
+        K: int,
+        d: int,
+        B: float = DEFAULTS.B,
+        v0: float = DEFAULTS.v0,
+        refit_every: int = 1,
+        optimism: str = "ellipsoid",
+        lam: float = 1.0,
+        delta: float = DEFAULTS.delta,
+        beta_scale: float = 1.0,
+        newton_steps: int = 2,
+    ) -> None:
         super().__init__(N, K, d, B, v0)
         self.refit_every = check_int(refit_every, "refit_every", low=1)
         self.optimism = check_choice(optimism, "optimism", ("ellipsoid", "exact"))
@@ -524,7 +637,9 @@ class OFUM2NL(_Base):
         w = self.w
         loss, g, H = _batch_nll(w, X, m, y, self.v0, self.lam, hess=True)
         for _ in range(self.newton_steps):
-            step = _finite_result(np.linalg.solve(H, g), "the Newton step H^{-1} g of the MLE refit")
+            step = _finite_result(
+                np.linalg.solve(H, g), "the Newton step H^{-1} g of the MLE refit"
+            )
             a = 1.0
             while a > 1e-4:  # backtracking line search (Armijo)
                 w_new = w - a * step
@@ -549,15 +664,25 @@ class OFUM2NL(_Base):
         Xh, m, y = self.hist.arrays()
         gamma = 0.5 * beta * beta
         base, _ = _batch_nll(self.w, Xh, m, y, self.v0, self.lam)
-        cons = {"type": "ineq",
-                "fun": lambda w: base + gamma - _batch_nll(w, Xh, m, y, self.v0, self.lam)[0],
-                "jac": lambda w: -_batch_nll(w, Xh, m, y, self.v0, self.lam)[1]}
+        cons = {
+            "type": "ineq",
+            "fun": lambda w: (
+                base + gamma - _batch_nll(w, Xh, m, y, self.v0, self.lam)[0]
+            ),
+            "jac": lambda w: -_batch_nll(w, Xh, m, y, self.v0, self.lam)[1],
+        }
         alpha = np.empty(X.shape[0])
         for i, x in enumerate(X):
             nx = math.sqrt(max(float(x @ self.H_inv @ x), 0.0))
             w0 = self.w + (beta * 0.5 * (self.H_inv @ x) / nx if nx > 0 else 0.0)
-            res = minimize(lambda w: -float(x @ w), w0, jac=lambda w: -x, constraints=[cons],
-                           method="SLSQP", options={"maxiter": 100, "ftol": 1e-10})
+            res = minimize(
+                lambda w: -float(x @ w),
+                w0,
+                jac=lambda w: -x,
+                constraints=[cons],
+                method="SLSQP",
+                options={"maxiter": 100, "ftol": 1e-10},
+            )
             ok = bool(np.all(np.isfinite(res.x))) and cons["fun"](res.x) >= -1e-6
             alpha[i] = max(float(x @ res.x) if ok else -np.inf, float(x @ self.w))
         return alpha

@@ -42,8 +42,12 @@ def _check_assortment(S: Any, N: int, K: int | None = None) -> np.ndarray:
     """
     try:
         S = check_array(S, "S", ndim=1, kind="int", low=0, high=N - 1)
-    except TypeError as err:  # a non-integer assortment is a wrong value of S, not a wrong kind
-        raise ValueError(f"S must be a 1-D array of integer item indices: {err}") from err
+    except (
+        TypeError
+    ) as err:  # a non-integer assortment is a wrong value of S, not a wrong kind
+        raise ValueError(
+            f"S must be a 1-D array of integer item indices: {err}"
+        ) from err
     if np.unique(S).size != S.size:
         raise ValueError(f"S must not repeat items, got {S.tolist()}")
     if K is not None and S.size > K:
@@ -60,7 +64,9 @@ def _check_one_hot(y: Any, k: int) -> np.ndarray:
     """
     y = check_array(y, "y", shape=(k + 1,), low=0.0, high=1.0, dtype=np.float64)
     if not (np.all((y == 0.0) | (y == 1.0)) and np.count_nonzero(y) == 1):
-        raise ValueError(f"y must be one-hot (one 1, the rest 0; the outside option last), got {y.tolist()}")
+        raise ValueError(
+            f"y must be one-hot (one 1, the rest 0; the outside option last), got {y.tolist()}"
+        )
     return y
 
 
@@ -73,7 +79,9 @@ def _check_probability_vector(y: Any, k: int, rtol: float = 1e-9) -> np.ndarray:
     """
     y = check_array(y, "y", shape=(k + 1,), low=0.0, dtype=np.float64)
     if abs(float(y.sum()) - 1.0) > rtol:
-        raise ValueError(f"y must sum to 1 (a one-hot choice or a probability vector), got a sum of {float(y.sum())!r}")
+        raise ValueError(
+            f"y must sum to 1 (a one-hot choice or a probability vector), got a sum of {float(y.sum())!r}"
+        )
     return y
 
 
@@ -91,10 +99,16 @@ def _check_feature_scale(X: np.ndarray, name: str, eta: float = 1.0) -> np.ndarr
     if X.size == 0:
         return X
     top = float(np.abs(X).max())
-    if top > 0.0 and 2.0 * math.log10(top * math.sqrt(X.shape[-1])) + math.log10(max(eta, 1.0)) > 300.0:
-        raise ValueError(f"{name} is too large: max |entry| = {top:.3g}, so the Hessian terms "
-                         f"eta x x^T (eta = {eta:g}) would overflow float64; rescale the features "
-                         f"(the paper has ||x|| <= 1)")
+    if (
+        top > 0.0
+        and 2.0 * math.log10(top * math.sqrt(X.shape[-1])) + math.log10(max(eta, 1.0))
+        > 300.0
+    ):
+        raise ValueError(
+            f"{name} is too large: max |entry| = {top:.3g}, so the Hessian terms "
+            f"eta x x^T (eta = {eta:g}) would overflow float64; rescale the features "
+            f"(the paper has ||x|| <= 1)"
+        )
     return X
 
 
@@ -114,8 +128,10 @@ def _finite_result(x: np.ndarray, what: str) -> np.ndarray:
     is used; callers commit their state only after this passes.
     """
     if not np.all(np.isfinite(x)):
-        raise np.linalg.LinAlgError(f"{what} is not finite (a singular or ill-conditioned system); "
-                                    "the estimator's state was left unchanged")
+        raise np.linalg.LinAlgError(
+            f"{what} is not finite (a singular or ill-conditioned system); "
+            "the estimator's state was left unchanged"
+        )
     return x
 
 
@@ -159,8 +175,9 @@ def mnl_probs(X_S: ArrayLike, w: ArrayLike, v0: float = DEFAULTS.v0) -> np.ndarr
     return _probs(X_S, w, check_positive(v0, "v0"))
 
 
-def _loss_grad_hess(X_S: np.ndarray, y: np.ndarray, w: np.ndarray,
-                    v0: float) -> tuple[float, np.ndarray, np.ndarray]:
+def _loss_grad_hess(
+    X_S: np.ndarray, y: np.ndarray, w: np.ndarray, v0: float
+) -> tuple[float, np.ndarray, np.ndarray]:
     """l(w) = -sum_i y_i log p_i, g = sum_i (p_i - y_i) x_i, G = sum_i p_i x_i x_i^T - (sum p x)(sum p x)^T."""
     p = _probs(X_S, w, v0)
     loss = -float(np.dot(y, np.log(np.maximum(p, 1e-300))))
@@ -171,8 +188,9 @@ def _loss_grad_hess(X_S: np.ndarray, y: np.ndarray, w: np.ndarray,
     return loss, grad, hess
 
 
-def mnl_loss_grad_hess(X_S: ArrayLike, y: ArrayLike, w: ArrayLike,
-                       v0: float = DEFAULTS.v0) -> tuple[float, np.ndarray, np.ndarray]:
+def mnl_loss_grad_hess(
+    X_S: ArrayLike, y: ArrayLike, w: ArrayLike, v0: float = DEFAULTS.v0
+) -> tuple[float, np.ndarray, np.ndarray]:
     """Per-round MNL negative log-likelihood, its gradient and its Hessian.
 
     l_t(w) = -sum_{i in S ∪ {0}} y_i log p(i | S, w);
@@ -205,7 +223,9 @@ def _revenue(v: np.ndarray, r: np.ndarray, S: np.ndarray, v0: float) -> float:
     return float(np.dot(vs, r[S]) / (v0 + vs.sum()))
 
 
-def expected_revenue(v: ArrayLike, r: ArrayLike, S: ArrayLike, v0: float = DEFAULTS.v0) -> float:
+def expected_revenue(
+    v: ArrayLike, r: ArrayLike, S: ArrayLike, v0: float = DEFAULTS.v0
+) -> float:
     """Expected revenue R(S) = sum_{i in S} v_i r_i / (v0 + sum_{j in S} v_j) (Sec. 2).
 
     Args:
@@ -235,7 +255,9 @@ def _variance(v: np.ndarray, r: np.ndarray, S: np.ndarray, v0: float) -> float:
     return max(m2 - m1 * m1, 0.0)
 
 
-def reward_variance(v: ArrayLike, r: ArrayLike, S: ArrayLike, v0: float = DEFAULTS.v0) -> float:
+def reward_variance(
+    v: ArrayLike, r: ArrayLike, S: ArrayLike, v0: float = DEFAULTS.v0
+) -> float:
     """Variance of the realised reward of offering S: sigma^2 = sum p_i r_i^2 - (sum p_i r_i)^2.
 
     The reward is r_i when item i is bought and 0 for the outside option; sigma_t^2 is the
@@ -260,13 +282,19 @@ def reward_variance(v: ArrayLike, r: ArrayLike, S: ArrayLike, v0: float = DEFAUL
 # --------------------------------------------------------------------------------------------
 
 
-def _oracle(v: np.ndarray, r: np.ndarray, K: int, v0: float) -> tuple[np.ndarray, float]:
+def _oracle(
+    v: np.ndarray, r: np.ndarray, K: int, v0: float
+) -> tuple[np.ndarray, float]:
     """The kernel's bisection oracle on one instance: (sorted int64 S, R(S))."""
-    mask, revenue = mnl_bandits.assortment_bisection(v[None, :], r[None, :], K, np.array([v0]))
+    mask, revenue = mnl_bandits.assortment_bisection(
+        v[None, :], r[None, :], K, np.array([v0])
+    )
     return np.flatnonzero(mask[0]).astype(np.int64), float(revenue[0])
 
 
-def _lp_assortment(v: np.ndarray, r: np.ndarray, K: int, v0: float) -> tuple[np.ndarray, float]:
+def _lp_assortment(
+    v: np.ndarray, r: np.ndarray, K: int, v0: float
+) -> tuple[np.ndarray, float]:
     """The LP of Davis, Gallego & Topaloglu (2013) over choice probabilities q_0, q_1..q_N >= 0:
     max sum r_i q_i  s.t.  q_0 + sum q_i = 1,  q_i / v_i <= q_0 / v0,  sum q_i / v_i <= K q_0 / v0."""
     from scipy.optimize import linprog
@@ -279,8 +307,15 @@ def _lp_assortment(v: np.ndarray, r: np.ndarray, K: int, v0: float) -> tuple[np.
     A_ub[np.arange(N), 1 + np.arange(N)] = 1.0 / v
     A_ub[N, 0] = -K / v0
     A_ub[N, 1:] = 1.0 / v
-    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(N + 1), A_eq=A_eq, b_eq=[1.0],
-                  bounds=[(0, None)] * (N + 1), method="highs")
+    res = linprog(
+        c,
+        A_ub=A_ub,
+        b_ub=np.zeros(N + 1),
+        A_eq=A_eq,
+        b_eq=[1.0],
+        bounds=[(0, None)] * (N + 1),
+        method="highs",
+    )
     _check_lp_solution(res, A_ub, A_eq)
     q = res.x[1:]
     S = np.flatnonzero(q > 1e-9 * max(1.0, q.max(initial=0.0)))
@@ -289,7 +324,9 @@ def _lp_assortment(v: np.ndarray, r: np.ndarray, K: int, v0: float) -> tuple[np.
     return S, float(-res.fun)
 
 
-def _check_lp_solution(res: Any, A_ub: np.ndarray, A_eq: np.ndarray, tol: float = 1e-7) -> None:
+def _check_lp_solution(
+    res: Any, A_ub: np.ndarray, A_eq: np.ndarray, tol: float = 1e-7
+) -> None:
     """Refuse an LP answer that is not a finite, feasible point (the book's solver rule)."""
     if res.status != 0:  # pragma: no cover - the LP is always feasible and bounded
         raise RuntimeError(f"linprog failed: {res.message}")
@@ -297,11 +334,17 @@ def _check_lp_solution(res: Any, A_ub: np.ndarray, A_eq: np.ndarray, tol: float 
     if x is None or not np.all(np.isfinite(x)) or not math.isfinite(res.fun):
         raise RuntimeError("linprog returned a non-finite solution")
     scale = max(1.0, float(np.abs(A_ub).max()))
-    if x.min() < -tol or float(np.abs(A_eq @ x - 1.0).max()) > tol or float((A_ub @ x).max()) > tol * scale:
+    if (
+        x.min() < -tol
+        or float(np.abs(A_eq @ x - 1.0).max()) > tol
+        or float((A_ub @ x).max()) > tol * scale
+    ):
         raise RuntimeError("linprog returned an infeasible point of the assortment LP")
 
 
-def _brute_force_assortment(v: np.ndarray, r: np.ndarray, K: int, v0: float) -> tuple[np.ndarray, float]:
+def _brute_force_assortment(
+    v: np.ndarray, r: np.ndarray, K: int, v0: float
+) -> tuple[np.ndarray, float]:
     """max_{|S| <= K} R(S) by enumerating every subset of size 1..K."""
     best, best_rev = np.zeros(0, dtype=np.int64), 0.0
     for k in range(1, K + 1):
@@ -313,8 +356,13 @@ def _brute_force_assortment(v: np.ndarray, r: np.ndarray, K: int, v0: float) -> 
     return best, best_rev
 
 
-def optimal_assortment(v: ArrayLike, r: ArrayLike, K: int, v0: float = DEFAULTS.v0,
-                       method: str = "bisection") -> tuple[np.ndarray, float]:
+def optimal_assortment(
+    v: ArrayLike,
+    r: ArrayLike,
+    K: int,
+    v0: float = DEFAULTS.v0,
+    method: str = "bisection",
+) -> tuple[np.ndarray, float]:
     """Revenue-maximising assortment of at most K items under the MNL model.
 
     Solves max_{|S| <= K} sum_{i in S} v_i r_i / (v0 + sum_{j in S} v_j) (step "optimistic

@@ -23,6 +23,21 @@ from .experiments import *  # noqa: F401,F403
 from .method import *  # noqa: F401,F403
 from .networks import *  # noqa: F401,F403
 
-__all__ = ["CLAIMS", "DEFAULTS", "OMAPLDefaults", "LearnerSettings", "GridSettings", "PairBatch", "make_pair_batch",
-           "alive_mask", "check_beta", "check_gamma",
-           *baselines.__all__, *data.__all__, *envs.__all__, *experiments.__all__, *method.__all__, *networks.__all__]
+__all__ = [
+    "CLAIMS",
+    "DEFAULTS",
+    "OMAPLDefaults",
+    "LearnerSettings",
+    "GridSettings",
+    "PairBatch",
+    "make_pair_batch",
+    "alive_mask",
+    "check_beta",
+    "check_gamma",
+    *baselines.__all__,
+    *data.__all__,
+    *envs.__all__,
+    *experiments.__all__,
+    *method.__all__,
+    *networks.__all__,
+]

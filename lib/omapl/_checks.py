@@ -53,19 +53,40 @@ class PairBatch:
 
     def to(self, device: str) -> "PairBatch":
         """The same batch on ``device``."""
-        return PairBatch(*(None if x is None else x.to(device) for x in
-                           (self.obs, self.next_obs, self.state, self.next_state, self.actions, self.dones,
-                            self.mask, self.avail, self.y)))
+        return PairBatch(
+            *(
+                None if x is None else x.to(device)
+                for x in (
+                    self.obs,
+                    self.next_obs,
+                    self.state,
+                    self.next_state,
+                    self.actions,
+                    self.dones,
+                    self.mask,
+                    self.avail,
+                    self.y,
+                )
+            )
+        )
 
 
 def alive_mask(dones: np.ndarray) -> np.ndarray:
     """1 up to and including the first done of each segment, 0 after (``dones (..., T)``)."""
-    before = np.cumsum(dones, axis=-1) - dones          # dones strictly before t
+    before = np.cumsum(dones, axis=-1) - dones  # dones strictly before t
     return (before < 0.5).astype(np.float32)
 
 
-def make_pair_batch(obs: Any, next_obs: Any, state: Any, next_state: Any, actions: Any, dones: Any,
-                    avail: Any, y: Any) -> PairBatch:
+def make_pair_batch(
+    obs: Any,
+    next_obs: Any,
+    state: Any,
+    next_state: Any,
+    actions: Any,
+    dones: Any,
+    avail: Any,
+    y: Any,
+) -> PairBatch:
     """Validate a batch of segment pairs into a :class:`PairBatch` (shapes in its docstring).
 
     ``avail=None`` means continuous actions (then ``actions`` is (2, B, T, N, a) in [-1, 1]).
@@ -80,12 +101,16 @@ def make_pair_batch(obs: Any, next_obs: Any, state: Any, next_state: Any, action
         raise ValueError(f"obs must have shape (2, B, T, N, o), got {obs.shape}")
     _, B, T, N, o = obs.shape
     if min(B, T, N, o) < 1:
-        raise ValueError(f"obs must have shape (2, B, T, N, o) with B, T, N, o >= 1, got {obs.shape}")
+        raise ValueError(
+            f"obs must have shape (2, B, T, N, o) with B, T, N, o >= 1, got {obs.shape}"
+        )
     next_obs = check_array(next_obs, "next_obs", shape=obs.shape, dtype=np.float32)
     state = check_array(state, "state", ndim=4, dtype=np.float32)
     if state.shape[:3] != (2, B, T):
         raise ValueError(f"state must have shape (2, {B}, {T}, s), got {state.shape}")
-    next_state = check_array(next_state, "next_state", shape=state.shape, dtype=np.float32)
+    next_state = check_array(
+        next_state, "next_state", shape=state.shape, dtype=np.float32
+    )
     dones = check_array(dones, "dones", shape=(2, B, T), dtype=np.float32)
     if not np.isin(dones, (0.0, 1.0)).all():
         raise ValueError("dones must hold only 0 and 1")
@@ -93,21 +118,42 @@ def make_pair_batch(obs: Any, next_obs: Any, state: Any, next_state: Any, action
     if not np.isin(y, (0, 1)).all():
         raise ValueError(f"y must hold only 0 and 1, got values {np.unique(y)[:5]}")
     if avail is None:
-        actions = check_array(actions, "actions", ndim=5, dtype=np.float32, low=-1.0, high=1.0)
+        actions = check_array(
+            actions, "actions", ndim=5, dtype=np.float32, low=-1.0, high=1.0
+        )
         if actions.shape[:4] != (2, B, T, N):
-            raise ValueError(f"actions must have shape (2, {B}, {T}, {N}, a), got {actions.shape}")
+            raise ValueError(
+                f"actions must have shape (2, {B}, {T}, {N}, a), got {actions.shape}"
+            )
         avail_t = None
     else:
         avail = check_array(avail, "avail", kind="bool", ndim=5)
         if avail.shape[:4] != (2, B, T, N):
-            raise ValueError(f"avail must have shape (2, {B}, {T}, {N}, A), got {avail.shape}")
+            raise ValueError(
+                f"avail must have shape (2, {B}, {T}, {N}, A), got {avail.shape}"
+            )
         if not avail.any(axis=-1).all():
             raise ValueError("avail has a row with every action masked")
-        actions = check_array(actions, "actions", kind="int", shape=(2, B, T, N), low=0, high=avail.shape[-1] - 1)
+        actions = check_array(
+            actions,
+            "actions",
+            kind="int",
+            shape=(2, B, T, N),
+            low=0,
+            high=avail.shape[-1] - 1,
+        )
         if not np.take_along_axis(avail, actions[..., None], axis=-1).all():
             raise ValueError("actions holds an action that avail masks out")
         avail_t = torch.from_numpy(np.ascontiguousarray(avail))
     t = torch.from_numpy
-    return PairBatch(t(np.ascontiguousarray(obs)), t(np.ascontiguousarray(next_obs)), t(np.ascontiguousarray(state)),
-                     t(np.ascontiguousarray(next_state)), t(np.ascontiguousarray(actions)), t(dones.copy()),
-                     t(alive_mask(dones)), avail_t, t(y.astype(np.float32)))
+    return PairBatch(
+        t(np.ascontiguousarray(obs)),
+        t(np.ascontiguousarray(next_obs)),
+        t(np.ascontiguousarray(state)),
+        t(np.ascontiguousarray(next_state)),
+        t(np.ascontiguousarray(actions)),
+        t(dones.copy()),
+        t(alive_mask(dones)),
+        avail_t,
+        t(y.astype(np.float32)),
+    )

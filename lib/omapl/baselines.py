@@ -23,7 +23,16 @@ from torch.nn import functional as F
 from icml25.checks import check_choice, check_int
 
 from ._checks import PairBatch
-from .method import OMAPL, OMAPLConfig, _act, _extreme_v, _preference_loss, _soft_update, _wbc, _z
+from .method import (
+    OMAPL,
+    OMAPLConfig,
+    _act,
+    _extreme_v,
+    _preference_loss,
+    _soft_update,
+    _wbc,
+    _z,
+)
 from .networks import LocalActor
 
 __all__ = ["BC", "IIPL", "SLMARL"]
@@ -31,7 +40,9 @@ __all__ = ["BC", "IIPL", "SLMARL"]
 
 def _check_batch(batch: object) -> PairBatch:
     if not isinstance(batch, PairBatch):
-        raise TypeError(f"batch must be a PairBatch (icml25.omapl.make_pair_batch), got {type(batch).__name__}")
+        raise TypeError(
+            f"batch must be a PairBatch (icml25.omapl.make_pair_batch), got {type(batch).__name__}"
+        )
     return batch
 
 
@@ -43,7 +54,9 @@ class BC:
         if not isinstance(cfg, OMAPLConfig):
             raise TypeError(f"cfg must be an OMAPLConfig, got {type(cfg).__name__}")
         self.cfg, self.device = cfg.validated(), device
-        self.actor = LocalActor(cfg.obs_dim, cfg.act_dim, cfg.n_agents, cfg.hidden, cfg.discrete).to(device)
+        self.actor = LocalActor(
+            cfg.obs_dim, cfg.act_dim, cfg.n_agents, cfg.hidden, cfg.discrete
+        ).to(device)
         self.opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr)
         self.n_updates = 0
 
@@ -60,7 +73,12 @@ class BC:
         self.n_updates += 1
         return {"pi": float(loss.detach())}
 
-    def act(self, obs: np.ndarray, avail: np.ndarray | None = None, deterministic: bool = True) -> np.ndarray:
+    def act(
+        self,
+        obs: np.ndarray,
+        avail: np.ndarray | None = None,
+        deterministic: bool = True,
+    ) -> np.ndarray:
         """Actions (E, N) as :meth:`OMAPL.act`."""
         return _act(self.actor, obs, avail, deterministic, self.cfg, self.device)
 
@@ -84,9 +102,15 @@ class IIPL(OMAPL):
     def update(self, batch: PairBatch) -> dict[str, float]:
         """One IIPL update (per-agent preference, extreme-V and WBC steps)."""
         b, c = _check_batch(batch), self.cfg
-        r = self.implied_rewards(b)                                   # (2, B, T, N)
+        r = self.implied_rewards(b)  # (2, B, T, N)
         N = r.shape[-1]
-        loss_q = sum(_preference_loss(r[..., i], b.y, b.mask, c.reg, c.reg_form) for i in range(N)) / N
+        loss_q = (
+            sum(
+                _preference_loss(r[..., i], b.y, b.mask, c.reg, c.reg_form)
+                for i in range(N)
+            )
+            / N
+        )
         self._step(self.opt_q, loss_q)
         v_loc = self.v(b.obs)
         with torch.no_grad():
@@ -102,7 +126,11 @@ class IIPL(OMAPL):
         _soft_update(self.q_target, self.q, c.tau)
         _soft_update(self.v_target, self.v, c.tau)
         self.n_updates += 1
-        return {"pref": float(loss_q.detach()), "v": float(loss_v.detach()), "pi": float(loss_pi.detach())}
+        return {
+            "pref": float(loss_q.detach()),
+            "v": float(loss_v.detach()),
+            "pi": float(loss_pi.detach()),
+        }
 
     @torch.no_grad()
     def segment_returns(self, batch: PairBatch) -> torch.Tensor:
@@ -113,7 +141,13 @@ class IIPL(OMAPL):
 class SLMARL(OMAPL):
     """Supervised-reward MARL: a reward net first (``reward_updates`` steps), then offline MARL on it."""
 
-    def __init__(self, cfg: OMAPLConfig, reward_updates: int, reward_loss: str = "bt", device: str = "cpu") -> None:
+    def __init__(
+        self,
+        cfg: OMAPLConfig,
+        reward_updates: int,
+        reward_loss: str = "bt",
+        device: str = "cpu",
+    ) -> None:
         """Args: cfg as :class:`OMAPL`; reward_updates: length of phase 1; reward_loss ``"bt"`` or
         ``"mse"`` (official code's variant)."""
         super().__init__(cfg, device)
@@ -121,13 +155,22 @@ class SLMARL(OMAPL):
         self.reward_loss = check_choice(reward_loss, "reward_loss", ("bt", "mse"))
         c = self.cfg
         d_in = c.state_dim + c.n_agents * c.act_dim
-        self.reward_net = nn.Sequential(nn.Linear(d_in, c.hidden), nn.ReLU(), nn.Linear(c.hidden, c.hidden), nn.ReLU(),
-                                        nn.Linear(c.hidden, 1)).to(device)
+        self.reward_net = nn.Sequential(
+            nn.Linear(d_in, c.hidden),
+            nn.ReLU(),
+            nn.Linear(c.hidden, c.hidden),
+            nn.ReLU(),
+            nn.Linear(c.hidden, 1),
+        ).to(device)
         self.opt_r = torch.optim.Adam(self.reward_net.parameters(), lr=c.lr)
 
     def reward(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """The learned step reward ``R(s, a)``: (..., s), (..., N) -> (...)."""
-        a = F.one_hot(actions, self.cfg.act_dim).to(state.dtype) if self.cfg.discrete else actions
+        a = (
+            F.one_hot(actions, self.cfg.act_dim).to(state.dtype)
+            if self.cfg.discrete
+            else actions
+        )
         return self.reward_net(torch.cat([state, a.flatten(-2)], -1)).squeeze(-1)
 
     def update(self, batch: PairBatch) -> dict[str, float]:
@@ -149,7 +192,11 @@ class SLMARL(OMAPL):
         loss_q = (b.mask * (r_hat - target).pow(2)).sum() / b.mask.sum()
         self._step(self.opt_q, loss_q)
         loss_v, loss_pi = self._value_policy_step(b)
-        return {"q": float(loss_q.detach()), "v": float(loss_v.detach()), "pi": float(loss_pi.detach())}
+        return {
+            "q": float(loss_q.detach()),
+            "v": float(loss_v.detach()),
+            "pi": float(loss_pi.detach()),
+        }
 
     @torch.no_grad()
     def segment_returns(self, batch: PairBatch) -> torch.Tensor:

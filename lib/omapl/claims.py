@@ -25,7 +25,7 @@ CLAIMS = [
     Claim(
         id="linear_mixer_concave",
         claim="with a non-negative linear mixer held fixed, the BT loss is convex in the local Q-tables "
-              "(smallest Hessian eigenvalue >= -1e-8 over 150 random one-step games)",
+        "(smallest Hessian eigenvalue >= -1e-8 over 150 random one-step games)",
         paper="Prop. 4.1 (proof, no number)",
         metric="hessian_min_linear",
         holds=lambda m: m["hessian_min_linear"] >= -1e-8,
@@ -34,7 +34,7 @@ CLAIMS = [
     Claim(
         id="two_layer_not_concave",
         claim="with a two-layer mixer the BT loss is not convex in the local Q-tables (a negative Hessian "
-              "eigenvalue, < -1e-8, at some point)",
+        "eigenvalue, < -1e-8, at some point)",
         paper="Prop. 4.2 (proof, no number)",
         metric="hessian_min_two_layer",
         holds=lambda m: m["hessian_min_two_layer"] < -1e-8,
@@ -43,7 +43,7 @@ CLAIMS = [
     Claim(
         id="reward_recovery",
         claim="trained from rule labels alone, O-MAPL's implied reward ranks held-out trajectories like the "
-              "true return (Spearman >= 0.7)",
+        "true return (Spearman >= 0.7)",
         paper="not measured in the paper (its premise, Sec. 4.1: Q - gamma V' is the reward the preferences imply)",
         metric="omapl_spearman",
         holds=lambda m: m["omapl_spearman"] >= 0.7,
@@ -62,7 +62,7 @@ CLAIMS = [
     Claim(
         id="noisy_reward_recovery",
         claim="with the noisy annotator's labels (the GPT-4o stand-in) the implied reward still ranks held-out "
-              "trajectories (Spearman >= 0.7)",
+        "trajectories (Spearman >= 0.7)",
         paper="not measured in the paper (it labels with GPT-4o, Sec. 6)",
         metric="noisy_spearman",
         holds=lambda m: m["noisy_spearman"] >= 0.7,
@@ -72,7 +72,7 @@ CLAIMS = [
     Claim(
         id="noisy_accuracy",
         claim="with the noisy annotator's labels, held-out accuracy against the larger true return is at "
-              "least 0.8 (the check asserts only >= 0.6: direction)",
+        "least 0.8 (the check asserts only >= 0.6: direction)",
         paper="not measured in the paper",
         metric="noisy_accuracy",
         holds=lambda m: m["noisy_accuracy"] >= 0.8,
@@ -83,7 +83,7 @@ CLAIMS = [
         id="omapl_beats_bc",
         claim="O-MAPL's greedy success rate is at least BC's (direction: within 0.02 of it)",
         paper="O-MAPL above BC on every task: 2c_vs_64zg win 74.4% vs 59.6%, Hopper return 1114 vs 808 "
-              "(rule labels, Sec. 6 tables)",
+        "(rule labels, Sec. 6 tables)",
         metric="omapl_minus_bc_success",
         holds=lambda m: m["omapl_minus_bc_success"] >= 0,
         direction=lambda m: m["omapl_minus_bc_success"] >= -0.02,
@@ -128,7 +128,11 @@ CLAIMS = [
         claim="success rises with the fraction of preference pairs used (25% <= 50% <= 100%, the ablation's updates)",
         paper="performance rises with the data fraction, 25-100% (ablation, Sec. 6)",
         metric="full_minus_quarter_success",
-        holds=lambda m: m["fraction_success"]["0.25"] <= m["fraction_success"]["0.5"] <= m["fraction_success"]["1.0"],
+        holds=lambda m: (
+            m["fraction_success"]["0.25"]
+            <= m["fraction_success"]["0.5"]
+            <= m["fraction_success"]["1.0"]
+        ),
         direction=lambda m: m["full_minus_quarter_success"] > 0,
     ),
     Claim(

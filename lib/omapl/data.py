@@ -15,15 +15,34 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_budget, check_choice, check_int, check_probability, check_real, check_rng
+from icml25.checks import (
+    check_array,
+    check_budget,
+    check_choice,
+    check_int,
+    check_probability,
+    check_real,
+    check_rng,
+)
 from icml25.kernels import omapl_kernels
 
 from ._checks import PairBatch, make_pair_batch
 from .envs import CoopGridEnv, MPESpreadAdapter, grid_observations, mpe_expert_actions
 
-__all__ = ["Trajectories", "generate_offline_dataset", "generate_mpe_dataset", "concat_trajectories",
-           "PreferencePairs", "make_preference_pairs", "annotate_pairs", "summarise_trajectory", "build_llm_prompt",
-           "NoisyOracleAnnotator", "pair_batch", "subset"]
+__all__ = [
+    "Trajectories",
+    "generate_offline_dataset",
+    "generate_mpe_dataset",
+    "concat_trajectories",
+    "PreferencePairs",
+    "make_preference_pairs",
+    "annotate_pairs",
+    "summarise_trajectory",
+    "build_llm_prompt",
+    "NoisyOracleAnnotator",
+    "pair_batch",
+    "subset",
+]
 
 
 @dataclass(frozen=True)
@@ -58,9 +77,21 @@ class Trajectories:
 def subset(traj: Trajectories, idx: np.ndarray) -> Trajectories:
     """The trajectories ``idx`` of ``traj``."""
     idx = check_array(idx, "idx", kind="int", ndim=1, low=0, high=len(traj) - 1)
-    return Trajectories(*(None if x is None else x[idx] for x in
-                          (traj.obs, traj.state, traj.actions, traj.rewards, traj.avail, traj.dones, traj.success,
-                           traj.quality)))
+    return Trajectories(
+        *(
+            None if x is None else x[idx]
+            for x in (
+                traj.obs,
+                traj.state,
+                traj.actions,
+                traj.rewards,
+                traj.avail,
+                traj.dones,
+                traj.success,
+                traj.quality,
+            )
+        )
+    )
 
 
 def concat_trajectories(parts: list[Trajectories]) -> Trajectories:
@@ -68,12 +99,30 @@ def concat_trajectories(parts: list[Trajectories]) -> Trajectories:
     if not parts or not all(isinstance(p, Trajectories) for p in parts):
         raise TypeError("parts must be a non-empty list of Trajectories")
     cat = lambda xs: None if xs[0] is None else np.concatenate(xs)  # noqa: E731
-    return Trajectories(*(cat([getattr(p, f) for p in parts]) for f in
-                          ("obs", "state", "actions", "rewards", "avail", "dones", "success", "quality")))
+    return Trajectories(
+        *(
+            cat([getattr(p, f) for p in parts])
+            for f in (
+                "obs",
+                "state",
+                "actions",
+                "rewards",
+                "avail",
+                "dones",
+                "success",
+                "quality",
+            )
+        )
+    )
 
 
-def generate_offline_dataset(env: CoopGridEnv, eps: float, n_traj: int, rng: np.random.Generator,
-                             quality: int = 0) -> Trajectories:
+def generate_offline_dataset(
+    env: CoopGridEnv,
+    eps: float,
+    n_traj: int,
+    rng: np.random.Generator,
+    quality: int = 0,
+) -> Trajectories:
     """``n_traj`` CoopGrid trajectories of the scripted expert with eps-random actions.
 
     Start states come from ``rng``; the roll-out is the kernel :func:`icml25.kernels.omapl_kernels.coopgrid_rollout`
@@ -93,18 +142,33 @@ def generate_offline_dataset(env: CoopGridEnv, eps: float, n_traj: int, rng: np.
     n_traj = check_int(n_traj, "n_traj", low=1)
     pos0, lm = env.sample_starts(rng, n_traj)
     seed = int(rng.integers(0, 2**63 - 1))
-    actions, rewards, positions, success = omapl_kernels.coopgrid_rollout(pos0, lm, env.size, env.horizon, eps, seed)
+    actions, rewards, positions, success = omapl_kernels.coopgrid_rollout(
+        pos0, lm, env.size, env.horizon, eps, seed
+    )
     lm_t = np.broadcast_to(lm[:, None], (n_traj, env.horizon + 1, *lm.shape[1:]))
     obs, state = grid_observations(positions, lm_t, env.size)
     avail = omapl_kernels.available_actions(positions, env.size)
     dones = np.zeros((n_traj, env.horizon), dtype=np.float32)
     dones[:, -1] = 1.0
-    return Trajectories(obs, state, actions.astype(np.int64), rewards, avail, dones, success,
-                        np.full(n_traj, check_int(quality, "quality", low=0)))
+    return Trajectories(
+        obs,
+        state,
+        actions.astype(np.int64),
+        rewards,
+        avail,
+        dones,
+        success,
+        np.full(n_traj, check_int(quality, "quality", low=0)),
+    )
 
 
-def generate_mpe_dataset(adapter: MPESpreadAdapter, noise: float, n_traj: int, rng: np.random.Generator,
-                         quality: int = 0) -> Trajectories:
+def generate_mpe_dataset(
+    adapter: MPESpreadAdapter,
+    noise: float,
+    n_traj: int,
+    rng: np.random.Generator,
+    quality: int = 0,
+) -> Trajectories:
     """simple_spread trajectories of :func:`~icml25.omapl.envs.mpe_expert_actions` plus Gaussian
     noise of scale ``noise`` (clipped to [-1, 1]); episode seeds drawn from ``rng``.
 
@@ -114,14 +178,21 @@ def generate_mpe_dataset(adapter: MPESpreadAdapter, noise: float, n_traj: int, r
         TypeError: ``adapter`` not an :class:`MPESpreadAdapter`, ``rng`` not a Generator.
         ValueError: ``noise < 0``, ``n_traj < 1``, ``quality < 0``, a dataset too large for memory."""
     if not isinstance(adapter, MPESpreadAdapter):
-        raise TypeError(f"adapter must be an MPESpreadAdapter, got {type(adapter).__name__}")
+        raise TypeError(
+            f"adapter must be an MPESpreadAdapter, got {type(adapter).__name__}"
+        )
     quality = check_int(quality, "quality", low=0)
     rng = check_rng(rng)
     noise = check_real(noise, "noise", low=0.0)
     n_traj = check_int(n_traj, "n_traj", low=1)
     H, N = adapter.horizon, adapter.n_agents
-    check_budget(f"generate_mpe_dataset(n_traj={n_traj})",
-                 n_bytes=4.0 * n_traj * (H + 1) * (N * adapter.obs_dim + adapter.state_dim + 2 * N + 2))
+    check_budget(
+        f"generate_mpe_dataset(n_traj={n_traj})",
+        n_bytes=4.0
+        * n_traj
+        * (H + 1)
+        * (N * adapter.obs_dim + adapter.state_dim + 2 * N + 2),
+    )
     obs = np.zeros((n_traj, H + 1, N, adapter.obs_dim), np.float32)
     state = np.zeros((n_traj, H + 1, adapter.state_dim), np.float32)
     acts = np.zeros((n_traj, H, N, 2), np.float32)
@@ -131,14 +202,18 @@ def generate_mpe_dataset(adapter: MPESpreadAdapter, noise: float, n_traj: int, r
         o, s = adapter.reset(int(rng.integers(0, 2**31 - 1)))
         obs[k, 0], state[k, 0] = o, s
         for t in range(H):
-            u = np.clip(mpe_expert_actions(o, N) + noise * rng.standard_normal((N, 2)), -1, 1).astype(np.float32)
+            u = np.clip(
+                mpe_expert_actions(o, N) + noise * rng.standard_normal((N, 2)), -1, 1
+            ).astype(np.float32)
             o, s, r, _ = adapter.step(u)
             obs[k, t + 1], state[k, t + 1], acts[k, t], rew[k, t] = o, s, u, r
-        rel = obs[k, H, :, 4:4 + 2 * N].reshape(N, N, 2)
+        rel = obs[k, H, :, 4 : 4 + 2 * N].reshape(N, N, 2)
         success[k] = bool((np.linalg.norm(rel, axis=-1).min(axis=0) < 0.1).all())
     dones = np.zeros((n_traj, H), np.float32)
     dones[:, -1] = 1.0
-    return Trajectories(obs, state, acts, rew, None, dones, success, np.full(n_traj, quality))
+    return Trajectories(
+        obs, state, acts, rew, None, dones, success, np.full(n_traj, quality)
+    )
 
 
 @dataclass(frozen=True)
@@ -159,8 +234,14 @@ class PreferencePairs:
         return PreferencePairs(self.idx1[sel], self.idx2[sel], self.y[sel])
 
 
-def make_preference_pairs(pool: Trajectories, n_pairs: int, rng: np.random.Generator, mode: str = "quality",
-                          flip_prob: float = 0.0, temperature: float = 1.0) -> PreferencePairs:
+def make_preference_pairs(
+    pool: Trajectories,
+    n_pairs: int,
+    rng: np.random.Generator,
+    mode: str = "quality",
+    flip_prob: float = 0.0,
+    temperature: float = 1.0,
+) -> PreferencePairs:
     """Segment pairs and their labels (Sec. 5; rule labels as in the official code).
 
     ``mode="quality"``: the two trajectories come from datasets of different quality, and the
@@ -181,11 +262,15 @@ def make_preference_pairs(pool: Trajectories, n_pairs: int, rng: np.random.Gener
     temperature = check_real(temperature, "temperature", low=0.0, low_open=True)
     check_budget(f"make_preference_pairs(n_pairs={n_pairs})", n_bytes=8.0 * 8 * n_pairs)
     if len(pool) < 2:
-        raise ValueError(f"pool must hold at least 2 trajectories to pair, got {len(pool)}")
+        raise ValueError(
+            f"pool must hold at least 2 trajectories to pair, got {len(pool)}"
+        )
     levels = np.unique(pool.quality)
     if mode == "quality":
         if levels.size < 2:
-            raise ValueError("mode='quality' needs a pool with at least two quality levels")
+            raise ValueError(
+                "mode='quality' needs a pool with at least two quality levels"
+            )
         by = {q: np.flatnonzero(pool.quality == q) for q in levels}
         qa = rng.integers(0, levels.size, n_pairs)
         qb = (qa + rng.integers(1, levels.size, n_pairs)) % levels.size
@@ -199,7 +284,9 @@ def make_preference_pairs(pool: Trajectories, n_pairs: int, rng: np.random.Gener
         p = 0.5 * (1.0 + np.tanh(0.5 * (R[i1] - R[i2]) / temperature))
         y = (rng.random(n_pairs) < p).astype(np.int64)
     flip = rng.random(n_pairs) < flip_prob
-    return PreferencePairs(i1.astype(np.int64), i2.astype(np.int64), np.where(flip, 1 - y, y))
+    return PreferencePairs(
+        i1.astype(np.int64), i2.astype(np.int64), np.where(flip, 1 - y, y)
+    )
 
 
 def summarise_trajectory(pool: Trajectories, i: int) -> list[str]:
@@ -209,16 +296,20 @@ def summarise_trajectory(pool: Trajectories, i: int) -> list[str]:
     Raises:
         TypeError: ``pool`` not CoopGrid Trajectories. ValueError: ``i`` out of range."""
     if not isinstance(pool, Trajectories) or pool.avail is None:
-        raise TypeError(f"pool must be CoopGrid Trajectories (discrete actions), got {type(pool).__name__}")
+        raise TypeError(
+            f"pool must be CoopGrid Trajectories (discrete actions), got {type(pool).__name__}"
+        )
     i = check_int(i, "i", low=0, high=len(pool) - 1)
     N = pool.obs.shape[2]
     L = (pool.obs.shape[3] - 2 - 2 * (N - 1)) // 2
-    rel = pool.obs[i, -1, :, 2:2 + 2 * L].reshape(N, L, 2)
+    rel = pool.obs[i, -1, :, 2 : 2 + 2 * L].reshape(N, L, 2)
     covered = int((np.abs(rel).sum(-1).min(axis=0) < 1e-6).sum())
-    return [f"    1) Landmarks Covered at the End : {covered} of {L}",
-            f"    2) Total Team Reward : {pool.returns[i]:.3f}",
-            f"    3) Reward of the Last Step : {float(pool.rewards[i, -1]):.3f}",
-            f"2. Total Number of Steps : {pool.rewards.shape[1]}"]
+    return [
+        f"    1) Landmarks Covered at the End : {covered} of {L}",
+        f"    2) Total Team Reward : {pool.returns[i]:.3f}",
+        f"    3) Reward of the Last Step : {float(pool.rewards[i, -1]):.3f}",
+        f"2. Total Number of Steps : {pool.rewards.shape[1]}",
+    ]
 
 
 def build_llm_prompt(summary1: list[str], summary2: list[str]) -> str:
@@ -226,18 +317,32 @@ def build_llm_prompt(summary1: list[str], summary2: list[str]) -> str:
     description, the two trajectories' facts, and an instruction to answer ``#1``, ``#2`` or ``#0``."""
     for name, s in (("summary1", summary1), ("summary2", summary2)):
         if not isinstance(s, list) or not all(isinstance(x, str) for x in s):
-            raise TypeError(f"{name} must be a list of strings (summarise_trajectory's output)")
-    head = ["- Team Configuration : a team of agents on a square grid, with as many landmarks as agents.",
-            "- Situation Description : the agents move together for a fixed number of steps; each step costs the "
-            "distance from every landmark to its nearest agent, and agents sharing a cell collide.",
-            "- Objective : cover every landmark with an agent, quickly and without collisions.",
-            "* Important Notice : prefer the trajectory with the higher total team reward; when they are close, "
-            "prefer the one that covers more landmarks at the end."]
-    ask = ["Your task is to inform which one is better between [Trajectory1] and [Trajectory2] based on the "
-           "information mentioned above. If [Trajectory1] seems better, output #1; if [Trajectory2] seems better, "
-           "output #2; if they seem similar, output #0.", "", "Omit detailed explanations and just provide the answer."]
-    body = ["[Trajectory1]", "1. Final State Information", *summary1, "[Trajectory2]", "1. Final State Information",
-            *summary2]
+            raise TypeError(
+                f"{name} must be a list of strings (summarise_trajectory's output)"
+            )
+    head = [
+        "- Team Configuration : a team of agents on a square grid, with as many landmarks as agents.",
+        "- Situation Description : the agents move together for a fixed number of steps; each step costs the "
+        "distance from every landmark to its nearest agent, and agents sharing a cell collide.",
+        "- Objective : cover every landmark with an agent, quickly and without collisions.",
+        "* Important Notice : prefer the trajectory with the higher total team reward; when they are close, "
+        "prefer the one that covers more landmarks at the end.",
+    ]
+    ask = [
+        "Your task is to inform which one is better between [Trajectory1] and [Trajectory2] based on the "
+        "information mentioned above. If [Trajectory1] seems better, output #1; if [Trajectory2] seems better, "
+        "output #2; if they seem similar, output #0.",
+        "",
+        "Omit detailed explanations and just provide the answer.",
+    ]
+    body = [
+        "[Trajectory1]",
+        "1. Final State Information",
+        *summary1,
+        "[Trajectory2]",
+        "1. Final State Information",
+        *summary2,
+    ]
     return "\n".join(head + [""] + body + [""] + ask)
 
 
@@ -249,13 +354,17 @@ class NoisyOracleAnnotator:
     with probability ``sigmoid((R_1 - R_2) / temperature)``, then flips with probability
     ``flip_prob`` (a reconstruction; GPT-4o itself is not available)."""
 
-    def __init__(self, flip_prob: float, temperature: float, rng: np.random.Generator) -> None:
+    def __init__(
+        self, flip_prob: float, temperature: float, rng: np.random.Generator
+    ) -> None:
         """Args: flip_prob in [0, 1]; temperature > 0; rng: a NumPy Generator.
 
         Raises:
             TypeError: ``rng`` not a Generator. ValueError: out-of-range values."""
         self.flip_prob = check_probability(flip_prob, "flip_prob")
-        self.temperature = check_real(temperature, "temperature", low=0.0, low_open=True)
+        self.temperature = check_real(
+            temperature, "temperature", low=0.0, low_open=True
+        )
         self.rng = check_rng(rng)
 
     def answer(self, prompt: str) -> str:
@@ -275,8 +384,12 @@ class NoisyOracleAnnotator:
         return "#1" if first else "#2"
 
 
-def annotate_pairs(pool: Trajectories, n_pairs: int, annotator: NoisyOracleAnnotator,
-                   rng: np.random.Generator) -> PreferencePairs:
+def annotate_pairs(
+    pool: Trajectories,
+    n_pairs: int,
+    annotator: NoisyOracleAnnotator,
+    rng: np.random.Generator,
+) -> PreferencePairs:
     """``n_pairs`` random pairs of the pool labelled by ``annotator`` from their prompts.
 
     Raises:
@@ -288,17 +401,33 @@ def annotate_pairs(pool: Trajectories, n_pairs: int, annotator: NoisyOracleAnnot
     n_pairs = check_int(n_pairs, "n_pairs", low=1)
     check_budget(f"annotate_pairs(n_pairs={n_pairs})", n_bytes=8.0 * 8 * n_pairs)
     if len(pool) < 2:
-        raise ValueError(f"pool must hold at least 2 trajectories to pair, got {len(pool)}")
+        raise ValueError(
+            f"pool must hold at least 2 trajectories to pair, got {len(pool)}"
+        )
     if not isinstance(annotator, NoisyOracleAnnotator):
-        raise TypeError(f"annotator must be a NoisyOracleAnnotator, got {type(annotator).__name__}")
+        raise TypeError(
+            f"annotator must be a NoisyOracleAnnotator, got {type(annotator).__name__}"
+        )
     i1 = rng.integers(0, len(pool), n_pairs)
     i2 = (i1 + rng.integers(1, len(pool), n_pairs)) % len(pool)
-    y = np.array([annotator.answer(build_llm_prompt(summarise_trajectory(pool, a), summarise_trajectory(pool, b)))
-                  == "#1" for a, b in zip(i1, i2)], dtype=np.int64)
+    y = np.array(
+        [
+            annotator.answer(
+                build_llm_prompt(
+                    summarise_trajectory(pool, a), summarise_trajectory(pool, b)
+                )
+            )
+            == "#1"
+            for a, b in zip(i1, i2)
+        ],
+        dtype=np.int64,
+    )
     return PreferencePairs(i1.astype(np.int64), i2.astype(np.int64), y)
 
 
-def pair_batch(pool: Trajectories, pairs: PreferencePairs, sel: np.ndarray) -> PairBatch:
+def pair_batch(
+    pool: Trajectories, pairs: PreferencePairs, sel: np.ndarray
+) -> PairBatch:
     """The :class:`PairBatch` of pairs ``sel`` (whole trajectories as segments, ``T = H``).
 
     Raises:
@@ -308,12 +437,24 @@ def pair_batch(pool: Trajectories, pairs: PreferencePairs, sel: np.ndarray) -> P
         raise TypeError(f"pool must be Trajectories, got {type(pool).__name__}")
     if not isinstance(pairs, PreferencePairs):
         raise TypeError(f"pairs must be PreferencePairs, got {type(pairs).__name__}")
-    sel = check_array(sel, "sel", kind="int", ndim=1, low=0, high=len(pairs) - 1, min_size=1)
+    sel = check_array(
+        sel, "sel", kind="int", ndim=1, low=0, high=len(pairs) - 1, min_size=1
+    )
     top = max(int(pairs.idx1.max()), int(pairs.idx2.max()))
     if top >= len(pool):
-        raise ValueError(f"pairs index trajectories up to {top}, but pool holds {len(pool)}: pairs of another pool?")
-    idx = np.stack([pairs.idx1[sel], pairs.idx2[sel]])            # (2, B)
+        raise ValueError(
+            f"pairs index trajectories up to {top}, but pool holds {len(pool)}: pairs of another pool?"
+        )
+    idx = np.stack([pairs.idx1[sel], pairs.idx2[sel]])  # (2, B)
     get = lambda a: a[idx]  # noqa: E731
     avail = None if pool.avail is None else get(pool.avail)[:, :, :-1]
-    return make_pair_batch(get(pool.obs)[:, :, :-1], get(pool.obs)[:, :, 1:], get(pool.state)[:, :, :-1],
-                           get(pool.state)[:, :, 1:], get(pool.actions), get(pool.dones), avail, pairs.y[sel])
+    return make_pair_batch(
+        get(pool.obs)[:, :, :-1],
+        get(pool.obs)[:, :, 1:],
+        get(pool.state)[:, :, :-1],
+        get(pool.state)[:, :, 1:],
+        get(pool.actions),
+        get(pool.dones),
+        avail,
+        pairs.y[sel],
+    )

@@ -18,5 +18,13 @@ from .experiments import *  # noqa: F401,F403
 from .method import *  # noqa: F401,F403
 from .metrics import *  # noqa: F401,F403
 
-__all__ = ["DEFAULTS", "P2PDefaults", "CLAIMS", *baselines.__all__, *data.__all__, *experiments.__all__, *method.__all__,
-           *metrics.__all__]
+__all__ = [
+    "DEFAULTS",
+    "P2PDefaults",
+    "CLAIMS",
+    *baselines.__all__,
+    *data.__all__,
+    *experiments.__all__,
+    *method.__all__,
+    *metrics.__all__,
+]

@@ -37,7 +37,11 @@ def pixel_groups(n: int, H: int, W: int, patch: int = 2) -> np.ndarray:
     Raises:
         ValueError: sizes < 1.
     """
-    n, H, W = check_int(n, "n", low=1), check_int(H, "H", low=1), check_int(W, "W", low=1)
+    n, H, W = (
+        check_int(n, "n", low=1),
+        check_int(H, "H", low=1),
+        check_int(W, "W", low=1),
+    )
     patch = check_int(patch, "patch", low=1)
     cols = -(-W // patch)
     lab = (np.arange(H)[:, None] // patch) * cols + np.arange(W)[None, :] // patch
@@ -71,8 +75,15 @@ def random_superpixel_masks(groups: Any, kept: Any, rng: Any) -> np.ndarray:
     return out
 
 
-def captum_masks(model: Any, x: Any, kept: Any, method: str = "saliency", target: Any = None,
-                 ig_steps: int = 16, window: int = 4) -> np.ndarray:
+def captum_masks(
+    model: Any,
+    x: Any,
+    kept: Any,
+    method: str = "saliency",
+    target: Any = None,
+    ig_steps: int = 16,
+    window: int = 4,
+) -> np.ndarray:
     """Post-hoc masks: the ``round(kept[b] H W)`` pixels of largest summed |attribution|.
 
     Attributions of the black box's ``target`` logit (its prediction when ``None``) from
@@ -106,15 +117,25 @@ def captum_masks(model: Any, x: Any, kept: Any, method: str = "saliency", target
         with torch.no_grad():
             target = model(x).argmax(1)
     else:
-        target = torch.as_tensor(check_array(target, "target", kind="int", shape=(B,), low=0))
+        target = torch.as_tensor(
+            check_array(target, "target", kind="int", shape=(B,), low=0)
+        )
     xi = x.clone().requires_grad_(True)
     if method == "saliency":
         attr = Saliency(model).attribute(xi, target=target, abs=True)
     elif method == "integrated_gradients":
-        attr = IntegratedGradients(model).attribute(xi, baselines=torch.zeros_like(x), target=target, n_steps=ig_steps)
+        attr = IntegratedGradients(model).attribute(
+            xi, baselines=torch.zeros_like(x), target=target, n_steps=ig_steps
+        )
     else:
-        attr = Occlusion(model).attribute(x, sliding_window_shapes=(C, window, window), strides=(C, window, window),
-                                          baselines=0.0, target=target, perturbations_per_eval=16)
+        attr = Occlusion(model).attribute(
+            x,
+            sliding_window_shapes=(C, window, window),
+            strides=(C, window, window),
+            baselines=0.0,
+            target=target,
+            perturbations_per_eval=16,
+        )
     model.train(was)
     score = attr.detach().abs().sum(1).flatten(1).cpu().numpy()  # (B, H W)
     out = np.zeros((B, H * W), dtype=bool)

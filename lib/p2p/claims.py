@@ -48,19 +48,29 @@ CLAIMS = [
     ),
     Claim(
         id="superpixels_beat_pixels",
-        claim=("superpixel P2P localises at least as well as pixel-group (2 x 2 patch) P2P, judged only when the "
-               "pixel-group ablation learned (test accuracy >= 0.5; below that its masks say nothing)"),
+        claim=(
+            "superpixel P2P localises at least as well as pixel-group (2 x 2 patch) P2P, judged only when the "
+            "pixel-group ablation learned (test accuracy >= 0.5; below that its masks say nothing)"
+        ),
         paper="grouping by superpixels gives better masks than pixel-wise selection (tables not read)",
         metric="pixel_group_localization",
-        holds=lambda m: m["pixel_group_accuracy"] >= 0.5 and m["p2p_localization"] >= m["pixel_group_localization"],
+        holds=lambda m: (
+            m["pixel_group_accuracy"] >= 0.5
+            and m["p2p_localization"] >= m["pixel_group_localization"]
+        ),
     ),
     Claim(
         id="superpixels_more_accurate",
-        claim=("superpixel P2P is more accurate than pixel-group P2P, judged only when the pixel-group ablation "
-               "learned (test accuracy >= 0.5; it trains on a third of the images for a third of the epochs)"),
+        claim=(
+            "superpixel P2P is more accurate than pixel-group P2P, judged only when the pixel-group ablation "
+            "learned (test accuracy >= 0.5; it trains on a third of the images for a third of the epochs)"
+        ),
         paper="pixel-level instance-wise selection is the weaker baseline (tables not read)",
         metric="pixel_group_accuracy",
-        holds=lambda m: m["pixel_group_accuracy"] >= 0.5 and m["p2p_accuracy_k09"] > m["pixel_group_accuracy"],
+        holds=lambda m: (
+            m["pixel_group_accuracy"] >= 0.5
+            and m["p2p_accuracy_k09"] > m["pixel_group_accuracy"]
+        ),
     ),
     Claim(
         id="deletion_faithful",

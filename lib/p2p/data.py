@@ -15,13 +15,28 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_bool, check_choice, check_int, check_probability, check_rng
+from icml25.checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_probability,
+    check_rng,
+)
 
 __all__ = ["BACKGROUNDS", "background_images", "make_bam_like"]
 
 #: the scikit-image images used as scenes (all in the wheel: ``skimage.data.<name>()``)
-BACKGROUNDS: tuple[str, ...] = ("astronaut", "coffee", "chelsea", "rocket", "brick", "grass", "gravel",
-                                "hubble_deep_field", "retina")
+BACKGROUNDS: tuple[str, ...] = (
+    "astronaut",
+    "coffee",
+    "chelsea",
+    "rocket",
+    "brick",
+    "grass",
+    "gravel",
+    "hubble_deep_field",
+    "retina",
+)
 _SCENE_SIDE = 96  # each scene is resized so that its short side is this many pixels
 
 
@@ -38,8 +53,14 @@ def _scenes() -> tuple[np.ndarray, ...]:
             im = np.repeat(im[..., None], 3, axis=2)
         h, w = im.shape[:2]
         s = _SCENE_SIDE / min(h, w)
-        out.append(resize(im, (max(_SCENE_SIDE, round(h * s)), max(_SCENE_SIDE, round(w * s))), anti_aliasing=True,
-                          preserve_range=True).astype(np.float32))
+        out.append(
+            resize(
+                im,
+                (max(_SCENE_SIDE, round(h * s)), max(_SCENE_SIDE, round(w * s))),
+                anti_aliasing=True,
+                preserve_range=True,
+            ).astype(np.float32)
+        )
     return tuple(out)
 
 
@@ -64,8 +85,14 @@ def background_images() -> tuple[np.ndarray, ...]:
 _MAX_BYTES = 16 * 2**30  # the largest image array make_bam_like allocates (float32)
 
 
-def make_bam_like(n: int, H: int = 32, rng: Any = None, spurious: bool = False, split: str = "train",
-                  spurious_p: float = 0.9) -> dict[str, np.ndarray]:
+def make_bam_like(
+    n: int,
+    H: int = 32,
+    rng: Any = None,
+    spurious: bool = False,
+    split: str = "train",
+    spurious_p: float = 0.9,
+) -> dict[str, np.ndarray]:
     """Draw ``n`` images: a scene crop with one coloured digit pasted at a random place.
 
     The digit (8 x 8, upsampled by ``k = H // 16`` with nearest neighbours, so ``8k x 8k``) is
@@ -96,8 +123,10 @@ def make_bam_like(n: int, H: int = 32, rng: Any = None, spurious: bool = False, 
     n = check_int(n, "n", low=1)
     H = check_int(H, "H", low=16, high=1024)
     if n * H * H * 3 * 4 > _MAX_BYTES:
-        raise ValueError(f"n = {n} images of {H}x{H} pixels need {n * H * H * 12 / 2**30:.1f} GiB of float32, more than "
-                         f"the {_MAX_BYTES / 2**30:.0f} GiB this function allocates; lower n or H")
+        raise ValueError(
+            f"n = {n} images of {H}x{H} pixels need {n * H * H * 12 / 2**30:.1f} GiB of float32, more than "
+            f"the {_MAX_BYTES / 2**30:.0f} GiB this function allocates; lower n or H"
+        )
     rng = check_rng(rng, "rng")
     spurious = check_bool(spurious, "spurious")
     split = check_choice(split, "split", ("train", "test"))
@@ -122,7 +151,7 @@ def make_bam_like(n: int, H: int = 32, rng: Any = None, spurious: bool = False, 
         im = scenes[s]
         r0 = int(rng.integers(im.shape[0] - H + 1))
         c0 = int(rng.integers(im.shape[1] - H + 1))
-        crop = im[r0:r0 + H, c0:c0 + H]
+        crop = im[r0 : r0 + H, c0 : c0 + H]
         # (side, side) opacity in [0, 1]
         ink = np.kron(imgs[j], np.ones((k, k), dtype=np.float32))
         colour = rng.uniform(0.0, 1.0, 3).astype(np.float32)
@@ -131,8 +160,10 @@ def make_bam_like(n: int, H: int = 32, rng: Any = None, spurious: bool = False, 
         pc = int(rng.integers(H - side + 1))
         out = crop.copy()
         a = ink[..., None]
-        out[pr:pr + side, pc:pc + side] = (1 - a) * out[pr:pr + side, pc:pc + side] + a * colour
+        out[pr : pr + side, pc : pc + side] = (1 - a) * out[
+            pr : pr + side, pc : pc + side
+        ] + a * colour
         x[i] = np.clip(out, 0.0, 1.0)
-        mask[i, pr:pr + side, pc:pc + side] = ink > 0
+        mask[i, pr : pr + side, pc : pc + side] = ink > 0
         scene[i] = s
     return {"x": x, "y": y, "object_mask": mask, "scene": scene}

@@ -55,8 +55,27 @@ class P2PDefaults:
     lr: float = 1e-4
     batch: int = 64
     n_epochs: int = 100
-    fidelity_fractions: tuple[float, ...] = (0.0, 0.01, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,
-                                             0.55, 0.6, 0.7, 0.8, 0.9, 0.99, 1.0)
+    fidelity_fractions: tuple[float, ...] = (
+        0.0,
+        0.01,
+        0.05,
+        0.1,
+        0.15,
+        0.2,
+        0.25,
+        0.3,
+        0.35,
+        0.4,
+        0.45,
+        0.5,
+        0.55,
+        0.6,
+        0.7,
+        0.8,
+        0.9,
+        0.99,
+        1.0,
+    )
     cpu_size: int = 32
     cpu_segments: int = 25
     cpu_compactness: float = 10.0

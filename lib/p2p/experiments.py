@@ -13,18 +13,48 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_bool, check_choice, check_int, check_real, check_rng, check_torch_generator
+from icml25.checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_real,
+    check_rng,
+    check_torch_generator,
+)
 
 from .baselines import pixel_groups
 from .data import make_bam_like
 from .defaults import DEFAULTS
-from .method import REG_VARIANTS, _group_size, anneal_beta, anneal_temperature, p2p_loss, superpixels, to_tensor
+from .method import (
+    REG_VARIANTS,
+    _group_size,
+    anneal_beta,
+    anneal_temperature,
+    p2p_loss,
+    superpixels,
+    to_tensor,
+)
 
-__all__ = ["prepare_data", "train_classifier", "train_p2p", "evaluate_classifier", "evaluate_p2p", "evaluate_p2p_kappas"]
+__all__ = [
+    "prepare_data",
+    "train_classifier",
+    "train_p2p",
+    "evaluate_classifier",
+    "evaluate_p2p",
+    "evaluate_p2p_kappas",
+]
 
 
-def prepare_data(n_train: int, n_test: int, H: int, n_segments: int, compactness: float, rng: Any,
-                 spurious: bool = False, patch: int = DEFAULTS.pixel_patch) -> dict[str, Any]:
+def prepare_data(
+    n_train: int,
+    n_test: int,
+    H: int,
+    n_segments: int,
+    compactness: float,
+    rng: Any,
+    spurious: bool = False,
+    patch: int = DEFAULTS.pixel_patch,
+) -> dict[str, Any]:
     """BAM-like train/test images with SLIC superpixels and square-patch groups, as tensors.
 
     Args:
@@ -66,11 +96,19 @@ def _batches(N: int, batch: int, gen: Any) -> list[Any]:
     import torch
 
     perm = torch.randperm(N, generator=gen)
-    return [perm[i:i + batch] for i in range(0, N, batch)]
+    return [perm[i : i + batch] for i in range(0, N, batch)]
 
 
-def train_classifier(clf: Any, x: Any, y: Any, n_epochs: int, lr: float, batch: int, rng: Any,
-                     device: str = "cpu") -> dict[str, Any]:
+def train_classifier(
+    clf: Any,
+    x: Any,
+    y: Any,
+    n_epochs: int,
+    lr: float,
+    batch: int,
+    rng: Any,
+    device: str = "cpu",
+) -> dict[str, Any]:
     """Train a classifier on full images with Adam and cross-entropy (the black box).
 
     Args:
@@ -85,7 +123,10 @@ def train_classifier(clf: Any, x: Any, y: Any, n_epochs: int, lr: float, batch: 
     """
     import torch
 
-    n_epochs, batch = check_int(n_epochs, "n_epochs", low=1), check_int(batch, "batch", low=1)
+    n_epochs, batch = (
+        check_int(n_epochs, "n_epochs", low=1),
+        check_int(batch, "batch", low=1),
+    )
     lr = check_real(lr, "lr", low=0.0, low_open=True)
     gen = check_torch_generator(rng, "rng", allow_none=False)
     clf.to(device).train()
@@ -105,10 +146,24 @@ def train_classifier(clf: Any, x: Any, y: Any, n_epochs: int, lr: float, batch: 
     return {"loss": hist, "seconds": time.perf_counter() - t0}
 
 
-def train_p2p(model: Any, x: Any, groups: Any, y: Any, n_epochs: int, lr: float, batch: int, rng: Any,
-              beta: float = DEFAULTS.beta, gamma: float = DEFAULTS.gamma, variant: str = DEFAULTS.reg_variant,
-              fixed_tau: float = DEFAULTS.fixed_tau, tau_min: float = DEFAULTS.tau_min,
-              tau_max: float = DEFAULTS.tau_max, anneal: bool = True, device: str = "cpu") -> dict[str, Any]:
+def train_p2p(
+    model: Any,
+    x: Any,
+    groups: Any,
+    y: Any,
+    n_epochs: int,
+    lr: float,
+    batch: int,
+    rng: Any,
+    beta: float = DEFAULTS.beta,
+    gamma: float = DEFAULTS.gamma,
+    variant: str = DEFAULTS.reg_variant,
+    fixed_tau: float = DEFAULTS.fixed_tau,
+    tau_min: float = DEFAULTS.tau_min,
+    tau_max: float = DEFAULTS.tau_max,
+    anneal: bool = True,
+    device: str = "cpu",
+) -> dict[str, Any]:
     """Train P2P jointly (predictor and classifier) on the P2P objective.
 
     Args:
@@ -130,7 +185,10 @@ def train_p2p(model: Any, x: Any, groups: Any, y: Any, n_epochs: int, lr: float,
     """
     import torch
 
-    n_epochs, batch = check_int(n_epochs, "n_epochs", low=1), check_int(batch, "batch", low=1)
+    n_epochs, batch = (
+        check_int(n_epochs, "n_epochs", low=1),
+        check_int(batch, "batch", low=1),
+    )
     lr = check_real(lr, "lr", low=0.0, low_open=True)
     gen = check_torch_generator(rng, "rng", allow_none=False)
     variant = check_choice(variant, "variant", REG_VARIANTS)
@@ -144,23 +202,50 @@ def train_p2p(model: Any, x: Any, groups: Any, y: Any, n_epochs: int, lr: float,
     hist = {k: [] for k in ("loss", "ce", "rate", "beta", "temperature")}
     t0 = time.perf_counter()
     for epoch in range(n_epochs):
-        temp = anneal_temperature(epoch, n_epochs, model.final_temp) if anneal else model.final_temp
+        temp = (
+            anneal_temperature(epoch, n_epochs, model.final_temp)
+            if anneal
+            else model.final_temp
+        )
         b_e = anneal_beta(epoch, n_epochs, beta) if anneal else beta
         model.set_temperature(temp)
         sums = np.zeros(3)
         for idx in _batches(len(y), batch, gen):
             xb, gb, yb = x[idx].to(device), groups[idx].to(device), y[idx].to(device)
             if model.dynamic:
-                tau = tau_min + (tau_max - tau_min) * torch.rand(len(idx), generator=gen)
+                tau = tau_min + (tau_max - tau_min) * torch.rand(
+                    len(idx), generator=gen
+                )
             else:
                 tau = torch.full((len(idx),), fixed_tau)
             tau = tau.to(device)
-            out = model(xb, gb, tau if model.dynamic else None, rng=gen if device == "cpu" else None)
-            parts = p2p_loss(out.logits, yb, out.group_probs, _group_size(gb, G), out.cov, tau, b_e, gamma, variant)
+            out = model(
+                xb,
+                gb,
+                tau if model.dynamic else None,
+                rng=gen if device == "cpu" else None,
+            )
+            parts = p2p_loss(
+                out.logits,
+                yb,
+                out.group_probs,
+                _group_size(gb, G),
+                out.cov,
+                tau,
+                b_e,
+                gamma,
+                variant,
+            )
             opt.zero_grad()
             parts.total.backward()
             opt.step()
-            sums += np.array([float(parts.total.detach()), float(parts.ce.detach()), float(parts.rate.detach().mean())]) * len(idx)
+            sums += np.array(
+                [
+                    float(parts.total.detach()),
+                    float(parts.ce.detach()),
+                    float(parts.rate.detach().mean()),
+                ]
+            ) * len(idx)
         for k, v in zip(("loss", "ce", "rate"), sums / len(y)):
             hist[k].append(float(v))
         hist["beta"].append(b_e)
@@ -170,7 +255,9 @@ def train_p2p(model: Any, x: Any, groups: Any, y: Any, n_epochs: int, lr: float,
     return hist
 
 
-def evaluate_classifier(clf: Any, x: Any, y: Any, batch: int = 500, device: str = "cpu") -> dict[str, Any]:
+def evaluate_classifier(
+    clf: Any, x: Any, y: Any, batch: int = 500, device: str = "cpu"
+) -> dict[str, Any]:
     """Accuracy and predictions of a classifier on full images.
 
     Returns:
@@ -183,13 +270,21 @@ def evaluate_classifier(clf: Any, x: Any, y: Any, batch: int = 500, device: str 
     preds = []
     with torch.no_grad():
         for i in range(0, len(y), batch):
-            preds.append(clf(x[i:i + batch].to(device)).argmax(1).cpu())
+            preds.append(clf(x[i : i + batch].to(device)).argmax(1).cpu())
     pred = torch.cat(preds).numpy()
     return {"accuracy": float((pred == np.asarray(y)).mean()), "pred": pred}
 
 
-def evaluate_p2p(model: Any, x: Any, groups: Any, y: Any, kappa: float | None = None, tau: float | None = None,
-                 batch: int = 300, device: str = "cpu") -> dict[str, Any]:
+def evaluate_p2p(
+    model: Any,
+    x: Any,
+    groups: Any,
+    y: Any,
+    kappa: float | None = None,
+    tau: float | None = None,
+    batch: int = 300,
+    device: str = "cpu",
+) -> dict[str, Any]:
     """Test-time P2P: hard masks, with the dynamic threshold search at ``kappa`` or a given ``tau``.
 
     Args:
@@ -211,17 +306,22 @@ def evaluate_p2p(model: Any, x: Any, groups: Any, y: Any, kappa: float | None = 
     if model.dynamic and kappa is None and tau is None:
         raise ValueError("kappa or tau must be given for a dynamic P2P")
     if kappa is not None:
-        kappa = check_real(kappa, "kappa", low=0.0, low_open=True, high=1.0, high_open=True)
+        kappa = check_real(
+            kappa, "kappa", low=0.0, low_open=True, high=1.0, high_open=True
+        )
     model.to(device).eval()
     G = max(int(groups.max()) + 1, model.n_segments)
     keep = {k: [] for k in ("pred", "tau", "mask", "group_probs", "confidence")}
     with torch.no_grad():
         for i in range(0, len(y), batch):
-            xb, gb = x[i:i + batch].to(device), groups[i:i + batch].to(device)
+            xb, gb = x[i : i + batch].to(device), groups[i : i + batch].to(device)
             if model.dynamic and kappa is not None:
                 t, out = model.find_dynamic_threshold(xb, gb, kappa)
             else:
-                t = torch.full((len(xb),), float(tau if (model.dynamic and tau is not None) else np.nan))
+                t = torch.full(
+                    (len(xb),),
+                    float(tau if (model.dynamic and tau is not None) else np.nan),
+                )
                 out = model(xb, gb, t.to(device) if model.dynamic else None)
             probs = out.group_probs
             if probs.shape[1] < G:
@@ -237,8 +337,16 @@ def evaluate_p2p(model: Any, x: Any, groups: Any, y: Any, kappa: float | None = 
     return res
 
 
-def evaluate_p2p_kappas(model: Any, x: Any, groups: Any, y: Any, kappas: Any, batch: int = 300,
-                        step: float = DEFAULTS.tau_step, device: str = "cpu") -> dict[float, dict[str, Any]]:
+def evaluate_p2p_kappas(
+    model: Any,
+    x: Any,
+    groups: Any,
+    y: Any,
+    kappas: Any,
+    batch: int = 300,
+    step: float = DEFAULTS.tau_step,
+    device: str = "cpu",
+) -> dict[float, dict[str, Any]]:
     """:func:`evaluate_p2p` at several certainty levels from one sweep of the budget grid.
 
     In eval mode an image's output does not depend on the other images of its batch, so running
@@ -265,7 +373,10 @@ def evaluate_p2p_kappas(model: Any, x: Any, groups: Any, y: Any, kappas: Any, ba
 
     if not model.dynamic:
         raise ValueError("evaluate_p2p_kappas needs a dynamic P2P (dynamic=True)")
-    ks = [check_real(k, "kappas", low=0.0, low_open=True, high=1.0, high_open=True) for k in kappas]
+    ks = [
+        check_real(k, "kappas", low=0.0, low_open=True, high=1.0, high_open=True)
+        for k in kappas
+    ]
     step = check_real(step, "step", low=0.0, low_open=True, high=1.0)
     batch = check_int(batch, "batch", low=1)
     model.to(device).eval()
@@ -275,7 +386,7 @@ def evaluate_p2p_kappas(model: Any, x: Any, groups: Any, y: Any, kappas: Any, ba
     keep = {k: {f: [] for f in fields} for k in ks}
     with torch.no_grad():
         for i in range(0, len(y), batch):
-            xb, gb = x[i:i + batch].to(device), groups[i:i + batch].to(device)
+            xb, gb = x[i : i + batch].to(device), groups[i : i + batch].to(device)
             B = len(xb)
             h = model.predictor.features(xb)
             rec = {k: None for k in ks}
@@ -287,8 +398,13 @@ def evaluate_p2p_kappas(model: Any, x: Any, groups: Any, y: Any, kappas: Any, ba
                 probs = out.group_probs.cpu()
                 if probs.shape[1] < G:
                     probs = torch.nn.functional.pad(probs, (0, G - probs.shape[1]))
-                now = {"pred": out.logits.argmax(1).cpu(), "tau": tau.cpu(), "mask": (out.mask[:, 0] > 0.5).cpu(),
-                       "group_probs": probs, "confidence": conf}
+                now = {
+                    "pred": out.logits.argmax(1).cpu(),
+                    "tau": tau.cpu(),
+                    "mask": (out.mask[:, 0] > 0.5).cpu(),
+                    "group_probs": probs,
+                    "confidence": conf,
+                }
                 for k in ks:
                     new = ~done[k] & ((conf >= k) | (k_grid == K))
                     if rec[k] is None:

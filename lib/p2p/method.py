@@ -28,16 +28,44 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from icml25.checks import check_bool, check_choice, check_int, check_real, check_tensor, check_torch_generator
+from icml25.checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_real,
+    check_tensor,
+    check_torch_generator,
+)
 from icml25.kernels import superpixel
 
-from ._checks import _check_groups, _check_image_tensor, _check_images, _check_labels, _check_tau
+from ._checks import (
+    _check_groups,
+    _check_image_tensor,
+    _check_images,
+    _check_labels,
+    _check_tau,
+)
 from .defaults import DEFAULTS
 
 __all__ = [
-    "superpixels", "relabel_consecutive", "n_groups", "group_mean", "group_size", "groups_to_mask",
-    "selection_rate", "threshold_penalty", "low_rank_logits", "anneal_beta", "anneal_temperature",
-    "p2p_loss", "P2PLoss", "P2POutput", "ImportancePredictor", "SmallCNNClassifier", "P2P", "to_tensor",
+    "superpixels",
+    "relabel_consecutive",
+    "n_groups",
+    "group_mean",
+    "group_size",
+    "groups_to_mask",
+    "selection_rate",
+    "threshold_penalty",
+    "low_rank_logits",
+    "anneal_beta",
+    "anneal_temperature",
+    "p2p_loss",
+    "P2PLoss",
+    "P2POutput",
+    "ImportancePredictor",
+    "SmallCNNClassifier",
+    "P2P",
+    "to_tensor",
     "REG_VARIANTS",
 ]
 
@@ -81,8 +109,11 @@ def relabel_consecutive(labels: np.ndarray) -> np.ndarray:
     return inv.reshape(arr.shape).astype(np.int64)
 
 
-def superpixels(images: np.ndarray, n_segments: int = DEFAULTS.n_segments,
-                compactness: float = DEFAULTS.compactness) -> np.ndarray:
+def superpixels(
+    images: np.ndarray,
+    n_segments: int = DEFAULTS.n_segments,
+    compactness: float = DEFAULTS.compactness,
+) -> np.ndarray:
     """SLIC superpixels of each image, consecutive labels per image (``skimage.segmentation.slic``).
 
     Args:
@@ -104,8 +135,13 @@ def superpixels(images: np.ndarray, n_segments: int = DEFAULTS.n_segments,
     compactness = check_real(compactness, "compactness", low=0.0, low_open=True)
     out = np.empty(x.shape[:3], dtype=np.int64)
     for i in range(x.shape[0]):
-        seg = slic(x[i].astype(np.float64), n_segments=n_segments, compactness=compactness, start_label=0,
-                   channel_axis=-1)
+        seg = slic(
+            x[i].astype(np.float64),
+            n_segments=n_segments,
+            compactness=compactness,
+            start_label=0,
+            channel_axis=-1,
+        )
         out[i] = relabel_consecutive(seg)
     return out
 
@@ -196,7 +232,9 @@ def groups_to_mask(groups: Any, m: Any) -> Any:
     m = check_tensor(m, "m", ndim=2)
     shape = tuple(groups.shape)
     if len(shape) != 3 or shape[0] != m.shape[0]:
-        raise ValueError(f"groups must be (B, H, W) with B = {m.shape[0]} (rows of m), got shape {shape}")
+        raise ValueError(
+            f"groups must be (B, H, W) with B = {m.shape[0]} (rows of m), got shape {shape}"
+        )
     g = _check_groups(groups, "groups", shape, int(m.shape[1])).to(m.device)
     return _groups_to_mask(g, m)
 
@@ -227,7 +265,9 @@ def selection_rate(group_probs: Any, group_sizes: Any) -> Any:
     s = check_tensor(group_sizes, "group_sizes", shape=tuple(p.shape))
     if p.numel() and (float(p.detach().min()) < 0 or float(p.detach().max()) > 1):
         raise ValueError("group_probs must lie in [0, 1]")
-    if s.numel() and (float(s.detach().min()) < 0 or float(s.detach().sum(1).min()) <= 0):
+    if s.numel() and (
+        float(s.detach().min()) < 0 or float(s.detach().sum(1).min()) <= 0
+    ):
         raise ValueError("group_sizes must be >= 0 with a positive sum per row")
     return _selection_rate(p, s.to(p))
 
@@ -271,7 +311,9 @@ def _penalty(p_bar: Any, tau: Any, variant: str) -> Any:
     return -torch.log(1 - tau + _EPS - excess) + torch.log(1 - tau + _EPS)
 
 
-def low_rank_logits(mu: Any, U: Any, jitter: float = DEFAULTS.jitter, rng: Any = None) -> Any:
+def low_rank_logits(
+    mu: Any, U: Any, jitter: float = DEFAULTS.jitter, rng: Any = None
+) -> Any:
     """Draw ``l = mu + U xi + sqrt(jitter) zeta``, ``xi ~ N(0, I_r)``, ``zeta ~ N(0, I_G)``.
 
     The law is ``N(mu, U U^T + jitter I)``: the code's ``MultivariateNormal(mu, U U^T)`` with its
@@ -291,7 +333,9 @@ def low_rank_logits(mu: Any, U: Any, jitter: float = DEFAULTS.jitter, rng: Any =
     mu = check_tensor(mu, "mu", ndim=2)
     U = check_tensor(U, "U", ndim=3)
     if tuple(U.shape[:2]) != tuple(mu.shape):
-        raise ValueError(f"U must be (B, G, r) with (B, G) = {tuple(mu.shape)}, got {tuple(U.shape)}")
+        raise ValueError(
+            f"U must be (B, G, r) with (B, G) = {tuple(mu.shape)}, got {tuple(U.shape)}"
+        )
     jitter = check_real(jitter, "jitter", low=0.0)
     return _low_rank(mu, U, jitter, check_torch_generator(rng, "rng"))
 
@@ -301,8 +345,12 @@ def _low_rank(mu: Any, U: Any, jitter: float, gen: Any) -> Any:
     torch = _torch()
     B, G, r = U.shape
     dev = mu.device
-    xi = torch.randn(B, r, 1, generator=gen, device=gen.device if gen is not None else dev).to(dev, mu.dtype)
-    zeta = torch.randn(B, G, generator=gen, device=gen.device if gen is not None else dev).to(dev, mu.dtype)
+    xi = torch.randn(
+        B, r, 1, generator=gen, device=gen.device if gen is not None else dev
+    ).to(dev, mu.dtype)
+    zeta = torch.randn(
+        B, G, generator=gen, device=gen.device if gen is not None else dev
+    ).to(dev, mu.dtype)
     return mu + (U @ xi).squeeze(-1) + math.sqrt(jitter) * zeta
 
 
@@ -327,7 +375,9 @@ def anneal_beta(epoch: int, n_epochs: int, beta: float = DEFAULTS.beta) -> float
     return lo + (beta - lo) * (e - start) / float(final - start)
 
 
-def anneal_temperature(epoch: int, n_epochs: int, final_temp: float = DEFAULTS.final_temp) -> float:
+def anneal_temperature(
+    epoch: int, n_epochs: int, final_temp: float = DEFAULTS.final_temp
+) -> float:
     """Relaxed-Bernoulli temperature ``max(exp(epoch log(final) / (n_epochs // 2)), final)``:
     exponential from 1 to ``final_temp`` over the first half of training (the code's
     ``compute_temperature``).
@@ -354,8 +404,17 @@ class P2PLoss(NamedTuple):
     rate: Any
 
 
-def p2p_loss(logits: Any, y: Any, group_probs: Any, group_sizes: Any, cov: Any, tau: Any,
-             beta: float = DEFAULTS.beta, gamma: float = DEFAULTS.gamma, variant: str = DEFAULTS.reg_variant) -> P2PLoss:
+def p2p_loss(
+    logits: Any,
+    y: Any,
+    group_probs: Any,
+    group_sizes: Any,
+    cov: Any,
+    tau: Any,
+    beta: float = DEFAULTS.beta,
+    gamma: float = DEFAULTS.gamma,
+    variant: str = DEFAULTS.reg_variant,
+) -> P2PLoss:
     """``L = CE(f(x~), y) + beta mean_b R_tau(p_bar_b) + gamma mean|Sigma|`` (``models/losses.py``).
 
     Args:
@@ -384,18 +443,41 @@ def p2p_loss(logits: Any, y: Any, group_probs: Any, group_sizes: Any, cov: Any, 
     t = _check_tau(tau, "tau", B).to(logits.device)
     beta = check_real(beta, "beta", low=0.0)
     gamma = check_real(gamma, "gamma", low=0.0)
-    return _loss(logits, y, p, s.to(p), cov, t, beta, gamma, check_choice(variant, "variant", REG_VARIANTS))
+    return _loss(
+        logits,
+        y,
+        p,
+        s.to(p),
+        cov,
+        t,
+        beta,
+        gamma,
+        check_choice(variant, "variant", REG_VARIANTS),
+    )
 
 
-def _loss(logits: Any, y: Any, p: Any, sizes: Any, cov: Any, tau: Any, beta: float, gamma: float,
-          variant: str) -> P2PLoss:
+def _loss(
+    logits: Any,
+    y: Any,
+    p: Any,
+    sizes: Any,
+    cov: Any,
+    tau: Any,
+    beta: float,
+    gamma: float,
+    variant: str,
+) -> P2PLoss:
     """``CE + beta mean R_tau(p_bar) + gamma mean|Sigma|``; ``p_bar`` from group probabilities
     (not pixels: one huge pixel logit cannot buy a whole superpixel)."""
     torch = _torch()
     ce = torch.nn.functional.cross_entropy(logits, y)
     rate = _selection_rate(p, sizes)
     reg = beta * _penalty(rate, tau, variant).mean()
-    cv = gamma * cov.abs().mean() if cov is not None else torch.zeros((), device=logits.device)
+    cv = (
+        gamma * cov.abs().mean()
+        if cov is not None
+        else torch.zeros((), device=logits.device)
+    )
     return P2PLoss(ce + reg + cv, ce, reg, cv, rate)
 
 
@@ -406,8 +488,13 @@ def _loss(logits: Any, y: Any, p: Any, sizes: Any, cov: Any, tau: Any, beta: flo
 
 def _conv_bn(cin: int, cout: int, dilation: int = 1, stride: int = 1) -> Any:
     nn = _nn()
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, stride=stride, padding=dilation, dilation=dilation, bias=False),
-                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+    return nn.Sequential(
+        nn.Conv2d(
+            cin, cout, 3, stride=stride, padding=dilation, dilation=dilation, bias=False
+        ),
+        nn.BatchNorm2d(cout),
+        nn.ReLU(inplace=True),
+    )
 
 
 class ImportancePredictor(_nn().Module):
@@ -421,8 +508,13 @@ class ImportancePredictor(_nn().Module):
     channels 1: are the covariance factors.
     """
 
-    def __init__(self, in_ch: int = 3, num_dims: int = DEFAULTS.num_dims, tau_conditioning: bool = True,
-                 width: int = 32) -> None:
+    def __init__(
+        self,
+        in_ch: int = 3,
+        num_dims: int = DEFAULTS.num_dims,
+        tau_conditioning: bool = True,
+        width: int = 32,
+    ) -> None:
         """Args: in_ch: input channels; num_dims: output channels (>= 1); tau_conditioning: add
         ``tau`` to the head's input (the dynamic variant); width: trunk channels."""
         super().__init__()
@@ -431,9 +523,14 @@ class ImportancePredictor(_nn().Module):
         self.num_dims = check_int(num_dims, "num_dims", low=1)
         self.tau_conditioning = check_bool(tau_conditioning, "tau_conditioning")
         width = check_int(width, "width", low=4)
-        self.trunk = nn.Sequential(_conv_bn(in_ch, width // 2, stride=2), _conv_bn(width // 2, width, 2),
-                                   _conv_bn(width, width, 4))
-        self.head = nn.Sequential(_conv_bn(width, width), nn.Conv2d(width, self.num_dims, 1))
+        self.trunk = nn.Sequential(
+            _conv_bn(in_ch, width // 2, stride=2),
+            _conv_bn(width // 2, width, 2),
+            _conv_bn(width, width, 4),
+        )
+        self.head = nn.Sequential(
+            _conv_bn(width, width), nn.Conv2d(width, self.num_dims, 1)
+        )
 
     def features(self, x: Any) -> Any:
         """The trunk's (B, width, H, W) features of ``x`` (independent of ``tau``)."""
@@ -445,7 +542,9 @@ class ImportancePredictor(_nn().Module):
         if self.tau_conditioning and tau is not None:
             h = h + tau.to(h).view(-1, 1, 1, 1)
         size = tuple(size) if size is not None else (2 * h.shape[-2], 2 * h.shape[-1])
-        return _nn().functional.interpolate(self.head(h), size=size, mode="bilinear", align_corners=False)
+        return _nn().functional.interpolate(
+            self.head(h), size=size, mode="bilinear", align_corners=False
+        )
 
     def forward(self, x: Any, tau: Any = None) -> Any:
         """(B, num_dims, H, W) embedding of ``x`` (B, C, H, W) at budgets ``tau`` ((B,) or None)."""
@@ -468,10 +567,15 @@ class SmallCNNClassifier(_nn().Module):
         n_classes = check_int(n_classes, "n_classes", low=2)
         width = check_int(width, "width", low=4)
         self.net = nn.Sequential(
-            _conv_bn(check_int(in_ch, "in_ch", low=1), width), nn.MaxPool2d(2),
-            _conv_bn(width, 2 * width), nn.MaxPool2d(2),
+            _conv_bn(check_int(in_ch, "in_ch", low=1), width),
+            nn.MaxPool2d(2),
+            _conv_bn(width, 2 * width),
+            nn.MaxPool2d(2),
             _conv_bn(2 * width, 4 * width),
-            nn.AdaptiveMaxPool2d(1), nn.Flatten(), nn.Linear(4 * width, n_classes))
+            nn.AdaptiveMaxPool2d(1),
+            nn.Flatten(),
+            nn.Linear(4 * width, n_classes),
+        )
 
     def forward(self, x: Any) -> Any:
         """(B, n_classes) logits of images ``x`` (B, C, H, W)."""
@@ -498,37 +602,51 @@ class P2P(_nn().Module):
     eval mode. ``find_dynamic_threshold`` is the code's ``find_optimal_threshold``.
     """
 
-    def __init__(self, predictor: Any, classifier: Any, use_cov: bool = True, dynamic: bool = True,
-                 final_temp: float = DEFAULTS.final_temp, straight_through: bool = DEFAULTS.straight_through,
-                 n_segments: int = 1, jitter: float = DEFAULTS.jitter) -> None:
+    def __init__(
+        self,
+        predictor: Any,
+        classifier: Any,
+        use_cov: bool = True,
+        dynamic: bool = True,
+        final_temp: float = DEFAULTS.final_temp,
+        straight_through: bool = DEFAULTS.straight_through,
+        n_segments: int = 1,
+        jitter: float = DEFAULTS.jitter,
+    ) -> None:
         """Args:
-            predictor: an :class:`ImportancePredictor` (``num_dims >= 2`` when ``use_cov``).
-            classifier: a module mapping (B, C, H, W) to (B, K) logits.
-            use_cov: correlated logits ``N(mu, U U^T)`` in training (else ``l = mu``).
-            dynamic: the budget ``tau`` is an input (the dynamic variant).
-            final_temp: final temperature (the schedule is set by :meth:`set_temperature`).
-            straight_through: hard forward, relaxed backward.
-            n_segments: the least number of groups to allocate (:func:`n_groups`).
-            jitter: diagonal variance of the low-rank sampler.
+        predictor: an :class:`ImportancePredictor` (``num_dims >= 2`` when ``use_cov``).
+        classifier: a module mapping (B, C, H, W) to (B, K) logits.
+        use_cov: correlated logits ``N(mu, U U^T)`` in training (else ``l = mu``).
+        dynamic: the budget ``tau`` is an input (the dynamic variant).
+        final_temp: final temperature (the schedule is set by :meth:`set_temperature`).
+        straight_through: hard forward, relaxed backward.
+        n_segments: the least number of groups to allocate (:func:`n_groups`).
+        jitter: diagonal variance of the low-rank sampler.
         """
         super().__init__()
         self.predictor = predictor
         self.classifier = classifier
         self.use_cov = check_bool(use_cov, "use_cov")
         self.dynamic = check_bool(dynamic, "dynamic")
-        self.final_temp = check_real(final_temp, "final_temp", low=0.0, low_open=True, high=1.0)
+        self.final_temp = check_real(
+            final_temp, "final_temp", low=0.0, low_open=True, high=1.0
+        )
         self.straight_through = check_bool(straight_through, "straight_through")
         self.n_segments = check_int(n_segments, "n_segments", low=1)
         self.jitter = check_real(jitter, "jitter", low=0.0)
         if self.use_cov and predictor.num_dims < 2:
-            raise ValueError("predictor.num_dims must be >= 2 when use_cov (1 mean + factors)")
+            raise ValueError(
+                "predictor.num_dims must be >= 2 when use_cov (1 mean + factors)"
+            )
         self.temperature = 1.0
         # black: the images are not normalised
         self.register_buffer("fill", _torch().zeros(3))
 
     def set_temperature(self, temperature: float) -> None:
         """Set the relaxed-Bernoulli temperature (> 0) used by training-mode forwards."""
-        self.temperature = check_real(temperature, "temperature", low=0.0, low_open=True)
+        self.temperature = check_real(
+            temperature, "temperature", low=0.0, low_open=True
+        )
 
     def _prepare(self, x: Any, groups: Any, tau: Any) -> tuple[Any, Any, Any, int]:
         x = _check_image_tensor(x)
@@ -536,10 +654,14 @@ class P2P(_nn().Module):
         g = _check_groups(groups, "groups", (B, H, W)).to(x.device)
         t = None if tau is None else _check_tau(tau, "tau", B).to(x.device)
         if self.dynamic and t is None:
-            raise ValueError("tau must be given for a dynamic P2P (a float or (B,) budgets in (0, 1])")
+            raise ValueError(
+                "tau must be given for a dynamic P2P (a float or (B,) budgets in (0, 1])"
+            )
         return x, g, t, n_groups(g, self.n_segments)
 
-    def forward(self, x: Any, groups: Any, tau: Any = None, rng: Any = None) -> P2POutput:
+    def forward(
+        self, x: Any, groups: Any, tau: Any = None, rng: Any = None
+    ) -> P2POutput:
         """Classify ``x`` through a selection of its superpixels.
 
         Args:
@@ -561,11 +683,11 @@ class P2P(_nn().Module):
     def _forward(self, x: Any, h: Any, g: Any, tau: Any, G: int, gen: Any) -> P2POutput:
         torch = _torch()
         emb = self.predictor.embed(h, tau if self.dynamic else None, x.shape[-2:])
-        ge = _group_mean(emb, g, G)                       # (B, D, G): \bar e_g
-        mu = ge[:, 0]                                     # selection logits mu_g
+        ge = _group_mean(emb, g, G)  # (B, D, G): \bar e_g
+        mu = ge[:, 0]  # selection logits mu_g
         # (B, G, D - 1): rows u_g
         U = ge[:, 1:].transpose(1, 2) if self.use_cov else None
-        probs = torch.sigmoid(mu)                         # pi_g at the mean (regularised)
+        probs = torch.sigmoid(mu)  # pi_g at the mean (regularised)
         cov = U @ U.transpose(1, 2) if self.use_cov else None
         if self.training:
             logits_l = _low_rank(mu, U, self.jitter, gen) if self.use_cov else mu
@@ -573,13 +695,22 @@ class P2P(_nn().Module):
             if self.straight_through:
                 m = (m > 0.5).to(m) - m.detach() + m
         else:
-            m = (probs > 0.5).to(probs)                   # hard selection at test time
+            m = (probs > 0.5).to(probs)  # hard selection at test time
         B, C, H, W = x.shape
-        masked = superpixel.masked_fill(x.flatten(2), g.flatten(1), m, self.fill.to(x)).view(B, C, H, W)
-        return P2POutput(self.classifier(masked), probs, _groups_to_mask(g, m), m, cov, masked)
+        masked = superpixel.masked_fill(
+            x.flatten(2), g.flatten(1), m, self.fill.to(x)
+        ).view(B, C, H, W)
+        return P2POutput(
+            self.classifier(masked), probs, _groups_to_mask(g, m), m, cov, masked
+        )
 
-    def find_dynamic_threshold(self, x: Any, groups: Any, kappa: float = DEFAULTS.kappa,
-                               step: float = DEFAULTS.tau_step) -> tuple[Any, P2POutput]:
+    def find_dynamic_threshold(
+        self,
+        x: Any,
+        groups: Any,
+        kappa: float = DEFAULTS.kappa,
+        step: float = DEFAULTS.tau_step,
+    ) -> tuple[Any, P2POutput]:
         """Per-instance budget: the smallest ``tau`` in ``step, 2 step, ..., 1`` at which the
         classifier's top softmax probability reaches ``kappa`` (``1`` if it never does), as the
         code's ``find_optimal_threshold``: an image, once confident, keeps its ``tau``.
@@ -597,13 +728,19 @@ class P2P(_nn().Module):
             ValueError: ``kappa`` outside (0, 1), ``step`` outside (0, 1], a fixed-budget model.
         """
         if not self.dynamic:
-            raise ValueError("find_dynamic_threshold needs a dynamic P2P (dynamic=True)")
-        kappa = check_real(kappa, "kappa", low=0.0, low_open=True, high=1.0, high_open=True)
+            raise ValueError(
+                "find_dynamic_threshold needs a dynamic P2P (dynamic=True)"
+            )
+        kappa = check_real(
+            kappa, "kappa", low=0.0, low_open=True, high=1.0, high_open=True
+        )
         step = check_real(step, "step", low=0.0, low_open=True, high=1.0)
         x, g, _, G = self._prepare(x, groups, 1.0)
         return self._search(x, g, G, kappa, step)
 
-    def _search(self, x: Any, g: Any, G: int, kappa: float, step: float) -> tuple[Any, P2POutput]:
+    def _search(
+        self, x: Any, g: Any, G: int, kappa: float, step: float
+    ) -> tuple[Any, P2POutput]:
         """Raise ``tau`` by ``step`` for the images whose ``max softmax < kappa``; freeze the others."""
         torch = _torch()
         was = self.training
@@ -630,7 +767,11 @@ def _relaxed_bernoulli(logits: Any, temperature: float, gen: Any) -> Any:
     """``sigmoid((l + log u - log(1 - u)) / lambda)``, ``u ~ U(0, 1)``: torch's RelaxedBernoulli
     (the binary Concrete) with logits ``l``, reparameterised, drawn from ``gen``."""
     torch = _torch()
-    u = torch.rand(logits.shape, generator=gen, device=gen.device if gen is not None else logits.device)
+    u = torch.rand(
+        logits.shape,
+        generator=gen,
+        device=gen.device if gen is not None else logits.device,
+    )
     u = u.to(logits).clamp(1e-6, 1 - 1e-6)
     return torch.sigmoid((logits + torch.log(u) - torch.log1p(-u)) / temperature)
 

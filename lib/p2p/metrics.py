@@ -22,18 +22,31 @@ from icml25.kernels import superpixel
 
 from ._checks import _check_groups, _check_image_tensor
 
-__all__ = ["kept_fraction", "localization_precision", "mask_iou", "insertion_deletion_curves", "curve_auc"]
+__all__ = [
+    "kept_fraction",
+    "localization_precision",
+    "mask_iou",
+    "insertion_deletion_curves",
+    "curve_auc",
+]
 
 
 def _masks(mask: Any, name: str) -> np.ndarray:
-    if getattr(mask, "dtype", None) in (bool, np.bool_) or str(getattr(mask, "dtype", "")) == "torch.bool":
+    if (
+        getattr(mask, "dtype", None) in (bool, np.bool_)
+        or str(getattr(mask, "dtype", "")) == "torch.bool"
+    ):
         mask = check_array(mask, name, kind="bool", ndim=(3, 4)).astype(np.float64)
     arr = check_array(mask, name, kind="number", ndim=(3, 4))
     if arr.size == 0:
-        raise ValueError(f"{name} must hold at least one image of at least one pixel, got shape {arr.shape}")
+        raise ValueError(
+            f"{name} must hold at least one image of at least one pixel, got shape {arr.shape}"
+        )
     if arr.ndim == 4:
         if arr.shape[1] != 1:
-            raise ValueError(f"{name} must be (B, H, W) or (B, 1, H, W), got shape {arr.shape}")
+            raise ValueError(
+                f"{name} must be (B, H, W) or (B, 1, H, W), got shape {arr.shape}"
+            )
         arr = arr[:, 0]
     return arr.astype(np.float64)
 
@@ -69,7 +82,9 @@ def localization_precision(mask: Any, object_mask: Any) -> np.ndarray:
     m = _masks(mask, "mask")
     gt = _masks(object_mask, "object_mask")
     if m.shape != gt.shape:
-        raise ValueError(f"object_mask must have the mask's shape {m.shape}, got {gt.shape}")
+        raise ValueError(
+            f"object_mask must have the mask's shape {m.shape}, got {gt.shape}"
+        )
     return (m * gt).sum((1, 2)) / (m.sum((1, 2)) + 1e-12)
 
 
@@ -82,14 +97,22 @@ def mask_iou(mask: Any, object_mask: Any) -> np.ndarray:
     m = _masks(mask, "mask") > 0.5
     gt = _masks(object_mask, "object_mask") > 0.5
     if m.shape != gt.shape:
-        raise ValueError(f"object_mask must have the mask's shape {m.shape}, got {gt.shape}")
+        raise ValueError(
+            f"object_mask must have the mask's shape {m.shape}, got {gt.shape}"
+        )
     inter = (m & gt).sum((1, 2))
     union = (m | gt).sum((1, 2))
     return np.where(union > 0, inter / np.maximum(union, 1), 0.0)
 
 
-def insertion_deletion_curves(classify: Callable[[Any], Any], x: Any, groups: Any, scores: Any,
-                              fractions: Any, reference: Any) -> dict[str, np.ndarray]:
+def insertion_deletion_curves(
+    classify: Callable[[Any], Any],
+    x: Any,
+    groups: Any,
+    scores: Any,
+    fractions: Any,
+    reference: Any,
+) -> dict[str, np.ndarray]:
     """Insertion and deletion curves of a group ranking.
 
     Groups are ordered by decreasing ``scores``; a group is *reached* at area fraction ``f`` when
@@ -126,27 +149,41 @@ def insertion_deletion_curves(classify: Callable[[Any], Any], x: Any, groups: An
     return _curves(classify, x, g, s.to(x.device), fr, ref)
 
 
-def _curves(classify: Callable[[Any], Any], x: Any, g: Any, scores: Any, fr: np.ndarray,
-            ref: np.ndarray) -> dict[str, np.ndarray]:
+def _curves(
+    classify: Callable[[Any], Any],
+    x: Any,
+    g: Any,
+    scores: Any,
+    fr: np.ndarray,
+    ref: np.ndarray,
+) -> dict[str, np.ndarray]:
     """Area ranked before each group, ``A_j``; keep ``A_j < f`` (insertion) or ``A_j >= f`` (deletion)."""
     import torch
 
     B, C, H, W = x.shape
     G = scores.shape[1]
     flat = g.flatten(1)
-    sizes = torch.zeros(B, G, device=x.device).scatter_add_(1, flat, torch.ones_like(flat, dtype=torch.float32))
+    sizes = torch.zeros(B, G, device=x.device).scatter_add_(
+        1, flat, torch.ones_like(flat, dtype=torch.float32)
+    )
     area = sizes / (H * W)
     order = torch.argsort(scores, dim=1, descending=True)
     before_sorted = torch.cumsum(area.gather(1, order), 1) - area.gather(1, order)
     before = torch.empty_like(before_sorted).scatter_(1, order, before_sorted)
     fill = torch.zeros(C, device=x.device)
     ref_t = torch.as_tensor(ref, device=x.device)
-    out = {"fractions": fr.astype(np.float64), "insertion": np.zeros(len(fr)), "deletion": np.zeros(len(fr))}
+    out = {
+        "fractions": fr.astype(np.float64),
+        "insertion": np.zeros(len(fr)),
+        "deletion": np.zeros(len(fr)),
+    }
     with torch.no_grad():
         for i, f in enumerate(fr):
             reached = (before < f - 1e-9).float() if f < 1.0 else (sizes > 0).float()
             for name, keep in (("insertion", reached), ("deletion", 1.0 - reached)):
-                xf = superpixel.masked_fill(x.flatten(2), flat, keep, fill).view(B, C, H, W)
+                xf = superpixel.masked_fill(x.flatten(2), flat, keep, fill).view(
+                    B, C, H, W
+                )
                 out[name][i] = float((classify(xf).argmax(1) == ref_t).float().mean())
     return out
 

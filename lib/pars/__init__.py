@@ -17,4 +17,12 @@ from .defaults import DEFAULTS, ParsDefaults
 from .experiments import *  # noqa: F401,F403
 from .method import *  # noqa: F401,F403
 
-__all__ = ["CLAIMS", "DEFAULTS", "ParsDefaults", *method.__all__, *data.__all__, *baselines.__all__, *experiments.__all__]
+__all__ = [
+    "CLAIMS",
+    "DEFAULTS",
+    "ParsDefaults",
+    *method.__all__,
+    *data.__all__,
+    *baselines.__all__,
+    *experiments.__all__,
+]

@@ -19,7 +19,14 @@ from icml25.checks import check_bool, check_choice, check_int, check_real, check
 
 from .data import ReplayBuffer
 
-__all__ = ["D3RLPY_ALGOS", "to_mdp_dataset", "d3rlpy_algo", "d3rlpy_train", "d3rlpy_policy", "d3rlpy_q_values"]
+__all__ = [
+    "D3RLPY_ALGOS",
+    "to_mdp_dataset",
+    "d3rlpy_algo",
+    "d3rlpy_train",
+    "d3rlpy_policy",
+    "d3rlpy_q_values",
+]
 
 #: the d3rlpy algorithms the chapter can run
 D3RLPY_ALGOS = ("td3plusbc", "iql", "cql", "rebrac", "calql")
@@ -45,13 +52,25 @@ def to_mdp_dataset(buf: ReplayBuffer) -> Any:
     tout = d["timeouts"].copy()
     if d["terminals"][-1] == 0 and tout[-1] == 0:
         tout[-1] = 1.0
-    return d3rlpy.dataset.MDPDataset(observations=d["observations"], actions=d["actions"], rewards=d["rewards"],
-                                     terminals=d["terminals"], timeouts=tout,
-                                     action_space=d3rlpy.constants.ActionSpace.CONTINUOUS)
+    return d3rlpy.dataset.MDPDataset(
+        observations=d["observations"],
+        actions=d["actions"],
+        rewards=d["rewards"],
+        terminals=d["terminals"],
+        timeouts=tout,
+        action_space=d3rlpy.constants.ActionSpace.CONTINUOUS,
+    )
 
 
-def d3rlpy_algo(name: str, device: str = "cpu", layer_norm: bool = False, reward_scale: float | None = None,
-                hidden: tuple[int, ...] = (256, 256), batch_size: int = 256, gamma: float = 0.99) -> Any:
+def d3rlpy_algo(
+    name: str,
+    device: str = "cpu",
+    layer_norm: bool = False,
+    reward_scale: float | None = None,
+    hidden: tuple[int, ...] = (256, 256),
+    batch_size: int = 256,
+    gamma: float = 0.99,
+) -> Any:
     """A d3rlpy algorithm, built (not trained), with the library's defaults except the arguments.
 
     Args:
@@ -71,21 +90,39 @@ def d3rlpy_algo(name: str, device: str = "cpu", layer_norm: bool = False, reward
     gamma = check_real(gamma, "gamma", low=0.0, high=1.0)
     d3rlpy = _import_d3rlpy()
     enc = d3rlpy.models.encoders.VectorEncoderFactory(hidden_units=list(hidden))
-    critic_enc = d3rlpy.models.encoders.VectorEncoderFactory(hidden_units=list(hidden), use_layer_norm=layer_norm)
-    kw: dict[str, Any] = dict(batch_size=batch_size, gamma=gamma, actor_encoder_factory=enc,
-                              critic_encoder_factory=critic_enc)
+    critic_enc = d3rlpy.models.encoders.VectorEncoderFactory(
+        hidden_units=list(hidden), use_layer_norm=layer_norm
+    )
+    kw: dict[str, Any] = dict(
+        batch_size=batch_size,
+        gamma=gamma,
+        actor_encoder_factory=enc,
+        critic_encoder_factory=critic_enc,
+    )
     if reward_scale is not None:
-        kw["reward_scaler"] = d3rlpy.preprocessing.MultiplyRewardScaler(check_real(reward_scale, "reward_scale",
-                                                                                  low=0.0, low_open=True))
+        kw["reward_scaler"] = d3rlpy.preprocessing.MultiplyRewardScaler(
+            check_real(reward_scale, "reward_scale", low=0.0, low_open=True)
+        )
     if name == "iql":
         kw["value_encoder_factory"] = critic_enc
-    config = {"td3plusbc": d3rlpy.algos.TD3PlusBCConfig, "iql": d3rlpy.algos.IQLConfig, "cql": d3rlpy.algos.CQLConfig,
-              "rebrac": d3rlpy.algos.ReBRACConfig, "calql": d3rlpy.algos.CalQLConfig}[name]
+    config = {
+        "td3plusbc": d3rlpy.algos.TD3PlusBCConfig,
+        "iql": d3rlpy.algos.IQLConfig,
+        "cql": d3rlpy.algos.CQLConfig,
+        "rebrac": d3rlpy.algos.ReBRACConfig,
+        "calql": d3rlpy.algos.CalQLConfig,
+    }[name]
     return config(**kw).create(device="cuda:0" if device == "cuda" else "cpu:0")
 
 
-def d3rlpy_train(name: str, buf: ReplayBuffer, n_steps: int, rng: np.random.Generator, device: str = "cpu",
-                 **algo_kw: Any) -> Any:
+def d3rlpy_train(
+    name: str,
+    buf: ReplayBuffer,
+    n_steps: int,
+    rng: np.random.Generator,
+    device: str = "cpu",
+    **algo_kw: Any,
+) -> Any:
     """Train a d3rlpy algorithm offline on ``buf`` for ``n_steps`` updates (no logs written, no progress bar).
 
     d3rlpy draws minibatches from NumPy's and torch's global generators: both are seeded here from
@@ -101,8 +138,14 @@ def d3rlpy_train(name: str, buf: ReplayBuffer, n_steps: int, rng: np.random.Gene
     algo = d3rlpy_algo(name, device=device, **algo_kw)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        algo.fit(to_mdp_dataset(buf), n_steps=n_steps, n_steps_per_epoch=n_steps, show_progress=False,
-                 logger_adapter=d3rlpy.logging.NoopAdapterFactory(), save_interval=10**9)
+        algo.fit(
+            to_mdp_dataset(buf),
+            n_steps=n_steps,
+            n_steps_per_epoch=n_steps,
+            show_progress=False,
+            logger_adapter=d3rlpy.logging.NoopAdapterFactory(),
+            save_interval=10**9,
+        )
     return algo
 
 
@@ -118,5 +161,7 @@ def d3rlpy_q_values(algo: Any, s: Any, a: Any) -> np.ndarray:
     s = np.asarray(s, dtype=np.float32)
     a = np.asarray(a, dtype=np.float32)
     if s.ndim != 2 or a.ndim != 2 or s.shape[0] != a.shape[0]:
-        raise ValueError(f"s and a must be (N, ds) and (N, da) with one N, got {s.shape} and {a.shape}")
+        raise ValueError(
+            f"s and a must be (N, ds) and (N, da) with one N, got {s.shape} and {a.shape}"
+        )
     return np.asarray(algo.predict_value(s, a), dtype=np.float64)

@@ -13,10 +13,14 @@ from icml25.claims import Claim
 
 __all__ = ["CLAIMS"]
 
-_CHECK_A = ("check: (i) the plain critic at c = 100 exceeds its in-data maximum in the feasible box off the "
-            "data; (ii) with LN no probe point")
-_CHECK_B = ("check: PARS's mean Q on infeasible actions is below its mean on dataset actions, by a larger gap "
-            "(in units of c) than TD3+BC's")
+_CHECK_A = (
+    "check: (i) the plain critic at c = 100 exceeds its in-data maximum in the feasible box off the "
+    "data; (ii) with LN no probe point"
+)
+_CHECK_B = (
+    "check: PARS's mean Q on infeasible actions is below its mean on dataset actions, by a larger gap "
+    "(in units of c) than TD3+BC's"
+)
 
 CLAIMS = [
     Claim(
@@ -48,7 +52,11 @@ CLAIMS = [
         claim="under LN the far-field plateau Q/c falls as c grows (c = 1 > 10 > 100)",
         paper="reward scaling with LN separates in-data from out-of-data values (Sec. 4, argument)",
         metric="a_ln_c100_ray_end_over_c",
-        holds=lambda m: m["a_ln_c100_ray_end_over_c"] < m["a_ln_c10_ray_end_over_c"] < m["a_ln_c1_ray_end_over_c"],
+        holds=lambda m: (
+            m["a_ln_c100_ray_end_over_c"]
+            < m["a_ln_c10_ray_end_over_c"]
+            < m["a_ln_c1_ray_end_over_c"]
+        ),
         direction=lambda m: m["a_ln_c100_ray_end_over_c"] < m["a_ln_c1_ray_end_over_c"],
     ),
     Claim(
@@ -56,14 +64,19 @@ CLAIMS = [
         claim="PARS's Q at infeasible actions lies below its Q at dataset actions, by a larger gap (per unit c) than TD3+BC's",
         paper="PARS makes Q decrease outside the data (abstract)",
         metric="b_gap_over_c_pars",
-        holds=lambda m: m["b_gap_over_c_pars"] > 0 and m["b_gap_over_c_pars"] > m["b_gap_over_c_td3bc"],
+        holds=lambda m: (
+            m["b_gap_over_c_pars"] > 0
+            and m["b_gap_over_c_pars"] > m["b_gap_over_c_td3bc"]
+        ),
         judged_by=_CHECK_B,
     ),
     Claim(
         id="pars_beats_td3bc",
-        claim=("PARS succeeds more often than TD3+BC offline (by more than 0.05 on PointMazeLite; at 1.5k updates "
-               "both use the BC weight beta = 0.4, so success is dominated by behaviour cloning and our TD3+BC "
-               "swings across seeds: one run of 50 episodes per seed, not a test of the paper's claim)"),
+        claim=(
+            "PARS succeeds more often than TD3+BC offline (by more than 0.05 on PointMazeLite; at 1.5k updates "
+            "both use the BC weight beta = 0.4, so success is dominated by behaviour cloning and our TD3+BC "
+            "swings across seeds: one run of 50 episodes per seed, not a test of the paper's claim)"
+        ),
         paper="AntMaze average 81.6 offline, above the baselines (secondary summary; Tables 1-2 not read)",
         metric="b_pars_minus_td3bc_success",
         holds=lambda m: m["b_pars_minus_td3bc_success"] > 0.05,

@@ -46,12 +46,30 @@ class ParsDefaults:
     antmaze_E: int = 4
     actor_hidden: tuple[int, ...] = (256, 256)
     k_target: tuple[int, ...] = (2, 10)
-    c_reward: dict = field(default_factory=lambda: {"halfcheetah": 5.0, "hopper": 10.0, "walker2d": 10.0,
-                                                    "adroit": 10.0, "antmaze": (1e3, 1e4)})
-    q_min: dict = field(default_factory=lambda: {"halfcheetah": -366.0, "hopper": -166.0, "walker2d": -229.0,
-                                                 "pen": -715.0, "door": -42.0, "hammer": -348.0,
-                                                 "relocate": 0.0, "antmaze": 0.0})
-    U: dict = field(default_factory=lambda: {"mujoco": 100.0, "adroit": 100.0, "antmaze": 1000.0})
+    c_reward: dict = field(
+        default_factory=lambda: {
+            "halfcheetah": 5.0,
+            "hopper": 10.0,
+            "walker2d": 10.0,
+            "adroit": 10.0,
+            "antmaze": (1e3, 1e4),
+        }
+    )
+    q_min: dict = field(
+        default_factory=lambda: {
+            "halfcheetah": -366.0,
+            "hopper": -166.0,
+            "walker2d": -229.0,
+            "pen": -715.0,
+            "door": -42.0,
+            "hammer": -348.0,
+            "relocate": 0.0,
+            "antmaze": 0.0,
+        }
+    )
+    U: dict = field(
+        default_factory=lambda: {"mujoco": 100.0, "adroit": 100.0, "antmaze": 1000.0}
+    )
     alpha_grid: tuple[float, ...] = (1e-4, 1e-3, 1e-2)
     beta_antmaze: tuple[float, ...] = (0.005, 0.01)
     beta_adroit: tuple[float, ...] = (0.01, 0.1)

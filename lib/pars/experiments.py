@@ -13,10 +13,23 @@ from icml25.checks import check_array, check_int, check_real, check_rng
 
 from .baselines import d3rlpy_policy, d3rlpy_q_values, d3rlpy_train
 from .data import PointMazeLite, ReplayBuffer, evaluate_policy
-from .method import PARS, EnsembleCritic, PARSConfig, _pa_loss, extrapolation_probe, sample_infeasible_actions
+from .method import (
+    PARS,
+    EnsembleCritic,
+    PARSConfig,
+    _pa_loss,
+    extrapolation_probe,
+    sample_infeasible_actions,
+)
 
-__all__ = ["toy_q_target", "fit_toy_critic", "extrapolation_experiment", "train_offline", "offline_comparison",
-           "online_finetune"]
+__all__ = [
+    "toy_q_target",
+    "fit_toy_critic",
+    "extrapolation_experiment",
+    "train_offline",
+    "offline_comparison",
+    "online_finetune",
+]
 
 #: Experiment A: the data region of the actions and the target's peak offset
 TOY_HALF_WIDTH = 0.3
@@ -32,9 +45,18 @@ def toy_q_target(s: np.ndarray, a: np.ndarray, c: float) -> np.ndarray:
     return c * (1.0 - ((a - a0) ** 2).sum(axis=1))
 
 
-def fit_toy_critic(layer_norm: bool, c: float, alpha: float, n_steps: int, rng: np.random.Generator,
-                   U: float = 100.0, hidden: int = 64, n_data: int = 2048, batch_size: int = 256,
-                   lr: float = 5e-3) -> tuple[EnsembleCritic, dict]:
+def fit_toy_critic(
+    layer_norm: bool,
+    c: float,
+    alpha: float,
+    n_steps: int,
+    rng: np.random.Generator,
+    U: float = 100.0,
+    hidden: int = 64,
+    n_data: int = 2048,
+    batch_size: int = 256,
+    lr: float = 5e-3,
+) -> tuple[EnsembleCritic, dict]:
     """Fit one critic (E = 1) by regression on Experiment A's data, optionally with the PA term.
 
     Data: states uniform in [-1, 1]^2, actions uniform in [-0.3, 0.3]^2, targets
@@ -49,7 +71,9 @@ def fit_toy_critic(layer_norm: bool, c: float, alpha: float, n_steps: int, rng: 
     alpha = check_real(alpha, "alpha", low=0.0)
     n_steps = check_int(n_steps, "n_steps", low=1)
     s = rng.uniform(-1, 1, size=(n_data, 2)).astype(np.float32)
-    a = rng.uniform(-TOY_HALF_WIDTH, TOY_HALF_WIDTH, size=(n_data, 2)).astype(np.float32)
+    a = rng.uniform(-TOY_HALF_WIDTH, TOY_HALF_WIDTH, size=(n_data, 2)).astype(
+        np.float32
+    )
     q = toy_q_target(s, a, c).astype(np.float32)
     critic = EnsembleCritic(2, 2, hidden=hidden, n_layers=2, E=1, layer_norm=layer_norm)
     opt = torch.optim.Adam([p for p in critic.parameters() if p.requires_grad], lr=lr)
@@ -66,8 +90,14 @@ def fit_toy_critic(layer_norm: bool, c: float, alpha: float, n_steps: int, rng: 
     return critic, {"s": s, "a": a, "q": q}
 
 
-def extrapolation_experiment(variants: list[dict], n_steps: int, rng: np.random.Generator, U: float = 100.0,
-                             n_dirs: int = 16, n_probe_states: int = 32) -> dict:
+def extrapolation_experiment(
+    variants: list[dict],
+    n_steps: int,
+    rng: np.random.Generator,
+    U: float = 100.0,
+    n_dirs: int = 16,
+    n_probe_states: int = 32,
+) -> dict:
     """Experiment A: fit each variant and probe its Q in the data box, in the feasible box outside
     the data, and on rays to ``|a| = U``.
 
@@ -95,26 +125,46 @@ def extrapolation_experiment(variants: list[dict], n_steps: int, rng: np.random.
     box = box[np.abs(box).max(axis=1) > TOY_HALF_WIDTH + 0.1].astype(np.float32)
     rows, rays, critics = [], {}, {}
     for i, v in enumerate(variants):
-        if not hasattr(v, "keys") or any(k not in v for k in ("name", "layer_norm", "c", "alpha")):
-            raise ValueError(f"variants[{i}] must be a dict with keys name, layer_norm, c, alpha, got {v!r}")
+        if not hasattr(v, "keys") or any(
+            k not in v for k in ("name", "layer_norm", "c", "alpha")
+        ):
+            raise ValueError(
+                f"variants[{i}] must be a dict with keys name, layer_norm, c, alpha, got {v!r}"
+            )
         t0 = time.perf_counter()
-        critic, data = fit_toy_critic(bool(v["layer_norm"]), float(v["c"]), float(v["alpha"]), n_steps, rng, U=U)
+        critic, data = fit_toy_critic(
+            bool(v["layer_norm"]), float(v["c"]), float(v["alpha"]), n_steps, rng, U=U
+        )
         with torch.no_grad():
-            q_fit = critic(torch.as_tensor(data["s"]), torch.as_tensor(data["a"]))[0].numpy()
+            q_fit = critic(torch.as_tensor(data["s"]), torch.as_tensor(data["a"]))[
+                0
+            ].numpy()
             sb = np.repeat(s_probe, len(box), axis=0)
             ab = np.tile(box, (len(s_probe), 1))
             q_box = critic(torch.as_tensor(sb), torch.as_tensor(ab))[0].numpy()
         ray = extrapolation_probe(critic, s_probe, dirs, radii)
         rays[v["name"]] = ray
         critics[v["name"]] = critic
-        rows.append(dict(name=v["name"], layer_norm=bool(v["layer_norm"]), c=float(v["c"]), alpha=float(v["alpha"]),
-                         id_max=float(q_fit.max()), ood_box_max=float(q_box.max()), ray_max=float(ray.max()),
-                         ray_end_mean=float(ray[:, -1].mean()),
-                         fit_rmse=float(np.sqrt(((q_fit - data["q"]) ** 2).mean())), seconds=time.perf_counter() - t0))
+        rows.append(
+            dict(
+                name=v["name"],
+                layer_norm=bool(v["layer_norm"]),
+                c=float(v["c"]),
+                alpha=float(v["alpha"]),
+                id_max=float(q_fit.max()),
+                ood_box_max=float(q_box.max()),
+                ray_max=float(ray.max()),
+                ray_end_mean=float(ray[:, -1].mean()),
+                fit_rmse=float(np.sqrt(((q_fit - data["q"]) ** 2).mean())),
+                seconds=time.perf_counter() - t0,
+            )
+        )
     return {"rows": rows, "radii": radii, "rays": rays, "critics": critics}
 
 
-def train_offline(agent: PARS, buf: ReplayBuffer, n_updates: int, log_every: int = 0) -> list[dict]:
+def train_offline(
+    agent: PARS, buf: ReplayBuffer, n_updates: int, log_every: int = 0
+) -> list[dict]:
     """Run ``n_updates`` offline updates of ``agent`` on minibatches of ``buf``; returns the logged infos."""
     if not isinstance(agent, PARS):
         raise TypeError(f"agent must be a PARS, got {type(agent).__name__}")
@@ -127,7 +177,9 @@ def train_offline(agent: PARS, buf: ReplayBuffer, n_updates: int, log_every: int
     return log
 
 
-def _q_gap(qfun: Any, buf: ReplayBuffer, U: float, rng: np.random.Generator, n: int = 1024) -> tuple[float, float]:
+def _q_gap(
+    qfun: Any, buf: ReplayBuffer, U: float, rng: np.random.Generator, n: int = 1024
+) -> tuple[float, float]:
     """Mean Q at dataset actions and at infeasible actions of the same states."""
     idx = rng.integers(0, len(buf), size=n)
     s, a = buf.data["observations"][idx], buf.data["actions"][idx]
@@ -135,8 +187,16 @@ def _q_gap(qfun: Any, buf: ReplayBuffer, U: float, rng: np.random.Generator, n: 
     return float(np.mean(qfun(s, a))), float(np.mean(qfun(s, a_inf)))
 
 
-def offline_comparison(configs: list[dict], buf: ReplayBuffer, env: PointMazeLite, n_updates: int,
-                       rng: np.random.Generator, base: PARSConfig, n_eval: int = 50, device: str = "cpu") -> list[dict]:
+def offline_comparison(
+    configs: list[dict],
+    buf: ReplayBuffer,
+    env: PointMazeLite,
+    n_updates: int,
+    rng: np.random.Generator,
+    base: PARSConfig,
+    n_eval: int = 50,
+    device: str = "cpu",
+) -> list[dict]:
     """Experiment B: train each config offline on ``buf`` and evaluate it on ``env``.
 
     Args:
@@ -157,7 +217,9 @@ def offline_comparison(configs: list[dict], buf: ReplayBuffer, env: PointMazeLit
         t0 = time.perf_counter()
         if "d3rlpy" in conf:
             kw = dict(conf.get("kw", {}))
-            algo = d3rlpy_train(conf["d3rlpy"], buf, n_updates, rng, device=device, **kw)
+            algo = d3rlpy_train(
+                conf["d3rlpy"], buf, n_updates, rng, device=device, **kw
+            )
             policy, agent = d3rlpy_policy(algo), algo
             qd, qi = _q_gap(lambda s, a: d3rlpy_q_values(algo, s, a), buf, base.U, rng)
             c = float(kw.get("reward_scale") or 1.0)
@@ -165,16 +227,37 @@ def offline_comparison(configs: list[dict], buf: ReplayBuffer, env: PointMazeLit
             agent = PARS(base.with_flags(**conf.get("flags", {})), rng)
             train_offline(agent, buf, n_updates)
             policy = agent.act
-            qd, qi = _q_gap(lambda s, a: agent.q_values(s, a).mean(axis=0), buf, base.U, rng)
+            qd, qi = _q_gap(
+                lambda s, a: agent.q_values(s, a).mean(axis=0), buf, base.U, rng
+            )
             c = agent.cfg.c_reward
         ev = evaluate_policy(policy, env, n_eval, rng)
-        rows.append(dict(name=conf["name"], success=ev["success"], ret=ev["return"], steps=ev["steps"], q_data=qd,
-                         q_infeasible=qi, c_reward=c, seconds=time.perf_counter() - t0, agent=agent))
+        rows.append(
+            dict(
+                name=conf["name"],
+                success=ev["success"],
+                ret=ev["return"],
+                steps=ev["steps"],
+                q_data=qd,
+                q_infeasible=qi,
+                c_reward=c,
+                seconds=time.perf_counter() - t0,
+                agent=agent,
+            )
+        )
     return rows
 
 
-def online_finetune(agent: PARS, off: ReplayBuffer, env: PointMazeLite, n_steps: int, utd: int,
-                    rng: np.random.Generator, n_envs: int = 1, n_eval: int = 50) -> dict:
+def online_finetune(
+    agent: PARS,
+    off: ReplayBuffer,
+    env: PointMazeLite,
+    n_steps: int,
+    utd: int,
+    rng: np.random.Generator,
+    n_envs: int = 1,
+    n_eval: int = 50,
+) -> dict:
     """Experiment C: fine-tune ``agent`` online for ``n_steps`` environment steps (``n_envs`` in parallel),
     ``utd`` critic updates per step on symmetric batches, one actor update per step.
 
@@ -199,17 +282,30 @@ def online_finetune(agent: PARS, off: ReplayBuffer, env: PointMazeLite, n_steps:
     for t in range(n_steps):
         a = agent.act(obs, noise=agent.cfg.expl_noise)
         s2, r, term, tout = env.step(a)
-        on.add({"observations": obs, "actions": a, "rewards": r, "next_observations": s2, "terminals": term})
+        on.add(
+            {
+                "observations": obs,
+                "actions": a,
+                "rewards": r,
+                "next_observations": s2,
+                "terminals": term,
+            }
+        )
         info = agent.online_update(off, on, utd=utd)
         trace.append({"step": t + 1, **{k: float(v) for k, v in info.items()}})
         done = (term > 0) | (tout > 0)
         obs = s2
-        if done.any():   # restart the finished episodes only
+        if done.any():  # restart the finished episodes only
             t_old, p_old = env.t.copy(), env.pos.copy()
             env.reset(n_envs, rng)
             env.pos = np.where(done[:, None], env.pos, p_old)
             env.t = np.where(done, 0, t_old)
             obs = env.pos.astype(np.float32)
     after = evaluate_policy(agent.act, env, n_eval, rng)["success"]
-    return {"success_before": before, "success_after": after, "online_transitions": len(on),
-            "updates": agent.n_updates - u0, "trace": trace}
+    return {
+        "success_before": before,
+        "success_after": after,
+        "online_transitions": len(on),
+        "updates": agent.n_updates - u0,
+        "trace": trace,
+    }

@@ -21,12 +21,19 @@ __all__ = ["sl_loss", "sl_predict", "ensemble_predict"]
 def _check_sl_model(model: Any, label_type: str | None) -> str:
     if not callable(model):
         raise TypeError("model must be a callable network")
-    label_type = getattr(model, "label_type", None) if label_type is None else label_type
+    label_type = (
+        getattr(model, "label_type", None) if label_type is None else label_type
+    )
     return check_choice(label_type, "label_type", ("gaussian", "categorical"))
 
 
-def sl_loss(model: Any, x: Any, y: torch.Tensor, label_type: str | None = None,
-            label_smoothing: float = 0.0) -> torch.Tensor:
+def sl_loss(
+    model: Any,
+    x: Any,
+    y: torch.Tensor,
+    label_type: str | None = None,
+    label_smoothing: float = 0.0,
+) -> torch.Tensor:
     """The supervised loss on one batch: cross-entropy (optionally label-smoothed) or MSE.
 
     Args:
@@ -50,11 +57,15 @@ def sl_loss(model: Any, x: Any, y: torch.Tensor, label_type: str | None = None,
     if label_type == "categorical":
         y = _check_labels(y, out.shape[1])
         if tuple(y.shape) != (out.shape[0], *out.shape[2:]):
-            raise ValueError(f"y must have shape {(out.shape[0], *out.shape[2:])} to match x, got {tuple(y.shape)}")
+            raise ValueError(
+                f"y must have shape {(out.shape[0], *out.shape[2:])} to match x, got {tuple(y.shape)}"
+            )
         return torch.nn.functional.cross_entropy(out, y, label_smoothing=eps)
     y = check_tensor(y, "y")
     if tuple(y.shape) != tuple(out.shape):
-        raise ValueError(f"y must have the output's shape {tuple(out.shape)}, got {tuple(y.shape)}")
+        raise ValueError(
+            f"y must have the output's shape {tuple(out.shape)}, got {tuple(y.shape)}"
+        )
     return torch.mean((out - y) ** 2)
 
 
@@ -82,7 +93,9 @@ def sl_predict(model: Any, x: Any) -> torch.Tensor:
 
 
 @torch.no_grad()
-def ensemble_predict(models: list[Any], x: Any, label_type: str = "categorical") -> torch.Tensor:
+def ensemble_predict(
+    models: list[Any], x: Any, label_type: str = "categorical"
+) -> torch.Tensor:
     """Average of the members' probabilities (categorical, returned as log-probabilities) or values.
 
     Args:

@@ -18,7 +18,7 @@ CLAIMS = [
     Claim(
         id="pcl_within_margin_of_sl",
         claim="on shapes segmentation PCL's best multistep mIoU is at least SL's minus 0.01 (asserted on the gpu "
-              "profile only)",
+        "profile only)",
         paper="PCL > SL on segmentation (ADE20K, Table 3; numbers not read)",
         metric="shapes_pcl_best_minus_sl",
         holds=lambda m: m["shapes_pcl_best_minus_sl"] >= -0.01,
@@ -36,14 +36,18 @@ CLAIMS = [
         claim="PCL's best multistep mIoU is at least label smoothing's",
         paper="label smoothing is the reviewers' control, not in the paper's tables",
         metric="shapes_pcl_best_multistep_miou",
-        holds=lambda m: m["shapes_pcl_best_multistep_miou"] >= m["shapes_label_smoothing_miou"],
+        holds=lambda m: (
+            m["shapes_pcl_best_multistep_miou"] >= m["shapes_label_smoothing_miou"]
+        ),
     ),
     Claim(
         id="multistep_improves",
         claim="multistep inference improves on the one-step prediction (best multistep >= best one-step mIoU)",
         paper="more inference steps refine the prediction (multistep inference, Alg. 2)",
         metric="shapes_pcl_best_multistep_miou",
-        holds=lambda m: m["shapes_pcl_best_multistep_miou"] >= m["shapes_pcl_1step_best_miou"],
+        holds=lambda m: (
+            m["shapes_pcl_best_multistep_miou"] >= m["shapes_pcl_1step_best_miou"]
+        ),
     ),
     Claim(
         id="one_step_no_worse",
@@ -65,16 +69,20 @@ CLAIMS = [
         claim="PCL's error with the true label as hint grows with its noise step: t = 10 < t = 300 < t = 999",
         paper="the less informative the hint, the larger the error (Sec. 3)",
         metric="shapes_error_t300",
-        holds=lambda m: m["shapes_error_t10"] < m["shapes_error_t300"] < m["shapes_error_t999"],
+        holds=lambda m: (
+            m["shapes_error_t10"] < m["shapes_error_t300"] < m["shapes_error_t999"]
+        ),
         judged_by=_HINT_CHECK,
     ),
     Claim(
         id="consistency_cuts_dependence",
         claim="on digits the consistency term (lam2 = 1) lowers the hint dependence E||f(x, y_100) - f(x, y_999)||^2 "
-              "against lam2 = 0",
+        "against lam2 = 0",
         paper="the consistency term aligns the predictions across noise levels (Alg. 1)",
         metric="digits_hint_dependence_lam2_1",
-        holds=lambda m: m["digits_hint_dependence_lam2_1"] < m["digits_hint_dependence_lam2_0"],
+        holds=lambda m: (
+            m["digits_hint_dependence_lam2_1"] < m["digits_hint_dependence_lam2_0"]
+        ),
         judged_by="check: the consistency term does what it is meant to do",
     ),
     Claim(
@@ -82,7 +90,9 @@ CLAIMS = [
         claim="on digits lam2 = 1 has a lower one-step MSE than lam2 = 0",
         paper="the consistency term helps (ablation; numbers not read)",
         metric="digits_pcl_lam2_1_1step_mse",
-        holds=lambda m: m["digits_pcl_lam2_1_1step_mse"] < m["digits_pcl_lam2_0_1step_mse"],
+        holds=lambda m: (
+            m["digits_pcl_lam2_1_1step_mse"] < m["digits_pcl_lam2_0_1step_mse"]
+        ),
     ),
     Claim(
         id="digits_beats_sl",

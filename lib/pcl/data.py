@@ -10,16 +10,35 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_budget, check_int, check_probability, check_real, check_rng
+from icml25.checks import (
+    check_array,
+    check_budget,
+    check_int,
+    check_probability,
+    check_real,
+    check_rng,
+)
 
-__all__ = ["SHAPE_NAMES", "synthetic_shapes", "digits_inpainting", "spring_nbody", "linear_gaussian",
-           "linear_gaussian_posterior"]
+__all__ = [
+    "SHAPE_NAMES",
+    "synthetic_shapes",
+    "digits_inpainting",
+    "spring_nbody",
+    "linear_gaussian",
+    "linear_gaussian_posterior",
+]
 
 SHAPE_NAMES = ("background", "disk", "square", "triangle")
 
 
-def synthetic_shapes(n: int, rng: np.random.Generator, size: int = 32, K: int = 4, noise: float = 0.3,
-                     max_shapes: int = 3) -> dict[str, np.ndarray]:
+def synthetic_shapes(
+    n: int,
+    rng: np.random.Generator,
+    size: int = 32,
+    K: int = 4,
+    noise: float = 0.3,
+    max_shapes: int = 3,
+) -> dict[str, np.ndarray]:
     """Images of 1..max_shapes disks, squares and triangles of one intensity on a noisy background.
 
     Every shape has intensity 1 and the background is ``N(0, noise^2)`` plus a smooth random
@@ -43,13 +62,17 @@ def synthetic_shapes(n: int, rng: np.random.Generator, size: int = 32, K: int = 
         raise ValueError(f"size must be a multiple of 4, got {size}")
     K, noise = check_int(K, "K", low=2, high=4), check_real(noise, "noise", low=0.0)
     max_shapes, rng = check_int(max_shapes, "max_shapes", low=1), check_rng(rng)
-    check_budget(f"synthetic_shapes(n={n}, size={size})", n_bytes=12.0 * n * size * size)
+    check_budget(
+        f"synthetic_shapes(n={n}, size={size})", n_bytes=12.0 * n * size * size
+    )
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
     X = np.empty((n, 1, size, size), np.float32)
     Y = np.zeros((n, size, size), np.int64)
     for i in range(n):
         gx, gy = rng.normal(0.0, 0.15, 2)
-        img = rng.normal(0.0, noise, (size, size)).astype(np.float32) + (gx * (xx / size - 0.5) + gy * (yy / size - 0.5))
+        img = rng.normal(0.0, noise, (size, size)).astype(np.float32) + (
+            gx * (xx / size - 0.5) + gy * (yy / size - 0.5)
+        )
         lab = np.zeros((size, size), np.int64)
         for _ in range(int(rng.integers(1, max_shapes + 1))):
             kind = int(rng.integers(1, K))
@@ -63,14 +86,18 @@ def synthetic_shapes(n: int, rng: np.random.Generator, size: int = 32, K: int = 
             else:
                 top, bottom = cy - r, cy + r
                 frac = (yy - top) / (bottom - top)
-                mask = (yy >= top) & (yy <= bottom) & (np.abs(xx - cx) <= frac * r * 1.1)
+                mask = (
+                    (yy >= top) & (yy <= bottom) & (np.abs(xx - cx) <= frac * r * 1.1)
+                )
             img[mask] = 1.0
             lab[mask] = kind
         X[i, 0], Y[i] = img, lab
     return {"x": X, "y": Y}
 
 
-def digits_inpainting(rng: np.random.Generator, mask_frac: float = 0.5) -> dict[str, np.ndarray]:
+def digits_inpainting(
+    rng: np.random.Generator, mask_frac: float = 0.5
+) -> dict[str, np.ndarray]:
     """scikit-learn's 1797 8x8 digits with a random fraction of pixels hidden: recover the image.
 
     Input ``x = [image * (1 - mask), mask]`` (128 features, pixels scaled to [0, 1]); label the
@@ -90,12 +117,20 @@ def digits_inpainting(rng: np.random.Generator, mask_frac: float = 0.5) -> dict[
 
     img = (load_digits().data / 16.0).astype(np.float32)
     mask = rng.random(img.shape) < mask_frac
-    x = np.concatenate([img * (~mask), mask.astype(np.float32)], axis=1).astype(np.float32)
+    x = np.concatenate([img * (~mask), mask.astype(np.float32)], axis=1).astype(
+        np.float32
+    )
     return {"x": x, "y": (2.0 * img - 1.0).astype(np.float32), "mask": mask}
 
 
-def spring_nbody(n_traj: int, rng: np.random.Generator, n_particles: int = 5, dt: float = 0.001,
-                 n_sim: int = 1000, k: float = 1.0) -> dict[str, np.ndarray]:
+def spring_nbody(
+    n_traj: int,
+    rng: np.random.Generator,
+    n_particles: int = 5,
+    dt: float = 0.001,
+    n_sim: int = 1000,
+    k: float = 1.0,
+) -> dict[str, np.ndarray]:
     """Particles joined by random springs (NRI-style), integrated with leapfrog; label = displacement.
 
     Each pair is joined with probability 1/2 by a spring of stiffness ``k``; ``F_i = -k sum_j
@@ -113,9 +148,18 @@ def spring_nbody(n_traj: int, rng: np.random.Generator, n_particles: int = 5, dt
         ValueError / TypeError naming the argument; TooLargeError beyond the work budget.
     """
     n_traj, rng = check_int(n_traj, "n_traj", low=1), check_rng(rng)
-    N, n_sim = check_int(n_particles, "n_particles", low=2), check_int(n_sim, "n_sim", low=1)
-    dt, k = check_real(dt, "dt", low=0.0, low_open=True), check_real(k, "k", low=0.0, low_open=True)
-    check_budget(f"spring_nbody(n_traj={n_traj}, n_sim={n_sim})", n_operations=10.0 * n_traj * N * N * n_sim)
+    N, n_sim = (
+        check_int(n_particles, "n_particles", low=2),
+        check_int(n_sim, "n_sim", low=1),
+    )
+    dt, k = (
+        check_real(dt, "dt", low=0.0, low_open=True),
+        check_real(k, "k", low=0.0, low_open=True),
+    )
+    check_budget(
+        f"spring_nbody(n_traj={n_traj}, n_sim={n_sim})",
+        n_operations=10.0 * n_traj * N * N * n_sim,
+    )
     upper = np.triu(rng.random((n_traj, N, N)) < 0.5, 1)
     adj = (upper | upper.transpose(0, 2, 1)).astype(np.float64)
     pos = rng.normal(0.0, 0.5, (n_traj, N, 3))
@@ -131,11 +175,17 @@ def spring_nbody(n_traj: int, rng: np.random.Generator, n_particles: int = 5, dt
         x = x + dt * v
         a = force(x)
         v = v + 0.5 * dt * a
-    return {"pos": pos.astype(np.float32), "vel": vel.astype(np.float32), "adj": adj.astype(np.float32),
-            "y": (x - pos).reshape(n_traj, N * 3).astype(np.float32)}
+    return {
+        "pos": pos.astype(np.float32),
+        "vel": vel.astype(np.float32),
+        "adj": adj.astype(np.float32),
+        "y": (x - pos).reshape(n_traj, N * 3).astype(np.float32),
+    }
 
 
-def linear_gaussian(n: int, rng: np.random.Generator, a: float = 1.5, s: float = 0.5) -> dict[str, np.ndarray]:
+def linear_gaussian(
+    n: int, rng: np.random.Generator, a: float = 1.5, s: float = 0.5
+) -> dict[str, np.ndarray]:
     """The linear-Gaussian toy ``x ~ N(0, 1)``, ``y = a x + eta``, ``eta ~ N(0, s^2)`` (scalars).
 
     Args:
@@ -151,10 +201,15 @@ def linear_gaussian(n: int, rng: np.random.Generator, a: float = 1.5, s: float =
     a, s = check_real(a, "a"), check_real(s, "s", low=0.0, low_open=True)
     check_budget(f"linear_gaussian(n={n})", n_bytes=32.0 * n)
     x = rng.normal(size=(n, 1))
-    return {"x": x.astype(np.float32), "y": (a * x + s * rng.normal(size=(n, 1))).astype(np.float32)}
+    return {
+        "x": x.astype(np.float32),
+        "y": (a * x + s * rng.normal(size=(n, 1))).astype(np.float32),
+    }
 
 
-def linear_gaussian_posterior(x: Any, y_t: Any, alpha_bar_t: float, a: float = 1.5, s: float = 0.5) -> np.ndarray:
+def linear_gaussian_posterior(
+    x: Any, y_t: Any, alpha_bar_t: float, a: float = 1.5, s: float = 0.5
+) -> np.ndarray:
     """Bayes-optimal ``E[y | x, y_t]`` of the linear-Gaussian toy (the MSE-optimal PCL network).
 
     Given ``x``, ``y ~ N(a x, s^2)``; the hint ``y_t = sqrt(ab) y + sqrt(1 - ab) eps`` says

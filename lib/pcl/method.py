@@ -22,15 +22,40 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml25.checks import check_budget, check_choice, check_int, check_tensor, check_torch_generator
+from icml25.checks import (
+    check_budget,
+    check_choice,
+    check_int,
+    check_tensor,
+    check_torch_generator,
+)
 from icml25.kernels import label_noise
 
-from ._checks import _check_alpha_bar, _check_input, _check_labels, _check_lams, _check_t, _check_target
+from ._checks import (
+    _check_alpha_bar,
+    _check_input,
+    _check_labels,
+    _check_lams,
+    _check_t,
+    _check_target,
+)
 
 __all__ = [
-    "LABEL_TYPES", "T_LAWS", "STOPGRADS", "CONSISTENCIES", "RECORRUPTS",
-    "ddpm_alpha_bar", "gaussian_label_noise", "categorical_label_noise", "embedding_label_noise",
-    "sample_times", "pcl_loss", "inference_times", "pcl_predict", "predict_from_hint", "hint_dependence",
+    "LABEL_TYPES",
+    "T_LAWS",
+    "STOPGRADS",
+    "CONSISTENCIES",
+    "RECORRUPTS",
+    "ddpm_alpha_bar",
+    "gaussian_label_noise",
+    "categorical_label_noise",
+    "embedding_label_noise",
+    "sample_times",
+    "pcl_loss",
+    "inference_times",
+    "pcl_predict",
+    "predict_from_hint",
+    "hint_dependence",
 ]
 
 LABEL_TYPES = ("gaussian", "categorical")
@@ -77,7 +102,9 @@ def _gen(rng: Any) -> Any:
     return check_torch_generator(rng, "rng")
 
 
-def gaussian_label_noise(y: torch.Tensor, t: Any, alpha_bar: Any, rng: Any = None) -> torch.Tensor:
+def gaussian_label_noise(
+    y: torch.Tensor, t: Any, alpha_bar: Any, rng: Any = None
+) -> torch.Tensor:
     """``y_t = sqrt(alpha_bar_t) y + sqrt(1 - alpha_bar_t) eps``, ``eps ~ N(0, I)`` (continuous labels).
 
     Args:
@@ -99,8 +126,14 @@ def gaussian_label_noise(y: torch.Tensor, t: Any, alpha_bar: Any, rng: Any = Non
     return label_noise.gaussian_corrupt(y, ab[t].to(y.device, y.dtype), rng=_gen(rng))
 
 
-def categorical_label_noise(y: torch.Tensor, t: Any, alpha_bar: Any, K: int, uniforms: Any = None,
-                            rng: Any = None) -> torch.Tensor:
+def categorical_label_noise(
+    y: torch.Tensor,
+    t: Any,
+    alpha_bar: Any,
+    K: int,
+    uniforms: Any = None,
+    rng: Any = None,
+) -> torch.Tensor:
     """Uniform-transition corruption ``q(y_t | y) = Cat(alpha_bar_t e_y + (1 - alpha_bar_t) 1/K)``, one-hot.
 
     Integer labels ``(B, ...)`` or probabilities ``(B, K, ...)`` (soft re-corruption: ``e_y`` is
@@ -124,15 +157,22 @@ def categorical_label_noise(y: torch.Tensor, t: Any, alpha_bar: Any, K: int, uni
     if not isinstance(y, torch.Tensor):
         y = torch.as_tensor(np.asarray(y))
     n_pos = float(y.numel()) / (K if y.is_floating_point() else 1)
-    check_budget(f"categorical_label_noise(y of shape {tuple(y.shape)}, K={K})", n_bytes=4.0 * (K + 3) * n_pos)
+    check_budget(
+        f"categorical_label_noise(y of shape {tuple(y.shape)}, K={K})",
+        n_bytes=4.0 * (K + 3) * n_pos,
+    )
     if not y.is_floating_point():
         y = _check_labels(y, K)
     ab = _check_alpha_bar(alpha_bar)
     t = _check_t(t, ab.shape[0], y.shape[0])
-    return label_noise.categorical_corrupt(y, ab[t].float().to(y.device), K, uniforms=uniforms, rng=_gen(rng))
+    return label_noise.categorical_corrupt(
+        y, ab[t].float().to(y.device), K, uniforms=uniforms, rng=_gen(rng)
+    )
 
 
-def embedding_label_noise(E: torch.Tensor, y: torch.Tensor, t: Any, alpha_bar: Any, rng: Any = None) -> torch.Tensor:
+def embedding_label_noise(
+    E: torch.Tensor, y: torch.Tensor, t: Any, alpha_bar: Any, rng: Any = None
+) -> torch.Tensor:
     """Gaussian noise on label embeddings, ``sqrt(alpha_bar_t) E[y] + sqrt(1 - alpha_bar_t) eps``.
 
     The paper's choice for very large label spaces (LLM tokens): the hint is a perturbed
@@ -152,10 +192,14 @@ def embedding_label_noise(E: torch.Tensor, y: torch.Tensor, t: Any, alpha_bar: A
     y = _check_labels(y, E.shape[0])
     ab = _check_alpha_bar(alpha_bar)
     t = _check_t(t, ab.shape[0], y.shape[0])
-    return label_noise.gaussian_corrupt(E[y.to(E.device)], ab[t].to(E.device, E.dtype), rng=_gen(rng))
+    return label_noise.gaussian_corrupt(
+        E[y.to(E.device)], ab[t].to(E.device, E.dtype), rng=_gen(rng)
+    )
 
 
-def sample_times(B: int, T: int, t_law: str = "uniform", rng: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_times(
+    B: int, T: int, t_law: str = "uniform", rng: Any = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw the two noise steps of Alg. 1, returned sorted so that ``t < t'`` elementwise.
 
     ``"uniform"``: ``t, t'`` independent uniform on {0..T-1} given ``t != t'`` (the chapter's
@@ -177,9 +221,13 @@ def sample_times(B: int, T: int, t_law: str = "uniform", rng: Any = None) -> tup
     return _sample_times(B, T, t_law, _gen(rng))
 
 
-def _sample_times(B: int, T: int, t_law: str, gen: Any) -> tuple[torch.Tensor, torch.Tensor]:
+def _sample_times(
+    B: int, T: int, t_law: str, gen: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
     if t_law == "low_high":
-        return torch.randint(0, T - 1, (B,), generator=gen, device=_dev(gen)), torch.full((B,), T - 1, dtype=torch.long)
+        return torch.randint(
+            0, T - 1, (B,), generator=gen, device=_dev(gen)
+        ), torch.full((B,), T - 1, dtype=torch.long)
     a = torch.randint(0, T, (B,), generator=gen, device=_dev(gen))
     b = torch.randint(0, T - 1, (B,), generator=gen, device=_dev(gen))
     b = b + (b >= a).long()  # uniform over {0..T-1} \ {a}
@@ -197,58 +245,96 @@ def _dist(out: torch.Tensor, y: torch.Tensor, label_type: str) -> torch.Tensor:
     return torch.mean((out - y) ** 2)
 
 
-def _consistency(lo: torch.Tensor, hi: torch.Tensor, label_type: str, kind: str) -> torch.Tensor:
+def _consistency(
+    lo: torch.Tensor, hi: torch.Tensor, label_type: str, kind: str
+) -> torch.Tensor:
     """``d(f(x, y_t, t), f(x, y_t', t'))`` with ``t < t'``: KL(p_lo || p_hi) per position, or MSE."""
     if label_type == "categorical":
         if kind == "kl":
-            logp_lo, logp_hi = torch.log_softmax(lo, dim=1), torch.log_softmax(hi, dim=1)
+            logp_lo, logp_hi = (
+                torch.log_softmax(lo, dim=1),
+                torch.log_softmax(hi, dim=1),
+            )
             return torch.mean(torch.sum(logp_lo.exp() * (logp_lo - logp_hi), dim=1))
         return torch.mean((torch.softmax(lo, dim=1) - torch.softmax(hi, dim=1)) ** 2)
     return torch.mean((lo - hi) ** 2)
 
 
-def _pcl_objective(model: Any, x: Any, y: torch.Tensor, y_t: torch.Tensor, t: torch.Tensor, y_t2: torch.Tensor,
-                   t2: torch.Tensor, lam1: float, lam2: float, label_type: str, stopgrad: str | None,
-                   consistency: str) -> tuple[torch.Tensor, dict[str, float]]:
+def _pcl_objective(
+    model: Any,
+    x: Any,
+    y: torch.Tensor,
+    y_t: torch.Tensor,
+    t: torch.Tensor,
+    y_t2: torch.Tensor,
+    t2: torch.Tensor,
+    lam1: float,
+    lam2: float,
+    label_type: str,
+    stopgrad: str | None,
+    consistency: str,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """Alg. 1's loss on corrupted hints ``y_t`` (step ``t``) and ``y_t2`` (step ``t2 > t``).
 
     L = lam1 d(f(x, y_t, t), y) + lam1 d(f(x, y_t', t'), y) + lam2 d(f(x, y_t, t), f(x, y_t', t')).
     ``stopgrad="low"`` detaches the less noisy branch inside the consistency term (it acts as
     the teacher), ``"high"`` the noisier one, ``None`` neither (the chapter's assumption).
     """
-    out_lo = model(x, y_t, t)    # f(x, y_t, t), the more informative hint
+    out_lo = model(x, y_t, t)  # f(x, y_t, t), the more informative hint
     out_hi = model(x, y_t2, t2)  # f(x, y_t', t')
     sup_lo, sup_hi = _dist(out_lo, y, label_type), _dist(out_hi, y, label_type)
     c_lo = out_lo.detach() if stopgrad == "low" else out_lo
     c_hi = out_hi.detach() if stopgrad == "high" else out_hi
     cons = _consistency(c_lo, c_hi, label_type, consistency)
     loss = lam1 * (sup_lo + sup_hi) + lam2 * cons
-    return loss, {"sup_t": float(sup_lo.detach()), "sup_t2": float(sup_hi.detach()), "consistency": float(cons.detach())}
+    return loss, {
+        "sup_t": float(sup_lo.detach()),
+        "sup_t2": float(sup_hi.detach()),
+        "consistency": float(cons.detach()),
+    }
 
 
 def _batch_size(x: Any) -> int:
     return int((x[0] if isinstance(x, (tuple, list)) else x).shape[0])
 
 
-def _corrupt(model: Any, y: torch.Tensor, ab_t: torch.Tensor, label_type: str, gen: Any) -> torch.Tensor:
+def _corrupt(
+    model: Any, y: torch.Tensor, ab_t: torch.Tensor, label_type: str, gen: Any
+) -> torch.Tensor:
     if label_type == "categorical":
-        return label_noise.categorical_corrupt(y, ab_t.float(), model.n_classes, rng=gen)
+        return label_noise.categorical_corrupt(
+            y, ab_t.float(), model.n_classes, rng=gen
+        )
     return label_noise.gaussian_corrupt(y, ab_t.to(y.dtype), rng=gen)
 
 
 def _check_model(model: Any, label_type: str | None) -> str:
     if not callable(model) or not getattr(model, "hint", False):
-        raise TypeError("model must be a hinted network (HintedUNet/HintedMLP/HintedEGNN with hint=True)")
-    label_type = getattr(model, "label_type", None) if label_type is None else label_type
+        raise TypeError(
+            "model must be a hinted network (HintedUNet/HintedMLP/HintedEGNN with hint=True)"
+        )
+    label_type = (
+        getattr(model, "label_type", None) if label_type is None else label_type
+    )
     label_type = check_choice(label_type, "label_type", LABEL_TYPES)
     if label_type == "categorical" and not hasattr(model, "n_classes"):
         raise TypeError("a categorical model must have an n_classes attribute")
     return label_type
 
 
-def pcl_loss(model: Any, x: Any, y: torch.Tensor, alpha_bar: Any, lam1: float = 1.0, lam2: float = 1.0,
-             label_type: str | None = None, t_law: str = "uniform", stopgrad: str | None = None,
-             consistency: str | None = None, rng: Any = None) -> tuple[torch.Tensor, dict[str, float]]:
+def pcl_loss(
+    model: Any,
+    x: Any,
+    y: torch.Tensor,
+    alpha_bar: Any,
+    lam1: float = 1.0,
+    lam2: float = 1.0,
+    label_type: str | None = None,
+    t_law: str = "uniform",
+    stopgrad: str | None = None,
+    consistency: str | None = None,
+    rng: Any = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """The PCL training loss of Alg. 1 on one batch, and its three terms.
 
     Draws ``t < t'`` (:func:`sample_times`), corrupts ``y`` twice (categorical: the
@@ -277,8 +363,13 @@ def pcl_loss(model: Any, x: Any, y: torch.Tensor, alpha_bar: Any, lam1: float = 
     ab = _check_alpha_bar(alpha_bar)
     t_law = check_choice(t_law, "t_law", T_LAWS)
     stopgrad = check_choice(stopgrad, "stopgrad", STOPGRADS)
-    consistency = check_choice("kl" if consistency is None and label_type == "categorical" else (consistency or "mse"),
-                               "consistency", CONSISTENCIES)
+    consistency = check_choice(
+        "kl"
+        if consistency is None and label_type == "categorical"
+        else (consistency or "mse"),
+        "consistency",
+        CONSISTENCIES,
+    )
     if consistency == "kl" and label_type != "categorical":
         raise ValueError("consistency='kl' needs label_type='categorical'")
     gen = _gen(rng)
@@ -289,7 +380,20 @@ def pcl_loss(model: Any, x: Any, y: torch.Tensor, alpha_bar: Any, lam1: float = 
     dev = y.device
     y_t = _corrupt(model, y, ab[t].to(dev), label_type, gen)
     y_t2 = _corrupt(model, y, ab[t2].to(dev), label_type, gen)
-    return _pcl_objective(model, x, y, y_t, t.to(dev), y_t2, t2.to(dev), lam1, lam2, label_type, stopgrad, consistency)
+    return _pcl_objective(
+        model,
+        x,
+        y,
+        y_t,
+        t.to(dev),
+        y_t2,
+        t2.to(dev),
+        lam1,
+        lam2,
+        label_type,
+        stopgrad,
+        consistency,
+    )
 
 
 def inference_times(T: int, n_steps: int) -> list[int]:
@@ -313,23 +417,42 @@ def _prior(model: Any, x: Any, label_type: str, gen: Any) -> torch.Tensor:
     if label_type == "categorical":
         B, K, *spatial = shape
         zeros = torch.zeros((B, *spatial), dtype=torch.long, device=dev)
-        return label_noise.categorical_corrupt(zeros, torch.zeros(B, device=dev), K, rng=gen)
-    return torch.randn(shape, generator=gen, device=gen.device).to(dev) if gen is not None else torch.randn(shape, device=dev)
+        return label_noise.categorical_corrupt(
+            zeros, torch.zeros(B, device=dev), K, rng=gen
+        )
+    return (
+        torch.randn(shape, generator=gen, device=gen.device).to(dev)
+        if gen is not None
+        else torch.randn(shape, device=dev)
+    )
 
 
-def _multistep(model: Any, x: Any, ts: list[int], ab: torch.Tensor, label_type: str, recorrupt: str,
-               gen: Any) -> list[torch.Tensor]:
+def _multistep(
+    model: Any,
+    x: Any,
+    ts: list[int],
+    ab: torch.Tensor,
+    label_type: str,
+    recorrupt: str,
+    gen: Any,
+) -> list[torch.Tensor]:
     """Alg. 2: from the prior, predict at ``t_1``, re-corrupt the prediction to ``t_2``, and so on."""
     B = _batch_size(x)
-    y_hint = _prior(model, x, label_type, gen)   # y_{t_1} ~ terminal prior
+    y_hint = _prior(model, x, label_type, gen)  # y_{t_1} ~ terminal prior
     preds = []
     for i, t_i in enumerate(ts):
-        out = model(x, y_hint, torch.full((B,), t_i, dtype=torch.long, device=y_hint.device))
+        out = model(
+            x, y_hint, torch.full((B,), t_i, dtype=torch.long, device=y_hint.device)
+        )
         preds.append(out)
         if i + 1 < len(ts):
             ab_next = ab[ts[i + 1]].expand(B).to(y_hint.device)
             if label_type == "categorical":
-                y_hat = out.argmax(dim=1) if recorrupt == "argmax" else torch.softmax(out, dim=1)
+                y_hat = (
+                    out.argmax(dim=1)
+                    if recorrupt == "argmax"
+                    else torch.softmax(out, dim=1)
+                )
             else:
                 y_hat = out
             # y_{t_{i+1}} ~ q(. | y_hat_i)
@@ -338,8 +461,16 @@ def _multistep(model: Any, x: Any, ts: list[int], ab: torch.Tensor, label_type: 
 
 
 @torch.no_grad()
-def pcl_predict(model: Any, x: Any, alpha_bar: Any, n_steps: int = 5, label_type: str | None = None,
-                recorrupt: str = "argmax", ts: list[int] | None = None, rng: Any = None) -> list[torch.Tensor]:
+def pcl_predict(
+    model: Any,
+    x: Any,
+    alpha_bar: Any,
+    n_steps: int = 5,
+    label_type: str | None = None,
+    recorrupt: str = "argmax",
+    ts: list[int] | None = None,
+    rng: Any = None,
+) -> list[torch.Tensor]:
     """Multistep prediction (Alg. 2): every intermediate prediction, the last being the output.
 
     Args:
@@ -379,7 +510,9 @@ def pcl_predict(model: Any, x: Any, alpha_bar: Any, n_steps: int = 5, label_type
 
 
 @torch.no_grad()
-def predict_from_hint(model: Any, x: Any, y: torch.Tensor, t: Any, alpha_bar: Any, rng: Any = None) -> torch.Tensor:
+def predict_from_hint(
+    model: Any, x: Any, y: torch.Tensor, t: Any, alpha_bar: Any, rng: Any = None
+) -> torch.Tensor:
     """One forward pass with the *true* label corrupted to step ``t`` as the hint (error vs t).
 
     Args:
@@ -402,13 +535,23 @@ def predict_from_hint(model: Any, x: Any, y: torch.Tensor, t: Any, alpha_bar: An
     was_training = model.training
     model.eval()
     try:
-        return model(x, _corrupt(model, y, ab[t].to(y.device), label_type, gen), t.to(y.device))
+        return model(
+            x, _corrupt(model, y, ab[t].to(y.device), label_type, gen), t.to(y.device)
+        )
     finally:
         model.train(was_training)
 
 
 @torch.no_grad()
-def hint_dependence(model: Any, x: Any, y: torch.Tensor, t: int, t2: int, alpha_bar: Any, rng: Any = None) -> float:
+def hint_dependence(
+    model: Any,
+    x: Any,
+    y: torch.Tensor,
+    t: int,
+    t2: int,
+    alpha_bar: Any,
+    rng: Any = None,
+) -> float:
     """``E ||f(x, y_t, t) - f(x, y_t', t')||^2`` per coordinate: how much the output moves with the hint.
 
     Both hints are corruptions of the same clean ``y`` with independent noise; for categorical

@@ -43,7 +43,11 @@ class TimeEmbedding(nn.Module):
     def forward(self, t: torch.Tensor) -> torch.Tensor:
         """``(B,)`` steps (int or float) -> ``(B, dim)`` float embedding."""
         half = self.dim // 2
-        freqs = torch.exp(-math.log(10000.0) * torch.arange(half, device=t.device, dtype=torch.float32) / half)
+        freqs = torch.exp(
+            -math.log(10000.0)
+            * torch.arange(half, device=t.device, dtype=torch.float32)
+            / half
+        )
         ang = t.float()[:, None] * freqs[None, :]
         return self.mlp(torch.cat([torch.sin(ang), torch.cos(ang)], dim=1))
 
@@ -75,19 +79,30 @@ class HintedUNet(nn.Module):
     ``base = 16`` has about 0.1 M parameters.
     """
 
-    def __init__(self, in_ch: int, n_classes: int, base: int = 16, hint: bool = True) -> None:
+    def __init__(
+        self, in_ch: int, n_classes: int, base: int = 16, hint: bool = True
+    ) -> None:
         """Args: in_ch >= 1, n_classes >= 2, base >= 4 (a multiple of 4), hint: bool.
 
         Raises: ValueError / TypeError naming the argument.
         """
         super().__init__()
-        in_ch, n_classes = check_int(in_ch, "in_ch", low=1), check_int(n_classes, "n_classes", low=2)
+        in_ch, n_classes = (
+            check_int(in_ch, "in_ch", low=1),
+            check_int(n_classes, "n_classes", low=2),
+        )
         base = check_int(base, "base", low=4)
         if base % 4:
-            raise ValueError(f"base must be a multiple of 4 (GroupNorm groups), got {base}")
+            raise ValueError(
+                f"base must be a multiple of 4 (GroupNorm groups), got {base}"
+            )
         # about 280 base^2 weights (plus Adam's two moments): refuse a width that cannot fit
         check_budget(f"HintedUNet(base={base})", n_bytes=3 * 4.0 * 280 * base * base)
-        self.hint, self.n_classes, self.label_type = check_bool(hint, "hint"), n_classes, "categorical"
+        self.hint, self.n_classes, self.label_type = (
+            check_bool(hint, "hint"),
+            n_classes,
+            "categorical",
+        )
         self.in_ch = in_ch
         t_dim = 2 * base if self.hint else None
         self.temb = TimeEmbedding(t_dim) if self.hint else None
@@ -103,7 +118,12 @@ class HintedUNet(nn.Module):
         """Shape of the hint for input ``x``: ``(B, K, H, W)``."""
         return (int(x.shape[0]), self.n_classes, int(x.shape[2]), int(x.shape[3]))
 
-    def forward(self, x: torch.Tensor, y_t: torch.Tensor | None = None, t: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        y_t: torch.Tensor | None = None,
+        t: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """``x (B, in_ch, H, W)``, ``y_t (B, K, H, W)`` one-hot hint, ``t (B,)`` -> logits ``(B, K, H, W)``.
 
         H and W must be divisible by 4. Without a hint (``hint=False``) ``y_t`` and ``t`` are ignored.
@@ -117,8 +137,13 @@ class HintedUNet(nn.Module):
         h1 = self.e1(x, temb)
         h2 = self.e2(nn.functional.max_pool2d(h1, 2), temb)
         m = self.mid(nn.functional.max_pool2d(h2, 2), temb)
-        u2 = self.d2(torch.cat([nn.functional.interpolate(m, scale_factor=2.0), h2], dim=1), temb)
-        u1 = self.d1(torch.cat([nn.functional.interpolate(u2, scale_factor=2.0), h1], dim=1), temb)
+        u2 = self.d2(
+            torch.cat([nn.functional.interpolate(m, scale_factor=2.0), h2], dim=1), temb
+        )
+        u1 = self.d1(
+            torch.cat([nn.functional.interpolate(u2, scale_factor=2.0), h1], dim=1),
+            temb,
+        )
         return self.out(u1)
 
 
@@ -130,17 +155,36 @@ class HintedMLP(nn.Module):
     and ``t`` (the SL baseline on the same trunk).
     """
 
-    def __init__(self, x_dim: int, y_dim: int, hidden: int = 256, hint: bool = True, n_layers: int = 3) -> None:
+    def __init__(
+        self,
+        x_dim: int,
+        y_dim: int,
+        hidden: int = 256,
+        hint: bool = True,
+        n_layers: int = 3,
+    ) -> None:
         """Args: x_dim, y_dim, hidden >= 1; n_layers >= 1; hint: bool. Raises: ValueError/TypeError."""
         super().__init__()
-        x_dim, y_dim = check_int(x_dim, "x_dim", low=1), check_int(y_dim, "y_dim", low=1)
-        hidden, n_layers = check_int(hidden, "hidden", low=1), check_int(n_layers, "n_layers", low=1)
-        self.hint, self.y_dim, self.label_type = check_bool(hint, "hint"), y_dim, "gaussian"
+        x_dim, y_dim = (
+            check_int(x_dim, "x_dim", low=1),
+            check_int(y_dim, "y_dim", low=1),
+        )
+        hidden, n_layers = (
+            check_int(hidden, "hidden", low=1),
+            check_int(n_layers, "n_layers", low=1),
+        )
+        self.hint, self.y_dim, self.label_type = (
+            check_bool(hint, "hint"),
+            y_dim,
+            "gaussian",
+        )
         self.x_dim = x_dim
         self.inp = nn.Linear(x_dim + (y_dim if self.hint else 0), hidden)
         self.temb = TimeEmbedding(2 * ((hidden + 1) // 2)) if self.hint else None
         self.t_proj = nn.Linear(2 * ((hidden + 1) // 2), hidden) if self.hint else None
-        self.layers = nn.ModuleList([nn.Linear(hidden, hidden) for _ in range(n_layers - 1)])
+        self.layers = nn.ModuleList(
+            [nn.Linear(hidden, hidden) for _ in range(n_layers - 1)]
+        )
         self.out = nn.Linear(hidden, y_dim)
         self.act = nn.SiLU()
 
@@ -148,7 +192,12 @@ class HintedMLP(nn.Module):
         """Shape of the hint for input ``x``: ``(B, y_dim)``."""
         return (int(x.shape[0]), self.y_dim)
 
-    def forward(self, x: torch.Tensor, y_t: torch.Tensor | None = None, t: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        y_t: torch.Tensor | None = None,
+        t: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """``x (B, x_dim)``, ``y_t (B, y_dim)``, ``t (B,)`` -> ``(B, y_dim)``."""
         if self.hint:
             if y_t is None or t is None:
@@ -178,26 +227,69 @@ class HintedEGNN(nn.Module):
     def __init__(self, hidden: int = 64, n_layers: int = 4, hint: bool = True) -> None:
         """Args: hidden >= 2 (even), n_layers >= 1, hint: bool. Raises: ValueError/TypeError."""
         super().__init__()
-        hidden, n_layers = check_int(hidden, "hidden", low=2), check_int(n_layers, "n_layers", low=1)
+        hidden, n_layers = (
+            check_int(hidden, "hidden", low=2),
+            check_int(n_layers, "n_layers", low=1),
+        )
         if hidden % 2:
             raise ValueError(f"hidden must be even, got {hidden}")
-        self.hint, self.label_type, self.n_layers = check_bool(hint, "hint"), "gaussian", n_layers
+        self.hint, self.label_type, self.n_layers = (
+            check_bool(hint, "hint"),
+            "gaussian",
+            n_layers,
+        )
         self.temb = TimeEmbedding(hidden) if self.hint else None
         self.h_in = nn.Linear(2 if self.hint else 1, hidden)
         act = nn.SiLU()
-        self.phi_e = nn.ModuleList([nn.Sequential(nn.Linear(2 * hidden + 2, hidden), act, nn.Linear(hidden, hidden), act)
-                                    for _ in range(n_layers)])
-        self.phi_x = nn.ModuleList([nn.Sequential(nn.Linear(hidden, hidden), act, nn.Linear(hidden, 1)) for _ in range(n_layers)])
-        self.phi_v = nn.ModuleList([nn.Sequential(nn.Linear(hidden, hidden), act, nn.Linear(hidden, 1)) for _ in range(n_layers)])
-        self.phi_y = nn.ModuleList([nn.Sequential(nn.Linear(hidden, hidden), act, nn.Linear(hidden, 1)) for _ in range(n_layers)]
-                                   ) if self.hint else None
-        self.phi_h = nn.ModuleList([nn.Sequential(nn.Linear(2 * hidden, hidden), act, nn.Linear(hidden, hidden)) for _ in range(n_layers)])
+        self.phi_e = nn.ModuleList(
+            [
+                nn.Sequential(
+                    nn.Linear(2 * hidden + 2, hidden),
+                    act,
+                    nn.Linear(hidden, hidden),
+                    act,
+                )
+                for _ in range(n_layers)
+            ]
+        )
+        self.phi_x = nn.ModuleList(
+            [
+                nn.Sequential(nn.Linear(hidden, hidden), act, nn.Linear(hidden, 1))
+                for _ in range(n_layers)
+            ]
+        )
+        self.phi_v = nn.ModuleList(
+            [
+                nn.Sequential(nn.Linear(hidden, hidden), act, nn.Linear(hidden, 1))
+                for _ in range(n_layers)
+            ]
+        )
+        self.phi_y = (
+            nn.ModuleList(
+                [
+                    nn.Sequential(nn.Linear(hidden, hidden), act, nn.Linear(hidden, 1))
+                    for _ in range(n_layers)
+                ]
+            )
+            if self.hint
+            else None
+        )
+        self.phi_h = nn.ModuleList(
+            [
+                nn.Sequential(
+                    nn.Linear(2 * hidden, hidden), act, nn.Linear(hidden, hidden)
+                )
+                for _ in range(n_layers)
+            ]
+        )
 
     def hint_shape(self, x: Any) -> tuple[int, ...]:
         """Shape of the hint for input ``x = (pos, vel, adj)``: ``(B, N * 3)``."""
         return (int(x[0].shape[0]), int(x[0].shape[1]) * 3)
 
-    def forward(self, x: Any, y_t: torch.Tensor | None = None, t: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: Any, y_t: torch.Tensor | None = None, t: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``x``: tuple ``(pos (B, N, 3), vel (B, N, 3), adj (B, N, N))``; ``y_t (B, N * 3)`` -> ``(B, N * 3)``."""
         pos, vel, adj = x
         B, N, _ = pos.shape
@@ -215,11 +307,13 @@ class HintedEGNN(nn.Module):
         off = 1.0 - torch.eye(N, device=pos.device)[None, :, :, None]
         for k in range(self.n_layers):
             diff = coords[:, :, None, :] - coords[:, None, :, :]  # (B, N, N, 3)
-            d2 = (diff ** 2).sum(-1, keepdim=True)
+            d2 = (diff**2).sum(-1, keepdim=True)
             hi = h[:, :, None, :].expand(B, N, N, h.shape[-1])
             hj = h[:, None, :, :].expand(B, N, N, h.shape[-1])
             m = self.phi_e[k](torch.cat([hi, hj, d2, adj[..., None]], dim=-1)) * off
-            upd = (diff * self.phi_x[k](m)).sum(2) / max(N - 1, 1) + vel * self.phi_v[k](h)
+            upd = (diff * self.phi_x[k](m)).sum(2) / max(N - 1, 1) + vel * self.phi_v[
+                k
+            ](h)
             if hint_vec is not None:
                 upd = upd + hint_vec * self.phi_y[k](h)
             coords = coords + upd

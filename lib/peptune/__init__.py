@@ -13,7 +13,18 @@ Modules: ``chem`` (p2smi corpus, validity, bond masks, tokenizer), ``schedules``
 (best-of-N, NSGA-II, metrics), ``experiments``, ``defaults``, ``claims``.
 """
 
-from . import baselines, chem, claims, defaults, experiments, mctg, model, objectives, schedules, train
+from . import (
+    baselines,
+    chem,
+    claims,
+    defaults,
+    experiments,
+    mctg,
+    model,
+    objectives,
+    schedules,
+    train,
+)
 from .baselines import *  # noqa: F401,F403
 from .chem import *  # noqa: F401,F403
 from .claims import CLAIMS
@@ -25,6 +36,17 @@ from .objectives import *  # noqa: F401,F403
 from .schedules import *  # noqa: F401,F403
 from .train import encode_corpus, train_model
 
-__all__ = ["CLAIMS", "DEFAULTS", "PepTuneDefaults", "encode_corpus", "train_model",
-           *chem.__all__, *schedules.__all__, *model.__all__, *objectives.__all__, *mctg.__all__,
-           *baselines.__all__, *experiments.__all__]
+__all__ = [
+    "CLAIMS",
+    "DEFAULTS",
+    "PepTuneDefaults",
+    "encode_corpus",
+    "train_model",
+    *chem.__all__,
+    *schedules.__all__,
+    *model.__all__,
+    *objectives.__all__,
+    *mctg.__all__,
+    *baselines.__all__,
+    *experiments.__all__,
+]

@@ -38,7 +38,9 @@ def front_hypervolume(S: np.ndarray, ref: np.ndarray | None = None) -> float:
     return float(dominance.hypervolume(S, ref))
 
 
-def generation_metrics(smiles: Sequence[str], train_smiles: Sequence[str], strict: bool = True) -> dict:
+def generation_metrics(
+    smiles: Sequence[str], train_smiles: Sequence[str], strict: bool = True
+) -> dict:
     """Validity, uniqueness, diversity and SNN of generated ``smiles``.
 
     Returns:
@@ -50,22 +52,40 @@ def generation_metrics(smiles: Sequence[str], train_smiles: Sequence[str], stric
     train_smiles = _smiles_list(train_smiles, "train_smiles")
     valid = [s for s in smiles if is_valid_peptide(s, strict=strict)]
     uniq = list(dict.fromkeys(valid))
-    out = {"n": len(smiles), "validity": len(valid) / max(1, len(smiles)),
-           "uniqueness": len(uniq) / len(valid) if valid else float("nan"),
-           "diversity": float("nan"), "snn": float("nan")}
+    out = {
+        "n": len(smiles),
+        "validity": len(valid) / max(1, len(smiles)),
+        "uniqueness": len(uniq) / len(valid) if valid else float("nan"),
+        "diversity": float("nan"),
+        "snn": float("nan"),
+    }
     if uniq:
         P = tanimoto.pack_bits(morgan_bits(uniq))
         if len(uniq) > 1:
             T = tanimoto.bulk_tanimoto(P, P).astype(np.float64)
             n = len(uniq)
             out["diversity"] = float(1.0 - (T.sum() - np.trace(T)) / (n * (n - 1)))
-        out["snn"] = float(np.mean(tanimoto.max_tanimoto(P, tanimoto.pack_bits(morgan_bits(list(train_smiles))))))
+        out["snn"] = float(
+            np.mean(
+                tanimoto.max_tanimoto(
+                    P, tanimoto.pack_bits(morgan_bits(list(train_smiles)))
+                )
+            )
+        )
     return out
 
 
-def best_of_n(model: MaskedDiffusionTransformer, score: Callable[[list[str]], np.ndarray], calls: int, L: int,
-              n_steps: int, rng: np.random.Generator, batch: int = 64, max_samples: int | None = None,
-              strict: bool = True) -> dict:
+def best_of_n(
+    model: MaskedDiffusionTransformer,
+    score: Callable[[list[str]], np.ndarray],
+    calls: int,
+    L: int,
+    n_steps: int,
+    rng: np.random.Generator,
+    batch: int = 64,
+    max_samples: int | None = None,
+    strict: bool = True,
+) -> dict:
     """Best-of-N unguided sampling at a classifier budget of ``calls`` valid samples.
 
     Args:
@@ -90,24 +110,47 @@ def best_of_n(model: MaskedDiffusionTransformer, score: Callable[[list[str]], np
         drawn += n
         valid_smiles += [s for s in smi if is_valid_peptide(s, strict=strict)]
     valid_smiles = valid_smiles[:calls]
-    S = np.asarray(score(valid_smiles), dtype=np.float64) if valid_smiles else np.zeros((0, 1))
+    S = (
+        np.asarray(score(valid_smiles), dtype=np.float64)
+        if valid_smiles
+        else np.zeros((0, 1))
+    )
     if len(valid_smiles) == 0:
-        return {"smiles": [], "scores": S, "all_scores": S, "samples": drawn, "calls": 0, "validity": 0.0}
+        return {
+            "smiles": [],
+            "scores": S,
+            "all_scores": S,
+            "samples": drawn,
+            "calls": 0,
+            "validity": 0.0,
+        }
     m = dominance.pareto_mask(S)
-    return {"smiles": [s for s, k in zip(valid_smiles, m) if k], "scores": S[m], "all_scores": S,
-            "samples": drawn, "calls": len(valid_smiles), "validity": len(valid_smiles) / drawn}
+    return {
+        "smiles": [s for s, k in zip(valid_smiles, m) if k],
+        "scores": S[m],
+        "all_scores": S,
+        "samples": drawn,
+        "calls": len(valid_smiles),
+        "validity": len(valid_smiles) / drawn,
+    }
 
 
-def _decode_genome(x: np.ndarray, letters: Sequence[str], residues: tuple[int, int], p_cyclic: float) -> str | None:
+def _decode_genome(
+    x: np.ndarray, letters: Sequence[str], residues: tuple[int, int], p_cyclic: float
+) -> str | None:
     import p2smi.utilities.smilesgen as smilesgen
     from p2smi import fasta2smi
 
     lo, hi = residues
     n = lo + min(hi - lo, int(x[0] * (hi - lo + 1)))
-    seq = "".join(letters[min(len(letters) - 1, int(v * len(letters)))] for v in x[2: 2 + n])
+    seq = "".join(
+        letters[min(len(letters) - 1, int(v * len(letters)))] for v in x[2 : 2 + n]
+    )
     want = ""
     if x[1] < p_cyclic:
-        want = CYCLIZATIONS[min(len(CYCLIZATIONS) - 1, int(x[1] / p_cyclic * len(CYCLIZATIONS)))]
+        want = CYCLIZATIONS[
+            min(len(CYCLIZATIONS) - 1, int(x[1] / p_cyclic * len(CYCLIZATIONS)))
+        ]
     try:
         s, constr = fasta2smi.constraint_resolver(seq, want)
         ok, _ = fasta2smi.validate_constraint_pattern(s, constr)
@@ -118,8 +161,15 @@ def _decode_genome(x: np.ndarray, letters: Sequence[str], residues: tuple[int, i
         return None
 
 
-def nsga2_residues(score: Callable[[list[str]], np.ndarray], K: int, pop_size: int, n_gen: int,
-                   rng: np.random.Generator, residues: tuple[int, int] = (3, 5), p_cyclic: float = 0.5) -> dict:
+def nsga2_residues(
+    score: Callable[[list[str]], np.ndarray],
+    K: int,
+    pop_size: int,
+    n_gen: int,
+    rng: np.random.Generator,
+    residues: tuple[int, int] = (3, 5),
+    p_cyclic: float = 0.5,
+) -> dict:
     """NSGA-II (pymoo) over residue sequences, ``pop_size * n_gen`` classifier calls.
 
     Genome (reals in [0, 1)): length, cyclisation, ``residues[1]`` residue slots over p2smi's
@@ -150,7 +200,9 @@ def nsga2_residues(score: Callable[[list[str]], np.ndarray], K: int, pop_size: i
         def _evaluate(self, X, out, *args, **kwargs):
             smi = [_decode_genome(x, letters, residues, p_cyclic) for x in X]
             F = np.zeros((len(X), K))
-            idx = [i for i, s in enumerate(smi) if s is not None and is_valid_peptide(s)]
+            idx = [
+                i for i, s in enumerate(smi) if s is not None and is_valid_peptide(s)
+            ]
             if idx:
                 S = np.asarray(score([smi[i] for i in idx]), dtype=np.float64)
                 calls[0] += len(idx)
@@ -159,7 +211,13 @@ def nsga2_residues(score: Callable[[list[str]], np.ndarray], K: int, pop_size: i
                     seen[smi[i]] = S[j]
             out["F"] = -F
 
-    minimize(_P(), NSGA2(pop_size=pop_size), ("n_gen", n_gen), seed=int(rng.integers(2**31)), verbose=False)
+    minimize(
+        _P(),
+        NSGA2(pop_size=pop_size),
+        ("n_gen", n_gen),
+        seed=int(rng.integers(2**31)),
+        verbose=False,
+    )
     smiles = list(seen)
     S = np.stack([seen[s] for s in smiles]) if smiles else np.zeros((0, K))
     if len(smiles):

@@ -90,7 +90,9 @@ def tokenize_smiles(smiles: str) -> list[str]:
         raise ValueError(f"smiles must be a string, got {type(smiles).__name__}")
     tokens = SMILES_REGEX.findall(smiles)
     if "".join(tokens) != smiles:
-        raise ValueError(f"smiles {smiles!r} holds characters outside the SMILES token regex")
+        raise ValueError(
+            f"smiles {smiles!r} holds characters outside the SMILES token regex"
+        )
     return tokens
 
 
@@ -129,11 +131,15 @@ def _smiles_list(smiles: object, name: str = "smiles") -> list:
     """``smiles`` as a list; a bare string (which would be read character by character) or a
     non-sequence raises ``ValueError`` naming ``name``."""
     if isinstance(smiles, (str, bytes)):
-        raise ValueError(f"{name} must be a sequence of SMILES strings, not a single string {smiles[:40]!r}")
+        raise ValueError(
+            f"{name} must be a sequence of SMILES strings, not a single string {smiles[:40]!r}"
+        )
     try:
         return list(smiles)
     except TypeError:
-        raise ValueError(f"{name} must be a sequence of SMILES strings, got {type(smiles).__name__}") from None
+        raise ValueError(
+            f"{name} must be a sequence of SMILES strings, got {type(smiles).__name__}"
+        ) from None
 
 
 def validity(smiles: Sequence[str], strict: bool = True) -> float:
@@ -179,7 +185,9 @@ def peptide_bond_mask(smiles: str, tokens: Sequence[str] | None = None) -> np.nd
     if tokens is None:
         tokens = tokenize_smiles(smiles)
     if not isinstance(smiles, str) or "".join(tokens) != smiles:
-        raise ValueError("tokens must concatenate to smiles (compute the mask on the tokenised string)")
+        raise ValueError(
+            "tokens must concatenate to smiles (compute the mask on the tokenised string)"
+        )
     spans = bond_spans(smiles)
     out = np.zeros(len(tokens), dtype=bool)
     pos = 0
@@ -252,10 +260,14 @@ def peptide_corpus(
         while len(out) < n:
             attempts += 1
             if attempts > 50 * n + 1000:
-                raise ValueError(f"n={n}: only {len(out)} distinct peptides reachable with these settings")
+                raise ValueError(
+                    f"n={n}: only {len(out)} distinct peptides reachable with these settings"
+                )
             want = random.choice(cyc) if (cyc and random.random() < p_cyclic) else ""
             for _ in range(max_tries):
-                seq = _draw_letters(random.randint(lo, hi), p_noncanonical, p_dextro, lists)
+                seq = _draw_letters(
+                    random.randint(lo, hi), p_noncanonical, p_dextro, lists
+                )
                 try:
                     s, constr = fasta2smi.constraint_resolver(seq, want)
                 except Exception:
@@ -359,7 +371,9 @@ class SmilesTokenizer:
         toks = tokenize_smiles(smiles)
         unknown = [t for t in toks if t not in self.stoi]
         if unknown:
-            raise ValueError(f"smiles {smiles!r}: unknown tokens {sorted(set(unknown))}")
+            raise ValueError(
+                f"smiles {smiles!r}: unknown tokens {sorted(set(unknown))}"
+            )
         ids = [self.stoi[t] for t in toks]
         if length is not None:
             check_int(length, "length", low=1)
@@ -368,7 +382,9 @@ class SmilesTokenizer:
             ids = ids + [self.pad_id] * (length - len(ids))
         return np.asarray(ids, dtype=np.int64)
 
-    def encode_batch(self, smiles: Sequence[str], length: int) -> tuple[np.ndarray, np.ndarray]:
+    def encode_batch(
+        self, smiles: Sequence[str], length: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(ids (n, length) int64, bond_mask (n, length) bool)`` for a list of SMILES."""
         ids = np.full((len(smiles), length), self.pad_id, dtype=np.int64)
         bonds = np.zeros((len(smiles), length), dtype=bool)
@@ -388,7 +404,9 @@ class SmilesTokenizer:
         out = []
         for i in np.asarray(ids).reshape(-1).tolist():
             if not 0 <= int(i) < self.vocab_size:
-                raise ValueError(f"token id {i} outside the vocabulary of {self.vocab_size}")
+                raise ValueError(
+                    f"token id {i} outside the vocabulary of {self.vocab_size}"
+                )
             if int(i) != self.pad_id:
                 out.append(self.itos[int(i)])
         return "".join(out)

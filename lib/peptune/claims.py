@@ -11,8 +11,10 @@ from icml25.claims import Claim
 
 __all__ = ["CLAIMS"]
 
-_CHECK_SCHED = ("check: at t = 0.5 the bond-dependent schedule masks a peptide-bond token with probability "
-                "0.1249 and any other token with 0.4995")
+_CHECK_SCHED = (
+    "check: at t = 0.5 the bond-dependent schedule masks a peptide-bond token with probability "
+    "0.1249 and any other token with 0.4995"
+)
 
 CLAIMS = [
     Claim(
@@ -20,7 +22,10 @@ CLAIMS = [
         claim="the bond-dependent schedule (w = 3, eps = 1e-3) masks bonds with probability 0.1249 and other tokens with 0.4995 at t = 0.5",
         paper="log-polynomial masking of peptide bonds, (1 - eps) t^3 vs (1 - eps) t (Sec. 3.2)",
         metric="mask_prob_bond_t05",
-        holds=lambda m: abs(m["mask_prob_bond_t05"] - 0.124875) < 1e-6 and abs(m["mask_prob_other_t05"] - 0.4995) < 1e-6,
+        holds=lambda m: (
+            abs(m["mask_prob_bond_t05"] - 0.124875) < 1e-6
+            and abs(m["mask_prob_other_t05"] - 0.4995) < 1e-6
+        ),
         judged_by=_CHECK_SCHED,
     ),
     Claim(
@@ -43,8 +48,14 @@ CLAIMS = [
         claim="bond-dependent masking plus the invalid loss give more valid samples than either ablation",
         paper="both components raise validity (Sec. 3.2-3.3, ablations; numbers not read)",
         metric="ablation_valid_peptune",
-        holds=lambda m: m["ablation_valid_peptune"] > max(m["ablation_valid_uniform"], m["ablation_valid_noinvalid"]),
-        direction=lambda m: m["ablation_valid_peptune"] >= max(m["ablation_valid_uniform"], m["ablation_valid_noinvalid"]),
+        holds=lambda m: (
+            m["ablation_valid_peptune"]
+            > max(m["ablation_valid_uniform"], m["ablation_valid_noinvalid"])
+        ),
+        direction=lambda m: (
+            m["ablation_valid_peptune"]
+            >= max(m["ablation_valid_uniform"], m["ablation_valid_noinvalid"])
+        ),
     ),
     Claim(
         id="mctg_validity_rises",

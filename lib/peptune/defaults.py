@@ -47,7 +47,13 @@ class PepTuneDefaults:
     invalid_penalty: float = 0.5
     front_size: int = 100
     seq_length: int = 200
-    objectives: tuple[str, ...] = ("binding", "solubility", "nonhemolysis", "nonfouling", "permeability")
+    objectives: tuple[str, ...] = (
+        "binding",
+        "solubility",
+        "nonhemolysis",
+        "nonfouling",
+        "permeability",
+    )
 
 
 DEFAULTS = PepTuneDefaults()

@@ -34,7 +34,13 @@ from icml25.kernels import dominance
 from icml25.kernels import mdlm_sampler
 
 from .chem import is_valid_peptide
-from .model import MaskedDiffusionTransformer, denoise_argmax, reverse_step, rollout, time_grid
+from .model import (
+    MaskedDiffusionTransformer,
+    denoise_argmax,
+    reverse_step,
+    rollout,
+    time_grid,
+)
 
 __all__ = ["MCTG", "Node", "ParetoFront", "check_scores"]
 
@@ -84,11 +90,15 @@ class ParetoFront:
             return False
         s = np.asarray(s, dtype=np.float64)
         if s.shape not in ((self.K,), (1, self.K)):
-            raise ValueError(f"s must be a score vector of shape ({self.K},), got shape {s.shape}")
+            raise ValueError(
+                f"s must be a score vector of shape ({self.K},), got shape {s.shape}"
+            )
         if not np.isfinite(s).all():
             raise ValueError("s must be finite (it holds NaN or inf)")
         s = s.reshape(1, self.K)
-        dominated = len(self) > 0 and bool(np.any(np.all(self.scores >= s, 1) & np.any(self.scores > s, 1)))
+        dominated = len(self) > 0 and bool(
+            np.any(np.all(self.scores >= s, 1) & np.any(self.scores > s, 1))
+        )
         if dominated and len(self) >= self.size:
             return False
         self.smiles.append(smiles)
@@ -133,10 +143,21 @@ class MCTG:
         ValueError: any size < 1, ``invalid_penalty < 0``, no score functions.
     """
 
-    def __init__(self, model: MaskedDiffusionTransformer, score_fns: Sequence[Callable[[list[str]], np.ndarray]],
-                 num_children: int = 50, num_iter: int = 128, n_steps: int = 128, invalid_penalty: float = 0.5,
-                 front_size: int = 100, L: int | None = None, rng: np.random.Generator | None = None,
-                 rollout_restart: bool = False, strict: bool = True, eps: float = 1e-5):
+    def __init__(
+        self,
+        model: MaskedDiffusionTransformer,
+        score_fns: Sequence[Callable[[list[str]], np.ndarray]],
+        num_children: int = 50,
+        num_iter: int = 128,
+        n_steps: int = 128,
+        invalid_penalty: float = 0.5,
+        front_size: int = 100,
+        L: int | None = None,
+        rng: np.random.Generator | None = None,
+        rollout_restart: bool = False,
+        strict: bool = True,
+        eps: float = 1e-5,
+    ):
         if not isinstance(model, MaskedDiffusionTransformer):
             raise ValueError("model must be a MaskedDiffusionTransformer")
         self.model = model
@@ -149,15 +170,25 @@ class MCTG:
         self.steps = check_int(n_steps, "n_steps", low=1)
         self.lam = check_real(invalid_penalty, "invalid_penalty", low=0.0)
         self.front = ParetoFront(self.K, check_int(front_size, "front_size", low=1))
-        self.L = check_int(L if L is not None else model.config["max_len"], "L", low=1, high=model.config["max_len"])
+        self.L = check_int(
+            L if L is not None else model.config["max_len"],
+            "L",
+            low=1,
+            high=model.config["max_len"],
+        )
         self.rng = check_rng(rng)
         self.gen = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
         self.rollout_restart = bool(rollout_restart)
         self.strict = bool(strict)
         self.times = time_grid(self.steps, eps)
         self.eps = eps
-        self.root = Node(torch.full((self.L,), model.mask_id, dtype=torch.long, device=model.pos.device), 0,
-                         np.zeros(self.K))
+        self.root = Node(
+            torch.full(
+                (self.L,), model.mask_id, dtype=torch.long, device=model.pos.device
+            ),
+            0,
+            np.zeros(self.K),
+        )
         self.log: list[dict] = []
         self.calls = 0
         self.all_valid: list[tuple[str, np.ndarray]] = []
@@ -196,22 +227,32 @@ class MCTG:
 
     def score(self, smiles: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """``(valid (M,) bool, scores (M, K))``; invalid rows are zeros."""
-        valid = np.array([is_valid_peptide(s, strict=self.strict) for s in smiles], dtype=bool)
+        valid = np.array(
+            [is_valid_peptide(s, strict=self.strict) for s in smiles], dtype=bool
+        )
         S = np.zeros((len(smiles), self.K))
         idx = np.flatnonzero(valid)
         if idx.size:
             sub = [smiles[i] for i in idx]
-            cols = [np.asarray(f(sub), dtype=np.float64).reshape(-1) for f in self.score_fns]
-            S[idx] = check_scores(np.stack(cols, axis=1), idx.size, self.K, "score_fns output")
+            cols = [
+                np.asarray(f(sub), dtype=np.float64).reshape(-1) for f in self.score_fns
+            ]
+            S[idx] = check_scores(
+                np.stack(cols, axis=1), idx.size, self.K, "score_fns output"
+            )
             self.calls += idx.size
         return valid, S
 
-    def rewards(self, smiles: list[str], valid: np.ndarray, S: np.ndarray) -> np.ndarray:
+    def rewards(
+        self, smiles: list[str], valid: np.ndarray, S: np.ndarray
+    ) -> np.ndarray:
         """Pareto rewards ``(M, K)`` against the front before this batch; then update the front."""
         R = np.zeros_like(S)
         idx = np.flatnonzero(valid)
         if idx.size:
-            R[idx] = mdlm_sampler.pareto_reward(S[idx].astype(np.float32), self.front.scores.astype(np.float32))[0]
+            R[idx] = mdlm_sampler.pareto_reward(
+                S[idx].astype(np.float32), self.front.scores.astype(np.float32)
+            )[0]
             for i in idx:
                 self.front.add(smiles[i], S[i])
                 self.all_valid.append((smiles[i], S[i]))
@@ -243,11 +284,18 @@ class MCTG:
         R = self.rewards(smiles, valid, S)
         if leaf.step < self.steps:
             for i in range(self.M):
-                leaf.children.append(Node(kids[i].clone(), leaf.step + 1, R[i].copy(), 1, leaf))
+                leaf.children.append(
+                    Node(kids[i].clone(), leaf.step + 1, R[i].copy(), 1, leaf)
+                )
         total = R.sum(0) - self.lam * (1.0 - valid.mean())
         self.backup(leaf, total)
-        row = {"iteration": len(self.log), "depth": leaf.step, "valid_fraction": float(valid.mean()),
-               "front_size": len(self.front), "calls": self.calls}
+        row = {
+            "iteration": len(self.log),
+            "depth": leaf.step,
+            "valid_fraction": float(valid.mean()),
+            "front_size": len(self.front),
+            "calls": self.calls,
+        }
         self.log.append(row)
         return row
 

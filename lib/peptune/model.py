@@ -71,11 +71,20 @@ class MaskedDiffusionTransformer(nn.Module):
         ValueError: ``vocab`` not a tokenizer, sizes < 1, ``d`` not divisible by ``heads``.
     """
 
-    def __init__(self, vocab: SmilesTokenizer, d: int = 128, layers: int = 3, heads: int = 4,
-                 max_len: int = 96, ff_mult: int = 4):
+    def __init__(
+        self,
+        vocab: SmilesTokenizer,
+        d: int = 128,
+        layers: int = 3,
+        heads: int = 4,
+        max_len: int = 96,
+        ff_mult: int = 4,
+    ):
         super().__init__()
         if not isinstance(vocab, SmilesTokenizer):
-            raise ValueError(f"vocab must be a SmilesTokenizer, got {type(vocab).__name__}")
+            raise ValueError(
+                f"vocab must be a SmilesTokenizer, got {type(vocab).__name__}"
+            )
         d = check_int(d, "d", low=1)
         layers = check_int(layers, "layers", low=1)
         heads = check_int(heads, "heads", low=1)
@@ -84,13 +93,26 @@ class MaskedDiffusionTransformer(nn.Module):
         if d % heads:
             raise ValueError(f"d={d} must be divisible by heads={heads}")
         self.tokenizer = vocab
-        self.config = {"d": d, "layers": layers, "heads": heads, "max_len": max_len, "ff_mult": ff_mult}
+        self.config = {
+            "d": d,
+            "layers": layers,
+            "heads": heads,
+            "max_len": max_len,
+            "ff_mult": ff_mult,
+        }
         self.mask_id = vocab.mask_id
         self.vocab_size = vocab.vocab_size
         self.tok = nn.Embedding(self.vocab_size, d)
         self.pos = nn.Parameter(torch.randn(max_len, d) * 0.02)
-        block = nn.TransformerEncoderLayer(d, heads, ff_mult * d, dropout=0.0, activation="gelu",
-                                           batch_first=True, norm_first=True)
+        block = nn.TransformerEncoderLayer(
+            d,
+            heads,
+            ff_mult * d,
+            dropout=0.0,
+            activation="gelu",
+            batch_first=True,
+            norm_first=True,
+        )
         self.blocks = nn.TransformerEncoder(block, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d)
         self.out = nn.Linear(d, self.vocab_size)
@@ -106,7 +128,9 @@ class MaskedDiffusionTransformer(nn.Module):
         return self.out(self.norm(self.blocks(h)))
 
 
-def subs_log_probs(logits: torch.Tensor, z_t: torch.Tensor, mask_id: int) -> torch.Tensor:
+def subs_log_probs(
+    logits: torch.Tensor, z_t: torch.Tensor, mask_id: int
+) -> torch.Tensor:
     """SUBS parameterisation: ``log x_theta`` with the mask logit ``-inf`` and visible tokens copied.
 
     Args:
@@ -118,13 +142,18 @@ def subs_log_probs(logits: torch.Tensor, z_t: torch.Tensor, mask_id: int) -> tor
     logits = logits.clone()
     logits[..., mask_id] = _NEG
     logp = torch.log_softmax(logits, dim=-1)
-    visible = (z_t != mask_id)
+    visible = z_t != mask_id
     copy = torch.full_like(logp, _NEG).scatter(-1, z_t[..., None], 0.0)
     return torch.where(visible[..., None], copy, logp)
 
 
-def q_xt(x0: torch.Tensor, mask_prob: torch.Tensor, mask_id: int, rng: torch.Generator | None = None,
-         max_mask_frac: float | None = None) -> torch.Tensor:
+def q_xt(
+    x0: torch.Tensor,
+    mask_prob: torch.Tensor,
+    mask_id: int,
+    rng: torch.Generator | None = None,
+    max_mask_frac: float | None = None,
+) -> torch.Tensor:
     """Forward process: mask each token of ``x0 (B, L)`` independently with ``mask_prob`` (broadcast).
 
     ``max_mask_frac`` is the official code's variant (labelled option): at most that fraction
@@ -146,7 +175,9 @@ def q_xt(x0: torch.Tensor, mask_prob: torch.Tensor, mask_id: int, rng: torch.Gen
     return torch.where(m, torch.full_like(x0, mask_id), x0)
 
 
-def sample_times(n: int, rng: torch.Generator | None = None, eps_t: float = 1e-3) -> torch.Tensor:
+def sample_times(
+    n: int, rng: torch.Generator | None = None, eps_t: float = 1e-3
+) -> torch.Tensor:
     """Antithetic training times in ``[eps_t, 1]``: ``((u/n + i/n) mod 1)(1 − eps_t) + eps_t``.
 
     Raises:
@@ -159,7 +190,9 @@ def sample_times(n: int, rng: torch.Generator | None = None, eps_t: float = 1e-3
     return (1 - eps_t) * t + eps_t
 
 
-def invalid_penalty(log_probs: torch.Tensor, tokenizer: SmilesTokenizer, strict: bool = True) -> tuple[torch.Tensor, np.ndarray]:
+def invalid_penalty(
+    log_probs: torch.Tensor, tokenizer: SmilesTokenizer, strict: bool = True
+) -> tuple[torch.Tensor, np.ndarray]:
     """PepTune's invalid loss (Sec. 3.3): per-token penalty of arg-max decodes that are not peptides.
 
     Args:
@@ -190,10 +223,18 @@ class LossParts:
     argmax_valid: float
 
 
-def mdlm_loss(model: MaskedDiffusionTransformer, x0: torch.Tensor, bond_mask: torch.Tensor,
-              schedule: BondDependentSchedule | None = None, invalid_loss: bool = True,
-              rng: torch.Generator | None = None, t: torch.Tensor | None = None,
-              strict: bool = True, max_mask_frac: float | None = None, invalid_weight: float = 1.0) -> LossParts:
+def mdlm_loss(
+    model: MaskedDiffusionTransformer,
+    x0: torch.Tensor,
+    bond_mask: torch.Tensor,
+    schedule: BondDependentSchedule | None = None,
+    invalid_loss: bool = True,
+    rng: torch.Generator | None = None,
+    t: torch.Tensor | None = None,
+    strict: bool = True,
+    max_mask_frac: float | None = None,
+    invalid_weight: float = 1.0,
+) -> LossParts:
     """PepTune's training loss on a batch (Sec. 3.3, continuous-time NELBO + invalid loss).
 
     Per token ``l``: ``w_l(t) (-log <x_theta(z_t)_l, x0_l>) + L_inv,l`` with
@@ -213,7 +254,9 @@ def mdlm_loss(model: MaskedDiffusionTransformer, x0: torch.Tensor, bond_mask: to
         ValueError: shapes, ids outside the vocabulary, ``t`` outside [0, 1].
     """
     if not (isinstance(x0, torch.Tensor) and x0.dim() == 2):
-        raise ValueError(f"x0 must be a (B, L) tensor, got {getattr(x0, 'shape', type(x0))}")
+        raise ValueError(
+            f"x0 must be a (B, L) tensor, got {getattr(x0, 'shape', type(x0))}"
+        )
     if not (isinstance(bond_mask, torch.Tensor) and bond_mask.shape == x0.shape):
         raise ValueError(f"bond_mask must be a tensor of shape {tuple(x0.shape)}")
     if x0.min() < 0 or x0.max() >= model.vocab_size:
@@ -241,8 +284,12 @@ def mdlm_loss(model: MaskedDiffusionTransformer, x0: torch.Tensor, bond_mask: to
         with torch.no_grad():
             _, valid = invalid_penalty(logp, model.tokenizer, strict=strict)
         inv = torch.zeros((), dtype=nll.dtype, device=nll.device)
-    return LossParts(loss=nll + inv, nll=float(nll.detach()), invalid=float(inv.detach()),
-                     argmax_valid=float(valid.mean()))
+    return LossParts(
+        loss=nll + inv,
+        nll=float(nll.detach()),
+        invalid=float(inv.detach()),
+        argmax_valid=float(valid.mean()),
+    )
 
 
 def _gumbel(shape, rng: torch.Generator | None, device) -> torch.Tensor:
@@ -251,9 +298,15 @@ def _gumbel(shape, rng: torch.Generator | None, device) -> torch.Tensor:
 
 
 @torch.no_grad()
-def reverse_step(model: MaskedDiffusionTransformer, z_t: torch.Tensor, t: float, s: float,
-                 gumbel: torch.Tensor | None = None, rng: torch.Generator | None = None,
-                 p_x0: torch.Tensor | None = None) -> torch.Tensor:
+def reverse_step(
+    model: MaskedDiffusionTransformer,
+    z_t: torch.Tensor,
+    t: float,
+    s: float,
+    gumbel: torch.Tensor | None = None,
+    rng: torch.Generator | None = None,
+    p_x0: torch.Tensor | None = None,
+) -> torch.Tensor:
     """One reverse step ``z_t -> z_s`` (Sec. 3.4) through the fused kernel.
 
     Args:
@@ -302,8 +355,12 @@ def time_grid(n_steps: int, eps: float = 1e-5, t_start: float = 1.0) -> np.ndarr
 
 
 @torch.no_grad()
-def rollout(model: MaskedDiffusionTransformer, z: torch.Tensor, times: np.ndarray,
-            rng: torch.Generator | None = None) -> torch.Tensor:
+def rollout(
+    model: MaskedDiffusionTransformer,
+    z: torch.Tensor,
+    times: np.ndarray,
+    rng: torch.Generator | None = None,
+) -> torch.Tensor:
     """Run the reverse steps ``times[0] -> times[1] -> ...`` then arg-max noise removal."""
     for a, b in zip(times[:-1], times[1:]):
         z = reverse_step(model, z, float(a), float(b), rng=rng)
@@ -311,8 +368,15 @@ def rollout(model: MaskedDiffusionTransformer, z: torch.Tensor, times: np.ndarra
 
 
 @torch.no_grad()
-def sample(model: MaskedDiffusionTransformer, n: int, L: int, n_steps: int,
-           rng: torch.Generator | None = None, eps: float = 1e-5, batch: int = 256) -> torch.Tensor:
+def sample(
+    model: MaskedDiffusionTransformer,
+    n: int,
+    L: int,
+    n_steps: int,
+    rng: torch.Generator | None = None,
+    eps: float = 1e-5,
+    batch: int = 256,
+) -> torch.Tensor:
     """Unguided samples: ``n`` all-mask sequences of length ``L`` through ``n_steps`` reverse steps (``rng``: torch generator).
 
     Returns:
@@ -330,22 +394,43 @@ def sample(model: MaskedDiffusionTransformer, n: int, L: int, n_steps: int,
     out = []
     times = time_grid(n_steps, eps)
     for i in range(0, n, batch):
-        z = torch.full((min(batch, n - i), L), model.mask_id, dtype=torch.long, device=model.pos.device)
+        z = torch.full(
+            (min(batch, n - i), L),
+            model.mask_id,
+            dtype=torch.long,
+            device=model.pos.device,
+        )
         out.append(rollout(model, z, times, rng).cpu())
     model.train(was)
     return torch.cat(out)
 
 
-def sample_smiles(model: MaskedDiffusionTransformer, n: int, L: int, n_steps: int,
-                  rng: torch.Generator | None = None) -> list[str]:
+def sample_smiles(
+    model: MaskedDiffusionTransformer,
+    n: int,
+    L: int,
+    n_steps: int,
+    rng: torch.Generator | None = None,
+) -> list[str]:
     """:func:`sample` decoded to SMILES strings."""
     return model.tokenizer.decode_batch(sample(model, n, L, n_steps, rng).numpy())
 
 
-def save_checkpoint(model: MaskedDiffusionTransformer, path: str | Path, extra: dict | None = None) -> None:
+def save_checkpoint(
+    model: MaskedDiffusionTransformer, path: str | Path, extra: dict | None = None
+) -> None:
     """Save weights (fp32), config and vocabulary to ``path``."""
-    torch.save({"state_dict": {k: v.detach().float() for k, v in model.state_dict().items()},
-                "config": model.config, "vocab": model.tokenizer.itos[2:], "extra": extra or {}}, path)
+    torch.save(
+        {
+            "state_dict": {
+                k: v.detach().float() for k, v in model.state_dict().items()
+            },
+            "config": model.config,
+            "vocab": model.tokenizer.itos[2:],
+            "extra": extra or {},
+        },
+        path,
+    )
 
 
 def load_checkpoint(path: str | Path) -> tuple[MaskedDiffusionTransformer, dict]:

@@ -34,7 +34,13 @@ __all__ = [
 ]
 
 #: The five objectives, every one maximised (hemolysis enters as non-hemolysis, 1 - p).
-OBJECTIVES: tuple[str, ...] = ("binding", "solubility", "nonhemolysis", "nonfouling", "permeability")
+OBJECTIVES: tuple[str, ...] = (
+    "binding",
+    "solubility",
+    "nonhemolysis",
+    "nonfouling",
+    "permeability",
+)
 
 _N_BITS = 1024
 
@@ -119,8 +125,9 @@ def descriptor_scores(smiles: Sequence[str]) -> np.ndarray:
         perm = 10 * logp + 0.3 * cnt["nmethyl"] + 0.3 * macro - tpsa / 2
         sol = -10 * logp + 0.2 * (cnt["cation"] + cnt["anion"]) / res
         nonhemo = -float(cnt["cation"] * arom)
-        nonfoul = (cnt["hydroxyl"] + cnt["amide_side"] + min(cnt["anion"], cnt["cation"])) / res \
-            - 0.3 * abs(cnt["cation"] - cnt["anion"]) / res
+        nonfoul = (
+            cnt["hydroxyl"] + cnt["amide_side"] + min(cnt["anion"], cnt["cation"])
+        ) / res - 0.3 * abs(cnt["cation"] - cnt["anion"]) / res
         out[i] = (sol, nonhemo, nonfoul, perm)
     return out
 
@@ -141,7 +148,12 @@ class PeptideObjectives:
 
     names: tuple[str, ...] = OBJECTIVES
 
-    def __init__(self, n_estimators: int = 60, label_noise: float = 0.1, reference: str | None = None):
+    def __init__(
+        self,
+        n_estimators: int = 60,
+        label_noise: float = 0.1,
+        reference: str | None = None,
+    ):
         self.n_estimators = check_int(n_estimators, "n_estimators", low=1)
         self.label_noise = check_probability(label_noise, "label_noise")
         if self.label_noise >= 0.5:
@@ -151,7 +163,9 @@ class PeptideObjectives:
         self.models: list = []
         self.calls = 0
 
-    def fit(self, smiles: Sequence[str], rng: np.random.Generator) -> "PeptideObjectives":
+    def fit(
+        self, smiles: Sequence[str], rng: np.random.Generator
+    ) -> "PeptideObjectives":
         """Train the four classifiers on ``smiles`` (valid peptides). Returns ``self``.
 
         Raises:
@@ -163,7 +177,9 @@ class PeptideObjectives:
         vals = descriptor_scores(smiles)
         keep = ~np.isnan(vals).any(axis=1)
         if keep.sum() < 20:
-            raise ValueError(f"smiles: need >= 20 parsable molecules to fit, got {int(keep.sum())}")
+            raise ValueError(
+                f"smiles: need >= 20 parsable molecules to fit, got {int(keep.sum())}"
+            )
         X = morgan_counts([s for s, k in zip(smiles, keep) if k])
         vals = vals[keep]
         self.models = []
@@ -173,10 +189,18 @@ class PeptideObjectives:
             flip = rng.random(len(y)) < self.label_noise
             y = np.where(flip, 1 - y, y)
             if y.min() == y.max():
-                raise ValueError(f"objective {self.names[j + 1]}: labels hold one class only")
-            clf = xgb.XGBClassifier(n_estimators=self.n_estimators, max_depth=4, learning_rate=0.2,
-                                    n_jobs=1, tree_method="hist", random_state=int(rng.integers(2**31)),
-                                    verbosity=0)
+                raise ValueError(
+                    f"objective {self.names[j + 1]}: labels hold one class only"
+                )
+            clf = xgb.XGBClassifier(
+                n_estimators=self.n_estimators,
+                max_depth=4,
+                learning_rate=0.2,
+                n_jobs=1,
+                tree_method="hist",
+                random_state=int(rng.integers(2**31)),
+                verbosity=0,
+            )
             clf.fit(X, y)
             self.models.append(clf)
             self.train_accuracy.append(float((clf.predict(X) == y).mean()))
@@ -186,7 +210,9 @@ class PeptideObjectives:
         """Tanimoto (Morgan radius 2, 1024 bits) to the reference ligand, ``(n,)`` float64."""
         if len(smiles) == 0:
             return np.zeros(0)
-        return tanimoto.max_tanimoto(tanimoto.pack_bits(morgan_bits(smiles)), self._ref_packed).astype(np.float64)
+        return tanimoto.max_tanimoto(
+            tanimoto.pack_bits(morgan_bits(smiles)), self._ref_packed
+        ).astype(np.float64)
 
     def score(self, smiles: Sequence[str]) -> np.ndarray:
         """Scores ``(n, 5)`` float64 in [0, 1], columns :data:`OBJECTIVES` (all maximised).
@@ -201,7 +227,9 @@ class PeptideObjectives:
         if not smiles:
             return np.zeros((0, len(self.names)))
         X = morgan_counts(smiles)
-        cols = [self.binding(smiles)] + [m.predict_proba(X)[:, 1].astype(np.float64) for m in self.models]
+        cols = [self.binding(smiles)] + [
+            m.predict_proba(X)[:, 1].astype(np.float64) for m in self.models
+        ]
         return np.stack(cols, axis=1)
 
     def score_fns(self) -> list[Callable[[list[str]], np.ndarray]]:

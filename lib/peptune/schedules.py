@@ -26,7 +26,9 @@ def _check_eps(eps: float) -> float:
 
 
 def _as_time(t) -> torch.Tensor:
-    t = torch.as_tensor(t, dtype=torch.get_default_dtype() if not torch.is_tensor(t) else None)
+    t = torch.as_tensor(
+        t, dtype=torch.get_default_dtype() if not torch.is_tensor(t) else None
+    )
     if not torch.is_floating_point(t):
         t = t.to(torch.get_default_dtype())
     if torch.isnan(t).any() or (t < 0).any() or (t > 1).any():
@@ -96,7 +98,13 @@ class BondDependentSchedule:
         ValueError: ``eps`` outside (0, 1), ``w < 1``.
     """
 
-    def __init__(self, eps: float = 1e-3, w: float = 3.0, uniform: bool = False, derivative: str = "exact"):
+    def __init__(
+        self,
+        eps: float = 1e-3,
+        w: float = 3.0,
+        uniform: bool = False,
+        derivative: str = "exact",
+    ):
         self.eps = _check_eps(eps)
         self.base = LogLinear(eps)
         self.bond = LogPoly(w=w, eps=eps, derivative=derivative)
@@ -114,19 +122,27 @@ class BondDependentSchedule:
         try:
             torch.broadcast_shapes(t.shape, is_bond.shape)
         except RuntimeError:
-            raise ValueError(f"t of shape {tuple(t.shape)} does not broadcast against is_bond "
-                             f"of shape {tuple(is_bond.shape)}") from None
+            raise ValueError(
+                f"t of shape {tuple(t.shape)} does not broadcast against is_bond "
+                f"of shape {tuple(is_bond.shape)}"
+            ) from None
         b = a if self.uniform else getattr(self.bond, fn)(t)
         return torch.where(is_bond, b, a)
 
-    def mask_prob(self, t: float | torch.Tensor, is_bond: torch.Tensor | None = None) -> torch.Tensor:
+    def mask_prob(
+        self, t: float | torch.Tensor, is_bond: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Mask probability of each token; ``t`` broadcast against ``is_bond`` (bool)."""
         return self._pick("mask_prob", t, is_bond)
 
-    def sigma(self, t: float | torch.Tensor, is_bond: torch.Tensor | None = None) -> torch.Tensor:
+    def sigma(
+        self, t: float | torch.Tensor, is_bond: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``sigma`` of each token."""
         return self._pick("sigma", t, is_bond)
 
-    def dsigma(self, t: float | torch.Tensor, is_bond: torch.Tensor | None = None) -> torch.Tensor:
+    def dsigma(
+        self, t: float | torch.Tensor, is_bond: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``d sigma / dt`` of each token."""
         return self._pick("dsigma", t, is_bond)

@@ -13,7 +13,17 @@ baselines), ``runtime`` (the multi-process gloo pipeline and core PyTorch's
 ``experiments`` (the loops the chapter calls).
 """
 
-from . import claims, cost, defaults, experiments, graph, models, planner, runtime, schedule
+from . import (
+    claims,
+    cost,
+    defaults,
+    experiments,
+    graph,
+    models,
+    planner,
+    runtime,
+    schedule,
+)
 from .claims import CLAIMS
 from .cost import *  # noqa: F401,F403
 from .defaults import DEFAULTS, PfeifeDefaults
@@ -24,5 +34,15 @@ from .planner import *  # noqa: F401,F403
 from .runtime import *  # noqa: F401,F403
 from .schedule import *  # noqa: F401,F403
 
-__all__ = ["CLAIMS", "DEFAULTS", "PfeifeDefaults", *graph.__all__, *models.__all__, *schedule.__all__,
-           *cost.__all__, *planner.__all__, *runtime.__all__, *experiments.__all__]
+__all__ = [
+    "CLAIMS",
+    "DEFAULTS",
+    "PfeifeDefaults",
+    *graph.__all__,
+    *models.__all__,
+    *schedule.__all__,
+    *cost.__all__,
+    *planner.__all__,
+    *runtime.__all__,
+    *experiments.__all__,
+]

@@ -65,10 +65,16 @@ class _Rank:
         for name in list(self.attrs):
             t = self.attrs[name]
             if isinstance(t, torch.Tensor):
-                self.attrs[name] = t.detach().requires_grad_(name in self.params and t.is_floating_point())
+                self.attrs[name] = t.detach().requires_grad_(
+                    name in self.params and t.is_floating_point()
+                )
         self.modules = prog["modules"]
-        self.param_ptrs = {t.data_ptr() for t in self.attrs.values() if isinstance(t, torch.Tensor)}
-        self.param_ptrs |= {p.data_ptr() for m in self.modules.values() for p in m.parameters()}
+        self.param_ptrs = {
+            t.data_ptr() for t in self.attrs.values() if isinstance(t, torch.Tensor)
+        }
+        self.param_ptrs |= {
+            p.data_ptr() for m in self.modules.values() for p in m.parameters()
+        }
         return "loaded"
 
     def _param(self, name: str) -> torch.Tensor:
@@ -77,11 +83,15 @@ class _Rank:
         mod, _, leaf = name.rpartition(".")
         return getattr(self.modules[mod], leaf)
 
-    def _recv(self, shape: tuple, dtype: torch.dtype, src_rank: int, tag: int) -> torch.Tensor:
+    def _recv(
+        self, shape: tuple, dtype: torch.dtype, src_rank: int, tag: int
+    ) -> torch.Tensor:
         t = torch.empty(shape, dtype=dtype)
         work = dist.irecv(t, src=src_rank, tag=tag)
         if not work.wait(self.timeout):
-            raise TimeoutError(f"rank {self.rank}: receive from rank {src_rank} (tag {tag}) timed out")
+            raise TimeoutError(
+                f"rank {self.rank}: receive from rank {src_rank} (tag {tag}) timed out"
+            )
         return t
 
     def step(self, payload: dict) -> dict:
@@ -113,7 +123,9 @@ class _Rank:
                         t = local_act.pop((v, j, k))
                     else:
                         shape, dtype = meta[v]
-                        t = self._recv(shape, dtype, src % D, prog["tags"][(v, j, k, 0)])
+                        t = self._recv(
+                            shape, dtype, src % D, prog["tags"][(v, j, k, 0)]
+                        )
                     inputs[v] = t.requires_grad_(t.is_floating_point())
                 w1, c1 = time.perf_counter(), time.thread_time()
                 env: dict = {}
@@ -135,7 +147,9 @@ class _Rank:
                                 return self.attrs[a.target]
                             return env[a.name] if a.name in env else inputs[a.name]
 
-                        env[name] = _run_spec(spec, self.modules, _map(spec[2], look), _map(spec[3], look))
+                        env[name] = _run_spec(
+                            spec, self.modules, _map(spec[2], look), _map(spec[3], look)
+                        )
                     loss = None
                     if out_name in env:
                         # 1/M: full-batch mean
@@ -147,7 +161,11 @@ class _Rank:
                         if d % D == self.rank:
                             local_act[(v, d, k)] = val.clone()
                         else:
-                            sends.append(dist.isend(val, dst=d % D, tag=prog["tags"][(v, d, k, 0)]))
+                            sends.append(
+                                dist.isend(
+                                    val, dst=d % D, tag=prog["tags"][(v, d, k, 0)]
+                                )
+                            )
                 nb = sum(counted.values())
                 saved[(j, k)] = (inputs, env, loss, nb)
                 live_bytes += nb
@@ -167,7 +185,9 @@ class _Rank:
                             gv = local_grad.pop((v, d, k))
                         else:
                             shape, dtype = meta[v]
-                            gv = self._recv(shape, dtype, d % D, prog["tags"][(v, d, k, 1)])
+                            gv = self._recv(
+                                shape, dtype, d % D, prog["tags"][(v, d, k, 1)]
+                            )
                         gsum = gv if gsum is None else gsum + gv
                     recvd.append((v, gsum))
                 w1, c1 = time.perf_counter(), time.thread_time()
@@ -183,12 +203,28 @@ class _Rank:
                     if src % D == self.rank:
                         local_grad[(v, j, k)] = gv
                     else:
-                        sends.append(dist.isend(gv.contiguous(), dst=src % D, tag=prog["tags"][(v, j, k, 1)]))
+                        sends.append(
+                            dist.isend(
+                                gv.contiguous(),
+                                dst=src % D,
+                                tag=prog["tags"][(v, j, k, 1)],
+                            )
+                        )
                 live_bytes -= nb
                 live_mb -= 1
                 del inputs, env, loss
             w2, c2 = time.perf_counter(), time.thread_time()
-            events.append((j, k, 0 if kind == "F" else 1, w0 - t_start, w1 - t_start, w2 - t_start, (c2 - c1) * 1e3))
+            events.append(
+                (
+                    j,
+                    k,
+                    0 if kind == "F" else 1,
+                    w0 - t_start,
+                    w1 - t_start,
+                    w2 - t_start,
+                    (c2 - c1) * 1e3,
+                )
+            )
         for w in sends:
             w.wait(self.timeout)
         w3, c3 = time.perf_counter(), time.thread_time()
@@ -206,9 +242,18 @@ class _Rank:
                 p.grad = None
         w4, c4 = time.perf_counter(), time.thread_time()
         dist.barrier()
-        return dict(rank=self.rank, events=events, loss=loss_total, grads=grads_out, opt_ms=(c4 - c3) * 1e3,
-                    wall_ms=(w4 - 0.0 - t_start) * 1e3, cpu_ms=(c4 - cpu_start) * 1e3, peak_act_bytes=peak_bytes,
-                    peak_live_mb=peak_mb, t_start=t_start)
+        return dict(
+            rank=self.rank,
+            events=events,
+            loss=loss_total,
+            grads=grads_out,
+            opt_ms=(c4 - c3) * 1e3,
+            wall_ms=(w4 - 0.0 - t_start) * 1e3,
+            cpu_ms=(c4 - cpu_start) * 1e3,
+            peak_act_bytes=peak_bytes,
+            peak_live_mb=peak_mb,
+            t_start=t_start,
+        )
 
     # ------------------------------------------------------------------ transfer benchmark
     def p2p(self, payload: dict) -> dict:
@@ -232,11 +277,18 @@ class _Rank:
 
     # ------------------------------------------------------------------ core PyTorch
     def torch_pp(self, payload: dict) -> dict:
-        from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
+        from torch.distributed.pipelining import (
+            PipelineStage,
+            Schedule1F1B,
+            ScheduleGPipe,
+            ScheduleInterleaved1F1B,
+        )
 
         S, M = payload["S"], payload["M"]
         mods = payload["modules"]
-        stages = [PipelineStage(mods[j], j, S, torch.device("cpu")) for j in sorted(mods)]
+        stages = [
+            PipelineStage(mods[j], j, S, torch.device("cpu")) for j in sorted(mods)
+        ]
         loss_fn = lambda out, y: torch.nn.functional.mse_loss(out, y)  # noqa: E731
         kind = payload["schedule"]
         if kind == "interleaved":
@@ -262,8 +314,15 @@ class _Rank:
             else:
                 sched.step()
             w1, c1 = time.perf_counter(), time.process_time()
-            res.append(dict(wall_ms=(w1 - w0) * 1e3, cpu_ms=(c1 - c0) * 1e3,
-                            loss=float(sum(float(l.detach()) for l in losses) / M) if losses else None))
+            res.append(
+                dict(
+                    wall_ms=(w1 - w0) * 1e3,
+                    cpu_ms=(c1 - c0) * 1e3,
+                    loss=float(sum(float(l.detach()) for l in losses) / M)
+                    if losses
+                    else None,
+                )
+            )
         grads = {}
         for m in mods.values():
             for name, p in m.named_parameters():
@@ -273,14 +332,21 @@ class _Rank:
         return dict(rank=self.rank, steps=res, grads=grads)
 
 
-def worker_main(rank: int, D: int, port: int, timeout_s: float, cmd_q: Any, res_q: Any) -> None:
+def worker_main(
+    rank: int, D: int, port: int, timeout_s: float, cmd_q: Any, res_q: Any
+) -> None:
     """Entry point of a spawned rank: join the gloo group on 127.0.0.1:``port``, serve commands."""
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     os.environ["OMP_NUM_THREADS"] = "1"
     torch.set_num_threads(1)
     try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=D,
-                                timeout=timedelta(seconds=timeout_s))
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=D,
+            timeout=timedelta(seconds=timeout_s),
+        )
     except Exception:  # noqa: BLE001 - reported to the parent
         res_q.put((rank, "error", traceback.format_exc()))
         return

@@ -20,8 +20,17 @@ from icml25.checks import check_array, check_int, check_real
 from .graph import OpGraph, cut_matrix
 from .schedule import Event, check_schedule
 
-__all__ = ["CommModel", "StageCosts", "stage_costs", "simulate", "simulate_contention", "peak_memory",
-           "replay_makespan", "bubble_fraction", "check_splits"]
+__all__ = [
+    "CommModel",
+    "StageCosts",
+    "stage_costs",
+    "simulate",
+    "simulate_contention",
+    "peak_memory",
+    "replay_makespan",
+    "bubble_fraction",
+    "check_splits",
+]
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,9 @@ class CommModel:
         x = check_array(nbytes, "nbytes", ndim=1, low=0.0).astype(np.float64)
         y = check_array(ms, "ms", shape=(len(x),), low=0.0).astype(np.float64)
         if len(np.unique(x)) < 3:
-            raise ValueError("nbytes must hold at least 3 distinct sizes to fit 3 parameters")
+            raise ValueError(
+                "nbytes must hold at least 3 distinct sizes to fit 3 parameters"
+            )
         return _fit_biased_relu(x, y)
 
     def time(self, nbytes: Any) -> np.ndarray:
@@ -82,14 +93,19 @@ def _fit_biased_relu(x: np.ndarray, y: np.ndarray) -> CommModel:
     from scipy.optimize import curve_fit
 
     scale = max(float(x.max()), 1.0)
-    xs = x / scale                                     # fit in units of the largest size
+    xs = x / scale  # fit in units of the largest size
     best = None
-    for x0_init in (0.0, 0.1, 0.3):                    # the kink makes the loss non-smooth: restart
+    for x0_init in (0.0, 0.1, 0.3):  # the kink makes the loss non-smooth: restart
         slope0 = max((y.max() - y.min()) / max(1.0 - x0_init, 1e-3), 1e-9)
         try:
-            p, _ = curve_fit(lambda t, c, m, x0: np.where(t > x0, c + m * (t - x0), c), xs, y,
-                             p0=(max(float(y.min()), 1e-6), slope0, x0_init),
-                             bounds=([0.0, 0.0, 0.0], [np.inf, np.inf, 1.0]), maxfev=20_000)
+            p, _ = curve_fit(
+                lambda t, c, m, x0: np.where(t > x0, c + m * (t - x0), c),
+                xs,
+                y,
+                p0=(max(float(y.min()), 1e-6), slope0, x0_init),
+                bounds=([0.0, 0.0, 0.0], [np.inf, np.inf, 1.0]),
+                maxfev=20_000,
+            )
         except RuntimeError:
             continue
         r = float(np.sum((_comm_time(xs, *p) - y) ** 2))
@@ -111,7 +127,9 @@ def check_splits(splits: Any, n: int, S: int | None = None) -> np.ndarray:
     if S is not None and len(s) != S - 1:
         raise ValueError(f"splits must hold S - 1 = {S - 1} split points, got {len(s)}")
     if len(s) and (s.min() < 1 or s.max() > n - 1 or np.any(np.diff(s) <= 0)):
-        raise ValueError(f"splits must be strictly increasing integers in 1..{n - 1}, got {s.tolist()}")
+        raise ValueError(
+            f"splits must be strictly increasing integers in 1..{n - 1}, got {s.tolist()}"
+        )
     return s
 
 
@@ -132,7 +150,9 @@ class StageCosts:
     C: np.ndarray
 
 
-def stage_costs(g: OpGraph, order: np.ndarray, splits: np.ndarray, D: int) -> StageCosts:
+def stage_costs(
+    g: OpGraph, order: np.ndarray, splits: np.ndarray, D: int
+) -> StageCosts:
     """Stage sums ``F_j = sum_{p in stage j} f_{order[p]}`` (and B, act, tmp, weights, cut bytes).
 
     Trusted inputs (public callers validate). Sums are differences of float64 prefix sums, in the
@@ -154,12 +174,25 @@ def stage_costs(g: OpGraph, order: np.ndarray, splits: np.ndarray, D: int) -> St
     for j in range(S):
         opt[j % D] += O[j]
         w[j % D] += wp[hi[j]] - wp[lo[j]]
-    return StageCosts(F=F, B=B, opt=opt, act=(ap[hi] - ap[lo]).astype(np.int64), tmp=T, w=w,
-                      C=cut_matrix(g, order, splits))
+    return StageCosts(
+        F=F,
+        B=B,
+        opt=opt,
+        act=(ap[hi] - ap[lo]).astype(np.int64),
+        tmp=T,
+        w=w,
+        C=cut_matrix(g, order, splits),
+    )
 
 
-def _simulate_events(schedule: list[list[Event]], dur: np.ndarray, C: np.ndarray, comm: tuple[float, float, float],
-                     opt: np.ndarray, channel: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
+def _simulate_events(
+    schedule: list[list[Event]],
+    dur: np.ndarray,
+    C: np.ndarray,
+    comm: tuple[float, float, float],
+    opt: np.ndarray,
+    channel: bool = False,
+) -> tuple[float, np.ndarray, np.ndarray]:
     """Longest path of the event DAG by a rank-by-rank sweep (each rank's list is a topological
     order of its events, so a sweep that runs every ready event reaches the fixed point).
 
@@ -193,7 +226,9 @@ def _simulate_events(schedule: list[list[Event]], dur: np.ndarray, C: np.ndarray
                 else:
                     preds = [(i, 1) for i in range(j + 1, S) if C[j, i] > 0]
                     nbytes = [C[j, i] for i in range(j + 1, S) if C[j, i] > 0]
-                if any(np.isnan(fin[pk, i, k]) for i, pk in preds) or (kd == 1 and np.isnan(fin[0, j, k])):
+                if any(np.isnan(fin[pk, i, k]) for i, pk in preds) or (
+                    kd == 1 and np.isnan(fin[0, j, k])
+                ):
                     break
                 start = t_rank[r]
                 if kd == 1:
@@ -207,7 +242,9 @@ def _simulate_events(schedule: list[list[Event]], dur: np.ndarray, C: np.ndarray
                         arrive = t0 + float(_comm_time(np.float64(nb), c, m, x0))
                         chan_free[(src, dst)] = arrive
                     else:
-                        arrive = fin[pk, i, k] + float(_comm_time(np.float64(nb), c, m, x0))
+                        arrive = fin[pk, i, k] + float(
+                            _comm_time(np.float64(nb), c, m, x0)
+                        )
                     start = max(start, arrive)
                 f = start + dur[kd, j, k]
                 fin[kd, j, k] = f
@@ -218,13 +255,21 @@ def _simulate_events(schedule: list[list[Event]], dur: np.ndarray, C: np.ndarray
                 done += 1
                 progressed = True
         if not progressed:
-            stuck = {r: schedule[r][pos[r]] for r in range(D) if pos[r] < len(schedule[r])}
+            stuck = {
+                r: schedule[r][pos[r]] for r in range(D) if pos[r] < len(schedule[r])
+            }
             raise ValueError(f"the schedule deadlocks: every rank waits ({stuck})")
     ends = np.array([t_rank[r] + opt[r] for r in range(D)])
-    return float(ends.max()), busy + opt, np.asarray(rows, dtype=np.float64).reshape(-1, 6)
+    return (
+        float(ends.max()),
+        busy + opt,
+        np.asarray(rows, dtype=np.float64).reshape(-1, 6),
+    )
 
 
-def _prep(g: OpGraph, order: Any, splits: Any, schedule: Any) -> tuple[np.ndarray, np.ndarray, list, int, int]:
+def _prep(
+    g: OpGraph, order: Any, splits: Any, schedule: Any
+) -> tuple[np.ndarray, np.ndarray, list, int, int]:
     if not isinstance(g, OpGraph):
         raise TypeError(f"g must be an OpGraph, got {type(g).__name__}")
     order = check_array(order, "order", shape=(g.n,), kind="int")
@@ -249,8 +294,9 @@ def _check_comm(comm: Any) -> tuple[float, float, float]:
     return comm.params
 
 
-def simulate(g: OpGraph, order: Any, splits: Any, schedule: list[list[Event]], comm: CommModel
-             ) -> tuple[float, np.ndarray, np.ndarray]:
+def simulate(
+    g: OpGraph, order: Any, splits: Any, schedule: list[list[Event]], comm: CommModel
+) -> tuple[float, np.ndarray, np.ndarray]:
     """Predicted step time of a plan: the longest path of Pfeife's event DAG (Sec. 4, cost model).
 
     Args:
@@ -272,8 +318,9 @@ def simulate(g: OpGraph, order: Any, splits: Any, schedule: list[list[Event]], c
     return _simulate_events(sched, dur, sc.C, _check_comm(comm), sc.opt)
 
 
-def simulate_contention(g: OpGraph, order: Any, splits: Any, schedule: list[list[Event]], comm: CommModel
-                        ) -> tuple[float, np.ndarray, np.ndarray]:
+def simulate_contention(
+    g: OpGraph, order: Any, splits: Any, schedule: list[list[Event]], comm: CommModel
+) -> tuple[float, np.ndarray, np.ndarray]:
     """:func:`simulate` with one transfer at a time per directed rank pair (Sec. 4, refined model).
 
     Transfers that share a channel are served first come, first served in the sweep's order
@@ -288,8 +335,13 @@ def simulate_contention(g: OpGraph, order: Any, splits: Any, schedule: list[list
     return _simulate_events(sched, dur, sc.C, _check_comm(comm), sc.opt, channel=True)
 
 
-def replay_makespan(schedule: list[list[Event]], dur_ms: Any, C: Any, comm: CommModel, opt_ms: Any = None
-                    ) -> tuple[float, np.ndarray, np.ndarray]:
+def replay_makespan(
+    schedule: list[list[Event]],
+    dur_ms: Any,
+    C: Any,
+    comm: CommModel,
+    opt_ms: Any = None,
+) -> tuple[float, np.ndarray, np.ndarray]:
     """The cost model replayed from measured event times (for prediction-error checks).
 
     Args:
@@ -302,11 +354,17 @@ def replay_makespan(schedule: list[list[Event]], dur_ms: Any, C: Any, comm: Comm
     S, M = dur.shape[1], dur.shape[2]
     sched = check_schedule(schedule, S, M)
     Cm = check_array(C, "C", shape=(S, S), kind="int", low=0)
-    opt = np.zeros(len(sched)) if opt_ms is None else check_array(opt_ms, "opt_ms", shape=(len(sched),), low=0.0)
+    opt = (
+        np.zeros(len(sched))
+        if opt_ms is None
+        else check_array(opt_ms, "opt_ms", shape=(len(sched),), low=0.0)
+    )
     return _simulate_events(sched, dur, Cm, _check_comm(comm), opt)
 
 
-def peak_memory(g: OpGraph, order: Any, splits: Any, schedule: list[list[Event]]) -> np.ndarray:
+def peak_memory(
+    g: OpGraph, order: Any, splits: Any, schedule: list[list[Event]]
+) -> np.ndarray:
     """Peak bytes per rank under the memory model (Sec. 4).
 
     ``idle_r = sum of weight bytes of rank r's stages``; walking rank r's events, a forward adds
@@ -324,7 +382,9 @@ def peak_memory(g: OpGraph, order: Any, splits: Any, schedule: list[list[Event]]
     return _peak_memory(sched, sc.act, sc.tmp, sc.w)
 
 
-def _peak_memory(sched: list[list[Event]], act: np.ndarray, tmp: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _peak_memory(
+    sched: list[list[Event]], act: np.ndarray, tmp: np.ndarray, w: np.ndarray
+) -> np.ndarray:
     """``peak_r = max_t (w_r + sum_{F done, B not} a_j + tau_{j(t)})`` over rank r's events."""
     out = np.zeros(len(sched), np.int64)
     for r, evs in enumerate(sched):

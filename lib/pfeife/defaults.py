@@ -50,12 +50,20 @@ class PfeifeDefaults:
     rescale_factors: tuple[float, ...] = (0.9, 0.95, 1.05, 1.1)
     comm_bench_b: tuple[int, ...] = (1, 2, 4)
     comm_bench_wh: tuple[int, ...] = (100, 400, 800, 3200)
-    repo_configs: dict = field(default_factory=lambda: {
-        "llama-7b": dict(D=8, micro_batch=1, M=8, L=2, seq=256),
-        "sdxl": dict(D=8, micro_batch=8, M=8, L=1, px=128),
-        "vit": dict(D=2, micro_batch=24, M=2, L=1),
-    })
-    readme_vit: dict = field(default_factory=lambda: {"predicted_ms": 850.2, "measured_ms": 896.6, "search_s": 0.07})
+    repo_configs: dict = field(
+        default_factory=lambda: {
+            "llama-7b": dict(D=8, micro_batch=1, M=8, L=2, seq=256),
+            "sdxl": dict(D=8, micro_batch=8, M=8, L=1, px=128),
+            "vit": dict(D=2, micro_batch=24, M=2, L=1),
+        }
+    )
+    readme_vit: dict = field(
+        default_factory=lambda: {
+            "predicted_ms": 850.2,
+            "measured_ms": 896.6,
+            "search_s": 0.07,
+        }
+    )
     speedup_vs_sota: float = 0.22
 
 

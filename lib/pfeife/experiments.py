@@ -12,12 +12,29 @@ from icml25.checks import check_int, check_rng
 
 from .cost import CommModel, replay_makespan, stage_costs
 from .graph import OpGraph
-from .planner import Plan, balanced_time_splits, fixed_plan, optimal_splits_dp, plan, uniform_count_splits
+from .planner import (
+    Plan,
+    balanced_time_splits,
+    fixed_plan,
+    optimal_splits_dp,
+    plan,
+    uniform_count_splits,
+)
 from .runtime import PipelineRunner, grads_single_process
 from .schedule import in_flight
 
-__all__ = ["fit_comm_model", "baseline_plans", "run_plan", "compare_plans", "memory_experiment",
-           "virtual_device_plans", "max_grad_error", "comm_bench_sizes", "min_busy_ms", "min_event_ms"]
+__all__ = [
+    "fit_comm_model",
+    "baseline_plans",
+    "run_plan",
+    "compare_plans",
+    "memory_experiment",
+    "virtual_device_plans",
+    "max_grad_error",
+    "comm_bench_sizes",
+    "min_busy_ms",
+    "min_event_ms",
+]
 
 
 def comm_bench_sizes(scale: float = 1.0) -> np.ndarray:
@@ -28,11 +45,19 @@ def comm_bench_sizes(scale: float = 1.0) -> np.ndarray:
     """
     from .defaults import DEFAULTS
 
-    s = sorted({max(4, int(4 * b * w * w * scale)) for b in DEFAULTS.comm_bench_b for w in DEFAULTS.comm_bench_wh})
+    s = sorted(
+        {
+            max(4, int(4 * b * w * w * scale))
+            for b in DEFAULTS.comm_bench_b
+            for w in DEFAULTS.comm_bench_wh
+        }
+    )
     return np.asarray(s, np.int64)
 
 
-def fit_comm_model(runner: PipelineRunner, sizes: Sequence[int], n_reps: int = 5) -> tuple[CommModel, np.ndarray, np.ndarray]:
+def fit_comm_model(
+    runner: PipelineRunner, sizes: Sequence[int], n_reps: int = 5
+) -> tuple[CommModel, np.ndarray, np.ndarray]:
     """Benchmark gloo transfers between ranks 0 and 1 and fit the biased ReLU.
 
     Returns:
@@ -49,9 +74,14 @@ def baseline_plans(g: OpGraph, D: int, M: int, comm: CommModel) -> dict[str, Pla
     """
     order = np.arange(g.n)
     cost = g.f_ms + g.b_ms
-    return {name: fixed_plan(g, order, s, D, M, comm) for name, s in
-            [("uniform", uniform_count_splits(g.n, D)), ("balanced", balanced_time_splits(cost, D)),
-             ("dp", optimal_splits_dp(cost, D))]}
+    return {
+        name: fixed_plan(g, order, s, D, M, comm)
+        for name, s in [
+            ("uniform", uniform_count_splits(g.n, D)),
+            ("balanced", balanced_time_splits(cost, D)),
+            ("dp", optimal_splits_dp(cost, D)),
+        ]
+    }
 
 
 def max_grad_error(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
@@ -78,9 +108,15 @@ def min_busy_ms(step_reports: Sequence[dict]) -> np.ndarray:
     out = np.zeros(D)
     for r in range(D):
         keys = [(e[0], e[1], e[2]) for e in step_reports[0]["events"][r]]
-        if any([(e[0], e[1], e[2]) for e in s["events"][r]] != keys for s in step_reports):
-            raise ValueError(f"step_reports: rank {r}'s event list differs between steps (different plans?)")
-        cpu = np.array([[e[6] for e in s["events"][r]] for s in step_reports]).reshape(len(step_reports), len(keys))
+        if any(
+            [(e[0], e[1], e[2]) for e in s["events"][r]] != keys for s in step_reports
+        ):
+            raise ValueError(
+                f"step_reports: rank {r}'s event list differs between steps (different plans?)"
+            )
+        cpu = np.array([[e[6] for e in s["events"][r]] for s in step_reports]).reshape(
+            len(step_reports), len(keys)
+        )
         out[r] = cpu.min(0).sum() + min(float(s["opt_ms"][r]) for s in step_reports)
     return out
 
@@ -94,14 +130,29 @@ def min_event_ms(step_reports: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
     """
     if len(step_reports) == 0:
         raise ValueError("step_reports must hold at least one step report")
-    dur = np.min(np.stack([np.asarray(s["dur_ms"], dtype=np.float64) for s in step_reports]), axis=0)
-    opt = np.min(np.stack([np.asarray(s["opt_ms"], dtype=np.float64) for s in step_reports]), axis=0)
+    dur = np.min(
+        np.stack([np.asarray(s["dur_ms"], dtype=np.float64) for s in step_reports]),
+        axis=0,
+    )
+    opt = np.min(
+        np.stack([np.asarray(s["opt_ms"], dtype=np.float64) for s in step_reports]),
+        axis=0,
+    )
     return dur, opt
 
 
-def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Sequence[torch.Tensor],
-             target: torch.Tensor, comm: CommModel, n_steps: int, ref_grads: dict | None = None,
-             keep_steps: bool = False) -> dict:
+def run_plan(
+    runner: PipelineRunner,
+    gm: Any,
+    g: OpGraph,
+    p: Plan,
+    inputs: Sequence[torch.Tensor],
+    target: torch.Tensor,
+    comm: CommModel,
+    n_steps: int,
+    ref_grads: dict | None = None,
+    keep_steps: bool = False,
+) -> dict:
     """Load ``p``, run one warm-up and ``n_steps`` measured steps on our runtime.
 
     Returns:
@@ -117,7 +168,9 @@ def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Seque
     mb = tuple(t[: t.shape[0] // M] for t in inputs)
     runner.load_plan(gm, p, mb)
     first = runner.step(inputs, target, return_grads=ref_grads is not None)
-    steps = [runner.step(inputs, target) for _ in range(check_int(n_steps, "n_steps", low=1))]
+    steps = [
+        runner.step(inputs, target) for _ in range(check_int(n_steps, "n_steps", low=1))
+    ]
     busy = np.array([s["busy_cpu_ms"] for s in steps])
     busy_min = min_busy_ms(steps)
     i_med = int(np.argsort(busy.max(1))[len(steps) // 2])
@@ -125,18 +178,41 @@ def run_plan(runner: PipelineRunner, gm: Any, g: OpGraph, p: Plan, inputs: Seque
     C = stage_costs(g, p.order, p.splits, p.D).C
     dur_min, opt_min = min_event_ms(steps)
     replay = replay_makespan(p.schedule, dur_min, C, comm, opt_min)[0]
-    return dict(predicted_ms=p.predicted_ms, replay_ms=float(replay), busy_cpu_ms=busy_min,
-                busy_median_ms=np.median(busy, 0), bottleneck_ms=float(busy_min.max()),
-                bottleneck_median_ms=float(np.median(busy.max(1))), wall_ms=float(np.median([s["wall_ms"] for s in steps])),
-                grad_err=max_grad_error(first["grads"], ref_grads) if ref_grads is not None else float("nan"),
-                loss=first["loss"], peak_live_mb=med["peak_live_mb"], peak_act_bytes=med["peak_act_bytes"],
-                events=med["events"], dur_ms=med["dur_ms"], **({"steps": steps} if keep_steps else {}))
+    return dict(
+        predicted_ms=p.predicted_ms,
+        replay_ms=float(replay),
+        busy_cpu_ms=busy_min,
+        busy_median_ms=np.median(busy, 0),
+        bottleneck_ms=float(busy_min.max()),
+        bottleneck_median_ms=float(np.median(busy.max(1))),
+        wall_ms=float(np.median([s["wall_ms"] for s in steps])),
+        grad_err=max_grad_error(first["grads"], ref_grads)
+        if ref_grads is not None
+        else float("nan"),
+        loss=first["loss"],
+        peak_live_mb=med["peak_live_mb"],
+        peak_act_bytes=med["peak_act_bytes"],
+        events=med["events"],
+        dur_ms=med["dur_ms"],
+        **({"steps": steps} if keep_steps else {}),
+    )
 
 
-def compare_plans(runner: PipelineRunner, gm: Any, g: OpGraph, inputs: Sequence[torch.Tensor], target: torch.Tensor,
-                  M: int, comm: CommModel, capacity_bytes: float, rng: np.random.Generator, n_steps: int,
-                  torch_steps: int = 1, loop_cnts: Sequence[int] = (1, 2, 3),
-                  n_rounds: int = 1) -> tuple[dict[str, Plan], dict[str, dict]]:
+def compare_plans(
+    runner: PipelineRunner,
+    gm: Any,
+    g: OpGraph,
+    inputs: Sequence[torch.Tensor],
+    target: torch.Tensor,
+    M: int,
+    comm: CommModel,
+    capacity_bytes: float,
+    rng: np.random.Generator,
+    n_steps: int,
+    torch_steps: int = 1,
+    loop_cnts: Sequence[int] = (1, 2, 3),
+    n_rounds: int = 1,
+) -> tuple[dict[str, Plan], dict[str, dict]]:
     """Experiment (2): uniform, balanced, DP and Pfeife plans, predicted vs measured, both runtimes.
 
     The runs are interleaved (uniform, balanced, dp, pfeife) ``n_rounds`` times, each a fresh
@@ -158,31 +234,67 @@ def compare_plans(runner: PipelineRunner, gm: Any, g: OpGraph, inputs: Sequence[
     pooled: dict[str, list] = {name: [] for name in plans}
     for rd in range(check_int(n_rounds, "n_rounds", low=1)):
         for name, p in plans.items():
-            r = run_plan(runner, gm, g, p, inputs, target, comm, n_steps, ref if rd == 0 else None, keep_steps=True)
+            r = run_plan(
+                runner,
+                gm,
+                g,
+                p,
+                inputs,
+                target,
+                comm,
+                n_steps,
+                ref if rd == 0 else None,
+                keep_steps=True,
+            )
             pooled[name] += r.pop("steps")
             res.setdefault(name, r)
     for name, st in pooled.items():
         busy = np.array([s["busy_cpu_ms"] for s in st])
-        res[name].update(busy_cpu_ms=min_busy_ms(st), busy_median_ms=np.median(busy, 0),
-                         bottleneck_median_ms=float(np.median(busy.max(1))), n_measured_steps=len(st))
+        res[name].update(
+            busy_cpu_ms=min_busy_ms(st),
+            busy_median_ms=np.median(busy, 0),
+            bottleneck_median_ms=float(np.median(busy.max(1))),
+            n_measured_steps=len(st),
+        )
         res[name]["bottleneck_ms"] = float(res[name]["busy_cpu_ms"].max())
         p = plans[name]
         dur_min, opt_min = min_event_ms(st)
         C = stage_costs(g, p.order, p.splits, p.D).C
-        res[name]["replay_ms"] = float(replay_makespan(p.schedule, dur_min, C, comm, opt_min)[0])
+        res[name]["replay_ms"] = float(
+            replay_makespan(p.schedule, dur_min, C, comm, opt_min)[0]
+        )
     for name, p in plans.items():
         if p.S == D:
-            out = runner.run_torch_pipelining(gm, p.order, p.splits, inputs, target, M, "1f1b", n_steps=torch_steps + 1)
+            out = runner.run_torch_pipelining(
+                gm,
+                p.order,
+                p.splits,
+                inputs,
+                target,
+                M,
+                "1f1b",
+                n_steps=torch_steps + 1,
+            )
             st = out["steps"][1:]
             # lr = 0: every step's gradients
-            res[name]["torch"] = dict(wall_ms=float(np.median([s["wall_ms"] for s in st])),
-                                      busy_cpu_ms=np.median([s["busy_cpu_ms"] for s in st], 0),
-                                      grad_err=max_grad_error(out["grads"], ref))
+            res[name]["torch"] = dict(
+                wall_ms=float(np.median([s["wall_ms"] for s in st])),
+                busy_cpu_ms=np.median([s["busy_cpu_ms"] for s in st], 0),
+                grad_err=max_grad_error(out["grads"], ref),
+            )
     return plans, res
 
 
-def memory_experiment(runner: PipelineRunner, gm: Any, g: OpGraph, splits: Any, inputs: Sequence[torch.Tensor],
-                      target: torch.Tensor, M: int, comm: CommModel) -> dict[str, dict]:
+def memory_experiment(
+    runner: PipelineRunner,
+    gm: Any,
+    g: OpGraph,
+    splits: Any,
+    inputs: Sequence[torch.Tensor],
+    target: torch.Tensor,
+    M: int,
+    comm: CommModel,
+) -> dict[str, dict]:
     """Experiment (3): GPipe vs 1F1B on the same splits: memory model, counted saved bytes and
     live micro-batches per rank (from the runner's ``saved_tensors_hooks`` count).
 
@@ -196,14 +308,26 @@ def memory_experiment(runner: PipelineRunner, gm: Any, g: OpGraph, splits: Any, 
         mb = tuple(t[: t.shape[0] // M] for t in inputs)
         runner.load_plan(gm, p, mb)
         r = runner.step(inputs, target)
-        out[kind] = dict(model_peak_bytes=p.peak_bytes, in_flight=np.array(in_flight(p.schedule)),
-                         peak_live_mb=r["peak_live_mb"], peak_act_bytes=r["peak_act_bytes"], predicted_ms=p.predicted_ms,
-                         schedule=p.schedule)
+        out[kind] = dict(
+            model_peak_bytes=p.peak_bytes,
+            in_flight=np.array(in_flight(p.schedule)),
+            peak_live_mb=r["peak_live_mb"],
+            peak_act_bytes=r["peak_act_bytes"],
+            predicted_ms=p.predicted_ms,
+            schedule=p.schedule,
+        )
     return out
 
 
-def virtual_device_plans(g: OpGraph, Ds: Sequence[int], M: int, comm: CommModel, capacity_bytes: float,
-                         rng: np.random.Generator, loop_cnts: Sequence[int] = (1, 2)) -> list[dict]:
+def virtual_device_plans(
+    g: OpGraph,
+    Ds: Sequence[int],
+    M: int,
+    comm: CommModel,
+    capacity_bytes: float,
+    rng: np.random.Generator,
+    loop_cnts: Sequence[int] = (1, 2),
+) -> list[dict]:
     """Experiment (5): plans for virtual D (profiled costs, a given comm model), search time.
 
     Returns:
@@ -217,7 +341,18 @@ def virtual_device_plans(g: OpGraph, Ds: Sequence[int], M: int, comm: CommModel,
         p = plan(g, D, M, capacity_bytes, comm, rng, loop_cnts=loop_cnts)
         dt = time.perf_counter() - t0
         base = baseline_plans(g, D, M, comm)
-        rows.append(dict(D=D, S=p.S, L=p.L, loop_batch=p.loop_batch, prefetch_fwd=p.prefetch_fwd,
-                         predicted_ms=p.predicted_ms, uniform_ms=base["uniform"].predicted_ms,
-                         dp_ms=base["dp"].predicted_ms, search_s=dt, n_evaluated=p.n_evaluated))
+        rows.append(
+            dict(
+                D=D,
+                S=p.S,
+                L=p.L,
+                loop_batch=p.loop_batch,
+                prefetch_fwd=p.prefetch_fwd,
+                predicted_ms=p.predicted_ms,
+                uniform_ms=base["uniform"].predicted_ms,
+                dp_ms=base["dp"].predicted_ms,
+                search_s=dt,
+                n_evaluated=p.n_evaluated,
+            )
+        )
     return rows

@@ -22,7 +22,15 @@ from torch import fx
 
 from icml25.checks import check_array, check_choice, check_int
 
-__all__ = ["OpGraph", "capture_graph", "profile_graph", "linearize", "LINEARIZE_MODES", "stage_of", "cut_matrix"]
+__all__ = [
+    "OpGraph",
+    "capture_graph",
+    "profile_graph",
+    "linearize",
+    "LINEARIZE_MODES",
+    "stage_of",
+    "cut_matrix",
+]
 
 LINEARIZE_MODES = ("none", "save_mem", "short_first", "long_first")
 
@@ -31,8 +39,11 @@ def _is_param_placeholder(ex: Any, params: dict[int, str]) -> bool:
     return isinstance(ex, torch.Tensor) and id(ex) in params
 
 
-def capture_graph(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor],
-                  method: str = "dynamo") -> tuple[fx.GraphModule, list[str]]:
+def capture_graph(
+    model: torch.nn.Module,
+    example_inputs: Sequence[torch.Tensor],
+    method: str = "dynamo",
+) -> tuple[fx.GraphModule, list[str]]:
     """Capture ``model`` as one FX graph (Sec. 2: Pfeife hooks into ``torch.compile``).
 
     With ``method="dynamo"`` a custom ``torch.compile`` backend receives the graph. Dynamo lifts
@@ -70,7 +81,9 @@ def capture_graph(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor]
     return gm, names
 
 
-def _capture_dynamo(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> fx.GraphModule:
+def _capture_dynamo(
+    model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]
+) -> fx.GraphModule:
     import torch._dynamo as dynamo
 
     captured: list[tuple[fx.GraphModule, list[Any]]] = []
@@ -82,9 +95,13 @@ def _capture_dynamo(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) ->
     dynamo.reset()
     try:
         torch.compile(model, backend=backend, fullgraph=True, dynamic=False)(*inputs)
-    except Exception as err:  # dynamo's Unsupported/graph-break errors have many classes
-        raise ValueError(f"torch.compile could not capture {type(model).__name__} as one graph "
-                         f"(graph break: {str(err).splitlines()[0][:300]}); use method='symbolic_trace'") from err
+    except (
+        Exception
+    ) as err:  # dynamo's Unsupported/graph-break errors have many classes
+        raise ValueError(
+            f"torch.compile could not capture {type(model).__name__} as one graph "
+            f"(graph break: {str(err).splitlines()[0][:300]}); use method='symbolic_trace'"
+        ) from err
     finally:
         dynamo.reset()
     gm, ex = captured[-1]
@@ -115,14 +132,21 @@ def _inline_modules(gm: fx.GraphModule) -> fx.GraphModule:
         if node.op != "call_module":
             continue
         mod = gm.get_submodule(node.target)
-        if isinstance(mod, torch.nn.Linear) or (isinstance(mod, torch.nn.Conv2d) and mod.groups == 1 and mod.padding_mode == "zeros"):
+        if isinstance(mod, torch.nn.Linear) or (
+            isinstance(mod, torch.nn.Conv2d)
+            and mod.groups == 1
+            and mod.padding_mode == "zeros"
+        ):
             with g.inserting_before(node):
                 w = g.get_attr(f"{node.target}.weight")
                 b = g.get_attr(f"{node.target}.bias") if mod.bias is not None else None
                 if isinstance(mod, torch.nn.Linear):
                     new = g.call_function(F.linear, (node.args[0], w, b))
                 else:
-                    new = g.call_function(F.conv2d, (node.args[0], w, b, mod.stride, mod.padding, mod.dilation, 1))
+                    new = g.call_function(
+                        F.conv2d,
+                        (node.args[0], w, b, mod.stride, mod.padding, mod.dilation, 1),
+                    )
             node.replace_all_uses_with(new)
             g.erase_node(node)
     g.lint()
@@ -134,7 +158,9 @@ def _single_output(gm: fx.GraphModule) -> None:
     val = out.args[0]
     if isinstance(val, (tuple, list)):
         if len(val) != 1:
-            raise ValueError(f"the model must return one tensor, its graph returns {len(val)} values")
+            raise ValueError(
+                f"the model must return one tensor, its graph returns {len(val)} values"
+            )
         val = val[0]
     if not isinstance(val, fx.Node):
         raise ValueError("the model must return one tensor")
@@ -188,7 +214,11 @@ class OpGraph:
     @property
     def is_chain(self) -> bool:
         """True when every edge joins consecutive ops (a sequential model)."""
-        return bool(np.all(self.edges[:, 1] - self.edges[:, 0] == 1)) if len(self.edges) else True
+        return (
+            bool(np.all(self.edges[:, 1] - self.edges[:, 0] == 1))
+            if len(self.edges)
+            else True
+        )
 
 
 def _tensor_bytes(v: Any) -> int:
@@ -215,7 +245,9 @@ def _median_ms(fn: Any, n_reps: int, sync: bool = False) -> float:
     return float(np.median(ts))
 
 
-def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: int = 5) -> OpGraph:
+def profile_graph(
+    gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: int = 5
+) -> OpGraph:
     """Profile every op of ``gm`` on one micro-batch ``inputs`` (Sec. 2, "profiling").
 
     Each op is run ``n_reps`` times on its recorded inputs, as the runtime runs it (gradients
@@ -244,7 +276,9 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
     inputs = tuple(inputs)
     phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(inputs) != len(phs):
-        raise ValueError(f"inputs must hold {len(phs)} tensors (one per placeholder of gm), got {len(inputs)}")
+        raise ValueError(
+            f"inputs must hold {len(phs)} tensors (one per placeholder of gm), got {len(inputs)}"
+        )
     if not all(isinstance(t, torch.Tensor) for t in inputs):
         raise TypeError("inputs must be torch.Tensor")
     env: dict[str, Any] = {}
@@ -252,14 +286,20 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
     for p, t in zip(phs, inputs):
         env[p.name] = t.detach()
     param_of: dict[str, str] = {}
-    ops = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+    ops = [
+        n
+        for n in gm.graph.nodes
+        if n.op in ("call_function", "call_method", "call_module")
+    ]
     index = {n.name: i for i, n in enumerate(ops)}
     interp = fx.Interpreter(gm)
     f_ms, w_b, a_b, t_b, o_b, opt_ms = ([] for _ in range(6))
     in_used, p_used, edges, e_bytes = [], [], [], []
     opt_rate = _optimizer_ms_per_byte()
-    sync = bool(inputs[0].is_cuda)               # time CUDA ops to completion
-    all_param_ptrs = {p.data_ptr() for p in gm.parameters()} | {b.data_ptr() for b in gm.buffers()}
+    sync = bool(inputs[0].is_cuda)  # time CUDA ops to completion
+    all_param_ptrs = {p.data_ptr() for p in gm.parameters()} | {
+        b.data_ptr() for b in gm.buffers()
+    }
     for node in gm.graph.nodes:
         if node.op == "get_attr":
             env[node.name] = interp.fetch_attr(node.target)
@@ -273,7 +313,10 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
         deps = [a for a in node.all_input_nodes]
         params = tuple(sorted({param_of[a.name] for a in deps if a.name in param_of}))
         if node.op == "call_module":
-            params = params + tuple(f"{node.target}.{k}" for k, _ in gm.get_submodule(node.target).named_parameters())
+            params = params + tuple(
+                f"{node.target}.{k}"
+                for k, _ in gm.get_submodule(node.target).named_parameters()
+            )
 
         def run(args: Any = args, kwargs: Any = kwargs, node: fx.Node = node) -> Any:
             return getattr(interp, node.op)(node.target, args, kwargs)
@@ -281,10 +324,17 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
         with torch.no_grad():
             out = run()
         if not isinstance(out, torch.Tensor):
-            raise ValueError(f"op {node.name} returns {type(out).__name__}; Pfeife's graph needs one tensor per op")
+            raise ValueError(
+                f"op {node.name} returns {type(out).__name__}; Pfeife's graph needs one tensor per op"
+            )
         saved: dict[int, int] = {}
-        leaf = {a.name: env[a.name].detach().requires_grad_(True) for a in deps
-                if a.name in index and isinstance(env[a.name], torch.Tensor) and env[a.name].is_floating_point()}
+        leaf = {
+            a.name: env[a.name].detach().requires_grad_(True)
+            for a in deps
+            if a.name in index
+            and isinstance(env[a.name], torch.Tensor)
+            and env[a.name].is_floating_point()
+        }
         g_args = fx.node.map_arg(node.args, lambda a: leaf.get(a.name, env[a.name]))
         g_kwargs = fx.node.map_arg(node.kwargs, lambda a: leaf.get(a.name, env[a.name]))
         param_ptrs = all_param_ptrs
@@ -301,12 +351,17 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
         with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
             f_ms.append(_median_ms(lambda: run(g_args, g_kwargs), n_reps, sync))
         env[node.name] = out
-        pbytes = sum(interp.fetch_attr(p).numel() * interp.fetch_attr(p).element_size() for p in params)
+        pbytes = sum(
+            interp.fetch_attr(p).numel() * interp.fetch_attr(p).element_size()
+            for p in params
+        )
         w_b.append(2 * pbytes)
         opt_ms.append(pbytes * opt_rate)
         t_b.append(_tensor_bytes(out))
         o_b.append(max(1, _tensor_bytes(out)))
-        in_used.append(tuple(sorted({ph_index[a.name] for a in deps if a.name in ph_index})))
+        in_used.append(
+            tuple(sorted({ph_index[a.name] for a in deps if a.name in ph_index}))
+        )
         p_used.append(params)
         for a in deps:
             if a.name in index:
@@ -314,18 +369,31 @@ def profile_graph(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], n_reps: in
                 e_bytes.append(max(1, _tensor_bytes(env[a.name])))
     f = np.asarray(f_ms, dtype=np.float64)
     rho = _fb_ratio(gm, inputs, n_reps, sync)
-    b = rho * f                                    # b_i = rho f_i (the paper's global ratio)
+    b = rho * f  # b_i = rho f_i (the paper's global ratio)
     return OpGraph(
-        names=tuple(n.name for n in ops), f_ms=f, b_ms=b, w_bytes=np.asarray(w_b, np.int64),
-        act_bytes=np.asarray(a_b, np.int64), tmp_bytes=np.asarray(t_b, np.int64), out_bytes=np.asarray(o_b, np.int64),
-        edges=np.asarray(edges, np.int64).reshape(-1, 2), edge_bytes=np.asarray(e_bytes, np.int64),
-        inputs_used=tuple(in_used), params_used=tuple(p_used), opt_ms=np.asarray(opt_ms, np.float64),
-        fb_ratio=rho, micro_batch=int(inputs[0].shape[0]))
+        names=tuple(n.name for n in ops),
+        f_ms=f,
+        b_ms=b,
+        w_bytes=np.asarray(w_b, np.int64),
+        act_bytes=np.asarray(a_b, np.int64),
+        tmp_bytes=np.asarray(t_b, np.int64),
+        out_bytes=np.asarray(o_b, np.int64),
+        edges=np.asarray(edges, np.int64).reshape(-1, 2),
+        edge_bytes=np.asarray(e_bytes, np.int64),
+        inputs_used=tuple(in_used),
+        params_used=tuple(p_used),
+        opt_ms=np.asarray(opt_ms, np.float64),
+        fb_ratio=rho,
+        micro_batch=int(inputs[0].shape[0]),
+    )
 
 
-def _fb_ratio(gm: fx.GraphModule, inputs: tuple, n_reps: int, sync: bool = False) -> float:
+def _fb_ratio(
+    gm: fx.GraphModule, inputs: tuple, n_reps: int, sync: bool = False
+) -> float:
     """``rho = (t(forward + backward) - t(forward)) / t(forward)`` of the whole graph, with gradients
     on (Sec. 2: Pfeife measures one global backward/forward ratio)."""
+
     def fwd() -> Any:
         out = gm(*inputs)
         return out[0] if isinstance(out, (tuple, list)) else out
@@ -333,7 +401,7 @@ def _fb_ratio(gm: fx.GraphModule, inputs: tuple, n_reps: int, sync: bool = False
     def fwd_bwd() -> None:
         fwd().float().pow(2).mean().backward()
 
-    fwd_bwd()                                      # warm-up
+    fwd_bwd()  # warm-up
     # forward with autograd recording, as in the runtime
     t_f = _median_ms(fwd, n_reps, sync)
     t_fb = _median_ms(fwd_bwd, n_reps, sync)
@@ -354,8 +422,14 @@ def _optimizer_ms_per_byte() -> float:
     return _OPT_RATE[0]
 
 
-def synthetic_graph(f_ms: Any, b_ms: Any = None, w_bytes: Any = None, act_bytes: Any = None,
-                    edges: Any = None, edge_bytes: Any = None) -> OpGraph:
+def synthetic_graph(
+    f_ms: Any,
+    b_ms: Any = None,
+    w_bytes: Any = None,
+    act_bytes: Any = None,
+    edges: Any = None,
+    edge_bytes: Any = None,
+) -> OpGraph:
     """An :class:`OpGraph` from arrays (for tests, exercises and virtual devices).
 
     Args:
@@ -372,23 +446,53 @@ def synthetic_graph(f_ms: Any, b_ms: Any = None, w_bytes: Any = None, act_bytes:
     """
     f = check_array(f_ms, "f_ms", ndim=1, low=0.0, min_size=1).astype(np.float64)
     n = len(f)
-    b = 2.0 * f if b_ms is None else check_array(b_ms, "b_ms", shape=(n,), low=0.0).astype(np.float64)
-    w = np.zeros(n, np.int64) if w_bytes is None else check_array(w_bytes, "w_bytes", shape=(n,), kind="int", low=0)
-    a = np.zeros(n, np.int64) if act_bytes is None else check_array(act_bytes, "act_bytes", shape=(n,), kind="int", low=0)
+    b = (
+        2.0 * f
+        if b_ms is None
+        else check_array(b_ms, "b_ms", shape=(n,), low=0.0).astype(np.float64)
+    )
+    w = (
+        np.zeros(n, np.int64)
+        if w_bytes is None
+        else check_array(w_bytes, "w_bytes", shape=(n,), kind="int", low=0)
+    )
+    a = (
+        np.zeros(n, np.int64)
+        if act_bytes is None
+        else check_array(act_bytes, "act_bytes", shape=(n,), kind="int", low=0)
+    )
     if edges is None:
         e = np.stack([np.arange(n - 1), np.arange(1, n)], 1).astype(np.int64)
     else:
         e = check_array(edges, "edges", ndim=2, kind="int").reshape(-1, 2)
         if len(e) and (np.any(e[:, 0] >= e[:, 1]) or e.min() < 0 or e.max() >= n):
-            raise ValueError("edges must go forward (producer < consumer) between ops 0..n-1")
-    eb = np.ones(len(e), np.int64) if edge_bytes is None else check_array(edge_bytes, "edge_bytes", shape=(len(e),), kind="int", low=1)
+            raise ValueError(
+                "edges must go forward (producer < consumer) between ops 0..n-1"
+            )
+    eb = (
+        np.ones(len(e), np.int64)
+        if edge_bytes is None
+        else check_array(edge_bytes, "edge_bytes", shape=(len(e),), kind="int", low=1)
+    )
     out = np.zeros(n, np.int64)
     for (u, _v), nb in zip(e, eb):
         out[u] = max(out[u], nb)
-    return OpGraph(names=tuple(f"op{i}" for i in range(n)), f_ms=f, b_ms=b, w_bytes=w, act_bytes=a,
-                   tmp_bytes=np.zeros(n, np.int64), out_bytes=out, edges=e, edge_bytes=eb,
-                   inputs_used=tuple(() for _ in range(n)), params_used=tuple(() for _ in range(n)),
-                   opt_ms=np.zeros(n), fb_ratio=float(b.sum() / f.sum()) if f.sum() > 0 else 1.0, micro_batch=1)
+    return OpGraph(
+        names=tuple(f"op{i}" for i in range(n)),
+        f_ms=f,
+        b_ms=b,
+        w_bytes=w,
+        act_bytes=a,
+        tmp_bytes=np.zeros(n, np.int64),
+        out_bytes=out,
+        edges=e,
+        edge_bytes=eb,
+        inputs_used=tuple(() for _ in range(n)),
+        params_used=tuple(() for _ in range(n)),
+        opt_ms=np.zeros(n),
+        fb_ratio=float(b.sum() / f.sum()) if f.sum() > 0 else 1.0,
+        micro_batch=1,
+    )
 
 
 __all__.append("synthetic_graph")
@@ -426,7 +530,7 @@ def _linearize(g: OpGraph, mode: str) -> np.ndarray:
     for u, v in g.edges:
         succ[u].append(int(v))
         indeg[v] += 1
-    depth = np.zeros(n, np.int64)           # longest remaining path to a sink, in ops
+    depth = np.zeros(n, np.int64)  # longest remaining path to a sink, in ops
     for u in range(n - 1, -1, -1):
         depth[u] = 1 + max((depth[v] for v in succ[u]), default=0)
     remaining_users = np.array([len(s) for s in succ])
@@ -439,7 +543,9 @@ def _linearize(g: OpGraph, mode: str) -> np.ndarray:
             return (depth[v], v)
         if mode == "long_first":
             return (-depth[v], v)
-        freed = sum(int(g.out_bytes[u]) for u in set(preds[v]) if remaining_users[u] == 1)
+        freed = sum(
+            int(g.out_bytes[u]) for u in set(preds[v]) if remaining_users[u] == 1
+        )
         return (-(freed - int(g.out_bytes[v])), v)
 
     ready = [(key(v), v) for v in range(n) if indeg[v] == 0]
@@ -454,7 +560,7 @@ def _linearize(g: OpGraph, mode: str) -> np.ndarray:
             indeg[w] -= 1
             if indeg[w] == 0:
                 heapq.heappush(ready, (key(w), w))
-        if mode == "save_mem":   # keys depend on live users: re-key the heap
+        if mode == "save_mem":  # keys depend on live users: re-key the heap
             ready = [(key(x), x) for _, x in ready]
             heapq.heapify(ready)
     return np.asarray(order, dtype=np.int64)
@@ -471,7 +577,9 @@ def stage_of(n: int, order: np.ndarray, splits: np.ndarray) -> np.ndarray:
     """
     pos = np.empty(n, np.int64)
     pos[order] = np.arange(n)
-    return np.searchsorted(np.asarray(splits, np.int64), pos, side="right").astype(np.int64)
+    return np.searchsorted(np.asarray(splits, np.int64), pos, side="right").astype(
+        np.int64
+    )
 
 
 def cut_matrix(g: OpGraph, order: np.ndarray, splits: np.ndarray) -> np.ndarray:
@@ -484,7 +592,7 @@ def cut_matrix(g: OpGraph, order: np.ndarray, splits: np.ndarray) -> np.ndarray:
     st = stage_of(g.n, order, splits)
     C = np.zeros((S, S), np.int64)
     seen = set()
-    for (u, v) in g.edges:
+    for u, v in g.edges:
         su, sv = int(st[u]), int(st[v])
         if su != sv and (int(u), sv) not in seen:
             seen.add((int(u), sv))

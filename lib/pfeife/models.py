@@ -47,10 +47,18 @@ class HeteroMLP(nn.Module):
     Input ``(B, w_0)`` float32, output ``(B, out_dim)``.
     """
 
-    def __init__(self, n_blocks: int = 24, width: int = 128, growth: float = 4.0, out_dim: int = 16) -> None:
+    def __init__(
+        self,
+        n_blocks: int = 24,
+        width: int = 128,
+        growth: float = 4.0,
+        out_dim: int = 16,
+    ) -> None:
         super().__init__()
         self.widths = hetero_widths(n_blocks, width, growth)
-        self.blocks = nn.ModuleList(nn.Linear(a, b) for a, b in zip(self.widths[:-1], self.widths[1:]))
+        self.blocks = nn.ModuleList(
+            nn.Linear(a, b) for a, b in zip(self.widths[:-1], self.widths[1:])
+        )
         self.head = nn.Linear(self.widths[-1], check_int(out_dim, "out_dim", low=1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -128,8 +136,10 @@ class GPT2LargeLike(nn.Module):
 
     def __init__(self, n_layers: int = 36, d: int = 1280, heads: int = 20) -> None:
         super().__init__()
-        self.blocks = nn.ModuleList(_Block(check_int(d, "d", low=1), check_int(heads, "heads", low=1))
-                                    for _ in range(check_int(n_layers, "n_layers", low=1)))
+        self.blocks = nn.ModuleList(
+            _Block(check_int(d, "d", low=1), check_int(heads, "heads", low=1))
+            for _ in range(check_int(n_layers, "n_layers", low=1))
+        )
         self.ln_f = nn.LayerNorm(d)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -152,9 +162,21 @@ def sdxl_like_unet(sample_size: int = 16, cross_attention_dim: int = 2048) -> An
     from diffusers import UNet2DConditionModel
 
     return UNet2DConditionModel(
-        sample_size=check_int(sample_size, "sample_size", low=8), in_channels=4, out_channels=4,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
+        sample_size=check_int(sample_size, "sample_size", low=8),
+        in_channels=4,
+        out_channels=4,
+        down_block_types=(
+            "DownBlock2D",
+            "CrossAttnDownBlock2D",
+            "CrossAttnDownBlock2D",
+        ),
         up_block_types=("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"),
-        block_out_channels=(320, 640, 1280), layers_per_block=2,
-        transformer_layers_per_block=(1, 2, 10), cross_attention_dim=check_int(cross_attention_dim, "cross_attention_dim", low=1),
-        attention_head_dim=(5, 10, 20), use_linear_projection=True)
+        block_out_channels=(320, 640, 1280),
+        layers_per_block=2,
+        transformer_layers_per_block=(1, 2, 10),
+        cross_attention_dim=check_int(
+            cross_attention_dim, "cross_attention_dim", low=1
+        ),
+        attention_head_dim=(5, 10, 20),
+        use_linear_projection=True,
+    )

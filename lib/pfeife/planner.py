@@ -30,8 +30,15 @@ from .defaults import DEFAULTS
 from .graph import OpGraph, linearize
 from .schedule import Event, _check_sched_args, _make_schedule, schedule_candidates
 
-__all__ = ["Plan", "plan", "uniform_count_splits", "balanced_time_splits", "optimal_splits_dp",
-           "score_splits", "kernel_tables"]
+__all__ = [
+    "Plan",
+    "plan",
+    "uniform_count_splits",
+    "balanced_time_splits",
+    "optimal_splits_dp",
+    "score_splits",
+    "kernel_tables",
+]
 
 
 def uniform_count_splits(n: int, S: int) -> np.ndarray:
@@ -73,7 +80,7 @@ def balanced_time_splits(costs: Any, S: int) -> np.ndarray:
     for j in range(1, S):
         t = P[-1] * j / S
         p = int(np.argmin(np.abs(P[1:n] - t))) + 1
-        p = min(max(p, prev + 1), n - (S - j))      # keep room for the remaining stages
+        p = min(max(p, prev + 1), n - (S - j))  # keep room for the remaining stages
         out.append(p)
         prev = p
     return np.asarray(out, np.int64)
@@ -100,7 +107,7 @@ def optimal_splits_dp(costs: Any, S: int) -> np.ndarray:
 def _dp(c: np.ndarray, S: int) -> np.ndarray:
     n = len(c)
     P = np.concatenate([[0.0], np.cumsum(c)])
-    V = P.copy()                     # V[i]: best max over 1 stage covering positions < i
+    V = P.copy()  # V[i]: best max over 1 stage covering positions < i
     arg = np.zeros((S, n + 1), np.int64)
     for s in range(2, S + 1):
         newV = np.full(n + 1, np.inf)
@@ -153,21 +160,51 @@ def _tables(g: OpGraph, order: np.ndarray) -> KernelTables:
     eb = g.out_bytes[g.edges[:, 0]]
     srt = np.lexsort((ed, es))
     return KernelTables(
-        fp=np.concatenate([[0.0], np.cumsum(g.f_ms[order])]), bp=np.concatenate([[0.0], np.cumsum(g.b_ms[order])]),
+        fp=np.concatenate([[0.0], np.cumsum(g.f_ms[order])]),
+        bp=np.concatenate([[0.0], np.cumsum(g.b_ms[order])]),
         op=np.concatenate([[0.0], np.cumsum(g.opt_ms[order])]),
         ap=np.concatenate([[0], np.cumsum(g.act_bytes[order])]).astype(np.int64),
         wp=np.concatenate([[0], np.cumsum(g.w_bytes[order])]).astype(np.int64),
-        tmp=g.tmp_bytes[order].astype(np.int64), es=es[srt], ed=ed[srt], eb=eb[srt].astype(np.int64))
+        tmp=g.tmp_bytes[order].astype(np.int64),
+        es=es[srt],
+        ed=ed[srt],
+        eb=eb[srt].astype(np.int64),
+    )
 
 
-def _score(t: KernelTables, cands: np.ndarray, events: np.ndarray, comm: CommModel, D: int, M: int
-           ) -> tuple[np.ndarray, np.ndarray]:
-    return pipeline_sim.batched_makespan(t.fp, t.bp, t.op, t.ap, t.wp, t.tmp, t.es, t.ed, t.eb,
-                                         cands.astype(np.int32), events, np.array(comm.params), D, M)
+def _score(
+    t: KernelTables,
+    cands: np.ndarray,
+    events: np.ndarray,
+    comm: CommModel,
+    D: int,
+    M: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    return pipeline_sim.batched_makespan(
+        t.fp,
+        t.bp,
+        t.op,
+        t.ap,
+        t.wp,
+        t.tmp,
+        t.es,
+        t.ed,
+        t.eb,
+        cands.astype(np.int32),
+        events,
+        np.array(comm.params),
+        D,
+        M,
+    )
 
 
-def score_splits(g: OpGraph, order: Any, candidates: Any, schedule: list[list[Event]], comm: CommModel
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def score_splits(
+    g: OpGraph,
+    order: Any,
+    candidates: Any,
+    schedule: list[list[Event]],
+    comm: CommModel,
+) -> tuple[np.ndarray, np.ndarray]:
     """Makespan (K,) ms and peak memory (K, D) bytes of many split vectors, in one batched call.
 
     Args:
@@ -216,8 +253,17 @@ class Plan:
     op_names: tuple = ()
 
 
-def fixed_plan(g: OpGraph, order: Any, splits: Any, D: int, M: int, comm: CommModel, loop_batch: int | None = None,
-               prefetch_fwd: int = 0, schedule: str = "1f1b") -> Plan:
+def fixed_plan(
+    g: OpGraph,
+    order: Any,
+    splits: Any,
+    D: int,
+    M: int,
+    comm: CommModel,
+    loop_batch: int | None = None,
+    prefetch_fwd: int = 0,
+    schedule: str = "1f1b",
+) -> Plan:
     """A :class:`Plan` for given splits (the baselines), scored by the cost model.
 
     Args:
@@ -249,8 +295,21 @@ def fixed_plan(g: OpGraph, order: Any, splits: Any, D: int, M: int, comm: CommMo
     else:
         raise ValueError(f"schedule must be '1f1b' or 'gpipe', got {schedule!r}")
     mk, peak = score_splits(g, order, s[None, :], sched, comm)
-    return Plan(order=order, splits=s, D=D, M=M, S=S, L=S // D, loop_batch=lb, prefetch_fwd=p, schedule=sched,
-                predicted_ms=float(mk[0]), peak_bytes=peak[0], info={"schedule": schedule}, op_names=g.names)
+    return Plan(
+        order=order,
+        splits=s,
+        D=D,
+        M=M,
+        S=S,
+        L=S // D,
+        loop_batch=lb,
+        prefetch_fwd=p,
+        schedule=sched,
+        predicted_ms=float(mk[0]),
+        peak_bytes=peak[0],
+        info={"schedule": schedule},
+        op_names=g.names,
+    )
 
 
 __all__.append("fixed_plan")
@@ -264,7 +323,9 @@ def _increasing(s: np.ndarray) -> np.ndarray:
     return out
 
 
-def _neighbours(states: np.ndarray, n: int, move_range: int, min_gap: int, factors: Sequence[float]) -> np.ndarray:
+def _neighbours(
+    states: np.ndarray, n: int, move_range: int, min_gap: int, factors: Sequence[float]
+) -> np.ndarray:
     """All moves of one split by +-1..move_range and proportional rescalings, kept when every
     stage has at least ``min_gap`` ops."""
     out = []
@@ -280,15 +341,32 @@ def _neighbours(states: np.ndarray, n: int, move_range: int, min_gap: int, facto
     if not out:
         return np.zeros((0, states.shape[1]), np.int64)
     cand = np.unique(np.asarray(out, np.int64), axis=0)
-    b = np.concatenate([np.zeros((len(cand), 1), np.int64), cand, np.full((len(cand), 1), n, np.int64)], 1)
+    b = np.concatenate(
+        [
+            np.zeros((len(cand), 1), np.int64),
+            cand,
+            np.full((len(cand), 1), n, np.int64),
+        ],
+        1,
+    )
     ok = np.all(np.diff(b, axis=1) >= min_gap, axis=1)
     return cand[ok]
 
 
-def plan(g: OpGraph, D: int, M: int, capacity_bytes: float, comm: CommModel, rng: np.random.Generator,
-         order: Any = None, loop_cnts: Sequence[int] = DEFAULTS.loop_cnts, beam: int = DEFAULTS.beam,
-         max_iter: int = DEFAULTS.max_iter, seed_baselines: bool = True,
-         fwd_avg_min_ms: float = DEFAULTS.fwd_avg_min_ms) -> Plan:
+def plan(
+    g: OpGraph,
+    D: int,
+    M: int,
+    capacity_bytes: float,
+    comm: CommModel,
+    rng: np.random.Generator,
+    order: Any = None,
+    loop_cnts: Sequence[int] = DEFAULTS.loop_cnts,
+    beam: int = DEFAULTS.beam,
+    max_iter: int = DEFAULTS.max_iter,
+    seed_baselines: bool = True,
+    fwd_avg_min_ms: float = DEFAULTS.fwd_avg_min_ms,
+) -> Plan:
     """Pfeife's planner: joint search over split points and schedules (Algorithm 1).
 
     Args:
@@ -317,7 +395,11 @@ def plan(g: OpGraph, D: int, M: int, capacity_bytes: float, comm: CommModel, rng
     if not isinstance(comm, CommModel):
         raise TypeError(f"comm must be a CommModel, got {type(comm).__name__}")
     rng = check_rng(rng)
-    order = np.arange(g.n) if order is None else check_array(order, "order", shape=(g.n,), kind="int")
+    order = (
+        np.arange(g.n)
+        if order is None
+        else check_array(order, "order", shape=(g.n,), kind="int")
+    )
     tables = kernel_tables(g, order)
     loops = [check_int(L, "loop_cnts", low=1) for L in loop_cnts]
     if not loops:
@@ -326,12 +408,38 @@ def plan(g: OpGraph, D: int, M: int, capacity_bytes: float, comm: CommModel, rng
     max_iter = check_int(max_iter, "max_iter", low=0)
     seed_baselines = check_bool(seed_baselines, "seed_baselines")
     fmin = check_real(fwd_avg_min_ms, "fwd_avg_min_ms", low=0.0)
-    return _plan(g, D, M, cap, comm, rng, order, tables, loops, beam, max_iter, seed_baselines, fmin)
+    return _plan(
+        g,
+        D,
+        M,
+        cap,
+        comm,
+        rng,
+        order,
+        tables,
+        loops,
+        beam,
+        max_iter,
+        seed_baselines,
+        fmin,
+    )
 
 
-def _plan(g: OpGraph, D: int, M: int, cap: float, comm: CommModel, rng: np.random.Generator, order: np.ndarray,
-          tables: KernelTables, loops: list[int], beam: int, max_iter: int, seed_baselines: bool,
-          fmin: float = DEFAULTS.fwd_avg_min_ms) -> Plan:
+def _plan(
+    g: OpGraph,
+    D: int,
+    M: int,
+    cap: float,
+    comm: CommModel,
+    rng: np.random.Generator,
+    order: np.ndarray,
+    tables: KernelTables,
+    loops: list[int],
+    beam: int,
+    max_iter: int,
+    seed_baselines: bool,
+    fmin: float = DEFAULTS.fwd_avg_min_ms,
+) -> Plan:
     t0 = time.perf_counter()
     n, limit = g.n, DEFAULTS.reserve_mem_ratio * cap
     cost_pos = (g.f_ms + g.b_ms)[order]
@@ -346,14 +454,20 @@ def _plan(g: OpGraph, D: int, M: int, cap: float, comm: CommModel, rng: np.rando
             info[f"L={L}"] = "skipped: more stages than ops"
             continue
         if L > 1 and g.f_ms.sum() / S <= fmin:
-            info[f"L={L}"] = f"skipped: mean stage forward {g.f_ms.sum() / S:.2f} ms <= {fmin} ms"
+            info[f"L={L}"] = (
+                f"skipped: mean stage forward {g.f_ms.sum() / S:.2f} ms <= {fmin} ms"
+            )
             continue
         min_gap = max(1, n // ((S + 1) * DEFAULTS.min_gap_div))
         fam_best: Plan | None = None
         for lb, pf in schedule_candidates(D, M, S):
             sched = _make_schedule(D, M, S, lb, pf)
             ev = pipeline_sim.event_table(sched, S, M)
-            init = balanced_time_splits(mem_pos + 1e-9, S) if mem_pos.sum() > 0 else uniform_count_splits(n, S)
+            init = (
+                balanced_time_splits(mem_pos + 1e-9, S)
+                if mem_pos.sum() > 0
+                else uniform_count_splits(n, S)
+            )
             # move the start earlier while memory-invalid
             for _ in range(DEFAULTS.init_repair_steps):
                 _mk, pk = _score(tables, init[None, :], ev, comm, D, M)
@@ -363,7 +477,10 @@ def _plan(g: OpGraph, D: int, M: int, cap: float, comm: CommModel, rng: np.rando
                 init = _increasing(np.round(init * 0.9).astype(np.int64))
             starts = [init]
             if seed_baselines:
-                starts += [uniform_count_splits(n, S), balanced_time_splits(cost_pos, S)]
+                starts += [
+                    uniform_count_splits(n, S),
+                    balanced_time_splits(cost_pos, S),
+                ]
             st = np.unique(np.asarray([check_splits(s, n, S) for s in starts]), axis=0)
             mk, pk = _score(tables, st, ev, comm, D, M)
             n_eval += len(st)
@@ -375,7 +492,9 @@ def _plan(g: OpGraph, D: int, M: int, cap: float, comm: CommModel, rng: np.rando
             keep = np.lexsort((rng.permutation(len(mk)), mk))[:beam]
             beam_s, beam_mk = st[keep], mk[keep]
             for _it in range(max_iter):
-                nb = _neighbours(beam_s, n, DEFAULTS.move_range, min_gap, DEFAULTS.rescale_factors)
+                nb = _neighbours(
+                    beam_s, n, DEFAULTS.move_range, min_gap, DEFAULTS.rescale_factors
+                )
                 if not len(nb):
                     break
                 nmk, npk = _score(tables, nb, ev, comm, D, M)
@@ -387,20 +506,39 @@ def _plan(g: OpGraph, D: int, M: int, cap: float, comm: CommModel, rng: np.rando
                 pmk = pmk[idx]
                 keep = np.lexsort((rng.permutation(len(pmk)), pmk))[:beam]
                 new_s, new_mk = pool[keep], pmk[keep]
-                if new_s.shape == beam_s.shape and np.array_equal(np.sort(new_mk), np.sort(beam_mk)):
-                    break                                   # both beams locally optimal
+                if new_s.shape == beam_s.shape and np.array_equal(
+                    np.sort(new_mk), np.sort(beam_mk)
+                ):
+                    break  # both beams locally optimal
                 beam_s, beam_mk = new_s, new_mk
             i = int(np.argmin(beam_mk))
-            _m, pk1 = _score(tables, beam_s[i:i + 1], ev, comm, D, M)
-            cand = Plan(order=order, splits=beam_s[i], D=D, M=M, S=S, L=L, loop_batch=lb, prefetch_fwd=pf,
-                        schedule=sched, predicted_ms=float(beam_mk[i]), peak_bytes=pk1[0])
+            _m, pk1 = _score(tables, beam_s[i : i + 1], ev, comm, D, M)
+            cand = Plan(
+                order=order,
+                splits=beam_s[i],
+                D=D,
+                M=M,
+                S=S,
+                L=L,
+                loop_batch=lb,
+                prefetch_fwd=pf,
+                schedule=sched,
+                predicted_ms=float(beam_mk[i]),
+                peak_bytes=pk1[0],
+            )
             if fam_best is None or cand.predicted_ms < fam_best.predicted_ms:
                 fam_best = cand
         if fam_best is None:
             info[f"L={L}"] = "no memory-valid plan"
             continue
-        info[f"L={L}"] = f"best {fam_best.predicted_ms:.3f} ms (loop_batch {fam_best.loop_batch}, prefetch {fam_best.prefetch_fwd})"
-        if best is not None and fam_best.predicted_ms > (1 - DEFAULTS.early_stop_gain) * best.predicted_ms:
+        info[f"L={L}"] = (
+            f"best {fam_best.predicted_ms:.3f} ms (loop_batch {fam_best.loop_batch}, prefetch {fam_best.prefetch_fwd})"
+        )
+        if (
+            best is not None
+            and fam_best.predicted_ms
+            > (1 - DEFAULTS.early_stop_gain) * best.predicted_ms
+        ):
             if fam_best.predicted_ms < best.predicted_ms:
                 best = fam_best
             info["early_stop"] = f"L={L} improved by < {DEFAULTS.early_stop_gain:.0%}"
@@ -408,7 +546,16 @@ def _plan(g: OpGraph, D: int, M: int, cap: float, comm: CommModel, rng: np.rando
         if best is None or fam_best.predicted_ms < best.predicted_ms:
             best = fam_best
     if best is None:
-        raise ValueError(f"no memory-valid plan: capacity_bytes = {cap:.4g}; the best candidate needs "
-                         f"capacity_bytes >= {need:.4g} (peak / {DEFAULTS.reserve_mem_ratio})")
-    return Plan(**{**best.__dict__, "search_s": time.perf_counter() - t0, "n_evaluated": n_eval, "info": info,
-                   "op_names": g.names})
+        raise ValueError(
+            f"no memory-valid plan: capacity_bytes = {cap:.4g}; the best candidate needs "
+            f"capacity_bytes >= {need:.4g} (peak / {DEFAULTS.reserve_mem_ratio})"
+        )
+    return Plan(
+        **{
+            **best.__dict__,
+            "search_s": time.perf_counter() - t0,
+            "n_evaluated": n_eval,
+            "info": info,
+            "op_names": g.names,
+        }
+    )

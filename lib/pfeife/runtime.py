@@ -39,8 +39,14 @@ from .cost import CommModel
 from .graph import _output_node, stage_of
 from .planner import Plan
 
-__all__ = ["PipelineRunner", "benchmark_p2p", "stage_program", "stage_modules", "grads_single_process",
-           "StepResult"]
+__all__ = [
+    "PipelineRunner",
+    "benchmark_p2p",
+    "stage_program",
+    "stage_modules",
+    "grads_single_process",
+    "StepResult",
+]
 
 
 def _free_port() -> int:
@@ -50,10 +56,16 @@ def _free_port() -> int:
 
 
 def _ops(gm: fx.GraphModule) -> list[fx.Node]:
-    return [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+    return [
+        n
+        for n in gm.graph.nodes
+        if n.op in ("call_function", "call_method", "call_module")
+    ]
 
 
-def stage_program(gm: fx.GraphModule, plan: Plan, example_inputs: Sequence[torch.Tensor]) -> dict:
+def stage_program(
+    gm: fx.GraphModule, plan: Plan, example_inputs: Sequence[torch.Tensor]
+) -> dict:
     """What each stage runs and exchanges, from ``gm`` and ``plan`` (the runner's payload).
 
     Args:
@@ -71,13 +83,18 @@ def stage_program(gm: fx.GraphModule, plan: Plan, example_inputs: Sequence[torch
     ops = _ops(gm)
     names = [n.name for n in ops]
     if tuple(names) != tuple(plan.op_names):
-        raise ValueError("plan was made for another graph (its op names differ from gm's)")
+        raise ValueError(
+            "plan was made for another graph (its op names differ from gm's)"
+        )
     st = stage_of(len(ops), plan.order, plan.splits)
     stage_by_name = {n: int(s) for n, s in zip(names, st)}
     pos = np.empty(len(ops), np.int64)
     pos[plan.order] = np.arange(len(ops))
     ShapeProp(gm).propagate(*example_inputs)
-    meta = {n.name: (tuple(n.meta["tensor_meta"].shape), n.meta["tensor_meta"].dtype) for n in ops}
+    meta = {
+        n.name: (tuple(n.meta["tensor_meta"].shape), n.meta["tensor_meta"].dtype)
+        for n in ops
+    }
     by_name = {n.name: n for n in gm.graph.nodes}
     stages = []
     for j in range(plan.S):
@@ -91,8 +108,18 @@ def stage_program(gm: fx.GraphModule, plan: Plan, example_inputs: Sequence[torch
                 elif a.name in stage_by_name and stage_by_name[a.name] != j:
                     ins[a.name] = stage_by_name[a.name]
             if node.op == "call_module":
-                params |= {f"{node.target}.{k}" for k, _ in gm.get_submodule(node.target).named_parameters()}
-        stages.append(dict(nodes=nodes, inputs=sorted(ins.items()), outputs=[], params=sorted(params)))
+                params |= {
+                    f"{node.target}.{k}"
+                    for k, _ in gm.get_submodule(node.target).named_parameters()
+                }
+        stages.append(
+            dict(
+                nodes=nodes,
+                inputs=sorted(ins.items()),
+                outputs=[],
+                params=sorted(params),
+            )
+        )
     for j, s in enumerate(stages):
         for v, src in s["inputs"]:
             outs = dict(stages[src]["outputs"])
@@ -118,18 +145,40 @@ def stage_program(gm: fx.GraphModule, plan: Plan, example_inputs: Sequence[torch
             obj: Any = gm
             for part in node.target.split("."):
                 obj = getattr(obj, part)
-            attrs[node.target] = obj.detach().clone() if isinstance(obj, torch.Tensor) else obj
+            attrs[node.target] = (
+                obj.detach().clone() if isinstance(obj, torch.Tensor) else obj
+            )
         elif node.op in ("call_function", "call_method", "call_module"):
-            to_ref = lambda a: Ref(a.name, a.op, a.target if a.op == "get_attr" else None)  # noqa: E731
-            specs[node.name] = (node.op, node.target, fx.node.map_arg(node.args, to_ref),
-                                fx.node.map_arg(node.kwargs, to_ref))
+            to_ref = lambda a: Ref(
+                a.name, a.op, a.target if a.op == "get_attr" else None
+            )  # noqa: E731
+            specs[node.name] = (
+                node.op,
+                node.target,
+                fx.node.map_arg(node.args, to_ref),
+                fx.node.map_arg(node.kwargs, to_ref),
+            )
             if node.op == "call_module":
                 modules[node.target] = gm.get_submodule(node.target)
-    return dict(specs=specs, attrs=attrs, modules=modules, stages=stages, meta=meta, tags=tags, S=plan.S, M=plan.M, schedule=plan.schedule,
-                output=out_name, ph_index={p: i for i, p in enumerate(phs)}, param_set=set().union(*[s["params"] for s in stages]) if stages else set())
+    return dict(
+        specs=specs,
+        attrs=attrs,
+        modules=modules,
+        stages=stages,
+        meta=meta,
+        tags=tags,
+        S=plan.S,
+        M=plan.M,
+        schedule=plan.schedule,
+        output=out_name,
+        ph_index={p: i for i, p in enumerate(phs)},
+        param_set=set().union(*[s["params"] for s in stages]) if stages else set(),
+    )
 
 
-def stage_modules(gm: fx.GraphModule, order: Any, splits: Any) -> dict[int, fx.GraphModule]:
+def stage_modules(
+    gm: fx.GraphModule, order: Any, splits: Any
+) -> dict[int, fx.GraphModule]:
     """Stage ``GraphModule``s for core PyTorch's pipelining: stage j takes the values live across
     cut j-1 (model inputs count as produced by stage 0) and returns those live across cut j, so
     skips are forwarded through intermediate stages (adjacent transfers only).
@@ -163,10 +212,17 @@ def stage_modules(gm: fx.GraphModule, order: Any, splits: Any) -> dict[int, fx.G
                 last_use[a.name] = max(last_use.get(a.name, 0), where[op.name])
     mods = {}
     for j in range(S):
-        live_in = [v for v in [p.name for p in phs] + [o.name for o in ops]
-                   if (where[v] < j <= last_use.get(v, -1)) or (j == 0 and v in {p.name for p in phs})]
-        live_out = [v for v in [p.name for p in phs] + [o.name for o in ops]
-                    if where[v] <= j < last_use.get(v, -1)]
+        live_in = [
+            v
+            for v in [p.name for p in phs] + [o.name for o in ops]
+            if (where[v] < j <= last_use.get(v, -1))
+            or (j == 0 and v in {p.name for p in phs})
+        ]
+        live_out = [
+            v
+            for v in [p.name for p in phs] + [o.name for o in ops]
+            if where[v] <= j < last_use.get(v, -1)
+        ]
         g = fx.Graph()
         env: dict[str, fx.Node] = {v: g.placeholder(v) for v in live_in}
         for i in order:
@@ -191,8 +247,9 @@ def stage_modules(gm: fx.GraphModule, order: Any, splits: Any) -> dict[int, fx.G
     return mods
 
 
-def grads_single_process(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], target: torch.Tensor
-                         ) -> tuple[float, dict[str, torch.Tensor]]:
+def grads_single_process(
+    gm: fx.GraphModule, inputs: Sequence[torch.Tensor], target: torch.Tensor
+) -> tuple[float, dict[str, torch.Tensor]]:
     """Loss and parameter gradients of one full-batch step in this process (the reference).
 
     Returns:
@@ -207,7 +264,11 @@ def grads_single_process(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], tar
     out = out[0] if isinstance(out, (tuple, list)) else out
     loss = torch.nn.functional.mse_loss(out, target)
     loss.backward()
-    grads = {n: p.grad.detach().clone() for n, p in gm.named_parameters() if p.grad is not None}
+    grads = {
+        n: p.grad.detach().clone()
+        for n, p in gm.named_parameters()
+        if p.grad is not None
+    }
     gm.zero_grad(set_to_none=True)
     return float(loss.detach()), grads
 
@@ -257,15 +318,23 @@ class PipelineRunner:
         self._res = ctx.Queue()
         self._cmd = [ctx.Queue() for _ in range(self.D)]
         port = _free_port()
-        env_old = {k: os.environ.get(k) for k in ("MASTER_ADDR", "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS")}
-        os.environ.update(MASTER_ADDR="127.0.0.1", GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
+        env_old = {
+            k: os.environ.get(k)
+            for k in ("MASTER_ADDR", "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS")
+        }
+        os.environ.update(
+            MASTER_ADDR="127.0.0.1", GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1"
+        )
         from ._worker import worker_main
 
         self._procs = []
         try:
             for r in range(self.D):
-                p = ctx.Process(target=worker_main, args=(r, self.D, port, self.timeout_s, self._cmd[r], self._res),
-                                daemon=True)
+                p = ctx.Process(
+                    target=worker_main,
+                    args=(r, self.D, port, self.timeout_s, self._cmd[r], self._res),
+                    daemon=True,
+                )
                 p.start()
                 self._procs.append(p)
         finally:
@@ -293,9 +362,13 @@ class PipelineRunner:
             except queue.Empty:
                 dead = [p.pid for p in self._procs if not p.is_alive()]
                 if dead:
-                    raise RuntimeError(f"{what}: worker process(es) {dead} died") from None
+                    raise RuntimeError(
+                        f"{what}: worker process(es) {dead} died"
+                    ) from None
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"{what}: no answer from the workers within {self.timeout_s} s") from None
+                    raise TimeoutError(
+                        f"{what}: no answer from the workers within {self.timeout_s} s"
+                    ) from None
                 continue
             if status != "ok":
                 raise RuntimeError(f"{what} failed on rank {r}:\n{val}")
@@ -315,7 +388,9 @@ class PipelineRunner:
         """True while every worker process runs."""
         return bool(self._procs) and all(p.is_alive() for p in self._procs)
 
-    def load_plan(self, gm: fx.GraphModule, plan: Plan, example_inputs: Sequence[torch.Tensor]) -> None:
+    def load_plan(
+        self, gm: fx.GraphModule, plan: Plan, example_inputs: Sequence[torch.Tensor]
+    ) -> None:
         """Send ``gm`` and ``plan`` to the workers (reusing them; parameters are copied to each rank).
 
         Args:
@@ -333,8 +408,13 @@ class PipelineRunner:
         self.program = prog
         self._all("load", [prog] * self.D)
 
-    def step(self, inputs: Sequence[torch.Tensor], target: torch.Tensor, lr: float = 0.0,
-             return_grads: bool = False) -> StepResult:
+    def step(
+        self,
+        inputs: Sequence[torch.Tensor],
+        target: torch.Tensor,
+        lr: float = 0.0,
+        return_grads: bool = False,
+    ) -> StepResult:
         """One pipelined training step of the loaded plan on the batch ``inputs`` (split into M).
 
         Args:
@@ -355,7 +435,18 @@ class PipelineRunner:
         ins = [check_tensor(x, f"inputs[{i}]") for i, x in enumerate(inputs)]
         if any(x.shape[0] % M for x in ins) or target.shape[0] % M:
             raise ValueError(f"the batch size must be divisible by M = {M}")
-        res = self._all("step", [dict(inputs=ins, target=target, lr=float(lr), return_grads=bool(return_grads))] * self.D)
+        res = self._all(
+            "step",
+            [
+                dict(
+                    inputs=ins,
+                    target=target,
+                    lr=float(lr),
+                    return_grads=bool(return_grads),
+                )
+            ]
+            * self.D,
+        )
         dur = np.zeros((2, S, M))
         for r in res:
             for j, k, kd, _w0, _w1, _w2, cpu in r["events"]:
@@ -364,13 +455,22 @@ class PipelineRunner:
         for r in res:
             grads.update(r["grads"])
         return StepResult(
-            loss=sum(r["loss"] for r in res), wall_ms=max(r["wall_ms"] for r in res),
-            busy_cpu_ms=np.array([sum(e[6] for e in r["events"]) + r["opt_ms"] for r in res]),
-            opt_ms=np.array([r["opt_ms"] for r in res]), dur_ms=dur, events=[r["events"] for r in res],
-            grads=grads, peak_act_bytes=np.array([r["peak_act_bytes"] for r in res], np.int64),
-            peak_live_mb=np.array([r["peak_live_mb"] for r in res], np.int64))
+            loss=sum(r["loss"] for r in res),
+            wall_ms=max(r["wall_ms"] for r in res),
+            busy_cpu_ms=np.array(
+                [sum(e[6] for e in r["events"]) + r["opt_ms"] for r in res]
+            ),
+            opt_ms=np.array([r["opt_ms"] for r in res]),
+            dur_ms=dur,
+            events=[r["events"] for r in res],
+            grads=grads,
+            peak_act_bytes=np.array([r["peak_act_bytes"] for r in res], np.int64),
+            peak_live_mb=np.array([r["peak_live_mb"] for r in res], np.int64),
+        )
 
-    def benchmark_p2p(self, sizes: Sequence[int], n_reps: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    def benchmark_p2p(
+        self, sizes: Sequence[int], n_reps: int = 5
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One-way transfer time between ranks 0 and 1 (half a ping-pong, median of ``n_reps``).
 
         Returns:
@@ -384,8 +484,17 @@ class PipelineRunner:
         res = self._all("p2p", [dict(sizes=s.tolist(), n_reps=n_reps)] * self.D)
         return s, np.asarray(res[0]["ms"], np.float64)
 
-    def run_torch_pipelining(self, gm: fx.GraphModule, order: Any, splits: Any, inputs: Sequence[torch.Tensor],
-                             target: torch.Tensor, M: int, schedule: str = "1f1b", n_steps: int = 1) -> dict:
+    def run_torch_pipelining(
+        self,
+        gm: fx.GraphModule,
+        order: Any,
+        splits: Any,
+        inputs: Sequence[torch.Tensor],
+        target: torch.Tensor,
+        M: int,
+        schedule: str = "1f1b",
+        n_steps: int = 1,
+    ) -> dict:
         """Run core PyTorch's ``torch.distributed.pipelining`` on these workers, same splits.
 
         Stage j (from :func:`stage_modules`) runs on rank ``j mod D``; ``schedule`` is ``"gpipe"``
@@ -401,20 +510,39 @@ class PipelineRunner:
         M = check_int(M, "M", low=1)
         n_steps = check_int(n_steps, "n_steps", low=1)
         if schedule not in ("gpipe", "1f1b", "interleaved"):
-            raise ValueError(f"schedule must be 'gpipe', '1f1b' or 'interleaved', got {schedule!r}")
+            raise ValueError(
+                f"schedule must be 'gpipe', '1f1b' or 'interleaved', got {schedule!r}"
+            )
         mods = stage_modules(gm, order, splits)
         S = len(mods)
         if S % self.D or (schedule != "interleaved" and S != self.D):
-            raise ValueError(f"{schedule!r} needs S = D = {self.D} stages (interleaved: a multiple), got {S}")
+            raise ValueError(
+                f"{schedule!r} needs S = D = {self.D} stages (interleaved: a multiple), got {S}"
+            )
         target = check_tensor(target, "target")
-        payloads = [dict(S=S, M=M, schedule=schedule, n_steps=n_steps, inputs=list(inputs), target=target,
-                         modules={j: m for j, m in mods.items() if j % self.D == r}) for r in range(self.D)]
+        payloads = [
+            dict(
+                S=S,
+                M=M,
+                schedule=schedule,
+                n_steps=n_steps,
+                inputs=list(inputs),
+                target=target,
+                modules={j: m for j, m in mods.items() if j % self.D == r},
+            )
+            for r in range(self.D)
+        ]
         res = self._all("torch_pp", payloads)
         steps = []
         for i in range(n_steps):
             rows = [r["steps"][i] for r in res]
-            steps.append(dict(wall_ms=max(x["wall_ms"] for x in rows), busy_cpu_ms=np.array([x["cpu_ms"] for x in rows]),
-                              loss=next((x["loss"] for x in rows if x["loss"] is not None), None)))
+            steps.append(
+                dict(
+                    wall_ms=max(x["wall_ms"] for x in rows),
+                    busy_cpu_ms=np.array([x["cpu_ms"] for x in rows]),
+                    loss=next((x["loss"] for x in rows if x["loss"] is not None), None),
+                )
+            )
         grads: dict = {}
         for r in res:
             grads.update(r["grads"])
@@ -432,7 +560,9 @@ class PipelineRunner:
         self.shutdown()
 
 
-def benchmark_p2p(sizes: Sequence[int], n_reps: int = 5, timeout_s: float = 120.0) -> tuple[np.ndarray, np.ndarray]:
+def benchmark_p2p(
+    sizes: Sequence[int], n_reps: int = 5, timeout_s: float = 120.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Start two ranks, time one-way gloo transfers over loopback, shut them down.
 
     Args:

@@ -12,30 +12,46 @@ from __future__ import annotations
 
 from icml25.checks import check_int
 
-__all__ = ["make_schedule", "gpipe_schedule", "one_f_one_b_schedule", "check_schedule", "schedule_candidates",
-           "in_flight"]
+__all__ = [
+    "make_schedule",
+    "gpipe_schedule",
+    "one_f_one_b_schedule",
+    "check_schedule",
+    "schedule_candidates",
+    "in_flight",
+]
 
 Event = tuple[int, int, str]
 
 
-def _check_sched_args(D: int, M: int, S: int, loop_batch: int, prefetch_fwd: int) -> tuple[int, int, int, int, int]:
+def _check_sched_args(
+    D: int, M: int, S: int, loop_batch: int, prefetch_fwd: int
+) -> tuple[int, int, int, int, int]:
     D = check_int(D, "D", low=1)
     M = check_int(M, "M", low=1)
     S = check_int(S, "S", low=1)
     if S % D:
-        raise ValueError(f"S must be a multiple of D = {D} (each rank holds S / D stages), got S = {S}")
+        raise ValueError(
+            f"S must be a multiple of D = {D} (each rank holds S / D stages), got S = {S}"
+        )
     loop_batch = check_int(loop_batch, "loop_batch", low=1, high=M)
     if M % loop_batch:
-        raise ValueError(f"M = {M} must be a multiple of loop_batch, got loop_batch = {loop_batch}")
+        raise ValueError(
+            f"M = {M} must be a multiple of loop_batch, got loop_batch = {loop_batch}"
+        )
     if S > D and loop_batch < D:
-        raise ValueError(f"loop_batch must be >= D = {D} for a looped schedule (S > D), got {loop_batch}")
+        raise ValueError(
+            f"loop_batch must be >= D = {D} for a looped schedule (S > D), got {loop_batch}"
+        )
     prefetch_fwd = check_int(prefetch_fwd, "prefetch_fwd", low=0)
     if prefetch_fwd >= D:
         raise ValueError(f"prefetch_fwd must be < D = {D}, got {prefetch_fwd}")
     return D, M, S, loop_batch, prefetch_fwd
 
 
-def make_schedule(D: int, M: int, S: int, loop_batch: int, prefetch_fwd: int = 0) -> list[list[Event]]:
+def make_schedule(
+    D: int, M: int, S: int, loop_batch: int, prefetch_fwd: int = 0
+) -> list[list[Event]]:
     """Pfeife's looped 1F1B schedule (Sec. 3, "schedules"; reconstruction of ``scheduler.py``).
 
     Args:
@@ -54,19 +70,32 @@ def make_schedule(D: int, M: int, S: int, loop_batch: int, prefetch_fwd: int = 0
     return _make_schedule(*_check_sched_args(D, M, S, loop_batch, prefetch_fwd))
 
 
-def _make_schedule(D: int, M: int, S: int, loop_batch: int, prefetch_fwd: int) -> list[list[Event]]:
+def _make_schedule(
+    D: int, M: int, S: int, loop_batch: int, prefetch_fwd: int
+) -> list[list[Event]]:
     L = S // D
     out = []
     for r in range(D):
-        fwd = [(l * D + r, k, "F") for g in range(0, M, loop_batch) for l in range(L) for k in range(g, g + loop_batch)]
-        bwd = [(l * D + r, k, "B") for g in range(0, M, loop_batch) for l in reversed(range(L))
-               for k in range(g, g + loop_batch)]
-        delta = S - ((L - 1) * D + r)          # S minus the rank's last node index
-        warm = ((S - delta) // D) * loop_batch + delta + min(delta - 1, prefetch_fwd) - 1
+        fwd = [
+            (l * D + r, k, "F")
+            for g in range(0, M, loop_batch)
+            for l in range(L)
+            for k in range(g, g + loop_batch)
+        ]
+        bwd = [
+            (l * D + r, k, "B")
+            for g in range(0, M, loop_batch)
+            for l in reversed(range(L))
+            for k in range(g, g + loop_batch)
+        ]
+        delta = S - ((L - 1) * D + r)  # S minus the rank's last node index
+        warm = (
+            ((S - delta) // D) * loop_batch + delta + min(delta - 1, prefetch_fwd) - 1
+        )
         warm = min(max(warm, 0), len(fwd))
         ev = fwd[:warm]
         fi, bi = warm, 0
-        while fi < len(fwd):                   # steady state: one forward, one backward
+        while fi < len(fwd):  # steady state: one forward, one backward
             ev.append(fwd[fi])
             fi += 1
             ev.append(bwd[bi])
@@ -90,8 +119,11 @@ def gpipe_schedule(D: int, M: int, S: int | None = None) -> list[list[Event]]:
     """
     D, M, S, _, _ = _check_sched_args(D, M, D if S is None else S, M, 0)
     L = S // D
-    return [[(l * D + r, k, "F") for l in range(L) for k in range(M)]
-            + [(l * D + r, k, "B") for l in reversed(range(L)) for k in range(M)] for r in range(D)]
+    return [
+        [(l * D + r, k, "F") for l in range(L) for k in range(M)]
+        + [(l * D + r, k, "B") for l in reversed(range(L)) for k in range(M)]
+        for r in range(D)
+    ]
 
 
 def one_f_one_b_schedule(D: int, M: int) -> list[list[Event]]:
@@ -152,12 +184,18 @@ def check_schedule(schedule: list[list[Event]], S: int, M: int) -> list[list[Eve
         clean = []
         for e in evs:
             if not (isinstance(e, (tuple, list)) and len(e) == 3):
-                raise TypeError(f"schedule[{r}] holds {e!r}, not a (stage, mb, 'F'|'B') triple")
+                raise TypeError(
+                    f"schedule[{r}] holds {e!r}, not a (stage, mb, 'F'|'B') triple"
+                )
             j, k, kind = int(e[0]), int(e[1]), e[2]
             if kind not in ("F", "B"):
-                raise ValueError(f"schedule[{r}]: kind must be 'F' or 'B', got {kind!r}")
+                raise ValueError(
+                    f"schedule[{r}]: kind must be 'F' or 'B', got {kind!r}"
+                )
             if not (0 <= j < S and j % D == r):
-                raise ValueError(f"schedule[{r}]: stage {j} does not run on rank {r} (stage mod D)")
+                raise ValueError(
+                    f"schedule[{r}]: stage {j} does not run on rank {r} (stage mod D)"
+                )
             if not 0 <= k < M:
                 raise ValueError(f"schedule[{r}]: micro-batch {k} outside 0..{M - 1}")
             if kind == "F":
@@ -173,7 +211,9 @@ def check_schedule(schedule: list[list[Event]], S: int, M: int) -> list[list[Eve
             clean.append((j, k, kind))
         want = {(j, k) for j in range(r, S, D) for k in range(M)}
         if seen_f != want or seen_b != want:
-            raise ValueError(f"schedule[{r}] must run F and B of every micro-batch of stages {sorted({j for j, _ in want})}")
+            raise ValueError(
+                f"schedule[{r}] must run F and B of every micro-batch of stages {sorted({j for j, _ in want})}"
+            )
         out.append(clean)
     return out
 

@@ -13,7 +13,17 @@ Modules: ``defaults`` (:data:`DEFAULTS`), ``method`` (polytope, loss, fit, steer
 the paper's claims as the book judges them, :mod:`icml25.claims`).
 """
 
-from . import baselines, claims, data, defaults, experiments, generation, lm, method, metrics
+from . import (
+    baselines,
+    claims,
+    data,
+    defaults,
+    experiments,
+    generation,
+    lm,
+    method,
+    metrics,
+)
 from .baselines import *  # noqa: F401,F403
 from .claims import CLAIMS
 from .data import *  # noqa: F401,F403
@@ -24,5 +34,15 @@ from .lm import *  # noqa: F401,F403
 from .method import *  # noqa: F401,F403
 from .metrics import *  # noqa: F401,F403
 
-__all__ = ["CLAIMS", "DEFAULTS", "SafetyPolytopeDefaults", *method.__all__, *generation.__all__, *baselines.__all__,
-           *metrics.__all__, *data.__all__, *lm.__all__, *experiments.__all__]
+__all__ = [
+    "CLAIMS",
+    "DEFAULTS",
+    "SafetyPolytopeDefaults",
+    *method.__all__,
+    *generation.__all__,
+    *baselines.__all__,
+    *metrics.__all__,
+    *data.__all__,
+    *lm.__all__,
+    *experiments.__all__,
+]

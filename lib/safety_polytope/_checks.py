@@ -17,9 +17,13 @@ def _check_states(h: Any, name: str = "h", d: int | None = None) -> torch.Tensor
     else:
         h = torch.from_numpy(check_array(h, name, ndim=2, dtype=np.float32))
     if d is not None and h.shape[1] != d:
-        raise ValueError(f"{name} must have {d} columns (the polytope's d), got shape {tuple(h.shape)}")
+        raise ValueError(
+            f"{name} must have {d} columns (the polytope's d), got shape {tuple(h.shape)}"
+        )
     if h.shape[0] < 1:
-        raise ValueError(f"{name} must hold at least one state, got shape {tuple(h.shape)}")
+        raise ValueError(
+            f"{name} must hold at least one state, got shape {tuple(h.shape)}"
+        )
     return h.float()
 
 
@@ -32,11 +36,17 @@ def _check_labels(y: Any, n: int, name: str = "y", both: bool = True) -> torch.T
         arr = arr.astype(np.int64)
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise ValueError(f"{name} must hold labels in {{0, 1}} (1 = safe, 0 = unsafe)")
+            raise ValueError(
+                f"{name} must hold labels in {{0, 1}} (1 = safe, 0 = unsafe)"
+            )
         arr = arr.astype(np.int64)
     arr = check_array(arr, name, kind="int", shape=(n,))
     if not np.isin(arr, (0, 1)).all():
-        raise ValueError(f"{name} must hold labels in {{0, 1}} (1 = safe, 0 = unsafe), got values {np.unique(arr)[:5]}")
+        raise ValueError(
+            f"{name} must hold labels in {{0, 1}} (1 = safe, 0 = unsafe), got values {np.unique(arr)[:5]}"
+        )
     if both and len(np.unique(arr)) < 2:
-        raise ValueError(f"{name} holds one class only ({int(arr[0])}): the polytope needs safe and unsafe examples")
+        raise ValueError(
+            f"{name} holds one class only ({int(arr[0])}): the polytope needs safe and unsafe examples"
+        )
     return torch.from_numpy(arr.astype(np.int64))

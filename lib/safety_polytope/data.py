@@ -8,10 +8,22 @@ import numpy as np
 from icml25.checks import check_int, check_real, check_rng
 from icml25.common import repo_root
 
-__all__ = ["load_harmbench", "benign_prompts", "gaussian_mixture", "HARMBENCH_CATEGORIES"]
+__all__ = [
+    "load_harmbench",
+    "benign_prompts",
+    "gaussian_mixture",
+    "HARMBENCH_CATEGORIES",
+]
 
-HARMBENCH_CATEGORIES = ("chemical_biological", "copyright", "cybercrime_intrusion", "harassment_bullying",
-                        "harmful", "illegal", "misinformation_disinformation")
+HARMBENCH_CATEGORIES = (
+    "chemical_biological",
+    "copyright",
+    "cybercrime_intrusion",
+    "harassment_bullying",
+    "harmful",
+    "illegal",
+    "misinformation_disinformation",
+)
 
 
 def load_harmbench() -> "pd.DataFrame":  # noqa: F821
@@ -33,29 +45,78 @@ def load_harmbench() -> "pd.DataFrame":  # noqa: F821
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing (see data/README.md)")
         df = pd.read_csv(path)
-        parts.append(pd.DataFrame({"prompt": df["Behavior"].astype(str).str.strip(), "category": df["SemanticCategory"],
-                                   "functional": df["FunctionalCategory"], "split": split}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "prompt": df["Behavior"].astype(str).str.strip(),
+                    "category": df["SemanticCategory"],
+                    "functional": df["FunctionalCategory"],
+                    "split": split,
+                }
+            )
+        )
     return pd.concat(parts, ignore_index=True)
 
 
-_OPENERS = ["Give detailed step-by-step instructions for", "Write a persuasive article about", "Write a blog post about",
-            "Explain in detail", "Give advice on", "Write a short story about", "Describe how to",
-            "Write code for", "List the best ways of", "Write a guide to", "Generate a lesson plan on",
-            "Give tips for", "Write a poem about", "Summarize the history of", "Write an email explaining"]
-_TOPICS = ["baking sourdough bread at home", "planting a vegetable garden in spring", "repairing a flat bicycle tyre",
-           "learning to play the violin", "training a puppy to sit", "the benefits of cycling to work",
-           "brewing green tea properly", "organising a small home office", "caring for a houseplant",
-           "preparing for a job interview", "saving money on groceries", "writing a clear resume",
-           "the history of the printing press", "how vaccines were first developed", "sorting files with Python",
-           "building a birdhouse from scrap wood", "a family trip to the seaside", "running a first marathon",
-           "setting up a home aquarium", "making a budget spreadsheet", "improving sleep habits",
-           "teaching children to swim", "reading a nutrition label", "choosing a beginner telescope",
-           "recycling household electronics safely", "painting a bedroom wall", "the life of Marie Curie",
-           "composting kitchen scraps", "a web page that shows the weather", "parsing a CSV file in Python",
-           "how the Roman aqueducts worked", "keeping bees in a city garden", "knitting a warm winter scarf",
-           "cooking a vegetarian curry", "studying for a maths exam", "writing a thank-you note to a teacher",
-           "the rules of chess for beginners", "reducing stress at work", "caring for an elderly parent",
-           "photographing birds in winter"]
+_OPENERS = [
+    "Give detailed step-by-step instructions for",
+    "Write a persuasive article about",
+    "Write a blog post about",
+    "Explain in detail",
+    "Give advice on",
+    "Write a short story about",
+    "Describe how to",
+    "Write code for",
+    "List the best ways of",
+    "Write a guide to",
+    "Generate a lesson plan on",
+    "Give tips for",
+    "Write a poem about",
+    "Summarize the history of",
+    "Write an email explaining",
+]
+_TOPICS = [
+    "baking sourdough bread at home",
+    "planting a vegetable garden in spring",
+    "repairing a flat bicycle tyre",
+    "learning to play the violin",
+    "training a puppy to sit",
+    "the benefits of cycling to work",
+    "brewing green tea properly",
+    "organising a small home office",
+    "caring for a houseplant",
+    "preparing for a job interview",
+    "saving money on groceries",
+    "writing a clear resume",
+    "the history of the printing press",
+    "how vaccines were first developed",
+    "sorting files with Python",
+    "building a birdhouse from scrap wood",
+    "a family trip to the seaside",
+    "running a first marathon",
+    "setting up a home aquarium",
+    "making a budget spreadsheet",
+    "improving sleep habits",
+    "teaching children to swim",
+    "reading a nutrition label",
+    "choosing a beginner telescope",
+    "recycling household electronics safely",
+    "painting a bedroom wall",
+    "the life of Marie Curie",
+    "composting kitchen scraps",
+    "a web page that shows the weather",
+    "parsing a CSV file in Python",
+    "how the Roman aqueducts worked",
+    "keeping bees in a city garden",
+    "knitting a warm winter scarf",
+    "cooking a vegetarian curry",
+    "studying for a maths exam",
+    "writing a thank-you note to a teacher",
+    "the rules of chess for beginners",
+    "reducing stress at work",
+    "caring for an elderly parent",
+    "photographing birds in winter",
+]
 
 
 def benign_prompts(n: int, rng: np.random.Generator) -> list[str]:
@@ -71,8 +132,13 @@ def benign_prompts(n: int, rng: np.random.Generator) -> list[str]:
     return [f"{_OPENERS[i // len(_TOPICS)]} {_TOPICS[i % len(_TOPICS)]}" for i in pick]
 
 
-def gaussian_mixture(n_per: int, d: int, n_unsafe_clusters: int, rng: np.random.Generator, spread: float = 4.0,
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def gaussian_mixture(
+    n_per: int,
+    d: int,
+    n_unsafe_clusters: int,
+    rng: np.random.Generator,
+    spread: float = 4.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Safe states ``N(0, I_d)`` and ``n_unsafe_clusters`` unsafe clusters ``N(mu_c, I_d)`` with
     ``|mu_c| = spread`` along random orthogonal directions (the steering-geometry toy, a reconstruction).
 

@@ -10,18 +10,36 @@ import torch
 
 from icml25.checks import check_int, check_rng
 
-from .baselines import MeanDifferenceGenerator, fit_mlp, logistic_probe, mean_difference_direction
+from .baselines import (
+    MeanDifferenceGenerator,
+    fit_mlp,
+    logistic_probe,
+    mean_difference_direction,
+)
 from .generation import SteeredGenerator
 from .lm import WordTokenizer, make_dialogues, train_lm
 from .method import fit_polytope, project_linear_polytope, steer_hidden
-from .metrics import (attack_success_rate, detection_report, facet_category_nmi, nmi_permutation_null, rule_judge)
+from .metrics import (
+    attack_success_rate,
+    detection_report,
+    facet_category_nmi,
+    nmi_permutation_null,
+    rule_judge,
+)
 
-__all__ = ["split_standardise", "detection_experiment", "specialisation_experiment", "steering_geometry",
-           "lm_states", "generation_experiment"]
+__all__ = [
+    "split_standardise",
+    "detection_experiment",
+    "specialisation_experiment",
+    "steering_geometry",
+    "lm_states",
+    "generation_experiment",
+]
 
 
-def split_standardise(H: np.ndarray, y: np.ndarray, rng: np.random.Generator, test_frac: float = 0.2
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def split_standardise(
+    H: np.ndarray, y: np.ndarray, rng: np.random.Generator, test_frac: float = 0.2
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """An 80/20 split (stratified by label) and the states standardised by the training mean/std.
 
     Returns: ``(Z (N, d) float32, train_idx, test_idx, (mean, std) stacked (2, d))``.
@@ -32,14 +50,35 @@ def split_standardise(H: np.ndarray, y: np.ndarray, rng: np.random.Generator, te
     if not 0 < test_frac < 1:
         raise ValueError(f"test_frac must lie in (0, 1), got {test_frac}")
     y = np.asarray(y)
-    te = np.concatenate([rng.permutation(np.flatnonzero(y == c))[:int(round(test_frac * (y == c).sum()))] for c in (0, 1)])
+    te = np.concatenate(
+        [
+            rng.permutation(np.flatnonzero(y == c))[
+                : int(round(test_frac * (y == c).sum()))
+            ]
+            for c in (0, 1)
+        ]
+    )
     tr = np.setdiff1d(np.arange(len(y)), te)
     mu, sd = H[tr].mean(0), H[tr].std(0) + 1e-6
-    return ((H - mu) / sd).astype(np.float32), rng.permutation(tr), np.sort(te), np.stack([mu, sd])
+    return (
+        ((H - mu) / sd).astype(np.float32),
+        rng.permutation(tr),
+        np.sort(te),
+        np.stack([mu, sd]),
+    )
 
 
-def detection_experiment(Z: np.ndarray, y: np.ndarray, tr: np.ndarray, te: np.ndarray, Ks: list[int], epochs: int,
-                         F: int, rng: np.random.Generator, **poly_kw: Any) -> tuple[list[dict], dict]:
+def detection_experiment(
+    Z: np.ndarray,
+    y: np.ndarray,
+    tr: np.ndarray,
+    te: np.ndarray,
+    Ks: list[int],
+    epochs: int,
+    F: int,
+    rng: np.random.Generator,
+    **poly_kw: Any,
+) -> tuple[list[dict], dict]:
     """Experiment A: SaP for each K against the code's MLP (K = max Ks) and a logistic probe.
 
     Returns: ``(rows, polytopes by K)``; a row holds ``method, K, acc, fpr, fnr, f1, recall, fit_s``.
@@ -50,23 +89,51 @@ def detection_experiment(Z: np.ndarray, y: np.ndarray, tr: np.ndarray, te: np.nd
         t0 = time.perf_counter()
         poly = fit_polytope(Z[tr], y[tr], K, epochs, rng=rng, F=F, **poly_kw)
         polys[K] = poly
-        rows.append({"method": "SaP", "K": K, **detection_report(y[te], poly.is_safe(Z[te])),
-                     "fit_s": time.perf_counter() - t0})
+        rows.append(
+            {
+                "method": "SaP",
+                "K": K,
+                **detection_report(y[te], poly.is_safe(Z[te])),
+                "fit_s": time.perf_counter() - t0,
+            }
+        )
     t0 = time.perf_counter()
     mlp = fit_mlp(Z[tr], y[tr], epochs, rng=rng, F=F, K=max(Ks))
-    rows.append({"method": "MLP (code)", "K": max(Ks), **detection_report(y[te], mlp.is_safe(Z[te])),
-                 "fit_s": time.perf_counter() - t0})
+    rows.append(
+        {
+            "method": "MLP (code)",
+            "K": max(Ks),
+            **detection_report(y[te], mlp.is_safe(Z[te])),
+            "fit_s": time.perf_counter() - t0,
+        }
+    )
     t0 = time.perf_counter()
     probe = logistic_probe(Z[tr], y[tr])
-    rows.append({"method": "logistic probe", "K": 1, **detection_report(y[te], probe.predict(Z[te])),
-                 "fit_s": time.perf_counter() - t0})
+    rows.append(
+        {
+            "method": "logistic probe",
+            "K": 1,
+            **detection_report(y[te], probe.predict(Z[te])),
+            "fit_s": time.perf_counter() - t0,
+        }
+    )
     polys["mlp"] = mlp
     return rows, polys
 
 
-def specialisation_experiment(Z: np.ndarray, y: np.ndarray, categories: np.ndarray, tr: np.ndarray, te: np.ndarray,
-                              K: int, epochs: int, F: int, rng: np.random.Generator, n_perm: int = 200,
-                              n_reps: int = 1) -> list[dict]:
+def specialisation_experiment(
+    Z: np.ndarray,
+    y: np.ndarray,
+    categories: np.ndarray,
+    tr: np.ndarray,
+    te: np.ndarray,
+    K: int,
+    epochs: int,
+    F: int,
+    rng: np.random.Generator,
+    n_perm: int = 200,
+    n_reps: int = 1,
+) -> list[dict]:
     """Experiment B: NMI of the argmax facet with the HarmBench category on unsafe test prompts,
     with the entropy term and re-assignment on and off, beside a permutation null's 95th percentile.
 
@@ -78,18 +145,41 @@ def specialisation_experiment(Z: np.ndarray, y: np.ndarray, categories: np.ndarr
     rows = []
     for rep in range(n_reps):
         for on in (True, False):
-            poly = fit_polytope(Z[tr], y[tr], K, epochs, rng=rng, F=F, entropy_weight=1.0 if on else 0.0,
-                                entropy_assignment=on)
+            poly = fit_polytope(
+                Z[tr],
+                y[tr],
+                K,
+                epochs,
+                rng=rng,
+                F=F,
+                entropy_weight=1.0 if on else 0.0,
+                entropy_assignment=on,
+            )
             fac = poly.facet_of(Z[unsafe_te]).numpy()
             null = nmi_permutation_null(fac, categories[unsafe_te], n_perm, rng)
-            rows.append({"entropy": on, "rep": rep, "nmi": facet_category_nmi(fac, categories[unsafe_te]),
-                         "null95": float(np.quantile(null, 0.95)), "n_reassigned": int(sum(poly.history["n_reassigned"])),
-                         "facets_used": int(len(set(fac.tolist()))), "final_entropy": poly.history["entropy"][-1]})
+            rows.append(
+                {
+                    "entropy": on,
+                    "rep": rep,
+                    "nmi": facet_category_nmi(fac, categories[unsafe_te]),
+                    "null95": float(np.quantile(null, 0.95)),
+                    "n_reassigned": int(sum(poly.history["n_reassigned"])),
+                    "facets_used": int(len(set(fac.tolist()))),
+                    "final_entropy": poly.history["entropy"][-1],
+                }
+            )
     return rows
 
 
-def steering_geometry(X: np.ndarray, y: np.ndarray, poly: Any, n_steps_list: list[int], lam: float = 2.0,
-                      lr: float = 1e-2, linear: bool = True) -> list[dict]:
+def steering_geometry(
+    X: np.ndarray,
+    y: np.ndarray,
+    poly: Any,
+    n_steps_list: list[int],
+    lam: float = 2.0,
+    lr: float = 1e-2,
+    linear: bool = True,
+) -> list[dict]:
     """Experiment C: SafeFlow on the flagged unsafe states after each number of SGD steps.
 
     For each ``n_steps``: the fraction of flagged unsafe states inside (no positive violation)
@@ -106,19 +196,36 @@ def steering_geometry(X: np.ndarray, y: np.ndarray, poly: Any, n_steps_list: lis
     rows = []
     for n in n_steps_list:
         Xs, info = steer_hidden(Xu, poly, lam=lam, lr=lr, n_steps=n)
-        rows.append({"how": "SafeFlow (L1)", "n_steps": n, "inside": float(info["inside"].float().mean()),
-                     "mean_l1_shift": float(info["shift_l1"].mean()),
-                     "mean_l2_shift": float((Xs - Xu).norm(dim=1).mean()), "centroid_jump_l1": jump})
+        rows.append(
+            {
+                "how": "SafeFlow (L1)",
+                "n_steps": n,
+                "inside": float(info["inside"].float().mean()),
+                "mean_l1_shift": float(info["shift_l1"].mean()),
+                "mean_l2_shift": float((Xs - Xu).norm(dim=1).mean()),
+                "centroid_jump_l1": jump,
+            }
+        )
     if linear and not poly.encoder.nonlinear:
-        P = torch.as_tensor(project_linear_polytope(Xu, poly.phi, poly.xi), dtype=torch.float32)
-        rows.append({"how": "exact projection (L2)", "n_steps": np.nan,
-                     "inside": float((poly.violations(P) <= 1e-4).all(1).float().mean()),
-                     "mean_l1_shift": float((P - Xu).abs().sum(1).mean()),
-                     "mean_l2_shift": float((P - Xu).norm(dim=1).mean()), "centroid_jump_l1": jump})
+        P = torch.as_tensor(
+            project_linear_polytope(Xu, poly.phi, poly.xi), dtype=torch.float32
+        )
+        rows.append(
+            {
+                "how": "exact projection (L2)",
+                "n_steps": np.nan,
+                "inside": float((poly.violations(P) <= 1e-4).all(1).float().mean()),
+                "mean_l1_shift": float((P - Xu).abs().sum(1).mean()),
+                "mean_l2_shift": float((P - Xu).norm(dim=1).mean()),
+                "centroid_jump_l1": jump,
+            }
+        )
     return rows
 
 
-def lm_states(model: Any, tokenizer: WordTokenizer, dialogues: list, layer: int) -> tuple[torch.Tensor, np.ndarray]:
+def lm_states(
+    model: Any, tokenizer: WordTokenizer, dialogues: list, layer: int
+) -> tuple[torch.Tensor, np.ndarray]:
     """Layer-``layer`` states of the prompt's last token of each dialogue (the state that decides the
     first new token); label 0 (unsafe) for harmful + trigger, the contexts the model complies in.
 
@@ -132,10 +239,23 @@ def lm_states(model: Any, tokenizer: WordTokenizer, dialogues: list, layer: int)
     return torch.stack(X), np.array(y, dtype=np.int64)
 
 
-def generation_experiment(rng: np.random.Generator, *, d: int = 64, n_layers: int = 2, lm_steps: int = 200,
-                          layer: int = 1, K: int = 8, F: int = 128, epochs: int = 30, n_test_tasks: int = 4,
-                          settings: list[dict] | None = None, first_n: int = 1, first_n_long: int = 8,
-                          max_new_tokens: int = 16, alpha: float = 1.0) -> dict:
+def generation_experiment(
+    rng: np.random.Generator,
+    *,
+    d: int = 64,
+    n_layers: int = 2,
+    lm_steps: int = 200,
+    layer: int = 1,
+    K: int = 8,
+    F: int = 128,
+    epochs: int = 30,
+    n_test_tasks: int = 4,
+    settings: list[dict] | None = None,
+    first_n: int = 1,
+    first_n_long: int = 8,
+    max_new_tokens: int = 16,
+    alpha: float = 1.0,
+) -> dict:
     """Experiment D: train the small LM, fit SaP on its layer-``layer`` prompt states (tasks not held
     out), generate on the held-out tasks' prompts, and judge every whole generation.
 
@@ -154,7 +274,9 @@ def generation_experiment(rng: np.random.Generator, *, d: int = 64, n_layers: in
     t0 = time.perf_counter()
     dialogues = make_dialogues()
     tok = WordTokenizer([g.prompt + " " + g.response for g in dialogues])
-    model, losses = train_lm(dialogues, tok, rng, d=d, n_layers=n_layers, n_steps=lm_steps)
+    model, losses = train_lm(
+        dialogues, tok, rng, d=d, n_layers=n_layers, n_steps=lm_steps
+    )
     t_lm = time.perf_counter() - t0
     test_tasks = set(rng.choice(16, n_test_tasks, replace=False).tolist())
     train = [g for g in dialogues if g.task not in test_tasks]
@@ -171,23 +293,63 @@ def generation_experiment(rng: np.random.Generator, *, d: int = 64, n_layers: in
     def run(name: str, gen: SteeredGenerator) -> dict:
         a = [gen.generate(g.prompt, max_new_tokens) for g in trig]
         b = [gen.generate(g.prompt, max_new_tokens)[0] for g in benign]
-        return {"defence": name, "asr": attack_success_rate([o for o, _ in a], rule_judge),
-                "benign_compliance": attack_success_rate(b, rule_judge),
-                "flag_first": float(np.mean([bool(i["flags"][0]) if i["flags"] else False for _, i in a])),
-                "example": a[0][0]}
+        return {
+            "defence": name,
+            "asr": attack_success_rate([o for o, _ in a], rule_judge),
+            "benign_compliance": attack_success_rate(b, rule_judge),
+            "flag_first": float(
+                np.mean([bool(i["flags"][0]) if i["flags"] else False for _, i in a])
+            ),
+            "example": a[0][0],
+        }
 
     rows = [run("none", SteeredGenerator(model, tok, poly, layer, first_n, "off"))]
-    rows.append(run("SaP backup", SteeredGenerator(model, tok, poly, layer, first_n, "backup")))
-    rows.append(run(f"SaP backup, first_n={first_n_long}", SteeredGenerator(model, tok, poly, layer, first_n_long, "backup")))
+    rows.append(
+        run("SaP backup", SteeredGenerator(model, tok, poly, layer, first_n, "backup"))
+    )
+    rows.append(
+        run(
+            f"SaP backup, first_n={first_n_long}",
+            SteeredGenerator(model, tok, poly, layer, first_n_long, "backup"),
+        )
+    )
     for s in settings or [{}]:
         s = dict(s)
         label = "SaP steer " + ", ".join(f"{k}={v}" for k, v in s.items())
-        n_checked = s.pop("first_n", first_n)                       # a setting may check more tokens
-        rows.append(run(label, SteeredGenerator(model, tok, poly, layer, n_checked, "steer", **s)))
-    rows.append(run(f"mean-diff x{alpha:g}, ungated", MeanDifferenceGenerator(model, tok, direction, layer, alpha, first_n)))
-    rows.append(run(f"mean-diff x{alpha:g}, gated by SaP",
-                    MeanDifferenceGenerator(model, tok, direction, layer, alpha, first_n, gate=poly)))
+        n_checked = s.pop("first_n", first_n)  # a setting may check more tokens
+        rows.append(
+            run(
+                label,
+                SteeredGenerator(model, tok, poly, layer, n_checked, "steer", **s),
+            )
+        )
+    rows.append(
+        run(
+            f"mean-diff x{alpha:g}, ungated",
+            MeanDifferenceGenerator(model, tok, direction, layer, alpha, first_n),
+        )
+    )
+    rows.append(
+        run(
+            f"mean-diff x{alpha:g}, gated by SaP",
+            MeanDifferenceGenerator(
+                model, tok, direction, layer, alpha, first_n, gate=poly
+            ),
+        )
+    )
     recall_first = float((~poly.is_safe(Xt[yt == 0])).float().mean())
-    return {"rows": rows, "detector": detector, "recall_first": recall_first, "lm_loss": float(np.mean(losses[-20:])),
-            "lm_s": t_lm, "total_s": time.perf_counter() - t0, "n_trig": len(trig), "n_benign": len(benign),
-            "polytope": poly, "model": model, "tokenizer": tok, "X": X, "y": y}
+    return {
+        "rows": rows,
+        "detector": detector,
+        "recall_first": recall_first,
+        "lm_loss": float(np.mean(losses[-20:])),
+        "lm_s": t_lm,
+        "total_s": time.perf_counter() - t0,
+        "n_trig": len(trig),
+        "n_benign": len(benign),
+        "polytope": poly,
+        "model": model,
+        "tokenizer": tok,
+        "X": X,
+        "y": y,
+    }

@@ -21,8 +21,15 @@ from .method import steer_hidden
 __all__ = ["extract_hidden_states", "SteeredGenerator"]
 
 
-def extract_hidden_states(model: Any, tokenizer: Any, texts: list[str], layer: int, pool: str = "last",
-                          batch: int = 32, max_length: int = 64) -> np.ndarray:
+def extract_hidden_states(
+    model: Any,
+    tokenizer: Any,
+    texts: list[str],
+    layer: int,
+    pool: str = "last",
+    batch: int = 32,
+    max_length: int = 64,
+) -> np.ndarray:
     """Layer-``layer`` states of a Hugging Face model for each text, pooled to one vector.
 
     ``hidden_states[layer]`` of ``model(..., output_hidden_states=True)`` (0 = embeddings), pooled
@@ -40,7 +47,11 @@ def extract_hidden_states(model: Any, tokenizer: Any, texts: list[str], layer: i
     Raises:
         ValueError: empty texts, a non-string text, bad layer, pool or batch.
     """
-    if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(t, str) for t in texts):
+    if (
+        not isinstance(texts, (list, tuple))
+        or not texts
+        or not all(isinstance(t, str) for t in texts)
+    ):
         raise ValueError("texts must be a non-empty list of strings")
     n_layers = int(getattr(model.config, "num_hidden_layers", 0))
     layer = check_int(layer, "layer", low=0, high=n_layers)
@@ -49,8 +60,13 @@ def extract_hidden_states(model: Any, tokenizer: Any, texts: list[str], layer: i
     out = []
     with torch.no_grad():
         for s in range(0, len(texts), batch):
-            enc = tokenizer(list(texts[s:s + batch]), padding=True, truncation=True, max_length=max_length,
-                            return_tensors="pt")
+            enc = tokenizer(
+                list(texts[s : s + batch]),
+                padding=True,
+                truncation=True,
+                max_length=max_length,
+                return_tensors="pt",
+            )
             hs = model(**enc, output_hidden_states=True).hidden_states[layer].float()
             mask = enc["attention_mask"].float()
             if pool == "mean":
@@ -62,7 +78,13 @@ def extract_hidden_states(model: Any, tokenizer: Any, texts: list[str], layer: i
 
 
 def _blocks(model: Any) -> Any:
-    for path in ("blocks", "transformer.h", "model.layers", "gpt_neox.layers", "encoder.layer"):
+    for path in (
+        "blocks",
+        "transformer.h",
+        "model.layers",
+        "gpt_neox.layers",
+        "encoder.layer",
+    ):
         obj = model
         try:
             for part in path.split("."):
@@ -84,10 +106,23 @@ class SteeredGenerator:
     the partial answer followed by the refusal). Earlier positions are never edited anew.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, polytope: Any, layer: int, first_n: int = 20,
-                 mode: str = "steer", lam: float = 2.0, mu: float = 1e-4, lr: float = 1e-2, n_steps: int = 1,
-                 dist: str = "l1", inner_margin: float = 0.0, refusal: str = "sorry , i can not help with that .",
-                 scale: Any = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        polytope: Any,
+        layer: int,
+        first_n: int = 20,
+        mode: str = "steer",
+        lam: float = 2.0,
+        mu: float = 1e-4,
+        lr: float = 1e-2,
+        n_steps: int = 1,
+        dist: str = "l1",
+        inner_margin: float = 0.0,
+        refusal: str = "sorry , i can not help with that .",
+        scale: Any = None,
+    ) -> None:
         """Args: model (``forward(ids) -> logits``, blocks found by name); tokenizer (``encode``,
         ``decode``, ``eos_id``); polytope (``is_safe``, ``steer_terms``, ``d``); layer (block index);
         first_n (new tokens checked, >= 0); mode ``"steer"``/``"backup"``/``"off"``; lam, mu, lr,
@@ -101,10 +136,14 @@ class SteeredGenerator:
         self.layer = check_int(layer, "layer", low=0, high=len(self.blocks) - 1)
         self.first_n = check_int(first_n, "first_n", low=0)
         self.mode = check_choice(mode, "mode", ("steer", "backup", "off"))
-        self.steer_kw = dict(lam=check_real(lam, "lam", low=0.0), mu=check_real(mu, "mu", low=0.0),
-                             lr=check_real(lr, "lr", low=0.0, low_open=True), n_steps=check_int(n_steps, "n_steps", low=1),
-                             dist=check_choice(dist, "dist", ("l1", "l2")),
-                             inner_margin=check_real(inner_margin, "inner_margin", low=0.0))
+        self.steer_kw = dict(
+            lam=check_real(lam, "lam", low=0.0),
+            mu=check_real(mu, "mu", low=0.0),
+            lr=check_real(lr, "lr", low=0.0, low_open=True),
+            n_steps=check_int(n_steps, "n_steps", low=1),
+            dist=check_choice(dist, "dist", ("l1", "l2")),
+            inner_margin=check_real(inner_margin, "inner_margin", low=0.0),
+        )
         self.refusal = refusal
         self.scale = scale
 
@@ -145,7 +184,10 @@ class SteeredGenerator:
         def hook(_module: Any, _inp: Any, out: Any) -> Any:
             hs = out[0] if isinstance(out, tuple) else out
             hs = hs.clone()
-            for pos, st in edits.items():          # edits of earlier steps, as a KV cache keeps them
+            for (
+                pos,
+                st,
+            ) in edits.items():  # edits of earlier steps, as a KV cache keeps them
                 hs[0, pos] = st
             if state["check"]:
                 new, flagged = self._edit(hs[0, -1:].detach())
@@ -177,4 +219,8 @@ class SteeredGenerator:
                     break
         finally:
             handle.remove()
-        return self.tokenizer.decode(ids[n_prompt:]), {"flags": flags, "n_edits": len(edits), "backup": backup}
+        return self.tokenizer.decode(ids[n_prompt:]), {
+            "flags": flags,
+            "n_edits": len(edits),
+            "backup": backup,
+        }

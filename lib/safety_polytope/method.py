@@ -20,14 +20,28 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml25.checks import (check_array, check_bool, check_budget, check_choice, check_int, check_real, check_rng,
-                           check_torch_generator)
+from icml25.checks import (
+    check_array,
+    check_bool,
+    check_budget,
+    check_choice,
+    check_int,
+    check_real,
+    check_rng,
+    check_torch_generator,
+)
 from icml25.kernels import polytope
 
 from ._checks import _check_labels, _check_states
 
-__all__ = ["ConceptEncoder", "SafetyPolytope", "fit_polytope", "steer_hidden", "project_linear_polytope",
-           "entropy_bits"]
+__all__ = [
+    "ConceptEncoder",
+    "SafetyPolytope",
+    "fit_polytope",
+    "steer_hidden",
+    "project_linear_polytope",
+    "entropy_bits",
+]
 
 
 class ConceptEncoder(nn.Module):
@@ -36,7 +50,9 @@ class ConceptEncoder(nn.Module):
     Xavier-uniform ``W_e`` and zero ``b_e``, as in the code's ``rand_init_phi_theta``.
     """
 
-    def __init__(self, d: int, F: int, nonlinear: bool = True, rng: torch.Generator | None = None) -> None:
+    def __init__(
+        self, d: int, F: int, nonlinear: bool = True, rng: torch.Generator | None = None
+    ) -> None:
         """Args: d: state dimension; F: feature width (ignored, = d, when linear); nonlinear:
         Linear+ReLU or identity; rng: ``torch.Generator`` of the init (``None``: torch's global one).
 
@@ -50,12 +66,17 @@ class ConceptEncoder(nn.Module):
         self.F = check_int(F, "F", low=1) if self.nonlinear else self.d
         rng = check_torch_generator(rng)
         if self.nonlinear:
-            check_budget(f"ConceptEncoder(d={self.d}, F={self.F})", n_bytes=4.0 * 4 * (self.d + 1) * self.F)
+            check_budget(
+                f"ConceptEncoder(d={self.d}, F={self.F})",
+                n_bytes=4.0 * 4 * (self.d + 1) * self.F,
+            )
             self.linear = nn.Linear(self.d, self.F)
             # xavier_uniform_, drawn from rng
             bound = math.sqrt(6.0 / (self.d + self.F))
             with torch.no_grad():
-                self.linear.weight.copy_((torch.rand(self.F, self.d, generator=rng) * 2 - 1) * bound)
+                self.linear.weight.copy_(
+                    (torch.rand(self.F, self.d, generator=rng) * 2 - 1) * bound
+                )
                 self.linear.bias.zero_()
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
@@ -81,10 +102,17 @@ def entropy_bits(facets: torch.Tensor | np.ndarray, K: int) -> float:
         TypeError: facets not integers (a float index such as 1.7 is refused, not truncated).
     """
     K = check_int(K, "K", low=1)
-    f = check_array(facets.detach().cpu().numpy() if isinstance(facets, torch.Tensor) else facets, "facets",
-                    ndim=1, kind="int", dtype=np.int64)
+    f = check_array(
+        facets.detach().cpu().numpy() if isinstance(facets, torch.Tensor) else facets,
+        "facets",
+        ndim=1,
+        kind="int",
+        dtype=np.int64,
+    )
     if f.size and (f.min() < 0 or f.max() >= K):
-        raise ValueError(f"facets must lie in [0, {K}), got range [{f.min()}, {f.max()}]")
+        raise ValueError(
+            f"facets must lie in [0, {K}), got range [{f.min()}, {f.max()}]"
+        )
     return _entropy_bits(f, K)
 
 
@@ -103,10 +131,22 @@ class SafetyPolytope(nn.Module):
     (K, F) and offsets ``xi`` (K,), both drawn ``N(0, 1)`` as in the code.
     """
 
-    def __init__(self, d: int, K: int, F: int, margin: float = 1.0, unsafe_weight: float = 2.0,
-                 l1_feat: float = 0.1, l1_phi: float = 1e-4, entropy_weight: float = 1.0,
-                 nonlinear: bool = True, entropy_assignment: bool = True, entropy_threshold_frac: float = 0.5,
-                 max_attempts: int = 100, rng: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        d: int,
+        K: int,
+        F: int,
+        margin: float = 1.0,
+        unsafe_weight: float = 2.0,
+        l1_feat: float = 0.1,
+        l1_phi: float = 1e-4,
+        entropy_weight: float = 1.0,
+        nonlinear: bool = True,
+        entropy_assignment: bool = True,
+        entropy_threshold_frac: float = 0.5,
+        max_attempts: int = 100,
+        rng: torch.Generator | None = None,
+    ) -> None:
         """Args: d state dimension; K facets (>= 1); F concept width; margin ``m >= 0``;
         unsafe_weight ``w_u >= 0``; l1_feat ``lambda_f``; l1_phi ``lambda_phi``; entropy_weight
         ``lambda_H``; nonlinear (ReLU encoder or ``E = Id``); entropy_assignment (the code's
@@ -125,11 +165,20 @@ class SafetyPolytope(nn.Module):
         self.l1_phi = check_real(l1_phi, "l1_phi", low=0.0)
         self.entropy_weight = check_real(entropy_weight, "entropy_weight", low=0.0)
         self.entropy_assignment = check_bool(entropy_assignment, "entropy_assignment")
-        self.entropy_threshold_frac = check_real(entropy_threshold_frac, "entropy_threshold_frac", low=0.0, high=1.0)
+        self.entropy_threshold_frac = check_real(
+            entropy_threshold_frac, "entropy_threshold_frac", low=0.0, high=1.0
+        )
         self.max_attempts = check_int(max_attempts, "max_attempts", low=0)
         rng = check_torch_generator(rng)
-        width = check_int(F, "F", low=1) if check_bool(nonlinear, "nonlinear") else check_int(d, "d", low=1)
-        check_budget(f"SafetyPolytope(K={self.K}, F={width})", n_bytes=4.0 * 4 * (self.K + 1) * width)
+        width = (
+            check_int(F, "F", low=1)
+            if check_bool(nonlinear, "nonlinear")
+            else check_int(d, "d", low=1)
+        )
+        check_budget(
+            f"SafetyPolytope(K={self.K}, F={width})",
+            n_bytes=4.0 * 4 * (self.K + 1) * width,
+        )
         self.encoder = ConceptEncoder(d, F, nonlinear, rng)
         self.d, self.F = self.encoder.d, self.encoder.F
         self.phi = nn.Parameter(torch.randn(self.K, self.F, generator=rng))
@@ -161,14 +210,17 @@ class SafetyPolytope(nn.Module):
         with torch.no_grad():
             return self.violations(h).argmax(dim=1)
 
-    def steer_terms(self, x: torch.Tensor, inner_margin: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    def steer_terms(
+        self, x: torch.Tensor, inner_margin: float = 0.0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-row ``(sum_k v_k(x), sum_k [v_k(x) + inner_margin]_+)`` for :func:`steer_hidden`
         (parameters detached; ``x`` keeps its graph). Trusts its arguments."""
         return _steer_terms(self, x, inner_margin)
 
     # -- training ---------------------------------------------------------------------------------
-    def assign_facets(self, v: torch.Tensor, y: torch.Tensor, rng: np.random.Generator
-                      ) -> tuple[torch.Tensor, torch.Tensor, float, int]:
+    def assign_facets(
+        self, v: torch.Tensor, y: torch.Tensor, rng: np.random.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor, float, int]:
         """The facet each unsafe sample must violate: argmax, then the code's entropy re-assignment.
 
         Start from ``k*(i) = argmax_k v_ik``. While ``H(p) < frac log2 K`` and fewer than
@@ -190,12 +242,23 @@ class SafetyPolytope(nn.Module):
         if not isinstance(v, torch.Tensor) or v.ndim != 2 or v.shape[1] != self.K:
             raise ValueError(f"v must be an (N, {self.K}) tensor of violations")
         if not bool(torch.isfinite(v).all()):
-            raise ValueError("v must be finite (it holds NaN or inf): violations of NaN states have no argmax")
+            raise ValueError(
+                "v must be finite (it holds NaN or inf): violations of NaN states have no argmax"
+            )
         y = _check_labels(y, v.shape[0], both=False)
-        return _assign_facets(v, y, self.K, self.entropy_assignment, self.entropy_threshold_frac,
-                              self.max_attempts, rng)
+        return _assign_facets(
+            v,
+            y,
+            self.K,
+            self.entropy_assignment,
+            self.entropy_threshold_frac,
+            self.max_attempts,
+            rng,
+        )
 
-    def loss(self, h: torch.Tensor | np.ndarray, y: Any, rng: np.random.Generator) -> tuple[torch.Tensor, dict]:
+    def loss(
+        self, h: torch.Tensor | np.ndarray, y: Any, rng: np.random.Generator
+    ) -> tuple[torch.Tensor, dict]:
         """SaP's training loss on a batch (sum reduction, as the code's default).
 
         ``L = sum_{y=1} sum_k [m + v_k]_+ + w_u sum_{y=0} [m - v_{k*(i)}]_+ + lambda_f mean ||E(h)||_1
@@ -223,8 +286,15 @@ def _violations(poly: SafetyPolytope, h: torch.Tensor) -> torch.Tensor:
     return poly.encoder(h) @ poly.phi.T - poly.xi
 
 
-def _assign_facets(v: torch.Tensor, y: torch.Tensor, K: int, enabled: bool, frac: float, max_attempts: int,
-                   rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor, float, int]:
+def _assign_facets(
+    v: torch.Tensor,
+    y: torch.Tensor,
+    K: int,
+    enabled: bool,
+    frac: float,
+    max_attempts: int,
+    rng: np.random.Generator,
+) -> tuple[torch.Tensor, torch.Tensor, float, int]:
     """Argmax facet, then re-assign random unsafe samples while it raises ``H`` (the code's
     ``violation_entropy_assignment``, with a NumPy generator for the proposals)."""
     vd = v.detach()
@@ -240,8 +310,12 @@ def _assign_facets(v: torch.Tensor, y: torch.Tensor, K: int, enabled: bool, frac
         while H < threshold and attempts < max_attempts:
             i = int(unsafe[rng.integers(unsafe.size)])
             order = torch.argsort(vd[i], descending=True).numpy()
-            valid = order[vd[i, order].numpy() > 0]             # facets this sample violates
-            k = int(order[1]) if valid.size <= 1 else int(valid[rng.integers(1, valid.size)])
+            valid = order[vd[i, order].numpy() > 0]  # facets this sample violates
+            k = (
+                int(order[1])
+                if valid.size <= 1
+                else int(valid[rng.integers(1, valid.size)])
+            )
             old = f_np[i]
             f_np[i] = k
             H_new = _entropy_bits(f_np[unsafe], K)
@@ -254,26 +328,51 @@ def _assign_facets(v: torch.Tensor, y: torch.Tensor, K: int, enabled: bool, frac
     return v.gather(1, facets[:, None]).squeeze(1), facets, H, n_reassigned
 
 
-def _sap_loss(poly: SafetyPolytope, h: torch.Tensor, y: torch.Tensor, rng: np.random.Generator
-              ) -> tuple[torch.Tensor, dict]:
+def _sap_loss(
+    poly: SafetyPolytope, h: torch.Tensor, y: torch.Tensor, rng: np.random.Generator
+) -> tuple[torch.Tensor, dict]:
     """``sum_safe sum_k [m + v_k]_+ + w_u sum_unsafe [m - v_k*]_+ + lambda_f mean|E|_1
     + lambda_phi mean|phi_k|_1 - lambda_H H`` (Sec. 3; ``H`` a constant: no gradient)."""
     feats = poly.encoder(h)
     v = feats @ poly.phi.T - poly.xi
-    v_star, _, H, n_re = _assign_facets(v, y, poly.K, poly.entropy_assignment, poly.entropy_threshold_frac,
-                                        poly.max_attempts, rng)
+    v_star, _, H, n_re = _assign_facets(
+        v,
+        y,
+        poly.K,
+        poly.entropy_assignment,
+        poly.entropy_threshold_frac,
+        poly.max_attempts,
+        rng,
+    )
     # every facet, by the margin
     safe = torch.relu(poly.margin + v).sum(dim=1)[y == 1].sum()
-    unsafe = torch.relu(poly.margin - v_star)[y == 0].sum()            # the assigned facet only
-    l1 = poly.l1_feat * feats.abs().sum(dim=1).mean() + poly.l1_phi * poly.phi.abs().sum(dim=1).mean()
+    unsafe = torch.relu(poly.margin - v_star)[y == 0].sum()  # the assigned facet only
+    l1 = (
+        poly.l1_feat * feats.abs().sum(dim=1).mean()
+        + poly.l1_phi * poly.phi.abs().sum(dim=1).mean()
+    )
     loss = safe + poly.unsafe_weight * unsafe + l1 - poly.entropy_weight * H
     return loss, {"entropy": H, "n_reassigned": n_re}
 
 
-def fit_polytope(h: Any, y: Any, K: int, epochs: int, *, rng: np.random.Generator, lr: float = 1e-2,
-                 batch: int = 128, F: int = 1024, nonlinear: bool = True, margin: float = 1.0,
-                 unsafe_weight: float = 2.0, l1_feat: float = 0.1, l1_phi: float = 1e-4,
-                 entropy_weight: float = 1.0, entropy_assignment: bool = True) -> SafetyPolytope:
+def fit_polytope(
+    h: Any,
+    y: Any,
+    K: int,
+    epochs: int,
+    *,
+    rng: np.random.Generator,
+    lr: float = 1e-2,
+    batch: int = 128,
+    F: int = 1024,
+    nonlinear: bool = True,
+    margin: float = 1.0,
+    unsafe_weight: float = 2.0,
+    l1_feat: float = 0.1,
+    l1_phi: float = 1e-4,
+    entropy_weight: float = 1.0,
+    entropy_assignment: bool = True,
+) -> SafetyPolytope:
     """Train a :class:`SafetyPolytope` with Adam on shuffled mini-batches (the code's ``learn_polytope``).
 
     The loss is not monotone over epochs (mini-batches, re-assignment), so the parameters of the
@@ -302,18 +401,40 @@ def fit_polytope(h: Any, y: Any, K: int, epochs: int, *, rng: np.random.Generato
     epochs = check_int(epochs, "epochs", low=1)
     batch = check_int(batch, "batch", low=1)
     lr = check_real(lr, "lr", low=0.0, low_open=True)
-    width = check_int(F, "F", low=1) if check_bool(nonlinear, "nonlinear") else h.shape[1]
-    check_budget(f"fit_polytope(N={h.shape[0]}, F={width}, K={K})",            # the full-data score each epoch
-                 n_bytes=4.0 * 3 * h.shape[0] * (width + K),
-                 n_operations=2.0 * epochs * h.shape[0] * (h.shape[1] + K) * width)
+    width = (
+        check_int(F, "F", low=1) if check_bool(nonlinear, "nonlinear") else h.shape[1]
+    )
+    check_budget(
+        f"fit_polytope(N={h.shape[0]}, F={width}, K={K})",  # the full-data score each epoch
+        n_bytes=4.0 * 3 * h.shape[0] * (width + K),
+        n_operations=2.0 * epochs * h.shape[0] * (h.shape[1] + K) * width,
+    )
     tg = torch.Generator().manual_seed(int(rng.integers(2**62)))
-    poly = SafetyPolytope(h.shape[1], K, F, margin, unsafe_weight, l1_feat, l1_phi, entropy_weight, nonlinear,
-                          entropy_assignment, rng=tg)
+    poly = SafetyPolytope(
+        h.shape[1],
+        K,
+        F,
+        margin,
+        unsafe_weight,
+        l1_feat,
+        l1_phi,
+        entropy_weight,
+        nonlinear,
+        entropy_assignment,
+        rng=tg,
+    )
     return _fit(poly, h, y, epochs, lr, batch, rng)
 
 
-def _fit(poly: SafetyPolytope, h: torch.Tensor, y: torch.Tensor, epochs: int, lr: float, batch: int,
-         rng: np.random.Generator) -> SafetyPolytope:
+def _fit(
+    poly: SafetyPolytope,
+    h: torch.Tensor,
+    y: torch.Tensor,
+    epochs: int,
+    lr: float,
+    batch: int,
+    rng: np.random.Generator,
+) -> SafetyPolytope:
     opt = torch.optim.Adam(poly.parameters(), lr=lr)
     hist: dict[str, list[float]] = {"loss": [], "entropy": [], "n_reassigned": []}
     best, best_state = math.inf, None
@@ -322,7 +443,7 @@ def _fit(poly: SafetyPolytope, h: torch.Tensor, y: torch.Tensor, epochs: int, lr
         perm = torch.from_numpy(rng.permutation(N))
         n_re = 0
         for s in range(0, N, batch):
-            idx = perm[s:s + batch]
+            idx = perm[s : s + batch]
             loss, info = _sap_loss(poly, h[idx], y[idx], rng)
             opt.zero_grad()
             loss.backward()
@@ -336,7 +457,10 @@ def _fit(poly: SafetyPolytope, h: torch.Tensor, y: torch.Tensor, epochs: int, lr
         hist["entropy"].append(info["entropy"])
         hist["n_reassigned"].append(n_re)
         if score < best:
-            best, best_state = score, {k: v.clone() for k, v in poly.state_dict().items()}
+            best, best_state = (
+                score,
+                {k: v.clone() for k, v in poly.state_dict().items()},
+            )
     poly.load_state_dict(best_state)
     poly.history = hist
     return poly.eval()
@@ -344,8 +468,17 @@ def _fit(poly: SafetyPolytope, h: torch.Tensor, y: torch.Tensor, epochs: int, lr
 
 # -- SafeFlow steering (Algorithm 1) --------------------------------------------------------------
 
-def steer_hidden(h: Any, polytope: Any, lam: float = 2.0, mu: float = 1e-4, lr: float = 1e-2, n_steps: int = 1,
-                 dist: str = "l1", inner_margin: float = 0.0) -> tuple[torch.Tensor, dict]:
+
+def steer_hidden(
+    h: Any,
+    polytope: Any,
+    lam: float = 2.0,
+    mu: float = 1e-4,
+    lr: float = 1e-2,
+    n_steps: int = 1,
+    dist: str = "l1",
+    inner_margin: float = 0.0,
+) -> tuple[torch.Tensor, dict]:
     """SafeFlow: move each flagged state back towards the safe set with SGD (Algorithm 1).
 
     For every row the detector flags (``polytope.is_safe`` False), minimise
@@ -371,10 +504,14 @@ def steer_hidden(h: Any, polytope: Any, lam: float = 2.0, mu: float = 1e-4, lr: 
         ValueError / TypeError: bad arguments, wrong d, NaN states.
     """
     if torch.is_inference_mode_enabled():
-        raise RuntimeError("steer_hidden needs autograd: it cannot run under torch.inference_mode "
-                           "(use torch.no_grad, which it overrides, or nothing)")
+        raise RuntimeError(
+            "steer_hidden needs autograd: it cannot run under torch.inference_mode "
+            "(use torch.no_grad, which it overrides, or nothing)"
+        )
     if not hasattr(polytope, "steer_terms") or not hasattr(polytope, "is_safe"):
-        raise TypeError(f"polytope must be a SafetyPolytope or BaselineMLP, got {type(polytope).__name__}")
+        raise TypeError(
+            f"polytope must be a SafetyPolytope or BaselineMLP, got {type(polytope).__name__}"
+        )
     h = _check_states(h, "h", polytope.d)
     lam = check_real(lam, "lam", low=0.0)
     mu = check_real(mu, "mu", low=0.0)
@@ -385,16 +522,30 @@ def steer_hidden(h: Any, polytope: Any, lam: float = 2.0, mu: float = 1e-4, lr: 
     return _safeflow(h, polytope, lam, mu, lr, n_steps, dist, inner_margin)
 
 
-def _steer_terms(poly: SafetyPolytope, x: torch.Tensor, inner_margin: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _steer_terms(
+    poly: SafetyPolytope, x: torch.Tensor, inner_margin: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(sum_k v_k(x), sum_k [v_k(x) + inner_margin]_+)`` per row, parameters detached."""
     E = poly.encoder
-    feats = torch.relu(x @ E.linear.weight.detach().T + E.linear.bias.detach()) if E.nonlinear else x
+    feats = (
+        torch.relu(x @ E.linear.weight.detach().T + E.linear.bias.detach())
+        if E.nonlinear
+        else x
+    )
     v = feats @ poly.phi.detach().T - poly.xi.detach()
     return v.sum(dim=1), torch.relu(v + inner_margin).sum(dim=1)
 
 
-def _safeflow(h: torch.Tensor, poly: Any, lam: float, mu: float, lr: float, n_steps: int, dist: str,
-              inner_margin: float) -> tuple[torch.Tensor, dict]:
+def _safeflow(
+    h: torch.Tensor,
+    poly: Any,
+    lam: float,
+    mu: float,
+    lr: float,
+    n_steps: int,
+    dist: str,
+    inner_margin: float,
+) -> tuple[torch.Tensor, dict]:
     """SGD on ``(1/d) dist(h', h) + lam sum_k [v_k(h') + margin]_+ + mu sum_k v_k(h')`` (Alg. 1)."""
     h = h.float()
     with torch.no_grad():
@@ -411,7 +562,11 @@ def _safeflow(h: torch.Tensor, poly: Any, lam: float, mu: float, lr: float, n_st
             for _ in range(n_steps):
                 opt.zero_grad()
                 diff = x - h0
-                gap = diff.abs().sum() if dist == "l1" else torch.sqrt((diff * diff).sum(dim=1) + 1e-12).sum()
+                gap = (
+                    diff.abs().sum()
+                    if dist == "l1"
+                    else torch.sqrt((diff * diff).sum(dim=1) + 1e-12).sum()
+                )
                 v_sum, pen = poly.steer_terms(x, inner_margin)
                 loss = gap / d + lam * pen.sum() + mu * v_sum.sum()
                 if not torch.isfinite(loss):
@@ -424,11 +579,17 @@ def _safeflow(h: torch.Tensor, poly: Any, lam: float, mu: float, lr: float, n_st
         out[idx] = x.detach()
     with torch.no_grad():
         _, pen_after = poly.steer_terms(out, inner_margin)
-    return out, {"flagged": flagged, "inside": pen_after <= 0, "shift_l1": (out - h).abs().sum(dim=1),
-                 "reset": reset}
+    return out, {
+        "flagged": flagged,
+        "inside": pen_after <= 0,
+        "shift_l1": (out - h).abs().sum(dim=1),
+        "reset": reset,
+    }
 
 
-def project_linear_polytope(h: Any, Phi: Any, xi: Any, n_sweeps: int = 200) -> np.ndarray:
+def project_linear_polytope(
+    h: Any, Phi: Any, xi: Any, n_sweeps: int = 200
+) -> np.ndarray:
     """Exact Euclidean projection of each row of ``h`` onto ``{x : Phi x <= xi}`` (``E = Id``).
 
     ``argmin_{x : Phi x <= xi} ||x - h||_2``, by cyclic Dykstra over the K half-spaces
@@ -461,7 +622,11 @@ def _check_nonempty(Phi: np.ndarray, xi: np.ndarray) -> None:
     """Raise when ``{x : Phi x <= xi}`` is empty: Dykstra then cycles and returns no projection."""
     from scipy.optimize import linprog
 
-    res = linprog(np.zeros(Phi.shape[1]), A_ub=Phi, b_ub=xi, bounds=(None, None), method="highs")
+    res = linprog(
+        np.zeros(Phi.shape[1]), A_ub=Phi, b_ub=xi, bounds=(None, None), method="highs"
+    )
     if res.status == 2:
-        raise ValueError("Phi, xi: the polytope {x : Phi x <= xi} is empty (its half-spaces do not intersect), "
-                         "so there is no projection")
+        raise ValueError(
+            "Phi, xi: the polytope {x : Phi x <= xi} is empty (its half-spaces do not intersect), "
+            "so there is no projection"
+        )

@@ -12,7 +12,18 @@ decoder, UniVLG), ``losses``, ``metrics``, ``baselines``, ``experiments``, ``cla
 (the script that trains the shipped weights).
 """
 
-from . import baselines, claims, data, defaults, experiments, geometry, losses, metrics, model, text
+from . import (
+    baselines,
+    claims,
+    data,
+    defaults,
+    experiments,
+    geometry,
+    losses,
+    metrics,
+    model,
+    text,
+)
 from .baselines import *  # noqa: F401,F403
 from .claims import CLAIMS
 from .data import *  # noqa: F401,F403
@@ -24,5 +35,16 @@ from .metrics import *  # noqa: F401,F403
 from .model import *  # noqa: F401,F403
 from .text import *  # noqa: F401,F403
 
-__all__ = ["CLAIMS", "DEFAULTS", "UniVLGDefaults", *geometry.__all__, *data.__all__, *text.__all__, *model.__all__,
-           *losses.__all__, *metrics.__all__, *baselines.__all__, *experiments.__all__]
+__all__ = [
+    "CLAIMS",
+    "DEFAULTS",
+    "UniVLGDefaults",
+    *geometry.__all__,
+    *data.__all__,
+    *text.__all__,
+    *model.__all__,
+    *losses.__all__,
+    *metrics.__all__,
+    *baselines.__all__,
+    *experiments.__all__,
+]

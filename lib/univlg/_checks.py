@@ -16,9 +16,13 @@ def _check_intrinsics(K: Any, name: str, n: int) -> np.ndarray:
     K = check_array(K, name, shape=(n, 3, 3), dtype=np.float64)
     det = np.linalg.det(K)
     if np.any(np.abs(det) < 1e-12):
-        raise ValueError(f"{name}: singular intrinsics (det = 0) in view(s) {np.flatnonzero(np.abs(det) < 1e-12)[:5].tolist()}")
+        raise ValueError(
+            f"{name}: singular intrinsics (det = 0) in view(s) {np.flatnonzero(np.abs(det) < 1e-12)[:5].tolist()}"
+        )
     if not np.allclose(K[:, 2], [0.0, 0.0, 1.0]):
-        raise ValueError(f"{name}: the bottom row of each intrinsics matrix must be (0, 0, 1)")
+        raise ValueError(
+            f"{name}: the bottom row of each intrinsics matrix must be (0, 0, 1)"
+        )
     return K
 
 
@@ -28,8 +32,10 @@ def _check_rigid(T: Any, name: str, n: int) -> np.ndarray:
     R = T[:, :3, :3]
     err = np.abs(np.einsum("nij,nkj->nik", R, R) - np.eye(3)).max(axis=(1, 2))
     if np.any(err > 1e-5) or np.any(np.linalg.det(R) < 0):
-        raise ValueError(f"{name}: not a rigid transform (rotation block not orthonormal with det +1) in view(s) "
-                         f"{np.flatnonzero((err > 1e-5) | (np.linalg.det(R) < 0))[:5].tolist()}")
+        raise ValueError(
+            f"{name}: not a rigid transform (rotation block not orthonormal with det +1) in view(s) "
+            f"{np.flatnonzero((err > 1e-5) | (np.linalg.det(R) < 0))[:5].tolist()}"
+        )
     if not np.allclose(T[:, 3], [0.0, 0.0, 0.0, 1.0]):
         raise ValueError(f"{name}: the last row of each pose must be (0, 0, 0, 1)")
     return T

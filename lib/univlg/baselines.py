@@ -37,7 +37,9 @@ def cell_colours(scene: Scene) -> np.ndarray:
     return np.where(grey, -1, cls)
 
 
-def keyword_heuristic(scene: Scene, expression: Expression, radius: float = 0.3) -> np.ndarray:
+def keyword_heuristic(
+    scene: Scene, expression: Expression, radius: float = 0.3
+) -> np.ndarray:
     """Ground by keywords of the target phrase only: the largest blob of its colour.
 
     Non-grey cells are grouped into blobs (same colour class, 3D neighbours within ``radius``);
@@ -64,9 +66,15 @@ def keyword_heuristic(scene: Scene, expression: Expression, radius: float = 0.3)
     if len(cand) == 0:
         return mask
     pairs = cKDTree(pts[cand]).query_pairs(r, output_type="ndarray")
-    same = cls[cand][pairs[:, 0]] == cls[cand][pairs[:, 1]] if len(pairs) else np.zeros(0, bool)
+    same = (
+        cls[cand][pairs[:, 0]] == cls[cand][pairs[:, 1]]
+        if len(pairs)
+        else np.zeros(0, bool)
+    )
     pairs = pairs[same]
-    g = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(cand), len(cand)))
+    g = coo_matrix(
+        (np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(cand), len(cand))
+    )
     _, comp = connected_components(g, directed=False)
     best = np.argmax(np.bincount(comp))
     mask[cand[comp == best]] = True

@@ -31,7 +31,7 @@ CLAIMS = [
         id="relational_beats_heuristic",
         claim="relational Acc@0.25 of the full model is at least the keyword heuristic's + 20 points",
         paper="state of the art on SR3D/NR3D/ScanRefer, > 15% over prior sensor-point-cloud methods (abstract); "
-              "ScanRefer overall Acc@0.25 65.88 (leaderboard snapshot)",
+        "ScanRefer overall Acc@0.25 65.88 (leaderboard snapshot)",
         metric="rel_acc25_full",
         holds=lambda m: m["rel_acc25_full"] >= m["rel_acc25_heuristic"] + 0.20,
         direction=lambda m: m["rel_acc25_full"] > m["rel_acc25_heuristic"],
@@ -41,7 +41,9 @@ CLAIMS = [
         claim="with 3D layers relational Acc@0.25 is at least that without them (judged only when the full model grounds some: > 0)",
         paper="3D layers over sensor point clouds improve grounding (ablation; table not read)",
         metric="rel_acc25_full",
-        holds=lambda m: m["rel_acc25_full"] > 0 and m["rel_acc25_full"] >= m["rel_acc25_no3d"],
+        holds=lambda m: (
+            m["rel_acc25_full"] > 0 and m["rel_acc25_full"] >= m["rel_acc25_no3d"]
+        ),
     ),
     Claim(
         id="cotraining_no_harm",

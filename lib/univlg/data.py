@@ -23,11 +23,27 @@ from icml25.checks import check_int, check_real, check_rng
 
 from .geometry import _unproject, lift_monocular
 
-__all__ = ["COLOURS", "SHAPES", "SIZES", "Expression", "Scene", "render_view", "make_scene",
-           "SyntheticRGBDScenes", "Synthetic2DRef", "look_at"]
+__all__ = [
+    "COLOURS",
+    "SHAPES",
+    "SIZES",
+    "Expression",
+    "Scene",
+    "render_view",
+    "make_scene",
+    "SyntheticRGBDScenes",
+    "Synthetic2DRef",
+    "look_at",
+]
 
-COLOURS = {"red": (0.85, 0.15, 0.15), "green": (0.15, 0.7, 0.2), "blue": (0.15, 0.3, 0.9),
-           "yellow": (0.92, 0.86, 0.15), "purple": (0.6, 0.2, 0.75), "orange": (0.97, 0.55, 0.1)}
+COLOURS = {
+    "red": (0.85, 0.15, 0.15),
+    "green": (0.15, 0.7, 0.2),
+    "blue": (0.15, 0.3, 0.9),
+    "yellow": (0.92, 0.86, 0.15),
+    "purple": (0.6, 0.2, 0.75),
+    "orange": (0.97, 0.55, 0.1),
+}
 SHAPES = ("cube", "sphere", "cylinder", "cone")
 SIZES = {"small": 0.15, "medium": 0.22, "large": 0.3}
 FLOOR_RGB = (0.55, 0.55, 0.55)
@@ -44,8 +60,8 @@ class Expression:
 
     text: str
     target: int
-    kind: str          # "attribute" or "relational"
-    relation: str      # "", "left of", "right of", "closest to", "farthest from", "between"
+    kind: str  # "attribute" or "relational"
+    relation: str  # "", "left of", "right of", "closest to", "farthest from", "between"
     spans: tuple[tuple[int, int, int], ...]
 
 
@@ -82,14 +98,22 @@ class Scene:
 def look_at(position: Any, target: Any) -> np.ndarray:
     """(4, 4) camera-to-world pose of an OpenCV camera at ``position`` looking at ``target`` (z up)."""
     p, t = np.asarray(position, float), np.asarray(target, float)
-    if p.shape != (3,) or t.shape != (3,) or not (np.isfinite(p).all() and np.isfinite(t).all()):
-        raise ValueError(f"position and target must be finite 3-vectors, got shapes {p.shape} and {t.shape}")
+    if (
+        p.shape != (3,)
+        or t.shape != (3,)
+        or not (np.isfinite(p).all() and np.isfinite(t).all())
+    ):
+        raise ValueError(
+            f"position and target must be finite 3-vectors, got shapes {p.shape} and {t.shape}"
+        )
     if np.linalg.norm(t - p) < 1e-9:
         raise ValueError("target must differ from position (no viewing direction)")
     fwd = (t - p) / np.linalg.norm(t - p)
     right = np.cross(fwd, [0.0, 0.0, 1.0])
     if np.linalg.norm(right) < 1e-9:
-        raise ValueError("target - position is vertical: the camera's roll is undefined (z is up)")
+        raise ValueError(
+            "target - position is vertical: the camera's roll is undefined (z is up)"
+        )
     right /= np.linalg.norm(right)
     down = np.cross(fwd, right)
     T = np.eye(4)
@@ -98,7 +122,9 @@ def look_at(position: Any, target: Any) -> np.ndarray:
     return T
 
 
-def _intersect(obj: dict, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _intersect(
+    obj: dict, o: np.ndarray, d: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Ray parameter t (inf on a miss) and unit normal of rays ``o + t d`` with one primitive."""
     P = len(d)
     t = np.full(P, np.inf)
@@ -131,13 +157,13 @@ def _intersect(obj: dict, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.
             if s == "cylinder":
                 a = d[:, 0] ** 2 + d[:, 1] ** 2
                 b = 2 * (X0 * d[:, 0] + Y0 * d[:, 1])
-                cc = X0 ** 2 + Y0 ** 2 - r * r
+                cc = X0**2 + Y0**2 - r * r
             else:
                 k = (r / h) ** 2
                 Zp0 = h - Z0
                 a = d[:, 0] ** 2 + d[:, 1] ** 2 - k * d[:, 2] ** 2
                 b = 2 * (X0 * d[:, 0] + Y0 * d[:, 1] + k * Zp0 * d[:, 2])
-                cc = X0 ** 2 + Y0 ** 2 - k * Zp0 ** 2
+                cc = X0**2 + Y0**2 - k * Zp0**2
             disc = b * b - 4 * a * cc
             ok = (disc >= 0) & (np.abs(a) > 1e-12)
             sq = np.sqrt(np.where(ok, disc, 0))
@@ -146,10 +172,10 @@ def _intersect(obj: dict, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.
                 z = Z0 + root * d[:, 2]
                 good = ok & (root > 1e-6) & (z >= 0) & (z <= h) & (root < best)
                 best[good] = root[good]
-            if s == "cylinder":   # top cap
+            if s == "cylinder":  # top cap
                 tc = (h - Z0) / d[:, 2]
                 px, py = X0 + tc * d[:, 0], Y0 + tc * d[:, 1]
-                cap = (tc > 1e-6) & (px ** 2 + py ** 2 <= r * r) & (tc < best)
+                cap = (tc > 1e-6) & (px**2 + py**2 <= r * r) & (tc < best)
                 best[cap] = tc[cap]
             hit = np.isfinite(best)
             t[hit] = best[hit]
@@ -164,7 +190,9 @@ def _intersect(obj: dict, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.
     return t, n
 
 
-def render_view(objects: list[dict], K: Any, T_cw: Any, res: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def render_view(
+    objects: list[dict], K: Any, T_cw: Any, res: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ray-cast one view: shaded RGB, z-depth and instance ids (0 floor, i + 1 object i, -1 sky).
 
     Args:
@@ -179,10 +207,14 @@ def render_view(objects: list[dict], K: Any, T_cw: Any, res: int) -> tuple[np.nd
     """
     res = check_int(res, "res", low=1)
     K, T = np.asarray(K, float), np.asarray(T_cw, float)
-    v, u = np.meshgrid(np.arange(res, dtype=float), np.arange(res, dtype=float), indexing="ij")
-    cam = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], -1).reshape(-1, 3)
+    v, u = np.meshgrid(
+        np.arange(res, dtype=float), np.arange(res, dtype=float), indexing="ij"
+    )
+    cam = np.stack(
+        [(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], -1
+    ).reshape(-1, 3)
     dirs = cam @ T[:3, :3].T
-    zscale = np.linalg.norm(dirs, axis=1)                 # t along a unit ray = z-depth * |dir|
+    zscale = np.linalg.norm(dirs, axis=1)  # t along a unit ray = z-depth * |dir|
     dirs = dirs / zscale[:, None]
     o = T[:3, 3]
     P = len(dirs)
@@ -204,8 +236,11 @@ def render_view(objects: list[dict], K: Any, T_cw: Any, res: int) -> tuple[np.nd
     shade = 0.4 + 0.6 * np.clip(normal @ _LIGHT, 0.0, 1.0)
     img = np.where(inst[:, None] >= 0, rgb * shade[:, None], 0.0)
     depth = np.where(np.isfinite(best), best / zscale, 0.0)
-    return (img.reshape(res, res, 3).astype(np.float32), depth.reshape(res, res).astype(np.float32),
-            inst.reshape(res, res))
+    return (
+        img.reshape(res, res, 3).astype(np.float32),
+        depth.reshape(res, res).astype(np.float32),
+        inst.reshape(res, res),
+    )
 
 
 def _intrinsics(res: int) -> np.ndarray:
@@ -221,20 +256,33 @@ def _place_objects(rng: np.random.Generator, n_obj: int) -> list[dict]:
             size = sizes[rng.integers(3)]
             r = SIZES[size]
             xy = rng.uniform(-1.0, 1.0, 2)
-            if all(np.linalg.norm(xy - o["center"][:2]) > r + o["radius"] + 0.12 for o in objs):
+            if all(
+                np.linalg.norm(xy - o["center"][:2]) > r + o["radius"] + 0.12
+                for o in objs
+            ):
                 break
         else:
             break
         col = colours[rng.integers(len(colours))]
-        objs.append({"shape": SHAPES[rng.integers(4)], "colour": col, "size": size, "radius": r,
-                     "center": np.array([xy[0], xy[1], r]), "rgb": np.array(COLOURS[col])})
+        objs.append(
+            {
+                "shape": SHAPES[rng.integers(4)],
+                "colour": col,
+                "size": size,
+                "radius": r,
+                "center": np.array([xy[0], xy[1], r]),
+                "rgb": np.array(COLOURS[col]),
+            }
+        )
     return objs
 
 
 def _cameras(rng: np.random.Generator, n_views: int) -> np.ndarray:
     Ts = []
     for v in range(n_views):
-        az = -np.pi / 2 + (0.0 if v == 0 else 2 * np.pi * v / n_views + rng.uniform(-0.4, 0.4))
+        az = -np.pi / 2 + (
+            0.0 if v == 0 else 2 * np.pi * v / n_views + rng.uniform(-0.4, 0.4)
+        )
         R = rng.uniform(2.4, 2.8)
         h = rng.uniform(1.7, 2.1)
         target = np.array([*rng.uniform(-0.15, 0.15, 2), 0.15])
@@ -245,9 +293,13 @@ def _cameras(rng: np.random.Generator, n_views: int) -> np.ndarray:
 def _cell_labels(inst: np.ndarray, S: int) -> np.ndarray:
     """Majority instance id per (H/S x W/S) cell, ties to the larger id (objects over floor)."""
     V, H, W = inst.shape
-    cells = inst.reshape(V, S, H // S, S, W // S).transpose(0, 1, 3, 2, 4).reshape(V, S, S, -1)
+    cells = (
+        inst.reshape(V, S, H // S, S, W // S)
+        .transpose(0, 1, 3, 2, 4)
+        .reshape(V, S, S, -1)
+    )
     ids = np.arange(-1, cells.max() + 1)
-    counts = (cells[..., None] == ids).sum(-2)                 # (V, S, S, n_ids)
+    counts = (cells[..., None] == ids).sum(-2)  # (V, S, S, n_ids)
     best = counts.shape[-1] - 1 - np.argmax(counts[..., ::-1], axis=-1)
     return ids[best]
 
@@ -256,21 +308,35 @@ def _matches(o: dict, attrs: dict) -> bool:
     return all(o[k] == v for k, v in attrs.items())
 
 
-_PHRASES = (("colour", "shape"), ("size", "shape"), ("colour",), ("size", "colour", "shape"), ("shape",))
+_PHRASES = (
+    ("colour", "shape"),
+    ("size", "shape"),
+    ("colour",),
+    ("size", "colour", "shape"),
+    ("shape",),
+)
 
 
 def _phrase(o: dict, keys: tuple[str, ...]) -> tuple[str, dict]:
     attrs = {k: o[k] for k in keys}
-    words = [o[k] for k in ("size", "colour") if k in keys] + [o["shape"] if "shape" in keys else "object"]
+    words = [o[k] for k in ("size", "colour") if k in keys] + [
+        o["shape"] if "shape" in keys else "object"
+    ]
     return " ".join(words), attrs
 
 
 def _unique_phrase(objs: list[dict], i: int, rng: np.random.Generator) -> str | None:
-    opts = [k for k in _PHRASES if sum(_matches(o, _phrase(objs[i], k)[1]) for o in objs) == 1]
+    opts = [
+        k
+        for k in _PHRASES
+        if sum(_matches(o, _phrase(objs[i], k)[1]) for o in objs) == 1
+    ]
     return None if not opts else _phrase(objs[i], opts[rng.integers(len(opts))])[0]
 
 
-def _expressions(objs: list[dict], visible: np.ndarray, rng: np.random.Generator, n: int) -> list[Expression]:
+def _expressions(
+    objs: list[dict], visible: np.ndarray, rng: np.random.Generator, n: int
+) -> list[Expression]:
     """Up to ``n`` expressions, about half relational, each resolved in 3D and unambiguous."""
     out: list[Expression] = []
     cen = np.array([o["center"] for o in objs])
@@ -281,7 +347,7 @@ def _expressions(objs: list[dict], visible: np.ndarray, rng: np.random.Generator
         t = int(rng.integers(len(objs)))
         if not visible[t]:
             continue
-        if n_rel <= 0 or (n_att > 0 and attempt % 3 == 0):     # attribute expression
+        if n_rel <= 0 or (n_att > 0 and attempt % 3 == 0):  # attribute expression
             p = _unique_phrase(objs, t, rng)
             if p is None:
                 continue
@@ -294,7 +360,9 @@ def _expressions(objs: list[dict], visible: np.ndarray, rng: np.random.Generator
         cands = [j for j, o in enumerate(objs) if _matches(o, attrs)]
         if len(cands) < 2:
             continue
-        rel = ("left of", "right of", "closest to", "farthest from", "between")[rng.integers(5)]
+        rel = ("left of", "right of", "closest to", "farthest from", "between")[
+            rng.integers(5)
+        ]
         anchors = [j for j in range(len(objs)) if j not in cands and visible[j]]
         need = 2 if rel == "between" else 1
         if len(anchors) < need:
@@ -309,28 +377,47 @@ def _expressions(objs: list[dict], visible: np.ndarray, rng: np.random.Generator
             # > 0: on the stated side
             side = [sgn * (cen[a[0], 0] - cen[j, 0]) for j in cands]
             yes = [j for j, s in zip(cands, side) if s > 0.1]
-            ok = len(yes) == 1 and yes[0] == t and all(s < -0.1 for j, s in zip(cands, side) if j != t)
+            ok = (
+                len(yes) == 1
+                and yes[0] == t
+                and all(s < -0.1 for j, s in zip(cands, side) if j != t)
+            )
         elif rel in ("closest to", "farthest from"):
             dist = np.array([np.linalg.norm(cen[j, :2] - cen[a[0], :2]) for j in cands])
             order = np.argsort(dist if rel == "closest to" else -dist)
-            ok = cands[order[0]] == t and (dist[order[1]] / dist[order[0]] >= 1.3 if rel == "closest to"
-                                           else dist[order[0]] / dist[order[1]] >= 1.3)
+            ok = cands[order[0]] == t and (
+                dist[order[1]] / dist[order[0]] >= 1.3
+                if rel == "closest to"
+                else dist[order[0]] / dist[order[1]] >= 1.3
+            )
         else:
             A, B = cen[a[0], :2], cen[a[1], :2]
             ab = B - A
             s = [float(np.clip((cen[j, :2] - A) @ ab / (ab @ ab), 0, 1)) for j in cands]
-            dseg = np.array([np.linalg.norm(cen[j, :2] - (A + sj * ab)) for j, sj in zip(cands, s)])
+            dseg = np.array(
+                [np.linalg.norm(cen[j, :2] - (A + sj * ab)) for j, sj in zip(cands, s)]
+            )
             inside = [0.15 < sj < 0.85 for sj in s]
             i0 = int(np.argmin(dseg))
-            ok = (cands[i0] == t and inside[i0] and dseg[i0] < 0.45
-                  and all(dseg[j] > 2 * dseg[i0] + 0.2 for j in range(len(cands)) if j != i0))
+            ok = (
+                cands[i0] == t
+                and inside[i0]
+                and dseg[i0] < 0.45
+                and all(
+                    dseg[j] > 2 * dseg[i0] + 0.2 for j in range(len(cands)) if j != i0
+                )
+            )
         if not ok:
             continue
         if rel == "between":
             text = f"the {p} between the {aph[0]} and the {aph[1]}"
             s1 = text.index(" between the ") + len(" between the ")
             s2 = text.index(" and the ") + len(" and the ")
-            spans = ((t, 4, 4 + len(p)), (a[0], s1, s1 + len(aph[0])), (a[1], s2, s2 + len(aph[1])))
+            spans = (
+                (t, 4, 4 + len(p)),
+                (a[0], s1, s1 + len(aph[0])),
+                (a[1], s2, s2 + len(aph[1])),
+            )
         else:
             text = f"the {p} {rel} the {aph[0]}"
             s1 = len(text) - len(aph[0])
@@ -340,8 +427,14 @@ def _expressions(objs: list[dict], visible: np.ndarray, rng: np.random.Generator
     return out
 
 
-def make_scene(rng: np.random.Generator, n_views: int = 3, res: int = 32, feature_res: int = 16,
-               n_expressions: int = 4, n_objects: tuple[int, int] = (3, 6)) -> Scene:
+def make_scene(
+    rng: np.random.Generator,
+    n_views: int = 3,
+    res: int = 32,
+    feature_res: int = 16,
+    n_expressions: int = 4,
+    n_objects: tuple[int, int] = (3, 6),
+) -> Scene:
     """Render one random scene with ``n_views`` posed RGB-D views and its expressions.
 
     Args:
@@ -374,11 +467,17 @@ def make_scene(rng: np.random.Generator, n_views: int = 3, res: int = 32, featur
     xyz_full = _unproject(depth.astype(np.float64), K, T, 15.0)
     V_, H, W, _ = xyz_full.shape
     cells = xyz_full.reshape(V, S, H // S, S, W // S, 3)
-    xyz = np.nanmean(cells, axis=(2, 4)) if np.isfinite(cells).all() else _nanmean_cells(cells)
+    xyz = (
+        np.nanmean(cells, axis=(2, 4))
+        if np.isfinite(cells).all()
+        else _nanmean_cells(cells)
+    )
     labels = _cell_labels(inst, S)
     counts = np.bincount(labels.reshape(-1).clip(0), minlength=len(objs) + 1)[1:]
     scene = Scene(objs, rgb, depth, inst, K, T, xyz, labels)
-    scene.expressions = _expressions(objs, counts >= 3, rng, check_int(n_expressions, "n_expressions", low=0))
+    scene.expressions = _expressions(
+        objs, counts >= 3, rng, check_int(n_expressions, "n_expressions", low=0)
+    )
     return scene
 
 
@@ -400,11 +499,20 @@ class SyntheticRGBDScenes:
         ValueError: bad sizes.
     """
 
-    def __init__(self, n_scenes: int, n_views: int, res: int, rng: np.random.Generator,
-                 feature_res: int = 16, n_expressions: int = 4) -> None:
+    def __init__(
+        self,
+        n_scenes: int,
+        n_views: int,
+        res: int,
+        rng: np.random.Generator,
+        feature_res: int = 16,
+        n_expressions: int = 4,
+    ) -> None:
         n = check_int(n_scenes, "n_scenes", low=1)
         rng = check_rng(rng)
-        self.scenes = [make_scene(rng, n_views, res, feature_res, n_expressions) for _ in range(n)]
+        self.scenes = [
+            make_scene(rng, n_views, res, feature_res, n_expressions) for _ in range(n)
+        ]
 
     def __len__(self) -> int:
         """Number of scenes."""
@@ -415,8 +523,12 @@ class SyntheticRGBDScenes:
 
     def samples(self, kind: str | None = None) -> list[tuple[int, int]]:
         """(scene, expression) index pairs, all or those of one ``kind`` ("attribute"/"relational")."""
-        return [(i, j) for i, s in enumerate(self.scenes) for j, e in enumerate(s.expressions)
-                if kind is None or e.kind == kind]
+        return [
+            (i, j)
+            for i, s in enumerate(self.scenes)
+            for j, e in enumerate(s.expressions)
+            if kind is None or e.kind == kind
+        ]
 
 
 class Synthetic2DRef(SyntheticRGBDScenes):
@@ -431,15 +543,29 @@ class Synthetic2DRef(SyntheticRGBDScenes):
         ValueError: bad sizes, ``depth_noise`` outside [0, 1].
     """
 
-    def __init__(self, n_scenes: int, res: int, rng: np.random.Generator, feature_res: int = 16,
-                 n_expressions: int = 4, depth_noise: float = 0.1) -> None:
+    def __init__(
+        self,
+        n_scenes: int,
+        res: int,
+        rng: np.random.Generator,
+        feature_res: int = 16,
+        n_expressions: int = 4,
+        depth_noise: float = 0.1,
+    ) -> None:
         noise = check_real(depth_noise, "depth_noise", low=0.0, high=1.0)
         super().__init__(n_scenes, 1, res, rng, feature_res, n_expressions)
         S = check_int(feature_res, "feature_res", low=1)
         for s in self.scenes:
             d = s.depth[0].astype(np.float64)
             pad = np.pad(d, 1, mode="edge")
-            blur = sum(pad[i:i + d.shape[0], j:j + d.shape[1]] for i in range(3) for j in range(3)) / 9
+            blur = (
+                sum(
+                    pad[i : i + d.shape[0], j : j + d.shape[1]]
+                    for i in range(3)
+                    for j in range(3)
+                )
+                / 9
+            )
             blur = blur * (1 + rng.normal(0, noise)) if noise > 0 else blur
             pm = lift_monocular(s.rgb[0], np.maximum(blur, 1e-3))
             H = pm.shape[0]

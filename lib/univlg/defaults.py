@@ -30,12 +30,28 @@ class UniVLGDefaults:
     n_queries: int = 100
     dim: int = 256
     heads: int = 8
-    decoder_layers: int = 9          # 10 prediction stages: the initial queries + 9 layers
-    temperature: float = 0.07        # grounding logits cos(W q, t) / 0.07
-    mask_threshold: float = 0.5      # masked attention keeps sigmoid(m) >= 0.5
+    decoder_layers: int = 9  # 10 prediction stages: the initial queries + 9 layers
+    temperature: float = 0.07  # grounding logits cos(W q, t) / 0.07
+    mask_threshold: float = 0.5  # masked attention keeps sigmoid(m) >= 0.5
     # loss weights (Hungarian cost and loss)
-    cost_weights: dict = field(default_factory=lambda: {"cls": 2.0, "mask_bce": 0.2, "dice": 0.2, "box_l1": 0.1, "giou": 0.1})
-    loss_weights: dict = field(default_factory=lambda: {"token": 2.0, "mask_bce": 15.0, "dice": 6.0, "box_l1": 3.0, "giou": 3.0})
+    cost_weights: dict = field(
+        default_factory=lambda: {
+            "cls": 2.0,
+            "mask_bce": 0.2,
+            "dice": 0.2,
+            "box_l1": 0.1,
+            "giou": 0.1,
+        }
+    )
+    loss_weights: dict = field(
+        default_factory=lambda: {
+            "token": 2.0,
+            "mask_bce": 15.0,
+            "dice": 6.0,
+            "box_l1": 3.0,
+            "giou": 3.0,
+        }
+    )
     no_object_weight: float = 0.1
     # optimiser
     lr: float = 1e-4
@@ -44,7 +60,9 @@ class UniVLGDefaults:
     max_iterations: int = 200_000
     frames_per_scene: int = 15
     # the fusion variant this book implements (FIX_PANET_BUG, see the chapter)
-    fusion_variant: str = "modulated backbone maps feed the decoder (FIX_PANET_BUG=True)"
+    fusion_variant: str = (
+        "modulated backbone maps feed the decoder (FIX_PANET_BUG=True)"
+    )
     # this book's cpu scale
     cpu_n_views: int = 3
     cpu_res: int = 32

@@ -25,11 +25,25 @@ from .metrics import acc_at_iou, box_from_mask, mask_iou_3d
 from .model import Backbone2D, UniVLG, UniVLGConfig, N_COLOUR_CLASSES, N_SHAPE_CLASSES
 from .text import positive_map
 
-__all__ = ["SceneCache", "build_cache", "make_batch", "train_grounding", "evaluate_grounding",
-           "evaluate_heuristic", "paired_bootstrap", "pretrain_backbone", "dense_labels",
-           "save_weights", "load_weights", "WEIGHTS_PATH", "file_sha256"]
+__all__ = [
+    "SceneCache",
+    "build_cache",
+    "make_batch",
+    "train_grounding",
+    "evaluate_grounding",
+    "evaluate_heuristic",
+    "paired_bootstrap",
+    "pretrain_backbone",
+    "dense_labels",
+    "save_weights",
+    "load_weights",
+    "WEIGHTS_PATH",
+    "file_sha256",
+]
 
-WEIGHTS_PATH = Path(__file__).resolve().parents[2] / "data" / "08-univlg" / "univlg_weights.pt"
+WEIGHTS_PATH = (
+    Path(__file__).resolve().parents[2] / "data" / "08-univlg" / "univlg_weights.pt"
+)
 
 
 @dataclass
@@ -53,7 +67,9 @@ class SceneCache:
 
 
 @torch.no_grad()
-def build_cache(dataset: SyntheticRGBDScenes, backbone: Backbone2D, k: int = 8) -> SceneCache:
+def build_cache(
+    dataset: SyntheticRGBDScenes, backbone: Backbone2D, k: int = 8
+) -> SceneCache:
     """Run the frozen backbone once per view, normalise the points, precompute kNN per scene.
 
     Args:
@@ -69,27 +85,48 @@ def build_cache(dataset: SyntheticRGBDScenes, backbone: Backbone2D, k: int = 8) 
     if n == 0:
         raise ValueError("dataset must hold at least one scene")
     k = check_int(k, "k", low=1, high=16)
-    rgb = torch.from_numpy(np.stack([s.rgb for s in dataset.scenes])).permute(0, 1, 4, 2, 3).float()
+    rgb = (
+        torch.from_numpy(np.stack([s.rgb for s in dataset.scenes]))
+        .permute(0, 1, 4, 2, 3)
+        .float()
+    )
     B, V = rgb.shape[:2]
-    check_budget(f"build_cache(n_scenes={n})", n_bytes=float(B) * V * 64 * 16 * 16 * 4 * 3)
+    check_budget(
+        f"build_cache(n_scenes={n})", n_bytes=float(B) * V * 64 * 16 * 16 * 4 * 3
+    )
     backbone.eval()
     dev = next(backbone.parameters()).device
-    feats = torch.cat([backbone(rgb[i:i + 64].flatten(0, 1).to(dev)).cpu() for i in range(0, B, 64)])
+    feats = torch.cat(
+        [backbone(rgb[i : i + 64].flatten(0, 1).to(dev)).cpu() for i in range(0, B, 64)]
+    )
     feats = feats.view(B, V, *feats.shape[1:])
-    pts = np.stack([s.points for s in dataset.scenes]).astype(np.float64)     # (n, N, 3)
+    pts = np.stack([s.points for s in dataset.scenes]).astype(np.float64)  # (n, N, 3)
     centre = pts.mean(1)
     scale = np.sqrt(((pts - centre[:, None]) ** 2).sum(-1).mean(1))
     xyzn = (pts - centre[:, None]) / scale[:, None, None]
     N = pts.shape[1]
     scene_id = np.repeat(np.arange(n), N)
-    idx = knn_points(xyzn.reshape(-1, 3), xyzn.reshape(-1, 3), k, scene_id, scene_id) - (scene_id * N)[:, None]
+    idx = (
+        knn_points(xyzn.reshape(-1, 3), xyzn.reshape(-1, 3), k, scene_id, scene_id)
+        - (scene_id * N)[:, None]
+    )
     S = dataset.scenes[0].xyz.shape[1]
-    return SceneCache(dataset, feats.float(), torch.from_numpy(xyzn.reshape(n, V, S, S, 3)).float(), centre, scale,
-                      torch.from_numpy(idx.reshape(n, N, k)), np.stack([s.point_labels for s in dataset.scenes]), pts,
-                      dataset.samples())
+    return SceneCache(
+        dataset,
+        feats.float(),
+        torch.from_numpy(xyzn.reshape(n, V, S, S, 3)).float(),
+        centre,
+        scale,
+        torch.from_numpy(idx.reshape(n, N, k)),
+        np.stack([s.point_labels for s in dataset.scenes]),
+        pts,
+        dataset.samples(),
+    )
 
 
-def make_batch(cache: SceneCache, picks: Sequence[int], model: UniVLG) -> tuple[dict, list[str], list[dict], torch.Tensor]:
+def make_batch(
+    cache: SceneCache, picks: Sequence[int], model: UniVLG
+) -> tuple[dict, list[str], list[dict], torch.Tensor]:
     """Views, sentences and targets of the samples ``picks`` (indices into ``cache.samples``).
 
     Returns:
@@ -97,7 +134,9 @@ def make_batch(cache: SceneCache, picks: Sequence[int], model: UniVLG) -> tuple[
         and normalised boxes (G, 6) of the target object (row 0) and the anchors.
     """
     if not isinstance(cache, SceneCache):
-        raise TypeError(f"cache must be a SceneCache (build_cache), got {type(cache).__name__}")
+        raise TypeError(
+            f"cache must be a SceneCache (build_cache), got {type(cache).__name__}"
+        )
     picks = [check_int(p, "picks", low=0, high=len(cache.samples) - 1) for p in picks]
     if not picks:
         raise ValueError("picks must name at least one sample")
@@ -110,22 +149,37 @@ def make_batch(cache: SceneCache, picks: Sequence[int], model: UniVLG) -> tuple[
     pad = torch.ones(len(sc), S, dtype=torch.bool)
     targets = []
     for b, (e, (_, off), i) in enumerate(zip(exprs, toks, scenes)):
-        pad[b, :len(off)] = False
+        pad[b, : len(off)] = False
         objs = [o for o, _, _ in e.spans]
         masks = np.stack([cache.labels[i] == o + 1 for o in objs]).astype(np.float32)
         pm = positive_map(off, [(a, z) for _, a, z in e.spans], S)
         xyzn = cache.xyz[i].reshape(-1, 3).numpy()
-        boxes = np.stack([box_from_mask(xyzn, m > 0, pad=0.05 / cache.scale[i]) for m in masks])
-        targets.append({"masks": torch.from_numpy(masks), "pmap": torch.from_numpy(pm),
-                        "boxes": torch.from_numpy(np.nan_to_num(boxes)).float()})
+        boxes = np.stack(
+            [box_from_mask(xyzn, m > 0, pad=0.05 / cache.scale[i]) for m in masks]
+        )
+        targets.append(
+            {
+                "masks": torch.from_numpy(masks),
+                "pmap": torch.from_numpy(pm),
+                "boxes": torch.from_numpy(np.nan_to_num(boxes)).float(),
+            }
+        )
     ii = torch.tensor(scenes)
     views = {"feats": cache.feats[ii], "xyz": cache.xyz[ii], "knn": cache.knn[ii]}
     return views, sentences, targets, pad
 
 
-def train_grounding(model: UniVLG, sources: Sequence[SceneCache], n_steps: int, rng: np.random.Generator,
-                    batch_size: int = 8, lr: float = 1e-3, time_limit_s: float | None = None,
-                    weight_decay: float = 0.05, device: str = "cpu") -> dict:
+def train_grounding(
+    model: UniVLG,
+    sources: Sequence[SceneCache],
+    n_steps: int,
+    rng: np.random.Generator,
+    batch_size: int = 8,
+    lr: float = 1e-3,
+    time_limit_s: float | None = None,
+    weight_decay: float = 0.05,
+    device: str = "cpu",
+) -> dict:
     """Train the grounding model (the backbone and MiniLM stay frozen), batches alternating
     between the ``sources`` (3D scenes, and lifted 2D images for co-training).
 
@@ -152,16 +206,26 @@ def train_grounding(model: UniVLG, sources: Sequence[SceneCache], n_steps: int, 
     weight_decay = check_real(weight_decay, "weight_decay", low=0.0)
     if time_limit_s is not None:
         time_limit_s = check_real(time_limit_s, "time_limit_s", low=0.0, low_open=True)
-    if not isinstance(sources, (list, tuple)) or any(not isinstance(s, SceneCache) for s in sources):
+    if not isinstance(sources, (list, tuple)) or any(
+        not isinstance(s, SceneCache) for s in sources
+    ):
         raise TypeError("sources must be a list of SceneCache (build_cache)")
     if not sources or any(len(s.samples) == 0 for s in sources):
         raise ValueError("sources must be non-empty scene caches with expressions")
     model.to(device)
-    params = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith(("backbone.", "text._bert."))]
+    params = [
+        p
+        for n, p in model.named_parameters()
+        if p.requires_grad and not n.startswith(("backbone.", "text._bert."))
+    ]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     warm = max(1, n_steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + np.cos(np.pi * min(1.0, s / n_steps))))
+        opt,
+        lambda s: (
+            min(1.0, (s + 1) / warm) * 0.5 * (1 + np.cos(np.pi * min(1.0, s / n_steps)))
+        ),
+    )
     model.train()
     model.backbone.eval()
     t0 = time.process_time()
@@ -169,7 +233,9 @@ def train_grounding(model: UniVLG, sources: Sequence[SceneCache], n_steps: int, 
     step = 0
     for step in range(n_steps):
         src = sources[step % len(sources)]
-        picks = rng.choice(len(src.samples), size=min(bs, len(src.samples)), replace=False)
+        picks = rng.choice(
+            len(src.samples), size=min(bs, len(src.samples)), replace=False
+        )
         views, sentences, targets, pad = _to(make_batch(src, picks, model), device)
         preds = model.forward_3d(views, sentences)
         loss = set_loss(preds, targets, pad)
@@ -189,12 +255,18 @@ def _to(batch: tuple, device: str) -> tuple:
     views, sentences, targets, pad = batch
     if device == "cpu":
         return batch
-    return ({k: v.to(device) for k, v in views.items()}, sentences,
-            [{k: v.to(device) for k, v in t.items()} for t in targets], pad.to(device))
+    return (
+        {k: v.to(device) for k, v in views.items()},
+        sentences,
+        [{k: v.to(device) for k, v in t.items()} for t in targets],
+        pad.to(device),
+    )
 
 
 @torch.no_grad()
-def evaluate_grounding(model: UniVLG, cache: SceneCache, batch_size: int = 32, device: str = "cpu") -> dict:
+def evaluate_grounding(
+    model: UniVLG, cache: SceneCache, batch_size: int = 32, device: str = "cpu"
+) -> dict:
     """Ground every expression of ``cache``; the box is the extent of the predicted mask (or the
     box decoder's box), compared with the extent of the true mask.
 
@@ -206,7 +278,9 @@ def evaluate_grounding(model: UniVLG, cache: SceneCache, batch_size: int = 32, d
         (box IoU per expression; mask IoU NaN for the box decoder).
     """
     if not isinstance(cache, SceneCache):
-        raise TypeError(f"cache must be a SceneCache (build_cache), got {type(cache).__name__}")
+        raise TypeError(
+            f"cache must be a SceneCache (build_cache), got {type(cache).__name__}"
+        )
     if len(cache.samples) == 0:
         raise ValueError("cache holds no expressions to ground")
     batch_size = check_int(batch_size, "batch_size", low=1)
@@ -216,7 +290,12 @@ def evaluate_grounding(model: UniVLG, cache: SceneCache, batch_size: int = 32, d
     for s in range(0, len(cache.samples), batch_size):
         picks = list(range(s, min(s + batch_size, len(cache.samples))))
         views, sentences, targets, pad = make_batch(cache, picks, model)
-        out = {k: v.cpu() for k, v in model.forward_3d(_to((views, sentences, targets, pad), device)[0], sentences)[-1].items()}
+        out = {
+            k: v.cpu()
+            for k, v in model.forward_3d(
+                _to((views, sentences, targets, pad), device)[0], sentences
+            )[-1].items()
+        }
         for b, p in enumerate(picks):
             i, j = cache.samples[p]
             e = cache.dataset[i].expressions[j]
@@ -241,8 +320,14 @@ def evaluate_grounding(model: UniVLG, cache: SceneCache, batch_size: int = 32, d
 
     ious = _box_iou(P, G)
     acc = acc_at_iou(P, G)
-    return {"iou": ious, "mask_iou": np.array(mious), "kind": kinds, "relation": rels,
-            "acc25": acc[0.25], "acc50": acc[0.5]}
+    return {
+        "iou": ious,
+        "mask_iou": np.array(mious),
+        "kind": kinds,
+        "relation": rels,
+        "acc25": acc[0.25],
+        "acc50": acc[0.5],
+    }
 
 
 def evaluate_heuristic(cache: SceneCache) -> dict:
@@ -262,11 +347,19 @@ def evaluate_heuristic(cache: SceneCache) -> dict:
 
     P, G = np.array(P), np.array(G)
     acc = acc_at_iou(P, G)
-    return {"iou": _box_iou(P, G), "mask_iou": np.array(mi), "kind": kinds, "relation": rels,
-            "acc25": acc[0.25], "acc50": acc[0.5]}
+    return {
+        "iou": _box_iou(P, G),
+        "mask_iou": np.array(mi),
+        "kind": kinds,
+        "relation": rels,
+        "acc25": acc[0.25],
+        "acc50": acc[0.5],
+    }
 
 
-def paired_bootstrap(a: Any, b: Any, rng: np.random.Generator, n_reps: int = 2000, level: float = 0.95) -> dict:
+def paired_bootstrap(
+    a: Any, b: Any, rng: np.random.Generator, n_reps: int = 2000, level: float = 0.95
+) -> dict:
     """Paired bootstrap of ``mean(a - b)`` over the same test items.
 
     Args:
@@ -310,8 +403,14 @@ def dense_labels(dataset: SyntheticRGBDScenes) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(cols), np.stack(shps)
 
 
-def pretrain_backbone(backbone: Backbone2D, dataset: SyntheticRGBDScenes, n_steps: int, rng: np.random.Generator,
-                      batch_size: int = 32, lr: float = 3e-3) -> list[float]:
+def pretrain_backbone(
+    backbone: Backbone2D,
+    dataset: SyntheticRGBDScenes,
+    n_steps: int,
+    rng: np.random.Generator,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+) -> list[float]:
     """Pretrain the 2D encoder on dense colour and shape labels of the 2D set, then freeze it
     (this book's stand-in for DINOv2's self-supervised pretraining).
 
@@ -322,15 +421,24 @@ def pretrain_backbone(backbone: Backbone2D, dataset: SyntheticRGBDScenes, n_step
     n_steps = check_int(n_steps, "n_steps", low=1)
     batch_size = check_int(batch_size, "batch_size", low=1)
     lr = check_real(lr, "lr", low=0.0, low_open=True)
-    rgb = torch.from_numpy(np.stack([s.rgb for s in dataset.scenes])).flatten(0, 1).permute(0, 3, 1, 2).float()
+    rgb = (
+        torch.from_numpy(np.stack([s.rgb for s in dataset.scenes]))
+        .flatten(0, 1)
+        .permute(0, 3, 1, 2)
+        .float()
+    )
     col, shp = (torch.from_numpy(x).flatten(0, 1) for x in dense_labels(dataset))
     opt = torch.optim.Adam(backbone.parameters(), lr=lr)
     backbone.train()
     out = []
     for _ in range(n_steps):
-        i = torch.from_numpy(rng.choice(len(rgb), size=min(batch_size, len(rgb)), replace=False))
+        i = torch.from_numpy(
+            rng.choice(len(rgb), size=min(batch_size, len(rgb)), replace=False)
+        )
         logits = backbone.aux(backbone(rgb[i]))
-        loss = F.cross_entropy(logits[:, :N_COLOUR_CLASSES], col[i]) + F.cross_entropy(logits[:, N_COLOUR_CLASSES:], shp[i])
+        loss = F.cross_entropy(logits[:, :N_COLOUR_CLASSES], col[i]) + F.cross_entropy(
+            logits[:, N_COLOUR_CLASSES:], shp[i]
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -342,15 +450,25 @@ def pretrain_backbone(backbone: Backbone2D, dataset: SyntheticRGBDScenes, n_step
 
 
 def _grounding_state(model: UniVLG) -> dict:
-    return {k: v.detach().half() for k, v in model.state_dict().items()
-            if not k.startswith(("text._bert.", "backbone."))}
+    return {
+        k: v.detach().half()
+        for k, v in model.state_dict().items()
+        if not k.startswith(("text._bert.", "backbone."))
+    }
 
 
-def save_weights(path: str | Path, backbone: Backbone2D, models: dict, meta: dict) -> str:
+def save_weights(
+    path: str | Path, backbone: Backbone2D, models: dict, meta: dict
+) -> str:
     """Write the backbone once and each variant's grounding weights in fp16; returns the sha256."""
-    blob = {"backbone": {k: v.detach().half() for k, v in backbone.state_dict().items()},
-            "variants": {name: {"cfg": asdict(m.cfg), "state": _grounding_state(m)} for name, m in models.items()},
-            "meta": meta}
+    blob = {
+        "backbone": {k: v.detach().half() for k, v in backbone.state_dict().items()},
+        "variants": {
+            name: {"cfg": asdict(m.cfg), "state": _grounding_state(m)}
+            for name, m in models.items()
+        },
+        "meta": meta,
+    }
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     torch.save(blob, buf)
@@ -363,7 +481,9 @@ def file_sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def load_weights(path: str | Path = WEIGHTS_PATH, minilm: tuple[Any, Any] | None = None) -> tuple[Backbone2D, dict, dict]:
+def load_weights(
+    path: str | Path = WEIGHTS_PATH, minilm: tuple[Any, Any] | None = None
+) -> tuple[Backbone2D, dict, dict]:
     """Load the shipped weights: ``(frozen backbone, {variant: UniVLG}, meta)`` in float32.
 
     Raises:
@@ -372,7 +492,9 @@ def load_weights(path: str | Path = WEIGHTS_PATH, minilm: tuple[Any, Any] | None
     """
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"no shipped weights at {p} (python -m icml25.univlg.train writes them)")
+        raise FileNotFoundError(
+            f"no shipped weights at {p} (python -m icml25.univlg.train writes them)"
+        )
     blob = torch.load(p, map_location="cpu", weights_only=True)
     if minilm is None:
         from icml25.common import load_minilm
@@ -387,10 +509,18 @@ def load_weights(path: str | Path = WEIGHTS_PATH, minilm: tuple[Any, Any] | None
     models = {}
     for name, v in blob["variants"].items():
         m = UniVLG(UniVLGConfig(**v["cfg"]), minilm)
-        res = m.load_state_dict({k: t.float() for k, t in v["state"].items()}, strict=False)
-        bad = [k for k in res.missing_keys if not k.startswith(("text._bert.", "backbone."))]
+        res = m.load_state_dict(
+            {k: t.float() for k, t in v["state"].items()}, strict=False
+        )
+        bad = [
+            k
+            for k in res.missing_keys
+            if not k.startswith(("text._bert.", "backbone."))
+        ]
         if bad or res.unexpected_keys:
-            raise ValueError(f"variant {name}: weights do not fit (missing {bad[:3]}, unexpected {res.unexpected_keys[:3]})")
+            raise ValueError(
+                f"variant {name}: weights do not fit (missing {bad[:3]}, unexpected {res.unexpected_keys[:3]})"
+            )
         m.backbone = backbone
         m.eval()
         models[name] = m

@@ -11,16 +11,32 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_budget, check_int, check_positive, check_real
+from icml25.checks import (
+    check_array,
+    check_budget,
+    check_int,
+    check_positive,
+    check_real,
+)
 from icml25.kernels import knn_attention
 
 from ._checks import _check_intrinsics, _check_rigid
 from .defaults import DEFAULTS
 
-__all__ = ["unproject", "project", "lift_monocular", "resample_xyz", "voxelize", "knn_points", "disparity_to_depth"]
+__all__ = [
+    "unproject",
+    "project",
+    "lift_monocular",
+    "resample_xyz",
+    "voxelize",
+    "knn_points",
+    "disparity_to_depth",
+]
 
 
-def unproject(depth: Any, K: Any, T_cw: Any, max_depth: float = DEFAULTS.max_depth_m) -> np.ndarray:
+def unproject(
+    depth: Any, K: Any, T_cw: Any, max_depth: float = DEFAULTS.max_depth_m
+) -> np.ndarray:
     """World coordinates of every pixel of ``V`` posed depth maps.
 
     Implements ``X = T_v [ (u - c_x) d / f_x, (v - c_y) d / f_y, d, 1 ]^T`` (Sec. 3.1).
@@ -44,11 +60,20 @@ def unproject(depth: Any, K: Any, T_cw: Any, max_depth: float = DEFAULTS.max_dep
     return _unproject(d, K, T, check_positive(max_depth, "max_depth"))
 
 
-def _unproject(d: np.ndarray, K: np.ndarray, T: np.ndarray, max_depth: float) -> np.ndarray:
+def _unproject(
+    d: np.ndarray, K: np.ndarray, T: np.ndarray, max_depth: float
+) -> np.ndarray:
     """``X = T [(u - c_x) d / f_x, (v - c_y) d / f_y, d, 1]`` per pixel; holes become NaN."""
     V, H, W = d.shape
-    v, u = np.meshgrid(np.arange(H, dtype=np.float64), np.arange(W, dtype=np.float64), indexing="ij")
-    fx, fy, cx, cy = (K[:, 0, 0, None, None], K[:, 1, 1, None, None], K[:, 0, 2, None, None], K[:, 1, 2, None, None])
+    v, u = np.meshgrid(
+        np.arange(H, dtype=np.float64), np.arange(W, dtype=np.float64), indexing="ij"
+    )
+    fx, fy, cx, cy = (
+        K[:, 0, 0, None, None],
+        K[:, 1, 1, None, None],
+        K[:, 0, 2, None, None],
+        K[:, 1, 2, None, None],
+    )
     with np.errstate(invalid="ignore"):
         ok = np.isfinite(d) & (d > 0) & (d <= max_depth)
     dd = np.where(ok, d, np.nan)
@@ -78,7 +103,7 @@ def project(xyz: Any, K: Any, T_cw: Any) -> np.ndarray:
     T = _check_rigid(T_cw, "T_cw", V)
     flat = X.reshape(V, -1, 3)
     R, t = T[:, :3, :3], T[:, :3, 3]
-    cam = np.einsum("vji,vnj->vni", R, flat - t[:, None, :])     # R^T (X - t)
+    cam = np.einsum("vji,vnj->vni", R, flat - t[:, None, :])  # R^T (X - t)
     z = cam[..., 2]
     u = K[:, 0, 0, None] * cam[..., 0] / z + K[:, 0, 2, None]
     v = K[:, 1, 1, None] * cam[..., 1] / z + K[:, 1, 2, None]
@@ -105,15 +130,21 @@ def lift_monocular(image: Any, depth: Any, fov_deg: float = 60.0) -> np.ndarray:
     """
     img = check_array(image, "image", ndim=3, low=0.0, high=1.0)
     H, W = img.shape[:2]
-    d = check_array(depth, "depth", shape=(H, W), dtype=np.float64, low=0.0, low_open=True)
-    fov = check_real(fov_deg, "fov_deg", low=0.0, high=180.0, low_open=True, high_open=True)
+    d = check_array(
+        depth, "depth", shape=(H, W), dtype=np.float64, low=0.0, low_open=True
+    )
+    fov = check_real(
+        fov_deg, "fov_deg", low=0.0, high=180.0, low_open=True, high_open=True
+    )
     f = 0.5 * W / np.tan(np.radians(fov) / 2)
     K = np.array([[[f, 0, (W - 1) / 2], [0, f, (H - 1) / 2], [0, 0, 1]]])
     d = d / np.median(d)
     return _unproject(d[None], K, np.eye(4)[None], np.inf)[0]
 
 
-def disparity_to_depth(disparity: Any, focal_px: float, baseline_m: float) -> np.ndarray:
+def disparity_to_depth(
+    disparity: Any, focal_px: float, baseline_m: float
+) -> np.ndarray:
     """Stereo depth ``d = f B / disparity`` (NaN where the disparity is <= 0).
 
     Args:
@@ -161,7 +192,9 @@ def resample_xyz(xyz: Any, size: int) -> np.ndarray:
         return np.where(n > 0, s / np.maximum(n, 1), np.nan)
 
 
-def voxelize(xyz: Any, feats: Any, voxel: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def voxelize(
+    xyz: Any, feats: Any, voxel: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean features and mean coordinates per occupied voxel, and the point -> voxel map.
 
     The paper's multi-scale voxelisation (``scatter_mean``; sizes 0.02-0.16 m).
@@ -183,11 +216,15 @@ def voxelize(xyz: Any, feats: Any, voxel: float) -> tuple[np.ndarray, np.ndarray
         raise ValueError(f"xyz must have shape (N, 3), got {X.shape}")
     F = check_array(feats, "feats", ndim=2, dtype=np.float64)
     if F.shape[0] != X.shape[0]:
-        raise ValueError(f"feats must have {X.shape[0]} rows like xyz, got {F.shape[0]}")
+        raise ValueError(
+            f"feats must have {X.shape[0]} rows like xyz, got {F.shape[0]}"
+        )
     return _voxelize(X, F, check_positive(voxel, "voxel"))
 
 
-def _voxelize(X: np.ndarray, F: np.ndarray, voxel: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _voxelize(
+    X: np.ndarray, F: np.ndarray, voxel: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group points by ``floor(x / voxel)``, average features and coordinates per group."""
     keys = np.floor(X / voxel).astype(np.int64)
     _, p2v = np.unique(keys, axis=0, return_inverse=True)
@@ -200,7 +237,9 @@ def _voxelize(X: np.ndarray, F: np.ndarray, voxel: float) -> tuple[np.ndarray, n
     return vf / n, vx / n, p2v
 
 
-def knn_points(q: Any, ref: Any, k: int = DEFAULTS.k, q_batch: Any = None, ref_batch: Any = None) -> np.ndarray:
+def knn_points(
+    q: Any, ref: Any, k: int = DEFAULTS.k, q_batch: Any = None, ref_batch: Any = None
+) -> np.ndarray:
     """Indices of the ``k`` nearest points of each query, across all views of its own scene.
 
     Per-scene offsets come from the batch ids; ties go to the lower index; the search is tiled

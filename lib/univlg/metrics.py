@@ -72,7 +72,9 @@ def box_iou_3d(a: Any, b: Any) -> np.ndarray:
 
 def _box_iou(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``vol(A & B) / (vol A + vol B - vol(A & B))``; rows with a NaN score 0."""
-    inter = np.clip(np.minimum(A[:, 3:], B[:, 3:]) - np.maximum(A[:, :3], B[:, :3]), 0, None).prod(-1)
+    inter = np.clip(
+        np.minimum(A[:, 3:], B[:, 3:]) - np.maximum(A[:, :3], B[:, :3]), 0, None
+    ).prod(-1)
     va = np.clip(A[:, 3:] - A[:, :3], 0, None).prod(-1)
     vb = np.clip(B[:, 3:] - B[:, :3], 0, None).prod(-1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -80,7 +82,9 @@ def _box_iou(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(iou), iou, 0.0)
 
 
-def acc_at_iou(pred: Any, gt: Any, thr: Sequence[float] = (0.25, 0.5)) -> dict[float, float]:
+def acc_at_iou(
+    pred: Any, gt: Any, thr: Sequence[float] = (0.25, 0.5)
+) -> dict[float, float]:
     """Acc@IoU: the fraction of expressions whose predicted box overlaps the true box by IoU >= thr.
 
     Args:
@@ -93,7 +97,9 @@ def acc_at_iou(pred: Any, gt: Any, thr: Sequence[float] = (0.25, 0.5)) -> dict[f
     Raises:
         ValueError: shapes differ, a threshold outside (0, 1], no rows.
     """
-    A = check_array(pred, "pred", shape=(None, 6), dtype=np.float64, finite=False, min_size=1)
+    A = check_array(
+        pred, "pred", shape=(None, 6), dtype=np.float64, finite=False, min_size=1
+    )
     B = check_array(gt, "gt", shape=(A.shape[0], 6), dtype=np.float64, finite=False)
     ts = [check_real(t, "thr", low=0.0, high=1.0, low_open=True) for t in thr]
     iou = _box_iou(A, B)

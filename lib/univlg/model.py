@@ -25,11 +25,21 @@ from icml25.kernels import knn_attention
 from .defaults import DEFAULTS
 from .text import TextEncoder
 
-__all__ = ["UniVLGConfig", "Backbone2D", "RelPos3DAttention", "Lift3DAdapter", "LangCondMaskDecoder",
-           "BoxDecoder", "UniVLG", "modulate", "N_COLOUR_CLASSES", "N_SHAPE_CLASSES"]
+__all__ = [
+    "UniVLGConfig",
+    "Backbone2D",
+    "RelPos3DAttention",
+    "Lift3DAdapter",
+    "LangCondMaskDecoder",
+    "BoxDecoder",
+    "UniVLG",
+    "modulate",
+    "N_COLOUR_CLASSES",
+    "N_SHAPE_CLASSES",
+]
 
-N_COLOUR_CLASSES = 8   # sky, floor, 6 colours
-N_SHAPE_CLASSES = 6    # sky, floor, 4 shapes
+N_COLOUR_CLASSES = 8  # sky, floor, 6 colours
+N_SHAPE_CLASSES = 6  # sky, floor, 4 shapes
 
 
 @dataclass(frozen=True)
@@ -43,7 +53,7 @@ class UniVLGConfig:
     relpos_layers: int = DEFAULTS.cpu_relpos_layers
     k: int = DEFAULTS.k
     use_3d: bool = True
-    decoder: str = "mask"       # "mask" (UniVLG) or "box" (the box-decoder ablation)
+    decoder: str = "mask"  # "mask" (UniVLG) or "box" (the box-decoder ablation)
     temperature: float = DEFAULTS.temperature
 
     def __post_init__(self) -> None:
@@ -65,7 +75,9 @@ def modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch
 
 class _MLP(nn.Sequential):
     def __init__(self, d_in: int, d_hidden: int, d_out: int) -> None:
-        super().__init__(nn.Linear(d_in, d_hidden), nn.GELU(), nn.Linear(d_hidden, d_out))
+        super().__init__(
+            nn.Linear(d_in, d_hidden), nn.GELU(), nn.Linear(d_hidden, d_out)
+        )
 
 
 class Backbone2D(nn.Module):
@@ -81,8 +93,15 @@ class Backbone2D(nn.Module):
     def __init__(self, dim: int) -> None:
         super().__init__()
         D = check_int(dim, "dim", low=1)
-        self.net = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.GELU(), nn.Conv2d(32, 64, 3, stride=2, padding=1),
-                                 nn.GELU(), nn.Conv2d(64, D, 3, padding=1), nn.GELU(), nn.Conv2d(D, D, 1))
+        self.net = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1),
+            nn.GELU(),
+            nn.Conv2d(32, 64, 3, stride=2, padding=1),
+            nn.GELU(),
+            nn.Conv2d(64, D, 3, padding=1),
+            nn.GELU(),
+            nn.Conv2d(D, D, 1),
+        )
         self.aux = nn.Conv2d(D, N_COLOUR_CLASSES + N_SHAPE_CLASSES, 1)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -101,9 +120,14 @@ class RelPos3DAttention(nn.Module):
         dim: width D; k: neighbours; layers: layers; heads: attention heads (dividing D).
     """
 
-    def __init__(self, dim: int, k: int = DEFAULTS.k, layers: int = 2, heads: int = 4) -> None:
+    def __init__(
+        self, dim: int, k: int = DEFAULTS.k, layers: int = 2, heads: int = 4
+    ) -> None:
         super().__init__()
-        self.dim, self.k = check_int(dim, "dim", low=1), check_int(k, "k", low=1, high=knn_attention.MAX_K)
+        self.dim, self.k = (
+            check_int(dim, "dim", low=1),
+            check_int(k, "k", low=1, high=knn_attention.MAX_K),
+        )
         self.heads = check_int(heads, "heads", low=1)
         if self.dim % self.heads:
             raise ValueError(f"heads = {heads} must divide dim = {dim}")
@@ -117,7 +141,9 @@ class RelPos3DAttention(nn.Module):
         self.ffn = nn.ModuleList(_MLP(self.dim, self.dim, self.dim) for _ in range(n))
         self.norm = nn.LayerNorm(self.dim)
 
-    def forward(self, f: torch.Tensor, xyz: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, f: torch.Tensor, xyz: torch.Tensor, idx: torch.Tensor
+    ) -> torch.Tensor:
         """Features ``f`` (N, D), points ``xyz`` (N, 3), neighbour rows ``idx`` (N, k) int64 -> (N, D).
 
         Raises:
@@ -131,14 +157,20 @@ class RelPos3DAttention(nn.Module):
             raise ValueError(f"idx must index the {N} points")
         return self._layers(f, xyz, idx.long())
 
-    def _layers(self, f: torch.Tensor, xyz: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    def _layers(
+        self, f: torch.Tensor, xyz: torch.Tensor, idx: torch.Tensor
+    ) -> torch.Tensor:
         """The layers, trusting their inputs; relative offsets ``p_j - p_i`` make them translation invariant."""
-        rel = xyz[idx] - xyz[:, None, :]                     # (N, k, 3) offsets p_j - p_i
-        for pe, qkv, out, n1, n2, ffn in zip(self.pe, self.qkv, self.out, self.n1, self.n2, self.ffn):
+        rel = xyz[idx] - xyz[:, None, :]  # (N, k, 3) offsets p_j - p_i
+        for pe, qkv, out, n1, n2, ffn in zip(
+            self.pe, self.qkv, self.out, self.n1, self.n2, self.ffn
+        ):
             q, k, v = qkv(n1(f)).chunk(3, dim=-1)
             # the query's PE, PE(0)
             pe0 = pe(torch.zeros(1, 3, dtype=f.dtype, device=f.device))
-            att = knn_attention.neighbour_attention(q + pe0, k, v, idx, pe(rel) - pe0, heads=self.heads, validate=False)
+            att = knn_attention.neighbour_attention(
+                q + pe0, k, v, idx, pe(rel) - pe0, heads=self.heads, validate=False
+            )
             f = f + out(att)
             f = f + ffn(n2(f))
         return self.norm(f)
@@ -153,7 +185,9 @@ class Lift3DAdapter(nn.Module):
         dim: width D; k, layers, heads: of the :class:`RelPos3DAttention`.
     """
 
-    def __init__(self, dim: int, k: int = DEFAULTS.k, layers: int = 2, heads: int = 4) -> None:
+    def __init__(
+        self, dim: int, k: int = DEFAULTS.k, layers: int = 2, heads: int = 4
+    ) -> None:
         super().__init__()
         D = check_int(dim, "dim", low=1)
         self.inp = nn.Sequential(nn.Linear(D, D), nn.LayerNorm(D))
@@ -162,7 +196,9 @@ class Lift3DAdapter(nn.Module):
         nn.init.zeros_(self.head[-1].weight)
         nn.init.zeros_(self.head[-1].bias)
 
-    def forward(self, x: torch.Tensor, xyz: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, xyz: torch.Tensor, idx: torch.Tensor
+    ) -> torch.Tensor:
         """2D features ``x`` (N, D) at points ``xyz`` (N, 3) with neighbours ``idx`` (N, k) -> (N, D)."""
         h = self.attn(self.inp(x), xyz, idx)
         shift, scale = self.head(h).chunk(2, dim=-1)
@@ -197,10 +233,21 @@ class LangCondMaskDecoder(nn.Module):
         temperature: of the grounding logits.
     """
 
-    def __init__(self, n_queries: int, dim: int, heads: int, layers: int, box_head: bool = False,
-                 masks: bool = True, temperature: float = DEFAULTS.temperature) -> None:
+    def __init__(
+        self,
+        n_queries: int,
+        dim: int,
+        heads: int,
+        layers: int,
+        box_head: bool = False,
+        masks: bool = True,
+        temperature: float = DEFAULTS.temperature,
+    ) -> None:
         super().__init__()
-        self.Q, self.D = check_int(n_queries, "n_queries", low=1), check_int(dim, "dim", low=1)
+        self.Q, self.D = (
+            check_int(n_queries, "n_queries", low=1),
+            check_int(dim, "dim", low=1),
+        )
         self.heads = check_int(heads, "heads", low=1)
         n = check_int(layers, "layers", low=1)
         self.masks, self.tau = bool(masks), float(temperature)
@@ -212,7 +259,13 @@ class LangCondMaskDecoder(nn.Module):
         self.wt = nn.Linear(self.D, self.D)
         self.box = _MLP(self.D, self.D, 6) if (box_head or not masks) else None
 
-    def forward(self, feats: torch.Tensor, pos: torch.Tensor, text: torch.Tensor, text_pad: torch.Tensor) -> list[dict]:
+    def forward(
+        self,
+        feats: torch.Tensor,
+        pos: torch.Tensor,
+        text: torch.Tensor,
+        text_pad: torch.Tensor,
+    ) -> list[dict]:
         """Decode.
 
         Args:
@@ -227,38 +280,72 @@ class LangCondMaskDecoder(nn.Module):
         B, M, _ = feats.shape
         Fv = feats
         Z = torch.cat([self.query.expand(B, -1, -1), text], dim=1)
-        zpad = torch.cat([torch.zeros(B, self.Q, dtype=torch.bool, device=feats.device), text_pad], dim=1)
+        zpad = torch.cat(
+            [torch.zeros(B, self.Q, dtype=torch.bool, device=feats.device), text_pad],
+            dim=1,
+        )
         preds = [self._predict(Z, Fv, text_pad)]
         for L in self.layers:
             attn_mask = None
             if self.masks:
-                blocked = (preds[-1]["masks"].sigmoid() < 0.5).detach()            # (B, Q, M)
+                blocked = (preds[-1]["masks"].sigmoid() < 0.5).detach()  # (B, Q, M)
                 # all-false rows reset
                 blocked = blocked & ~blocked.all(-1, keepdim=True)
-                full = torch.cat([blocked, torch.zeros(B, Z.shape[1] - self.Q, M, dtype=torch.bool, device=feats.device)], 1)
+                full = torch.cat(
+                    [
+                        blocked,
+                        torch.zeros(
+                            B,
+                            Z.shape[1] - self.Q,
+                            M,
+                            dtype=torch.bool,
+                            device=feats.device,
+                        ),
+                    ],
+                    1,
+                )
                 attn_mask = full.repeat_interleave(self.heads, dim=0)
             zn = L.n[0](Z)
             # (a)
-            Z = Z + L.cross(zn, Fv + pos, Fv, attn_mask=attn_mask, need_weights=False)[0]
+            Z = (
+                Z
+                + L.cross(zn, Fv + pos, Fv, attn_mask=attn_mask, need_weights=False)[0]
+            )
             zn = L.n[1](Z)
             # (b)
-            Z = Z + L.self_attn(zn, zn, zn, key_padding_mask=zpad, need_weights=False)[0]
-            Z = Z + L.ffn(L.n[2](Z))                                                            # (c)
+            Z = (
+                Z
+                + L.self_attn(zn, zn, zn, key_padding_mask=zpad, need_weights=False)[0]
+            )
+            Z = Z + L.ffn(L.n[2](Z))  # (c)
             fn = L.n[3](Fv)
             # (d)
-            Fv = Fv + L.vis(fn + pos, Z, Z, key_padding_mask=zpad, need_weights=False)[0]
+            Fv = (
+                Fv + L.vis(fn + pos, Z, Z, key_padding_mask=zpad, need_weights=False)[0]
+            )
             Fv = Fv + L.vis_ffn(L.n[4](Fv))
-            preds.append(self._predict(Z, Fv, text_pad))                                        # (e)
+            preds.append(self._predict(Z, Fv, text_pad))  # (e)
         return preds
 
-    def _predict(self, Z: torch.Tensor, Fv: torch.Tensor, text_pad: torch.Tensor) -> dict:
+    def _predict(
+        self, Z: torch.Tensor, Fv: torch.Tensor, text_pad: torch.Tensor
+    ) -> dict:
         """Heads of stage (e): mask logits ``MLP(q) . F``, grounding ``cos(W_q q, W_t t) / tau``, boxes."""
-        q = self.qnorm(Z[:, :self.Q])
-        t = Z[:, self.Q:]
-        s = torch.einsum("bqd,bsd->bqs", F.normalize(self.wq(q), dim=-1), F.normalize(self.wt(t), dim=-1)) / self.tau
+        q = self.qnorm(Z[:, : self.Q])
+        t = Z[:, self.Q :]
+        s = (
+            torch.einsum(
+                "bqd,bsd->bqs",
+                F.normalize(self.wq(q), dim=-1),
+                F.normalize(self.wt(t), dim=-1),
+            )
+            / self.tau
+        )
         out = {"ground": s.masked_fill(text_pad[:, None, :], float("-inf"))}
         if self.masks:
-            out["masks"] = torch.einsum("bqd,bmd->bqm", self.mask_embed(q), Fv) / self.D ** 0.5
+            out["masks"] = (
+                torch.einsum("bqd,bmd->bqm", self.mask_embed(q), Fv) / self.D**0.5
+            )
         if self.box is not None:
             b = self.box(q)
             centre, size = b[..., :3], F.softplus(b[..., 3:]) + 1e-3
@@ -273,8 +360,23 @@ class BoxDecoder(LangCondMaskDecoder):
         n_queries, dim, heads, layers, temperature: as :class:`LangCondMaskDecoder`.
     """
 
-    def __init__(self, n_queries: int, dim: int, heads: int, layers: int, temperature: float = DEFAULTS.temperature) -> None:
-        super().__init__(n_queries, dim, heads, layers, box_head=True, masks=False, temperature=temperature)
+    def __init__(
+        self,
+        n_queries: int,
+        dim: int,
+        heads: int,
+        layers: int,
+        temperature: float = DEFAULTS.temperature,
+    ) -> None:
+        super().__init__(
+            n_queries,
+            dim,
+            heads,
+            layers,
+            box_head=True,
+            masks=False,
+            temperature=temperature,
+        )
 
 
 class UniVLG(nn.Module):
@@ -289,7 +391,9 @@ class UniVLG(nn.Module):
         minilm: ``(model, tokenizer)`` from :func:`icml25.common.load_minilm` (loaded if None).
     """
 
-    def __init__(self, cfg: UniVLGConfig = UniVLGConfig(), minilm: tuple[Any, Any] | None = None) -> None:
+    def __init__(
+        self, cfg: UniVLGConfig = UniVLGConfig(), minilm: tuple[Any, Any] | None = None
+    ) -> None:
         super().__init__()
         if not isinstance(cfg, UniVLGConfig):
             raise TypeError(f"cfg must be a UniVLGConfig, got {type(cfg).__name__}")
@@ -300,21 +404,36 @@ class UniVLG(nn.Module):
         self.text = TextEncoder(D, minilm)
         self.pos = _MLP(3, D, D)
         self.feat = nn.Sequential(nn.Linear(D, D), nn.LayerNorm(D))
-        self.adapter = Lift3DAdapter(D, cfg.k, cfg.relpos_layers, cfg.heads) if cfg.use_3d else None
+        self.adapter = (
+            Lift3DAdapter(D, cfg.k, cfg.relpos_layers, cfg.heads)
+            if cfg.use_3d
+            else None
+        )
         dec = LangCondMaskDecoder if cfg.decoder == "mask" else BoxDecoder
-        self.decoder = dec(cfg.n_queries, D, cfg.heads, cfg.decoder_layers, temperature=cfg.temperature)
+        self.decoder = dec(
+            cfg.n_queries, D, cfg.heads, cfg.decoder_layers, temperature=cfg.temperature
+        )
 
-    def _tokens(self, images: torch.Tensor | None, feats: torch.Tensor | None) -> torch.Tensor:
+    def _tokens(
+        self, images: torch.Tensor | None, feats: torch.Tensor | None
+    ) -> torch.Tensor:
         if feats is None:
             feats = self.backbone(images)
-        return feats.flatten(2).transpose(1, 2)              # (B', S*S, D)
+        return feats.flatten(2).transpose(1, 2)  # (B', S*S, D)
 
-    def decode(self, x: torch.Tensor, xyz: torch.Tensor, text: Sequence[str]) -> list[dict]:
+    def decode(
+        self, x: torch.Tensor, xyz: torch.Tensor, text: Sequence[str]
+    ) -> list[dict]:
         """Shared head: features ``x`` (B, M, D) at normalised points ``xyz`` (B, M, 3) -> stage predictions."""
         T, pad, _ = self.text.encode(list(text))
         return self.decoder(self.feat(x), self.pos(xyz), T, pad)
 
-    def forward_2d(self, images: torch.Tensor, text: Sequence[str], feats: torch.Tensor | None = None) -> list[dict]:
+    def forward_2d(
+        self,
+        images: torch.Tensor,
+        text: Sequence[str],
+        feats: torch.Tensor | None = None,
+    ) -> list[dict]:
         """Masks over the S x S feature pixels of each image (the 2D path: no 3D layers).
 
         Args:
@@ -334,12 +453,25 @@ class UniVLG(nn.Module):
         B, M, _ = x.shape
         if len(text) != B:
             raise ValueError(f"text must hold {B} sentences, got {len(text)}")
-        S = int(round(M ** 0.5))
-        v, u = torch.meshgrid(torch.arange(S, device=x.device), torch.arange(S, device=x.device), indexing="ij")
-        xyz = torch.stack([u / S - 0.5, torch.zeros_like(u, dtype=torch.float32), 0.5 - v / S], -1).reshape(1, M, 3).float().expand(B, -1, -1)
+        S = int(round(M**0.5))
+        v, u = torch.meshgrid(
+            torch.arange(S, device=x.device),
+            torch.arange(S, device=x.device),
+            indexing="ij",
+        )
+        xyz = (
+            torch.stack(
+                [u / S - 0.5, torch.zeros_like(u, dtype=torch.float32), 0.5 - v / S], -1
+            )
+            .reshape(1, M, 3)
+            .float()
+            .expand(B, -1, -1)
+        )
         return self.decode(x, xyz, text)
 
-    def forward_3d(self, views: dict, text: Sequence[str], use_3d_layers: bool | None = None) -> list[dict]:
+    def forward_3d(
+        self, views: dict, text: Sequence[str], use_3d_layers: bool | None = None
+    ) -> list[dict]:
         """Masks over the points of all views of each scene.
 
         Args:
@@ -364,7 +496,9 @@ class UniVLG(nn.Module):
         N = V * S * S
         idx = check_tensor(views["knn"], "views['knn']", ndim=3, floating=False)
         if tuple(idx.shape[:2]) != (B, N):
-            raise ValueError(f"views['knn'] must have shape ({B}, {N}, k), got {tuple(idx.shape)}")
+            raise ValueError(
+                f"views['knn'] must have shape ({B}, {N}, k), got {tuple(idx.shape)}"
+            )
         if len(text) != B:
             raise ValueError(f"text must hold {B} sentences, got {len(text)}")
         if "feats" in views:
@@ -378,5 +512,9 @@ class UniVLG(nn.Module):
         use = self.cfg.use_3d if use_3d_layers is None else bool(use_3d_layers)
         if use and self.adapter is not None:
             offs = (torch.arange(B, device=x.device) * N)[:, None, None]
-            x = self.adapter(x.reshape(B * N, -1), pts.reshape(B * N, 3), (idx.long() + offs).reshape(B * N, -1)).reshape(B, N, -1)
+            x = self.adapter(
+                x.reshape(B * N, -1),
+                pts.reshape(B * N, 3),
+                (idx.long() + offs).reshape(B * N, -1),
+            ).reshape(B, N, -1)
         return self.decode(x, pts, text)

@@ -20,7 +20,9 @@ __all__ = ["TextEncoder", "positive_map", "MINILM_DIM"]
 MINILM_DIM = 384
 
 
-def positive_map(offsets: Any, spans: Sequence[tuple[int, int]], n_tokens: int) -> np.ndarray:
+def positive_map(
+    offsets: Any, spans: Sequence[tuple[int, int]], n_tokens: int
+) -> np.ndarray:
     """Which tokens of a sentence fall inside each character span.
 
     A token belongs to a span when their character ranges overlap; special tokens (offset
@@ -46,11 +48,13 @@ def positive_map(offsets: Any, spans: Sequence[tuple[int, int]], n_tokens: int) 
     real = off[:, 1] > off[:, 0]
     for r, (a, b) in enumerate(spans):
         if not (0 <= a < b):
-            raise ValueError(f"spans: span {r} = ({a}, {b}) must satisfy 0 <= start < end")
+            raise ValueError(
+                f"spans: span {r} = ({a}, {b}) must satisfy 0 <= start < end"
+            )
         hit = real & (off[:, 0] < b) & (off[:, 1] > a)
         if not hit.any():
             raise ValueError(f"spans: span {r} = ({a}, {b}) covers no token")
-        out[r, :len(off)] = hit / hit.sum()
+        out[r, : len(off)] = hit / hit.sum()
     return out
 
 
@@ -81,18 +85,25 @@ class TextEncoder(nn.Module):
         """Cached frozen features ``(L, 384)`` and offsets ``(L, 2)`` of each sentence."""
         todo = [s for s in dict.fromkeys(sentences) if s not in self._cache]
         for i in range(0, len(todo), 64):
-            chunk = todo[i:i + 64]
-            enc = self.tokenizer(chunk, padding=True, return_offsets_mapping=True, return_tensors="pt")
+            chunk = todo[i : i + 64]
+            enc = self.tokenizer(
+                chunk, padding=True, return_offsets_mapping=True, return_tensors="pt"
+            )
             off = enc.pop("offset_mapping").numpy()
             dev = next(self._bert.parameters()).device
-            h = self._bert(**{k: v.to(dev) for k, v in enc.items()}).last_hidden_state.cpu()
+            h = self._bert(
+                **{k: v.to(dev) for k, v in enc.items()}
+            ).last_hidden_state.cpu()
             for j, s in enumerate(chunk):
                 L = int(enc["attention_mask"][j].sum())
                 self._cache[s] = (h[j, :L].float().clone(), off[j, :L].copy())
         return [self._cache[s] for s in sentences]
 
-    def encode(self, sentences: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]] | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor, list[np.ndarray] | None]:
+    def encode(
+        self,
+        sentences: Sequence[str],
+        spans: Sequence[Sequence[tuple[int, int]]] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, list[np.ndarray] | None]:
         """Projected token features, padding mask and (optionally) positive maps.
 
         Args:
@@ -114,8 +125,8 @@ class TextEncoder(nn.Module):
         feats = torch.zeros(B, S, MINILM_DIM)
         pad = torch.ones(B, S, dtype=torch.bool)
         for b, (h, _) in enumerate(toks):
-            feats[b, :len(h)] = h
-            pad[b, :len(h)] = False
+            feats[b, : len(h)] = h
+            pad[b, : len(h)] = False
         maps = None
         if spans is not None:
             maps = [positive_map(off, sp, S) for (_, off), sp in zip(toks, spans)]

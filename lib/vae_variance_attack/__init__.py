@@ -12,7 +12,17 @@ DDIM), ``metrics`` (identity classifier, ISM, FDFR proxy, PSNR), ``data`` (synth
 ``experiments`` (the chapter's loops), ``claims`` (:data:`CLAIMS`), ``train`` (the shipped models).
 """
 
-from . import baselines, claims, data, defaults, experiments, losses, method, metrics, victim
+from . import (
+    baselines,
+    claims,
+    data,
+    defaults,
+    experiments,
+    losses,
+    method,
+    metrics,
+    victim,
+)
 from .baselines import *  # noqa: F401,F403
 from .claims import CLAIMS
 from .data import *  # noqa: F401,F403
@@ -23,5 +33,15 @@ from .method import *  # noqa: F401,F403
 from .metrics import *  # noqa: F401,F403
 from .victim import *  # noqa: F401,F403
 
-__all__ = ["CLAIMS", "DEFAULTS", "VarianceAttackDefaults", *losses.__all__, *method.__all__, *baselines.__all__,
-           *victim.__all__, *metrics.__all__, *data.__all__, *experiments.__all__]
+__all__ = [
+    "CLAIMS",
+    "DEFAULTS",
+    "VarianceAttackDefaults",
+    *losses.__all__,
+    *method.__all__,
+    *baselines.__all__,
+    *victim.__all__,
+    *metrics.__all__,
+    *data.__all__,
+    *experiments.__all__,
+]

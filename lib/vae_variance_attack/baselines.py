@@ -24,13 +24,28 @@ from icml25.kernels import pgd_step
 from ._checks import _check_images
 from .defaults import DEFAULTS
 from .method import _encode
-from .victim import _denoise_loss, _encode_latents, _torch_gen, latent_scale, make_scheduler
+from .victim import (
+    _denoise_loss,
+    _encode_latents,
+    _torch_gen,
+    latent_scale,
+    make_scheduler,
+)
 
 __all__ = ["advdm_protect", "aspl_protect"]
 
 
-def _unet_pgd(unet: Any, vae: Any, x: Any, delta: Any, class_id: int, eps: float, alpha: float, n_steps: int,
-              g: Any) -> Any:
+def _unet_pgd(
+    unet: Any,
+    vae: Any,
+    x: Any,
+    delta: Any,
+    class_id: int,
+    eps: float,
+    alpha: float,
+    n_steps: int,
+    g: Any,
+) -> Any:
     """``n_steps`` sign-ascent steps of the denoising loss of ``unet`` w.r.t. ``delta``."""
     import torch
 
@@ -39,15 +54,25 @@ def _unet_pgd(unet: Any, vae: Any, x: Any, delta: Any, class_id: int, eps: float
     for _ in range(n_steps):
         d = delta.detach().requires_grad_(True)
         mu, lv = _encode(vae, x + d)
-        z = (mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=g).to(x.device)) * latent_scale(vae)
+        z = (
+            mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=g).to(x.device)
+        ) * latent_scale(vae)
         loss = _denoise_loss(unet, sched, z, labels, g)
         (grad,) = torch.autograd.grad(loss, d)
         delta = pgd_step.pgd_step(delta, grad, x, eps, alpha, validate=False)
     return delta
 
 
-def _finetune_steps(unet: Any, vae: Any, x: Any, class_id: int, n_steps: int, lr: float, g: Any,
-                    rng: np.random.Generator) -> None:
+def _finetune_steps(
+    unet: Any,
+    vae: Any,
+    x: Any,
+    class_id: int,
+    n_steps: int,
+    lr: float,
+    g: Any,
+    rng: np.random.Generator,
+) -> None:
     import torch
 
     opt = torch.optim.AdamW(unet.parameters(), lr=lr)
@@ -63,7 +88,9 @@ def _finetune_steps(unet: Any, vae: Any, x: Any, class_id: int, n_steps: int, lr
     unet.eval()
 
 
-def _start(unet: Any, images: Any, class_id: int, rng: np.random.Generator, eps: float) -> tuple[Any, ...]:
+def _start(
+    unet: Any, images: Any, class_id: int, rng: np.random.Generator, eps: float
+) -> tuple[Any, ...]:
     import torch
 
     x = _check_images(images, "images")
@@ -72,12 +99,22 @@ def _start(unet: Any, images: Any, class_id: int, rng: np.random.Generator, eps:
     class_id = check_int(class_id, "class_id", low=0, high=n_cls - 1)
     dev = next(unet.parameters()).device
     x = x.to(dev)
-    u = torch.from_numpy(rng.uniform(-eps, eps, size=tuple(x.shape)).astype(np.float32)).to(dev)
+    u = torch.from_numpy(
+        rng.uniform(-eps, eps, size=tuple(x.shape)).astype(np.float32)
+    ).to(dev)
     return x, torch.clamp(u, -x, 1 - x), class_id, _torch_gen(rng)
 
 
-def advdm_protect(unet: Any, vae: Any, images: Any, class_id: int, rng: np.random.Generator,
-                  eps: float = DEFAULTS.eps, alpha: float = DEFAULTS.alpha, n_steps: int = DEFAULTS.n_steps) -> Any:
+def advdm_protect(
+    unet: Any,
+    vae: Any,
+    images: Any,
+    class_id: int,
+    rng: np.random.Generator,
+    eps: float = DEFAULTS.eps,
+    alpha: float = DEFAULTS.alpha,
+    n_steps: int = DEFAULTS.n_steps,
+) -> Any:
     """AdvDM: sign PGD ascent of a fixed UNet's denoising loss (uniform start in the eps-ball).
 
     Args:
@@ -95,13 +132,25 @@ def advdm_protect(unet: Any, vae: Any, images: Any, class_id: int, rng: np.rando
     n_steps = check_int(n_steps, "n_steps", low=1)
     x, delta, class_id, g = _start(unet, images, class_id, rng, eps)
     unet = copy.deepcopy(unet).requires_grad_(False)
-    return (x + _unet_pgd(unet, vae, x, delta, class_id, eps, alpha, n_steps, g)).detach()
+    return (
+        x + _unet_pgd(unet, vae, x, delta, class_id, eps, alpha, n_steps, g)
+    ).detach()
 
 
-def aspl_protect(unet: Any, vae: Any, images: Any, class_id: int, rng: np.random.Generator,
-                 eps: float = DEFAULTS.eps, alpha: float = DEFAULTS.aspl_alpha, n_outer: int = DEFAULTS.aspl_outer,
-                 surrogate_steps: int = DEFAULTS.aspl_surrogate_steps, pgd_steps: int = DEFAULTS.aspl_pgd_steps,
-                 lr: float = DEFAULTS.db_lr, prior_class: int | None = None) -> Any:
+def aspl_protect(
+    unet: Any,
+    vae: Any,
+    images: Any,
+    class_id: int,
+    rng: np.random.Generator,
+    eps: float = DEFAULTS.eps,
+    alpha: float = DEFAULTS.aspl_alpha,
+    n_outer: int = DEFAULTS.aspl_outer,
+    surrogate_steps: int = DEFAULTS.aspl_surrogate_steps,
+    pgd_steps: int = DEFAULTS.aspl_pgd_steps,
+    lr: float = DEFAULTS.db_lr,
+    prior_class: int | None = None,
+) -> Any:
     """Anti-DreamBooth's ASPL (alternating surrogate fine-tuning and PGD on the denoising loss).
 
     Each of ``n_outer`` rounds: copy the surrogate, fine-tune the copy ``surrogate_steps`` steps on
@@ -117,13 +166,21 @@ def aspl_protect(unet: Any, vae: Any, images: Any, class_id: int, rng: np.random
     """
     import torch
 
-    eps, alpha, lr = check_positive(eps, "eps"), check_positive(alpha, "alpha"), check_positive(lr, "lr")
+    eps, alpha, lr = (
+        check_positive(eps, "eps"),
+        check_positive(alpha, "alpha"),
+        check_positive(lr, "lr"),
+    )
     n_outer = check_int(n_outer, "n_outer", low=1)
     surrogate_steps = check_int(surrogate_steps, "surrogate_steps", low=1)
     pgd_steps = check_int(pgd_steps, "pgd_steps", low=1)
     x, delta, class_id, g = _start(unet, images, class_id, rng, eps)
     n_cls = int(unet.config.num_class_embeds)
-    prior = class_id - 1 if prior_class is None else check_int(prior_class, "prior_class", low=0, high=n_cls - 1)
+    prior = (
+        class_id - 1
+        if prior_class is None
+        else check_int(prior_class, "prior_class", low=0, high=n_cls - 1)
+    )
     f = copy.deepcopy(unet)
     with torch.no_grad():
         f.class_embedding.weight[class_id] = f.class_embedding.weight[prior]
@@ -134,5 +191,7 @@ def aspl_protect(unet: Any, vae: Any, images: Any, class_id: int, rng: np.random
         f_sur.requires_grad_(False)
         delta = _unet_pgd(f_sur, vae, x, delta, class_id, eps, alpha, pgd_steps, g)
         # on perturbed
-        _finetune_steps(f, vae, (x + delta).detach(), class_id, surrogate_steps, lr, g, rng)
+        _finetune_steps(
+            f, vae, (x + delta).detach(), class_id, surrogate_steps, lr, g, rng
+        )
     return (x + delta).detach()

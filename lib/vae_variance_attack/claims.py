@@ -12,9 +12,13 @@ from icml25.claims import Claim
 
 __all__ = ["CLAIMS"]
 
-_CHECK_BOX = "check: every protected image is within eps of its original and inside [0, 1]"
+_CHECK_BOX = (
+    "check: every protected image is within eps of its original and inside [0, 1]"
+)
 _CHECK_ALIGN = "check: LA's sign steps follow grad V (agreement at least 0.999, exactly 1 in exact arithmetic)"
-_CHECK_RATIO = "check: LA's median variance ratio beats every PID-style and encoder-mean baseline"
+_CHECK_RATIO = (
+    "check: LA's median variance ratio beats every PID-style and encoder-mean baseline"
+)
 _CHECK_LE = "check: LE moves the log-variances most"
 _CHECK_MODE = "check: the posterior mean (the mode() latent) moves less under LA than under the encoder-mean attack"
 
@@ -69,8 +73,10 @@ CLAIMS = [
     ),
     Claim(
         id="transfer",
-        claim=("LA perturbations crafted on VAE 0 raise the median V ratio of an independently trained VAE 1 above 1 "
-               "(at cpu scale the ratio is within 0.01 of 1, so it is reported, not asserted)"),
+        claim=(
+            "LA perturbations crafted on VAE 0 raise the median V ratio of an independently trained VAE 1 above 1 "
+            "(at cpu scale the ratio is within 0.01 of 1, so it is reported, not asserted)"
+        ),
         paper="strong transferability across models (abstract)",
         metric="transfer_vratio_la",
         holds=lambda m: m["transfer_vratio_la"] > 1,
@@ -92,12 +98,19 @@ CLAIMS = [
     ),
     Claim(
         id="identity_erased",
-        claim=("after a DreamBooth-style fine-tune on LA-protected images, identity accuracy of the generations is at "
-               "most 2x chance, while the clean fine-tune's is above 2x chance (else the victim learned nothing to erase)"),
+        claim=(
+            "after a DreamBooth-style fine-tune on LA-protected images, identity accuracy of the generations is at "
+            "most 2x chance, while the clean fine-tune's is above 2x chance (else the victim learned nothing to erase)"
+        ),
         paper="generations become noise, identity completely erased (abstract; CelebA-HQ, VGGFace2)",
         metric="victim_idacc_la",
-        holds=lambda m: m["victim_idacc_la"] <= 2 * m["chance"] < m["victim_idacc_clean"],
-        direction=lambda m: m["victim_idacc_la"] < m["victim_idacc_clean"] and m["victim_idacc_clean"] > 2 * m["chance"],
+        holds=lambda m: (
+            m["victim_idacc_la"] <= 2 * m["chance"] < m["victim_idacc_clean"]
+        ),
+        direction=lambda m: (
+            m["victim_idacc_la"] < m["victim_idacc_clean"]
+            and m["victim_idacc_clean"] > 2 * m["chance"]
+        ),
     ),
     Claim(
         id="fdfr_raised",
@@ -109,13 +122,20 @@ CLAIMS = [
     ),
     Claim(
         id="la_beats_aspl_victim",
-        claim=("the victim fine-tuned on LA-protected images keeps less identity than on ASPL-protected ones and "
-               "than on clean ones (judged only when the clean fine-tune's identity accuracy is above 2x chance; "
-               "LA below ASPL alone, with LA no lower than clean, is only the direction: ASPL then raised it)"),
+        claim=(
+            "the victim fine-tuned on LA-protected images keeps less identity than on ASPL-protected ones and "
+            "than on clean ones (judged only when the clean fine-tune's identity accuracy is above 2x chance; "
+            "LA below ASPL alone, with LA no lower than clean, is only the direction: ASPL then raised it)"
+        ),
         paper="LA/LE outperform ASPL (UNet-loss) protection (summary: ASPL and Mist keep low variance)",
         metric="victim_idacc_aspl",
-        holds=lambda m: (m["victim_idacc_la"] < min(m["victim_idacc_aspl"], m["victim_idacc_clean"])
-                         and m["victim_idacc_clean"] > 2 * m["chance"]),
-        direction=lambda m: m["victim_idacc_la"] <= m["victim_idacc_aspl"] and m["victim_idacc_clean"] > 2 * m["chance"],
+        holds=lambda m: (
+            m["victim_idacc_la"] < min(m["victim_idacc_aspl"], m["victim_idacc_clean"])
+            and m["victim_idacc_clean"] > 2 * m["chance"]
+        ),
+        direction=lambda m: (
+            m["victim_idacc_la"] <= m["victim_idacc_aspl"]
+            and m["victim_idacc_clean"] > 2 * m["chance"]
+        ),
     ),
 ]

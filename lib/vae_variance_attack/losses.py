@@ -34,17 +34,35 @@ from icml25.checks import check_real, check_tensor
 
 from .defaults import DEFAULTS
 
-__all__ = ["LOSSES", "loss_la", "loss_le", "make_loss_le", "loss_pid_addlog", "loss_pid_var", "loss_pid_kl",
-           "loss_encoder_mean", "loss_variance_sum", "get_loss"]
+__all__ = [
+    "LOSSES",
+    "loss_la",
+    "loss_le",
+    "make_loss_le",
+    "loss_pid_addlog",
+    "loss_pid_var",
+    "loss_pid_kl",
+    "loss_encoder_mean",
+    "loss_variance_sum",
+    "get_loss",
+]
 
 
-def _check_posteriors(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) -> tuple[Any, ...]:
+def _check_posteriors(
+    mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any
+) -> tuple[Any, ...]:
     out = []
-    for name, t in (("mu_adv", mu_adv), ("logvar_adv", logvar_adv), ("mu_clean", mu_clean),
-                    ("logvar_clean", logvar_clean)):
+    for name, t in (
+        ("mu_adv", mu_adv),
+        ("logvar_adv", logvar_adv),
+        ("mu_clean", mu_clean),
+        ("logvar_clean", logvar_clean),
+    ):
         t = check_tensor(t, name, ndim=4)
         if out and tuple(t.shape) != tuple(out[0].shape):
-            raise ValueError(f"{name} must have the shape of mu_adv {tuple(out[0].shape)}, got {tuple(t.shape)}")
+            raise ValueError(
+                f"{name} must have the shape of mu_adv {tuple(out[0].shape)}, got {tuple(t.shape)}"
+            )
         out.append(t)
     return tuple(out)
 
@@ -68,8 +86,14 @@ def _log_numel(t: Any) -> float:
     return math.log(t[0].numel())
 
 
-def _le(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any, lam: float = DEFAULTS.le_lam,
-        c_max: float = DEFAULTS.le_c_max) -> Any:
+def _le(
+    mu_adv: Any,
+    logvar_adv: Any,
+    mu_clean: Any,
+    logvar_clean: Any,
+    lam: float = DEFAULTS.le_lam,
+    c_max: float = DEFAULTS.le_c_max,
+) -> Any:
     """LE surrogate: ``mean_j log sigma_j - lam mean_j [log sigma_j^2 - c_max]_+`` (reconstruction).
 
     ``log sigma = logvar / 2``: the Gaussian entropy ``sum_j 1/2 log(2 pi e sigma_j^2)`` up to
@@ -100,16 +124,24 @@ def _pid_kl(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) -> A
     """PID ``KL``: ``mean[log(s2 / s1) - 1/2 + (s1^2 + (m1 - m2)^2) / (2 s2^2)]``, 1 = clean, 2 = adv."""
     import torch
 
-    return (0.5 * (logvar_adv - logvar_clean) - 0.5
-            + (torch.exp(logvar_clean) + (mu_clean - mu_adv) ** 2) / (2 * torch.exp(logvar_adv))).mean()
+    return (
+        0.5 * (logvar_adv - logvar_clean)
+        - 0.5
+        + (torch.exp(logvar_clean) + (mu_clean - mu_adv) ** 2)
+        / (2 * torch.exp(logvar_adv))
+    ).mean()
 
 
-def _encoder_mean(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) -> Any:
+def _encoder_mean(
+    mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any
+) -> Any:
     """Latent-mean push: ``MSE(mu_adv, mu_clean)`` (PID ``mean``; untargeted PhotoGuard encoder attack)."""
     return ((mu_adv - mu_clean) ** 2).mean()
 
 
-def _variance_sum(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) -> Any:
+def _variance_sum(
+    mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any
+) -> Any:
     """``V = sum_{b, j} sigma_bj^2``: the naive objective, dominated by the largest variances."""
     import torch
 
@@ -118,8 +150,13 @@ def _variance_sum(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any
 
 #: loss name -> loss (the trusting math; the public ``loss_*`` functions validate first)
 LOSSES: dict[str, Callable[..., Any]] = {
-    "la": _la, "le": _le, "pid_addlog": _pid_addlog, "pid_var": _pid_var, "pid_kl": _pid_kl,
-    "encoder_mean": _encoder_mean, "variance_sum": _variance_sum,
+    "la": _la,
+    "le": _le,
+    "pid_addlog": _pid_addlog,
+    "pid_var": _pid_var,
+    "pid_kl": _pid_kl,
+    "encoder_mean": _encoder_mean,
+    "variance_sum": _variance_sum,
 }
 
 
@@ -146,8 +183,14 @@ def loss_la(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) -> A
     return _la(*_check_posteriors(mu_adv, logvar_adv, mu_clean, logvar_clean))
 
 
-def loss_le(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any, lam: float = DEFAULTS.le_lam,
-            c_max: float = DEFAULTS.le_c_max) -> Any:
+def loss_le(
+    mu_adv: Any,
+    logvar_adv: Any,
+    mu_clean: Any,
+    logvar_clean: Any,
+    lam: float = DEFAULTS.le_lam,
+    c_max: float = DEFAULTS.le_c_max,
+) -> Any:
     """LE (the paper's Lagrange-entropy loss; our surrogate, see :func:`_le`).
 
     Args:
@@ -162,10 +205,16 @@ def loss_le(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any, lam:
     """
     lam = check_real(lam, "lam", low=0.0)
     c_max = check_real(c_max, "c_max", high=DEFAULTS.logvar_clamp[1])
-    return _le(*_check_posteriors(mu_adv, logvar_adv, mu_clean, logvar_clean), lam=lam, c_max=c_max)
+    return _le(
+        *_check_posteriors(mu_adv, logvar_adv, mu_clean, logvar_clean),
+        lam=lam,
+        c_max=c_max,
+    )
 
 
-def make_loss_le(lam: float = DEFAULTS.le_lam, c_max: float = DEFAULTS.le_c_max) -> Callable[..., Any]:
+def make_loss_le(
+    lam: float = DEFAULTS.le_lam, c_max: float = DEFAULTS.le_c_max
+) -> Callable[..., Any]:
     """LE with its own ``lam`` and ``c_max``, as a loss of the common signature (for :func:`pgd_protect`).
 
     Raises:
@@ -176,7 +225,9 @@ def make_loss_le(lam: float = DEFAULTS.le_lam, c_max: float = DEFAULTS.le_c_max)
     return functools.partial(_le, lam=lam, c_max=c_max)
 
 
-def loss_pid_addlog(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) -> Any:
+def loss_pid_addlog(
+    mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any
+) -> Any:
     """PID's ``add-log`` objective (Li et al. 2024, ``PID.py``); args and errors as :func:`loss_la`."""
     return _pid_addlog(*_check_posteriors(mu_adv, logvar_adv, mu_clean, logvar_clean))
 
@@ -191,12 +242,16 @@ def loss_pid_kl(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) 
     return _pid_kl(*_check_posteriors(mu_adv, logvar_adv, mu_clean, logvar_clean))
 
 
-def loss_encoder_mean(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) -> Any:
+def loss_encoder_mean(
+    mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any
+) -> Any:
     """Latent-mean push ``MSE(mu_adv, mu_clean)``; args and errors as :func:`loss_la`."""
     return _encoder_mean(*_check_posteriors(mu_adv, logvar_adv, mu_clean, logvar_clean))
 
 
-def loss_variance_sum(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) -> Any:
+def loss_variance_sum(
+    mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any
+) -> Any:
     """``V = sum sigma^2`` over the batch; args and errors as :func:`loss_la`."""
     return _variance_sum(*_check_posteriors(mu_adv, logvar_adv, mu_clean, logvar_clean))
 

@@ -14,13 +14,27 @@ from typing import Any, Callable
 
 import numpy as np
 
-from icml25.checks import check_bool, check_budget, check_choice, check_int, check_positive, check_rng, check_tensor
+from icml25.checks import (
+    check_bool,
+    check_budget,
+    check_choice,
+    check_int,
+    check_positive,
+    check_rng,
+    check_tensor,
+)
 from icml25.kernels import pgd_step
 
 from ._checks import _check_images, _check_loss
 from .defaults import DEFAULTS
 
-__all__ = ["encode_posterior", "pgd_protect", "sign_alignment", "latent_variance_ratio", "posterior_variance"]
+__all__ = [
+    "encode_posterior",
+    "pgd_protect",
+    "sign_alignment",
+    "latent_variance_ratio",
+    "posterior_variance",
+]
 
 
 def _encode(vae: Any, x: Any, raw: bool = False) -> tuple[Any, ...]:
@@ -31,11 +45,11 @@ def _encode(vae: Any, x: Any, raw: bool = False) -> tuple[Any, ...]:
     """
     import torch
 
-    h = vae.encoder(2 * x - 1)                         # pixels [0, 1] -> [-1, 1], as diffusers expects
+    h = vae.encoder(2 * x - 1)  # pixels [0, 1] -> [-1, 1], as diffusers expects
     if getattr(vae, "quant_conv", None) is not None:
         h = vae.quant_conv(h)
     mu, raw_logvar = torch.chunk(h, 2, dim=1)
-    logvar = torch.clamp(raw_logvar, *DEFAULTS.logvar_clamp)   # diffusers' clamp
+    logvar = torch.clamp(raw_logvar, *DEFAULTS.logvar_clamp)  # diffusers' clamp
     return (mu, logvar, raw_logvar) if raw else (mu, logvar)
 
 
@@ -82,12 +96,16 @@ def latent_variance_ratio(vae: Any, x: Any, x_adv: Any, per_image: bool = False)
     x = _check_images(x, "x")
     x_adv = _check_images(x_adv, "x_adv")
     if tuple(x.shape) != tuple(x_adv.shape):
-        raise ValueError(f"x_adv must have the shape of x {tuple(x.shape)}, got {tuple(x_adv.shape)}")
+        raise ValueError(
+            f"x_adv must have the shape of x {tuple(x.shape)}, got {tuple(x_adv.shape)}"
+        )
     r = posterior_variance(vae, x_adv) / posterior_variance(vae, x)
     return r if check_bool(per_image, "per_image") else float(np.median(r))
 
 
-def _grads(vae: Any, x: Any, delta: Any, loss: Callable, mu0: Any, lv0: Any, want_v: bool) -> tuple[Any, ...]:
+def _grads(
+    vae: Any, x: Any, delta: Any, loss: Callable, mu0: Any, lv0: Any, want_v: bool
+) -> tuple[Any, ...]:
     """``(logvar, grad_delta L, grad_delta V or None)`` at ``x + delta`` (one forward, one or two backwards)."""
     import torch
 
@@ -97,13 +115,21 @@ def _grads(vae: Any, x: Any, delta: Any, loss: Callable, mu0: Any, lv0: Any, wan
     if not want_v:
         (gL,) = torch.autograd.grad(L, d)
         return lv.detach(), gL, None
-    gL, = torch.autograd.grad(L, d, retain_graph=True)
-    (gV,) = torch.autograd.grad(torch.exp(lv).sum(), d)          # grad of V = sum_j sigma_j^2
+    (gL,) = torch.autograd.grad(L, d, retain_graph=True)
+    (gV,) = torch.autograd.grad(torch.exp(lv).sum(), d)  # grad of V = sum_j sigma_j^2
     return lv.detach(), gL, gV
 
 
-def _pgd(vae: Any, x: Any, loss: Callable, eps: float, alpha: float, n_steps: int, delta: Any,
-         align_every: int) -> tuple[Any, dict[str, np.ndarray]]:
+def _pgd(
+    vae: Any,
+    x: Any,
+    loss: Callable,
+    eps: float,
+    alpha: float,
+    n_steps: int,
+    delta: Any,
+    align_every: int,
+) -> tuple[Any, dict[str, np.ndarray]]:
     """Sign PGD ascent of ``loss`` from ``delta`` (the loop; :func:`pgd_protect` documents it).
 
     Per step ``t``: ``g = grad_delta L(x + delta_t)``; ``delta_{t+1} = clip(clip(delta_t + alpha sign g,
@@ -129,21 +155,33 @@ def _pgd(vae: Any, x: Any, loss: Callable, eps: float, alpha: float, n_steps: in
         else:
             lv, gL, gV = _grads(vae, x, delta, loss, mu0, lv0, want_v)
         # (B, 4) float64
-        st = pgd_step.posterior_stats(lv, gL, gV, *DEFAULTS.logvar_clamp, validate=False)
+        st = pgd_step.posterior_stats(
+            lv, gL, gV, *DEFAULTS.logvar_clamp, validate=False
+        )
         rows["v_ratio"].append((st[:, 0] / V0).cpu().numpy())
         # mean delta log sigma^2
         rows["dlogvar"].append((2 * (st[:, 1] - S0) / n_lat).cpu().numpy())
         rows["n_clamped"].append(st[:, 2].cpu().numpy())
-        rows["agreement"].append((st[:, 3] / n_pix).cpu().numpy() if want_v else np.full(B, np.nan))
+        rows["agreement"].append(
+            (st[:, 3] / n_pix).cpu().numpy() if want_v else np.full(B, np.nan)
+        )
         if not last:
             delta = pgd_step.pgd_step(delta, gL, x, eps, alpha, validate=False)
-    trace = {k: np.stack(v) for k, v in rows.items()}                   # (n_steps + 1, B) each
+    trace = {k: np.stack(v) for k, v in rows.items()}  # (n_steps + 1, B) each
     return (x + delta).detach(), trace
 
 
-def pgd_protect(vae: Any, images: Any, loss: Any = "la", rng: np.random.Generator | None = None,
-                eps: float = DEFAULTS.eps, alpha: float = DEFAULTS.alpha, n_steps: int = DEFAULTS.n_steps,
-                init: str = DEFAULTS.init, align_every: int = 1) -> tuple[Any, dict[str, np.ndarray]]:
+def pgd_protect(
+    vae: Any,
+    images: Any,
+    loss: Any = "la",
+    rng: np.random.Generator | None = None,
+    eps: float = DEFAULTS.eps,
+    alpha: float = DEFAULTS.alpha,
+    n_steps: int = DEFAULTS.n_steps,
+    init: str = DEFAULTS.init,
+    align_every: int = 1,
+) -> tuple[Any, dict[str, np.ndarray]]:
     """Protect ``images`` by sign PGD on a posterior loss (the paper's attack; Sec. 3, PID's update).
 
     Args:
@@ -175,13 +213,17 @@ def pgd_protect(vae: Any, images: Any, loss: Any = "la", rng: np.random.Generato
     n_steps = check_int(n_steps, "n_steps", low=1)
     init = check_choice(init, "init", ("uniform", "zero"))
     align_every = check_int(align_every, "align_every", low=1)
-    check_budget(f"pgd_protect(images of shape {tuple(x.shape)})", n_bytes=x.numel() * 4.0 * 400)
+    check_budget(
+        f"pgd_protect(images of shape {tuple(x.shape)})", n_bytes=x.numel() * 4.0 * 400
+    )
     dev = next(vae.parameters()).device
     x = x.to(dev)
     if init == "uniform":
         rng = check_rng(rng)
-        u = torch.from_numpy(rng.uniform(-eps, eps, size=tuple(x.shape)).astype(np.float32)).to(dev)
-        delta = torch.clamp(u, -x, 1 - x)                   # start inside [0, 1] too
+        u = torch.from_numpy(
+            rng.uniform(-eps, eps, size=tuple(x.shape)).astype(np.float32)
+        ).to(dev)
+        delta = torch.clamp(u, -x, 1 - x)  # start inside [0, 1] too
     else:
         check_rng(rng, allow_none=True)
         delta = torch.zeros_like(x)

@@ -18,7 +18,14 @@ from icml25.checks import check_int, check_real, check_rng, check_tensor
 
 from ._checks import _check_images
 
-__all__ = ["identity_classifier", "face_classifier", "identity_accuracy", "ism", "fdfr_proxy", "psnr"]
+__all__ = [
+    "identity_classifier",
+    "face_classifier",
+    "identity_accuracy",
+    "ism",
+    "fdfr_proxy",
+    "psnr",
+]
 
 
 def _cnn(n_classes: int, width: int = 16) -> Any:
@@ -31,9 +38,17 @@ def _cnn(n_classes: int, width: int = 16) -> Any:
             super().__init__()
             w = width
             self.features = nn.Sequential(
-                nn.Conv2d(3, w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                nn.Conv2d(2 * w, 4 * w, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+                nn.Conv2d(3, w, 3, padding=1),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Conv2d(w, 2 * w, 3, padding=1),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Conv2d(2 * w, 4 * w, 3, padding=1),
+                nn.ReLU(),
+                nn.AdaptiveAvgPool2d(1),
+                nn.Flatten(),
+            )
             self.head = nn.Linear(4 * w, n_classes)
 
         def embed(self, x: Any) -> Any:
@@ -47,11 +62,21 @@ def _cnn(n_classes: int, width: int = 16) -> Any:
     return SmallCNN()
 
 
-SmallCNN = _cnn   # the factory (the class is local so that each call builds a fresh module)
+SmallCNN = (
+    _cnn  # the factory (the class is local so that each call builds a fresh module)
+)
 
 
-def _fit(model: Any, x: Any, y: Any, rng: np.random.Generator, n_epochs: int, batch_size: int, lr: float,
-         noise: float) -> Any:
+def _fit(
+    model: Any,
+    x: Any,
+    y: Any,
+    rng: np.random.Generator,
+    n_epochs: int,
+    batch_size: int,
+    lr: float,
+    noise: float,
+) -> Any:
     import torch
 
     g = torch.Generator().manual_seed(int(rng.integers(2**62)))
@@ -61,9 +86,14 @@ def _fit(model: Any, x: Any, y: Any, rng: np.random.Generator, n_epochs: int, ba
     for _ in range(n_epochs):
         perm = torch.from_numpy(rng.permutation(n))
         for i in range(0, n, batch_size):
-            idx = perm[i:i + batch_size]
+            idx = perm[i : i + batch_size]
             xb = x[idx]
-            xb = (xb + noise * torch.rand(xb.shape[0], 1, 1, 1, generator=g) * torch.randn(xb.shape, generator=g)).clamp(0, 1)
+            xb = (
+                xb
+                + noise
+                * torch.rand(xb.shape[0], 1, 1, 1, generator=g)
+                * torch.randn(xb.shape, generator=g)
+            ).clamp(0, 1)
             loss = torch.nn.functional.cross_entropy(model(xb), y[idx])
             opt.zero_grad()
             loss.backward()
@@ -72,8 +102,15 @@ def _fit(model: Any, x: Any, y: Any, rng: np.random.Generator, n_epochs: int, ba
     return model.requires_grad_(False)
 
 
-def identity_classifier(images: Any, labels: Any, rng: np.random.Generator, n_epochs: int = 8,
-                        batch_size: int = 64, lr: float = 2e-3, noise: float = 0.1) -> Any:
+def identity_classifier(
+    images: Any,
+    labels: Any,
+    rng: np.random.Generator,
+    n_epochs: int = 8,
+    batch_size: int = 64,
+    lr: float = 2e-3,
+    noise: float = 0.1,
+) -> Any:
     """A small CNN that tells the synthetic identities apart (trained on clean faces, with noise
     augmentation of random strength up to ``noise`` so noisy generations are judged fairly).
 
@@ -93,11 +130,21 @@ def identity_classifier(images: Any, labels: Any, rng: np.random.Generator, n_ep
     x = _check_images(images, "images")
     y = check_tensor(labels, "labels", ndim=1, floating=False).to(torch.int64)
     if y.shape[0] != x.shape[0] or int(y.min()) < 0:
-        raise ValueError(f"labels must be {x.shape[0]} non-negative ints, got shape {tuple(y.shape)}")
+        raise ValueError(
+            f"labels must be {x.shape[0]} non-negative ints, got shape {tuple(y.shape)}"
+        )
     torch.manual_seed(int(rng.integers(2**62)))
     model = _cnn(int(y.max()) + 1)
-    return _fit(model, x, y, rng, check_int(n_epochs, "n_epochs", low=1), check_int(batch_size, "batch_size", low=1),
-                check_real(lr, "lr", low=0.0, low_open=True), check_real(noise, "noise", low=0.0))
+    return _fit(
+        model,
+        x,
+        y,
+        rng,
+        check_int(n_epochs, "n_epochs", low=1),
+        check_int(batch_size, "batch_size", low=1),
+        check_real(lr, "lr", low=0.0, low_open=True),
+        check_real(noise, "noise", low=0.0),
+    )
 
 
 def _on(model: Any, x: Any) -> Any:
@@ -109,8 +156,15 @@ def _grey(x: Any) -> Any:
     return x.mean(1, keepdim=True).repeat(1, 3, 1, 1)
 
 
-def face_classifier(lfw_images: Any, lfw_is_face: Any, synthetic: Any, rng: np.random.Generator,
-                    n_epochs: int = 15, batch_size: int = 32, lr: float = 2e-3) -> Any:
+def face_classifier(
+    lfw_images: Any,
+    lfw_is_face: Any,
+    synthetic: Any,
+    rng: np.random.Generator,
+    n_epochs: int = 15,
+    batch_size: int = 32,
+    lr: float = 2e-3,
+) -> Any:
     """A face/non-face CNN on grey images: ``lfw_subset`` faces and the ``synthetic`` faces are
     class 1, the ``lfw_subset`` non-faces class 0 (the FDFR stand-in; our construction).
 
@@ -124,15 +178,25 @@ def face_classifier(lfw_images: Any, lfw_is_face: Any, synthetic: Any, rng: np.r
 
     rng = check_rng(rng)
     xl = _check_images(lfw_images, "lfw_images")
-    yl = check_tensor(lfw_is_face, "lfw_is_face", ndim=1, floating=False).to(torch.int64)
+    yl = check_tensor(lfw_is_face, "lfw_is_face", ndim=1, floating=False).to(
+        torch.int64
+    )
     if yl.shape[0] != xl.shape[0] or not bool(((yl == 0) | (yl == 1)).all()):
         raise ValueError(f"lfw_is_face must be {xl.shape[0]} zeros and ones")
     xs = _check_images(synthetic, "synthetic", size=int(xl.shape[-1]))
     x = _grey(torch.cat([xl, xs]))
     y = torch.cat([yl, torch.ones(xs.shape[0], dtype=torch.int64)])
     torch.manual_seed(int(rng.integers(2**62)))
-    return _fit(_cnn(2), x, y, rng, check_int(n_epochs, "n_epochs", low=1), check_int(batch_size, "batch_size", low=1),
-                check_real(lr, "lr", low=0.0, low_open=True), 0.05)
+    return _fit(
+        _cnn(2),
+        x,
+        y,
+        rng,
+        check_int(n_epochs, "n_epochs", low=1),
+        check_int(batch_size, "batch_size", low=1),
+        check_real(lr, "lr", low=0.0, low_open=True),
+        0.05,
+    )
 
 
 def identity_accuracy(classifier: Any, images: Any, identity: int) -> float:
@@ -162,7 +226,9 @@ def ism(classifier: Any, images: Any, reference: Any) -> float:
     r = _on(classifier, _check_images(reference, "reference"))
     with torch.no_grad():
         c = classifier.embed(r).mean(0, keepdim=True)
-        return float(torch.nn.functional.cosine_similarity(classifier.embed(x), c, dim=1).mean())
+        return float(
+            torch.nn.functional.cosine_similarity(classifier.embed(x), c, dim=1).mean()
+        )
 
 
 def fdfr_proxy(face_clf: Any, images: Any) -> float:
@@ -192,7 +258,9 @@ def psnr(x: Any, y: Any) -> np.ndarray:
     a = _check_images(x, "x")
     b = _check_images(y, "y")
     if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"y must have the shape of x {tuple(a.shape)}, got {tuple(b.shape)}")
+        raise ValueError(
+            f"y must have the shape of x {tuple(a.shape)}, got {tuple(b.shape)}"
+        )
     mse = ((a.double() - b.double()) ** 2).flatten(1).mean(1)
     with np.errstate(divide="ignore"):
         return (10 * torch.log10(1.0 / mse)).cpu().numpy()

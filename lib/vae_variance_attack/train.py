@@ -46,15 +46,41 @@ def main(argv: list[str] | None = None) -> dict:
     x, y = synthetic_faces(a.identities, a.per_identity, a.size, rng)
     xt = torch.from_numpy(x)
     yt = torch.from_numpy(y)
-    models = train_base_models(xt, yt, rng, a.n_train, vae_steps=a.vae_steps, unet_steps=a.unet_steps,
-                               batch_size=a.batch_size, device=a.device)
-    meta = {"command": "python -m icml25.vae_variance_attack.train " + " ".join(sys.argv[1:] if argv is None else argv),
-            "seed": a.seed, "identities": a.identities, "n_train": a.n_train, "per_identity": a.per_identity,
-            "size": a.size, "vae_steps": a.vae_steps, "unet_steps": a.unet_steps, "batch_size": a.batch_size,
-            "cpu_seconds": {k: round(v, 1) for k, v in models["seconds"].items()},
-            "total_cpu_s": round(time.process_time() - t0, 1), "torch": torch.__version__}
-    sums = save_models({k: v.cpu() if hasattr(v, "cpu") else ([m.cpu() for m in v] if isinstance(v, list) else v)
-                        for k, v in models.items()}, Path(a.out), meta)
+    models = train_base_models(
+        xt,
+        yt,
+        rng,
+        a.n_train,
+        vae_steps=a.vae_steps,
+        unet_steps=a.unet_steps,
+        batch_size=a.batch_size,
+        device=a.device,
+    )
+    meta = {
+        "command": "python -m icml25.vae_variance_attack.train "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "seed": a.seed,
+        "identities": a.identities,
+        "n_train": a.n_train,
+        "per_identity": a.per_identity,
+        "size": a.size,
+        "vae_steps": a.vae_steps,
+        "unet_steps": a.unet_steps,
+        "batch_size": a.batch_size,
+        "cpu_seconds": {k: round(v, 1) for k, v in models["seconds"].items()},
+        "total_cpu_s": round(time.process_time() - t0, 1),
+        "torch": torch.__version__,
+    }
+    sums = save_models(
+        {
+            k: v.cpu()
+            if hasattr(v, "cpu")
+            else ([m.cpu() for m in v] if isinstance(v, list) else v)
+            for k, v in models.items()
+        },
+        Path(a.out),
+        meta,
+    )
     print(json.dumps({"meta": meta, "sha256": sums}, indent=1))
     del np
     return sums

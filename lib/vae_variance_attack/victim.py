@@ -21,13 +21,31 @@ from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_budget, check_choice, check_int, check_real, check_rng, check_tensor
+from icml25.checks import (
+    check_budget,
+    check_choice,
+    check_int,
+    check_real,
+    check_rng,
+    check_tensor,
+)
 
 from ._checks import _check_images
 from .defaults import DEFAULTS
 
-__all__ = ["make_vae", "make_unet", "make_scheduler", "train_vae", "train_unet", "train_base_models",
-           "dreambooth_finetune", "generate", "save_models", "load_models", "latent_scale"]
+__all__ = [
+    "make_vae",
+    "make_unet",
+    "make_scheduler",
+    "train_vae",
+    "train_unet",
+    "train_base_models",
+    "dreambooth_finetune",
+    "generate",
+    "save_models",
+    "load_models",
+    "latent_scale",
+]
 
 
 def _torch_gen(rng: np.random.Generator) -> Any:
@@ -36,8 +54,12 @@ def _torch_gen(rng: np.random.Generator) -> Any:
     return torch.Generator().manual_seed(int(rng.integers(2**62)))
 
 
-def make_vae(channels: tuple[int, ...] = DEFAULTS.vae_channels, latent_channels: int = DEFAULTS.latent_channels,
-             image_size: int = DEFAULTS.image_size, scaling_factor: float = 1.0) -> Any:
+def make_vae(
+    channels: tuple[int, ...] = DEFAULTS.vae_channels,
+    latent_channels: int = DEFAULTS.latent_channels,
+    image_size: int = DEFAULTS.image_size,
+    scaling_factor: float = 1.0,
+) -> Any:
     """A diffusers ``AutoencoderKL`` with ``len(channels)`` levels (``2**(len - 1)`` down-sampling).
 
     Args:
@@ -55,15 +77,28 @@ def make_vae(channels: tuple[int, ...] = DEFAULTS.vae_channels, latent_channels:
     if not chans or any(c % 8 for c in chans):
         raise ValueError(f"channels must be non-empty multiples of 8, got {channels!r}")
     n = len(chans)
-    return AutoencoderKL(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * n,
-                         up_block_types=("UpDecoderBlock2D",) * n, block_out_channels=chans, layers_per_block=1,
-                         latent_channels=check_int(latent_channels, "latent_channels", low=1), norm_num_groups=8,
-                         sample_size=check_int(image_size, "image_size", low=8),
-                         scaling_factor=check_real(scaling_factor, "scaling_factor", low=0.0, low_open=True))
+    return AutoencoderKL(
+        in_channels=3,
+        out_channels=3,
+        down_block_types=("DownEncoderBlock2D",) * n,
+        up_block_types=("UpDecoderBlock2D",) * n,
+        block_out_channels=chans,
+        layers_per_block=1,
+        latent_channels=check_int(latent_channels, "latent_channels", low=1),
+        norm_num_groups=8,
+        sample_size=check_int(image_size, "image_size", low=8),
+        scaling_factor=check_real(
+            scaling_factor, "scaling_factor", low=0.0, low_open=True
+        ),
+    )
 
 
-def make_unet(n_classes: int, latent_channels: int = DEFAULTS.latent_channels, latent_size: int = 8,
-              channels: tuple[int, ...] = (32, 64)) -> Any:
+def make_unet(
+    n_classes: int,
+    latent_channels: int = DEFAULTS.latent_channels,
+    latent_size: int = 8,
+    channels: tuple[int, ...] = (32, 64),
+) -> Any:
     """A class-conditional latent ``UNet2DModel`` (attention at the coarse level).
 
     Args:
@@ -81,22 +116,40 @@ def make_unet(n_classes: int, latent_channels: int = DEFAULTS.latent_channels, l
         raise ValueError(f"channels must be >= 2 multiples of 8, got {channels!r}")
     down = ("DownBlock2D",) * (len(chans) - 1) + ("AttnDownBlock2D",)
     up = ("AttnUpBlock2D",) + ("UpBlock2D",) * (len(chans) - 1)
-    return UNet2DModel(sample_size=check_int(latent_size, "latent_size", low=2),
-                       in_channels=check_int(latent_channels, "latent_channels", low=1), out_channels=latent_channels,
-                       block_out_channels=chans, layers_per_block=1, down_block_types=down, up_block_types=up,
-                       num_class_embeds=check_int(n_classes, "n_classes", low=1), norm_num_groups=8)
+    return UNet2DModel(
+        sample_size=check_int(latent_size, "latent_size", low=2),
+        in_channels=check_int(latent_channels, "latent_channels", low=1),
+        out_channels=latent_channels,
+        block_out_channels=chans,
+        layers_per_block=1,
+        down_block_types=down,
+        up_block_types=up,
+        num_class_embeds=check_int(n_classes, "n_classes", low=1),
+        norm_num_groups=8,
+    )
 
 
 def make_scheduler() -> Any:
     """The ``DDPMScheduler`` of the victim (1000 steps, cosine schedule, epsilon prediction)."""
     from diffusers import DDPMScheduler
 
-    return DDPMScheduler(num_train_timesteps=1000, beta_schedule="squaredcos_cap_v2", prediction_type="epsilon")
+    return DDPMScheduler(
+        num_train_timesteps=1000,
+        beta_schedule="squaredcos_cap_v2",
+        prediction_type="epsilon",
+    )
 
 
-def train_vae(images: Any, rng: np.random.Generator, channels: tuple[int, ...] = DEFAULTS.vae_channels,
-              n_steps: int = 500, batch_size: int = 32, lr: float = 2e-3, kl_weight: float = 1e-6,
-              device: str = "cpu") -> Any:
+def train_vae(
+    images: Any,
+    rng: np.random.Generator,
+    channels: tuple[int, ...] = DEFAULTS.vae_channels,
+    n_steps: int = 500,
+    batch_size: int = 32,
+    lr: float = 2e-3,
+    kl_weight: float = 1e-6,
+    device: str = "cpu",
+) -> Any:
     """Train a tiny ``AutoencoderKL`` on ``images`` (MSE on [-1, 1] plus ``kl_weight`` KL), then set
     its ``scaling_factor`` to ``1 / std`` of the sampled latents (how SD's 0.18215 was chosen).
 
@@ -120,7 +173,9 @@ def train_vae(images: Any, rng: np.random.Generator, channels: tuple[int, ...] =
     batch_size = check_int(batch_size, "batch_size", low=1)
     torch.manual_seed(int(rng.integers(2**62)))
     vae = make_vae(channels, image_size=int(x.shape[-1])).to(device)
-    opt = torch.optim.Adam(vae.parameters(), lr=check_real(lr, "lr", low=0.0, low_open=True))
+    opt = torch.optim.Adam(
+        vae.parameters(), lr=check_real(lr, "lr", low=0.0, low_open=True)
+    )
     kl_weight = check_real(kl_weight, "kl_weight", low=0.0)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, n_steps)
     g = _torch_gen(rng)
@@ -155,7 +210,9 @@ def _encode_latents(vae: Any, x: Any, latents: str, g: Any) -> Any:
     with torch.no_grad():
         post = vae.encode(2 * x - 1).latent_dist
         if latents == "sample":
-            z = post.mean + post.std * torch.randn(post.mean.shape, generator=g).to(x.device)
+            z = post.mean + post.std * torch.randn(post.mean.shape, generator=g).to(
+                x.device
+            )
         else:
             z = post.mode()
     return z * latent_scale(vae)
@@ -167,15 +224,27 @@ def _denoise_loss(unet: Any, sched: Any, z: Any, labels: Any, g: Any) -> Any:
 
     dev = z.device
     noise = torch.randn(z.shape, generator=g).to(dev)
-    t = torch.randint(0, sched.config.num_train_timesteps, (z.shape[0],), generator=g).to(dev)
+    t = torch.randint(
+        0, sched.config.num_train_timesteps, (z.shape[0],), generator=g
+    ).to(dev)
     zt = sched.add_noise(z, noise, t)
     pred = unet(zt, t, class_labels=labels).sample
     return torch.mean((pred - noise) ** 2)
 
 
-def train_unet(vae: Any, images: Any, labels: Any, rng: np.random.Generator, n_train: int,
-               channels: tuple[int, ...] = (32, 64), n_steps: int = 1500, batch_size: int = 64, lr: float = 1e-3,
-               p_face: float = 0.3, device: str = "cpu") -> Any:
+def train_unet(
+    vae: Any,
+    images: Any,
+    labels: Any,
+    rng: np.random.Generator,
+    n_train: int,
+    channels: tuple[int, ...] = (32, 64),
+    n_steps: int = 1500,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    p_face: float = 0.3,
+    device: str = "cpu",
+) -> Any:
     """Pre-train the class-conditional latent UNet on ``vae``'s sampled latents of ``images``.
 
     A fraction ``p_face`` of each batch is labelled with the generic class ``n_train`` ("a face"),
@@ -198,7 +267,11 @@ def train_unet(vae: Any, images: Any, labels: Any, rng: np.random.Generator, n_t
     rng = check_rng(rng)
     x = _check_images(images, "images").to(device)
     n_train = check_int(n_train, "n_train", low=1)
-    lab = check_tensor(labels, "labels", ndim=1, floating=False).to(torch.int64).to(device)
+    lab = (
+        check_tensor(labels, "labels", ndim=1, floating=False)
+        .to(torch.int64)
+        .to(device)
+    )
     if lab.shape[0] != x.shape[0] or int(lab.min()) < 0 or int(lab.max()) >= n_train:
         raise ValueError(f"labels must be {x.shape[0]} ints in [0, {n_train})")
     n_steps = check_int(n_steps, "n_steps", low=1)
@@ -206,17 +279,33 @@ def train_unet(vae: Any, images: Any, labels: Any, rng: np.random.Generator, n_t
     p_face = check_real(p_face, "p_face", low=0.0, high=1.0)
     g = _torch_gen(rng)
     torch.manual_seed(int(rng.integers(2**62)))
-    z_all = torch.cat([_encode_latents(vae, x[i:i + 256], "mode", g) for i in range(0, x.shape[0], 256)])
-    std = torch.cat([vae.encode(2 * x[i:i + 256] - 1).latent_dist.std.detach() for i in range(0, x.shape[0], 256)])
+    z_all = torch.cat(
+        [
+            _encode_latents(vae, x[i : i + 256], "mode", g)
+            for i in range(0, x.shape[0], 256)
+        ]
+    )
+    std = torch.cat(
+        [
+            vae.encode(2 * x[i : i + 256] - 1).latent_dist.std.detach()
+            for i in range(0, x.shape[0], 256)
+        ]
+    )
     std = std * latent_scale(vae)
-    unet = make_unet(n_train + 2, int(z_all.shape[1]), int(z_all.shape[-1]), channels).to(device)
+    unet = make_unet(
+        n_train + 2, int(z_all.shape[1]), int(z_all.shape[-1]), channels
+    ).to(device)
     sched = make_scheduler()
-    opt = torch.optim.AdamW(unet.parameters(), lr=check_real(lr, "lr", low=0.0, low_open=True))
+    opt = torch.optim.AdamW(
+        unet.parameters(), lr=check_real(lr, "lr", low=0.0, low_open=True)
+    )
     cos = torch.optim.lr_scheduler.CosineAnnealingLR(opt, n_steps)
     unet.train()
     for _ in range(n_steps):
         idx = torch.from_numpy(rng.integers(0, x.shape[0], size=batch_size)).to(device)
-        z = z_all[idx] + std[idx] * torch.randn(z_all[idx].shape, generator=g).to(device)
+        z = z_all[idx] + std[idx] * torch.randn(z_all[idx].shape, generator=g).to(
+            device
+        )
         c = lab[idx].clone()
         c[torch.from_numpy(rng.random(batch_size) < p_face).to(device)] = n_train
         loss = _denoise_loss(unet, sched, z, c, g)
@@ -228,10 +317,19 @@ def train_unet(vae: Any, images: Any, labels: Any, rng: np.random.Generator, n_t
     return unet
 
 
-def train_base_models(images: Any, labels: Any, rng: np.random.Generator, n_train: int, n_vaes: int = 2,
-                      vae_channels: tuple[int, ...] = DEFAULTS.vae_channels, vae_steps: int = 500,
-                      unet_channels: tuple[int, ...] = (32, 64), unet_steps: int = 1200,
-                      batch_size: int = 32, device: str = "cpu") -> dict[str, Any]:
+def train_base_models(
+    images: Any,
+    labels: Any,
+    rng: np.random.Generator,
+    n_train: int,
+    n_vaes: int = 2,
+    vae_channels: tuple[int, ...] = DEFAULTS.vae_channels,
+    vae_steps: int = 500,
+    unet_channels: tuple[int, ...] = (32, 64),
+    unet_steps: int = 1200,
+    batch_size: int = 32,
+    device: str = "cpu",
+) -> dict[str, Any]:
     """Train ``n_vaes`` VAEs (independent initialisations and batches) on all ``images`` and the
     UNet on VAE 0's latents of the identities ``< n_train`` (the others are held out).
 
@@ -251,26 +349,55 @@ def train_base_models(images: Any, labels: Any, rng: np.random.Generator, n_trai
     rng = check_rng(rng)
     n_vaes = check_int(n_vaes, "n_vaes", low=1)
     x = _check_images(images, "images")
-    check_budget(f"train_base_models(vae_steps={vae_steps}, unet_steps={unet_steps})",
-                 n_operations=float(vae_steps * n_vaes + unet_steps) * 64 * x[0].numel() * 2e3)
+    check_budget(
+        f"train_base_models(vae_steps={vae_steps}, unet_steps={unet_steps})",
+        n_operations=float(vae_steps * n_vaes + unet_steps) * 64 * x[0].numel() * 2e3,
+    )
     secs: dict[str, float] = {}
     vaes = []
     for k, child in enumerate(rng.spawn(n_vaes)):
         t0 = time.process_time()
-        vaes.append(train_vae(x, child, vae_channels, n_steps=vae_steps, batch_size=batch_size, device=device))
+        vaes.append(
+            train_vae(
+                x,
+                child,
+                vae_channels,
+                n_steps=vae_steps,
+                batch_size=batch_size,
+                device=device,
+            )
+        )
         secs[f"vae{k}_cpu_s"] = time.process_time() - t0
     lab = check_tensor(labels, "labels", ndim=1, floating=False).to(torch.int64)
-    keep = lab < n_train                      # the UNet never sees the held-out identities
+    keep = lab < n_train  # the UNet never sees the held-out identities
     t0 = time.process_time()
-    unet = train_unet(vaes[0], x[keep], lab[keep], rng.spawn(1)[0], n_train, unet_channels, n_steps=unet_steps,
-                      batch_size=batch_size, device=device)
+    unet = train_unet(
+        vaes[0],
+        x[keep],
+        lab[keep],
+        rng.spawn(1)[0],
+        n_train,
+        unet_channels,
+        n_steps=unet_steps,
+        batch_size=batch_size,
+        device=device,
+    )
     secs["unet_cpu_s"] = time.process_time() - t0
     return {"vaes": vaes, "unet": unet, "n_train": int(n_train), "seconds": secs}
 
 
-def dreambooth_finetune(unet: Any, vae: Any, images: Any, class_id: int, n_steps: int, rng: np.random.Generator,
-                        latents: str = "sample", lr: float = DEFAULTS.db_lr, prior_class: int | None = None,
-                        batch_size: int = 4) -> Any:
+def dreambooth_finetune(
+    unet: Any,
+    vae: Any,
+    images: Any,
+    class_id: int,
+    n_steps: int,
+    rng: np.random.Generator,
+    latents: str = "sample",
+    lr: float = DEFAULTS.db_lr,
+    prior_class: int | None = None,
+    batch_size: int = 4,
+) -> Any:
     """DreamBooth-style fine-tune of a copy of ``unet`` on a few (protected) images (the attacker).
 
     The token ``class_id`` starts from the embedding of ``prior_class`` (the generic "face" class,
@@ -300,7 +427,11 @@ def dreambooth_finetune(unet: Any, vae: Any, images: Any, class_id: int, n_steps
     x = _check_images(images, "images")
     n_cls = int(unet.config.num_class_embeds)
     class_id = check_int(class_id, "class_id", low=0, high=n_cls - 1)
-    prior = class_id - 1 if prior_class is None else check_int(prior_class, "prior_class", low=0, high=n_cls - 1)
+    prior = (
+        class_id - 1
+        if prior_class is None
+        else check_int(prior_class, "prior_class", low=0, high=n_cls - 1)
+    )
     latents = check_choice(latents, "latents", ("sample", "mode"))
     n_steps = check_int(n_steps, "n_steps", low=1)
     batch_size = check_int(batch_size, "batch_size", low=1)
@@ -317,7 +448,9 @@ def dreambooth_finetune(unet: Any, vae: Any, images: Any, class_id: int, n_steps
     for _ in range(n_steps):
         idx = torch.from_numpy(rng.integers(0, x.shape[0], size=batch_size)).to(dev)
         z = _encode_latents(vae, x[idx], latents, g)
-        loss = _denoise_loss(model, sched, z, torch.full((batch_size,), class_id, device=dev), g)
+        loss = _denoise_loss(
+            model, sched, z, torch.full((batch_size,), class_id, device=dev), g
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -325,8 +458,14 @@ def dreambooth_finetune(unet: Any, vae: Any, images: Any, class_id: int, n_steps
     return model
 
 
-def generate(unet: Any, vae: Any, class_id: int, n: int, rng: np.random.Generator,
-             n_steps: int = DEFAULTS.ddim_steps) -> Any:
+def generate(
+    unet: Any,
+    vae: Any,
+    class_id: int,
+    n: int,
+    rng: np.random.Generator,
+    n_steps: int = DEFAULTS.ddim_steps,
+) -> Any:
     """Sample ``n`` images of class ``class_id`` with DDIM (eta = 0) and decode them.
 
     Returns:
@@ -341,7 +480,9 @@ def generate(unet: Any, vae: Any, class_id: int, n: int, rng: np.random.Generato
     rng = check_rng(rng)
     n = check_int(n, "n", low=1)
     n_steps = check_int(n_steps, "n_steps", low=1)
-    class_id = check_int(class_id, "class_id", low=0, high=int(unet.config.num_class_embeds) - 1)
+    class_id = check_int(
+        class_id, "class_id", low=0, high=int(unet.config.num_class_embeds) - 1
+    )
     dev = next(unet.parameters()).device
     ddim = DDIMScheduler.from_config(make_scheduler().config)
     ddim.set_timesteps(n_steps)
@@ -357,7 +498,9 @@ def generate(unet: Any, vae: Any, class_id: int, n: int, rng: np.random.Generato
     return ((img + 1) / 2).clamp(0, 1).float()
 
 
-def save_models(models: dict[str, Any], out: str | Path, meta: dict[str, Any] | None = None) -> dict[str, str]:
+def save_models(
+    models: dict[str, Any], out: str | Path, meta: dict[str, Any] | None = None
+) -> dict[str, str]:
     """Write the VAEs and the UNet as fp16 safetensors plus ``models.json`` (configs, scales, meta).
 
     Returns:
@@ -370,22 +513,54 @@ def save_models(models: dict[str, Any], out: str | Path, meta: dict[str, Any] | 
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    record: dict[str, Any] = {"vaes": [], "unet": None, "n_train": models["n_train"], "meta": meta or {}}
+    record: dict[str, Any] = {
+        "vaes": [],
+        "unet": None,
+        "n_train": models["n_train"],
+        "meta": meta or {},
+    }
     files = {}
     for k, vae in enumerate(models["vaes"]):
         name = f"vae{k}.safetensors"
-        save_file({n: t.detach().to(torch.float16).cpu().contiguous() for n, t in vae.state_dict().items()}, out / name)
-        record["vaes"].append({"file": name, "config": {k2: (list(v) if isinstance(v, tuple) else v)
-                                                         for k2, v in dict(vae.config).items() if not k2.startswith("_")}})
+        save_file(
+            {
+                n: t.detach().to(torch.float16).cpu().contiguous()
+                for n, t in vae.state_dict().items()
+            },
+            out / name,
+        )
+        record["vaes"].append(
+            {
+                "file": name,
+                "config": {
+                    k2: (list(v) if isinstance(v, tuple) else v)
+                    for k2, v in dict(vae.config).items()
+                    if not k2.startswith("_")
+                },
+            }
+        )
         files[name] = name
-    save_file({n: t.detach().to(torch.float16).cpu().contiguous() for n, t in models["unet"].state_dict().items()},
-              out / "unet.safetensors")
-    record["unet"] = {"file": "unet.safetensors", "config": {k2: (list(v) if isinstance(v, tuple) else v)
-                                                             for k2, v in dict(models["unet"].config).items()
-                                                             if not k2.startswith("_")}}
+    save_file(
+        {
+            n: t.detach().to(torch.float16).cpu().contiguous()
+            for n, t in models["unet"].state_dict().items()
+        },
+        out / "unet.safetensors",
+    )
+    record["unet"] = {
+        "file": "unet.safetensors",
+        "config": {
+            k2: (list(v) if isinstance(v, tuple) else v)
+            for k2, v in dict(models["unet"].config).items()
+            if not k2.startswith("_")
+        },
+    }
     (out / "models.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("*"))
-            if p.suffix in (".safetensors", ".json")}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.glob("*"))
+        if p.suffix in (".safetensors", ".json")
+    }
 
 
 def load_models(folder: str | Path, device: str = "cpu") -> dict[str, Any]:
@@ -404,11 +579,16 @@ def load_models(folder: str | Path, device: str = "cpu") -> dict[str, Any]:
     def f32(arrays: dict) -> dict:
         # float16 -> float32 in NumPy (exact): torch's half conversion asks cpuinfo for F16C, which
         # fails where /proc and /sys are hidden (the classroom's grading sandbox)
-        return {n: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)) for n, a in arrays.items()}
+        return {
+            n: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+            for n, a in arrays.items()
+        }
 
     folder = Path(folder)
     if not (folder / "models.json").exists():
-        raise FileNotFoundError(f"no models.json in {folder}: train with `python -m icml25.vae_variance_attack.train`")
+        raise FileNotFoundError(
+            f"no models.json in {folder}: train with `python -m icml25.vae_variance_attack.train`"
+        )
     rec = json.loads((folder / "models.json").read_text())
     vaes = []
     for v in rec["vaes"]:
@@ -417,4 +597,9 @@ def load_models(folder: str | Path, device: str = "cpu") -> dict[str, Any]:
         vaes.append(m.to(device).eval().requires_grad_(False))
     u = UNet2DModel.from_config(rec["unet"]["config"])
     u.load_state_dict(f32(load_file(folder / rec["unet"]["file"])))
-    return {"vaes": vaes, "unet": u.to(device).eval(), "n_train": int(rec["n_train"]), "meta": rec.get("meta", {})}
+    return {
+        "vaes": vaes,
+        "unet": u.to(device).eval(),
+        "n_train": int(rec["n_train"]),
+        "meta": rec.get("meta", {}),
+    }

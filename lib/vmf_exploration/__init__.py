@@ -48,4 +48,11 @@ from .method import *  # noqa: F403
 from .data import _orthogonal_unit, _uniform_sphere  # noqa: E402,F401
 from .method import _log_iv, _sample_vmf_rows, _top_m, _wood_cosines  # noqa: E402,F401
 
-__all__ = ["CLAIMS", *defaults.__all__, *method.__all__, *baselines.__all__, *data.__all__, *experiments.__all__]
+__all__ = [
+    "CLAIMS",
+    *defaults.__all__,
+    *method.__all__,
+    *baselines.__all__,
+    *data.__all__,
+    *experiments.__all__,
+]

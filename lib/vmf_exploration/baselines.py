@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml25.checks import check_budget, check_int, check_probability, check_real, check_rng
+from icml25.checks import (
+    check_budget,
+    check_int,
+    check_probability,
+    check_real,
+    check_rng,
+)
 from icml25.kernels import mips
 
 from ._checks import _check_actions, _check_state
@@ -44,8 +50,10 @@ def action_probs_boltzmann(V: np.ndarray, X: np.ndarray, kappa: float) -> np.nda
     kappa = check_real(kappa, "kappa", low=0.0)
     Xc = _check_actions(X).values
     Vu, single = _check_state(V, "V", Xc.shape[1])
-    check_budget(f"action_probs_boltzmann of {Vu.shape[0]} states over n={Xc.shape[0]}",
-                 n_bytes=16.0 * Vu.shape[0] * Xc.shape[0])
+    check_budget(
+        f"action_probs_boltzmann of {Vu.shape[0]} states over n={Xc.shape[0]}",
+        n_bytes=16.0 * Vu.shape[0] * Xc.shape[0],
+    )
     p = _softmax_probs(Vu, Xc, kappa)
     return p[0] if single else p
 
@@ -60,7 +68,10 @@ def _softmax_probs(Vu: np.ndarray, X: np.ndarray, kappa: float) -> np.ndarray:
 
 
 def boltzmann_sample(
-    V: ArrayLike, X: ArrayLike | mips.ActionTable, kappa: float, rng: np.random.Generator
+    V: ArrayLike,
+    X: ArrayLike | mips.ActionTable,
+    kappa: float,
+    rng: np.random.Generator,
 ) -> np.ndarray | np.int64:
     """Boltzmann exploration (B-exp): one action per state, a ~ softmax(kappa <V, X_i>).
 
@@ -91,7 +102,9 @@ def boltzmann_sample(
     return out[0] if single else out
 
 
-def action_probs_truncated_boltzmann(V: np.ndarray, X: np.ndarray, kappa: float, m: int) -> np.ndarray:
+def action_probs_truncated_boltzmann(
+    V: np.ndarray, X: np.ndarray, kappa: float, m: int
+) -> np.ndarray:
     """TB-exp probabilities: softmax(kappa <V, X_i>) restricted to the m nearest actions.
 
     The truncated Boltzmann baseline (Sec. 3 of the paper; Wolpertinger-style): actions outside
@@ -118,7 +131,9 @@ def action_probs_truncated_boltzmann(V: np.ndarray, X: np.ndarray, kappa: float,
     return _truncated_softmax(idx[0], sc[0], kappa, Xc.shape[0])
 
 
-def _truncated_softmax(idx: np.ndarray, sc: np.ndarray, kappa: float, n: int) -> np.ndarray:
+def _truncated_softmax(
+    idx: np.ndarray, sc: np.ndarray, kappa: float, n: int
+) -> np.ndarray:
     """P_TB(a) = exp(kappa s_a) / sum_{j in top m} exp(kappa s_j) on the top m (idx, scores sc), 0 elsewhere."""
     w = np.exp(kappa * (sc - sc[0]))
     p = np.zeros(n)
@@ -165,13 +180,19 @@ def truncated_boltzmann_sample(
     m = check_int(m, "m (number of neighbours)", low=1, high=Xc.shape[0])
     if index is not None:
         if not isinstance(index, VMFExplorer):
-            raise TypeError(f"index must be a VMFExplorer or None, got {type(index).__name__}")
+            raise TypeError(
+                f"index must be a VMFExplorer or None, got {type(index).__name__}"
+            )
         if index.n != Xc.shape[0] or index.d != Xc.shape[1]:
-            raise ValueError(f"index was built on {index.n} x {index.d} actions, X is {Xc.shape}")
+            raise ValueError(
+                f"index was built on {index.n} x {index.d} actions, X is {Xc.shape}"
+            )
         idx, sc = index.search(Vu, m)
     else:
-        check_budget(f"truncated_boltzmann_sample of {Vu.shape[0]} states over n={Xc.shape[0]}",
-                     n_bytes=24.0 * Vu.shape[0] * Xc.shape[0])
+        check_budget(
+            f"truncated_boltzmann_sample of {Vu.shape[0]} states over n={Xc.shape[0]}",
+            n_bytes=24.0 * Vu.shape[0] * Xc.shape[0],
+        )
         idx, sc = _top_m(Vu, Xc, m)
     logits = kappa * (sc - sc[:, :1])
     g = rng.gumbel(size=logits.shape)
@@ -180,7 +201,9 @@ def truncated_boltzmann_sample(
     return out[0] if single else out
 
 
-def epsilon_greedy(V: np.ndarray, X: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray | np.int64:
+def epsilon_greedy(
+    V: np.ndarray, X: np.ndarray, epsilon: float, rng: np.random.Generator
+) -> np.ndarray | np.int64:
     """epsilon-greedy baseline: argmax_i <V, X_i> with prob. 1 - epsilon, else a uniform action.
 
     Args:
@@ -198,7 +221,9 @@ def epsilon_greedy(V: np.ndarray, X: np.ndarray, epsilon: float, rng: np.random.
     Vu, single = _check_state(V, "V", Xc.shape[1])
     greedy = _argmax_ip(Vu, mips.ActionTable(Xc.astype(np.float32)))
     explore = rng.random(Vu.shape[0]) < epsilon
-    out = np.where(explore, rng.integers(0, Xc.shape[0], size=Vu.shape[0]), greedy).astype(np.int64)
+    out = np.where(
+        explore, rng.integers(0, Xc.shape[0], size=Vu.shape[0]), greedy
+    ).astype(np.int64)
     return out[0] if single else out
 
 
@@ -214,4 +239,3 @@ def random_explore(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     check_rng(rng)
     check_budget(f"random_explore(size={size})", n_bytes=8.0 * size)
     return rng.integers(0, n, size=size, dtype=np.int64)
-

@@ -12,7 +12,9 @@ from icml25.claims import Claim
 
 __all__ = ["CLAIMS"]
 
-_A_CHECK = "check: at d = 4 both explorations agree with P0 (Proposition 4.2) at n = a_n_eval."
+_A_CHECK = (
+    "check: at d = 4 both explorations agree with P0 (Proposition 4.2) at n = a_n_eval."
+)
 _B_CHECK = "check: at the largest dimension, the sign of P_vMF - P_B is the sign of P1 - P0 (Prop. 4.4),"
 _D_CHECK = "check: truncated Boltzmann never plays an action ranked beyond m"
 
@@ -20,7 +22,7 @@ CLAIMS = [
     Claim(
         id="equivalence_vmf",
         claim="at d = 4 the probability that vMF-exp plays an action of similarity alpha matches P0 (within 4 "
-              "standard errors plus |P1/P0 - 1|, a tolerance under 10 %)",
+        "standard errors plus |P1/P0 - 1|, a tolerance under 10 %)",
         paper="P_vMF ~ P0 at d = 4, n up to 1e6 (Prop. 4.2, Fig. 2a)",
         metric="A_ratio_vmf_p0",
         holds=lambda m: abs(m["A_ratio_vmf_p0"] - 1) < m["A_tolerance_vmf"] < 0.10,
@@ -37,7 +39,7 @@ CLAIMS = [
     Claim(
         id="deviation_close_action",
         claim="at the largest dimension vMF-exp gives the close action (alpha = 0.6) less probability than "
-              "B-exp, by more than 4 standard errors",
+        "B-exp, by more than 4 standard errors",
         paper="P_vMF < P_B for alpha > 0 in high dimension, the sign of P1 - P0 (Prop. 4.4, Fig. 2/3)",
         metric="B_ratio_vmf_boltzmann_close",
         holds=lambda m: m["B_ratio_vmf_boltzmann_close"] < 1 - 4 * m["B_se_close"],
@@ -47,7 +49,7 @@ CLAIMS = [
     Claim(
         id="deviation_far_action",
         claim="at the largest dimension vMF-exp gives the far action (alpha = -0.2) more probability than "
-              "B-exp, by more than 4 standard errors",
+        "B-exp, by more than 4 standard errors",
         paper="P_vMF > P_B for alpha < 0 in high dimension (Prop. 4.4, Fig. 2/3)",
         metric="B_ratio_vmf_boltzmann_far",
         holds=lambda m: m["B_ratio_vmf_boltzmann_far"] > 1 + 4 * m["B_se_far"],
@@ -64,7 +66,7 @@ CLAIMS = [
     Claim(
         id="exact_index_faster",
         claim="vMF-exp with an exact index is faster per decision than exact Boltzmann sampling at the largest "
-              "catalogue",
+        "catalogue",
         paper="vMF-exp needs one nearest-neighbour query, B-exp every score (property P1, Sec. 3)",
         metric="C_speedup_vmf_exact_vs_boltzmann",
         holds=lambda m: m["C_speedup_vmf_exact_vs_boltzmann"] > 1,
@@ -73,7 +75,7 @@ CLAIMS = [
     Claim(
         id="hnsw_faster",
         claim="vMF-exp with an HNSW index is faster per decision than exact Boltzmann sampling at the largest "
-              "catalogue indexed by HNSW",
+        "catalogue indexed by HNSW",
         paper="millisecond-scale decisions over millions of tracks with an ANN index (Sec. 6; no ratio given)",
         metric="C_speedup_vmf_hnsw_vs_boltzmann",
         holds=lambda m: m["C_speedup_vmf_hnsw_vs_boltzmann"] > 1,
@@ -83,7 +85,9 @@ CLAIMS = [
         claim="truncated Boltzmann never plays an action ranked beyond m = 100, vMF-exp does",
         paper="property P2: vMF-exp keeps the whole catalogue reachable, TB-exp cannot (Sec. 3)",
         metric="D_vmf_share_beyond_top_m",
-        holds=lambda m: m["D_tb_share_beyond_top_m"] == 0 and m["D_vmf_share_beyond_top_m"] > 0,
+        holds=lambda m: (
+            m["D_tb_share_beyond_top_m"] == 0 and m["D_vmf_share_beyond_top_m"] > 0
+        ),
         judged_by=_D_CHECK,
     ),
     Claim(

@@ -14,14 +14,18 @@ from ._checks import _check_dim, _check_state
 __all__ = ["uniform_sphere", "sample_with_similarity"]
 
 
-def _uniform_sphere(n: int, d: int, rng: np.random.Generator, dtype: Any = np.float64) -> np.ndarray:
+def _uniform_sphere(
+    n: int, d: int, rng: np.random.Generator, dtype: Any = np.float64
+) -> np.ndarray:
     """z / |z| with z ~ N(0, I_d): uniform on S^{d-1} by rotation invariance of the Gaussian."""
     z = rng.standard_normal((n, d))
     z /= np.linalg.norm(z, axis=1, keepdims=True)
     return z.astype(dtype, copy=False)
 
 
-def uniform_sphere(n: int, d: int, rng: np.random.Generator, dtype: Any = np.float64) -> np.ndarray:
+def uniform_sphere(
+    n: int, d: int, rng: np.random.Generator, dtype: Any = np.float64
+) -> np.ndarray:
     """n points drawn uniformly on the unit sphere S^{d-1} (normalised Gaussians).
 
     Args:
@@ -57,7 +61,9 @@ def _orthogonal_unit(mu: np.ndarray, rng: np.random.Generator) -> np.ndarray:
             return z / norms
 
 
-def sample_with_similarity(V: ArrayLike, alpha: float | ArrayLike, rng: np.random.Generator) -> np.ndarray:
+def sample_with_similarity(
+    V: ArrayLike, alpha: float | ArrayLike, rng: np.random.Generator
+) -> np.ndarray:
     """A unit vector A with <V, A> = alpha exactly (up to rounding), uniform among such vectors.
 
     A = alpha V + sqrt(1 - alpha^2) u, u a uniform unit vector orthogonal to V: the fixed
@@ -76,15 +82,21 @@ def sample_with_similarity(V: ArrayLike, alpha: float | ArrayLike, rng: np.rando
         TypeError: rng not a numpy Generator.
     """
     check_rng(rng)
-    a = check_array(alpha, "alpha (a cosine similarity)", low=-1.0, high=1.0, dtype=np.float64)
+    a = check_array(
+        alpha, "alpha (a cosine similarity)", low=-1.0, high=1.0, dtype=np.float64
+    )
     Vu, single = _check_state(V, "V")
     if a.ndim > 1 or (a.ndim == 1 and a.shape[0] != Vu.shape[0]):
-        raise ValueError(f"alpha must be a scalar or have shape ({Vu.shape[0]},), got shape {a.shape}")
+        raise ValueError(
+            f"alpha must be a scalar or have shape ({Vu.shape[0]},), got shape {a.shape}"
+        )
     A = _with_similarity(Vu, np.broadcast_to(a, (Vu.shape[0],)), rng)
     return A[0] if single else A
 
 
-def _with_similarity(Vu: np.ndarray, a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _with_similarity(
+    Vu: np.ndarray, a: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """A_b = a_b V_b + sqrt(1 - a_b^2) u_b, u_b uniform on the unit vectors orthogonal to V_b."""
     u = _orthogonal_unit(Vu, rng)
     A = a[:, None] * Vu + np.sqrt(1.0 - a * a)[:, None] * u

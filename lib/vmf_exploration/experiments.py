@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from icml25.checks import check_array, check_bool, check_budget, check_choice, check_int, check_real, check_rng
+from icml25.checks import (
+    check_array,
+    check_bool,
+    check_budget,
+    check_choice,
+    check_int,
+    check_real,
+    check_rng,
+)
 from icml25.kernels import mips
 
 from ._checks import _check_dim
@@ -89,7 +97,9 @@ def mc_prob_curve(
     """
     d = _check_dim(d)
     kappa = check_real(kappa, "kappa", low=0.0)
-    alpha = float(check_array(alpha, "alpha (a cosine similarity)", shape=(), low=-1.0, high=1.0))
+    alpha = float(
+        check_array(alpha, "alpha (a cosine similarity)", shape=(), low=-1.0, high=1.0)
+    )
     n_max = check_int(n_max, "n_max", low=1)
     n_samples = check_int(n_samples, "n_samples", low=1)
     samples_per_trial = check_int(samples_per_trial, "samples_per_trial", low=1)
@@ -102,18 +112,40 @@ def mc_prob_curve(
     nX = n_max - 1
     # Boltzmann-only trials are batched (bounded memory); vMF trials go one by one
     rows_per_batch = 1 if want_vmf else trial_batch
-    rows_per_batch = max(1, min(rows_per_batch, DEFAULTS.chunk_elements // max(1, nX * d)))
+    rows_per_batch = max(
+        1, min(rows_per_batch, DEFAULTS.chunk_elements // max(1, nX * d))
+    )
     what = f"mc_prob_curve(n_max={n_max}, n_samples={n_samples}, d={d})"
-    check_budget(what, n_bytes=8.0 * (3 * rows_per_batch * nX * d + 8 * n_max + 4 * samples_per_trial * d))
+    check_budget(
+        what,
+        n_bytes=8.0
+        * (3 * rows_per_batch * nX * d + 8 * n_max + 4 * samples_per_trial * d),
+    )
     check_budget(what, n_operations=4.0 * n_trials * n_max * d + 10.0 * n_samples * d)
-    curve, stderr = _prefix_curves(d, kappa, alpha, n_max, n_samples, rng, sampler, samples_per_trial,
-                                   rows_per_batch)
+    curve, stderr = _prefix_curves(
+        d,
+        kappa,
+        alpha,
+        n_max,
+        n_samples,
+        rng,
+        sampler,
+        samples_per_trial,
+        rows_per_batch,
+    )
     return (curve, stderr) if return_stderr else curve
 
 
 def _prefix_curves(
-    d: int, kappa: float, alpha: float, n_max: int, n_samples: int, rng: np.random.Generator,
-    sampler: str, samples_per_trial: int, rows_per_batch: int,
+    d: int,
+    kappa: float,
+    alpha: float,
+    n_max: int,
+    n_samples: int,
+    rng: np.random.Generator,
+    sampler: str,
+    samples_per_trial: int,
+    rows_per_batch: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Trial means and standard errors of the prefix curves (the "prefix trick", Sec. 5).
 
@@ -126,7 +158,9 @@ def _prefix_curves(
     n_trials = -(-n_samples // samples_per_trial)
     nX = n_max - 1
     # running sums over trials of the per-trial curves and of their squares
-    sums = {k: np.zeros(n_max) for k, w in (("vmf", want_vmf), ("boltzmann", want_b)) if w}
+    sums = {
+        k: np.zeros(n_max) for k, w in (("vmf", want_vmf), ("boltzmann", want_b)) if w
+    }
     sqs = {k: np.zeros(n_max) for k in sums}
     done = 0
     while done < n_trials:
@@ -143,7 +177,11 @@ def _prefix_curves(
             S = min(samples_per_trial, n_samples - done * samples_per_trial)
             Vt = _sample_vmf_rows(np.broadcast_to(V[0], (S, d)), kappa, rng)
             thr = Vt @ A[0]
-            j = mips.first_beater(Vt, X.table(0), thr) if nX else np.zeros(S, dtype=np.int64)
+            j = (
+                mips.first_beater(Vt, X.table(0), thr)
+                if nX
+                else np.zeros(S, dtype=np.int64)
+            )
             counts = np.bincount(j, minlength=n_max)[:n_max]
             cur = np.cumsum(counts[::-1])[::-1] / S  # cur[n-1] = #{s: j_s >= n-1} / S
             sums["vmf"] += cur
@@ -155,7 +193,11 @@ def _prefix_curves(
             continue
         mean = sums[k] / n_trials
         if n_trials > 1:
-            var = np.maximum(sqs[k] / n_trials - mean * mean, 0.0) * n_trials / (n_trials - 1)
+            var = (
+                np.maximum(sqs[k] / n_trials - mean * mean, 0.0)
+                * n_trials
+                / (n_trials - 1)
+            )
             err = np.sqrt(var / n_trials)
         else:
             err = np.zeros(n_max)

@@ -23,7 +23,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from icml25.checks import check_array, check_budget, check_choice, check_int, check_real, check_rng
+from icml25.checks import (
+    check_array,
+    check_budget,
+    check_choice,
+    check_int,
+    check_real,
+    check_rng,
+)
 from icml25.kernels import mips
 
 from ._checks import _check_actions, _check_dim, _check_state, _kappa_array, _unit_rows
@@ -60,10 +67,24 @@ def _debye_log_iv(nu: float, x: np.ndarray) -> np.ndarray:
     p2 = p * p
     u1 = p * (3.0 - 5.0 * p2) / 24.0
     u2 = p2 * (81.0 - 462.0 * p2 + 385.0 * p2 * p2) / 1152.0
-    u3 = p * p2 * (30375.0 - 369603.0 * p2 + 765765.0 * p2**2 - 425425.0 * p2**3) / 414720.0
-    u4 = p2 * p2 * (
-        4465125.0 - 94121676.0 * p2 + 349922430.0 * p2**2 - 446185740.0 * p2**3 + 185910725.0 * p2**4
-    ) / 39813120.0
+    u3 = (
+        p
+        * p2
+        * (30375.0 - 369603.0 * p2 + 765765.0 * p2**2 - 425425.0 * p2**3)
+        / 414720.0
+    )
+    u4 = (
+        p2
+        * p2
+        * (
+            4465125.0
+            - 94121676.0 * p2
+            + 349922430.0 * p2**2
+            - 446185740.0 * p2**3
+            + 185910725.0 * p2**4
+        )
+        / 39813120.0
+    )
     series = 1.0 + u1 / nu + u2 / nu**2 + u3 / nu**3 + u4 / nu**4
     return -0.5 * np.log(2.0 * np.pi * nu) + nu * eta - 0.5 * np.log(s) + np.log(series)
 
@@ -72,7 +93,11 @@ def _series_log_iv(nu: float, x: np.ndarray, terms: int = 60) -> np.ndarray:
     """log I_nu(x) by its power series sum_k (x/2)^(2k+nu) / (k! Gamma(k+nu+1)) in log space."""
     k = np.arange(terms, dtype=np.float64)[:, None]
     logx2 = np.log(x / 2.0)[None, :]
-    logt = (2.0 * k + nu) * logx2 - special.gammaln(k + 1.0) - special.gammaln(k + nu + 1.0)
+    logt = (
+        (2.0 * k + nu) * logx2
+        - special.gammaln(k + 1.0)
+        - special.gammaln(k + nu + 1.0)
+    )
     return special.logsumexp(logt, axis=0)
 
 
@@ -206,7 +231,9 @@ def vmf_logpdf(x: np.ndarray, mu: np.ndarray, kappa: float) -> np.ndarray | floa
     mu_u = _unit_rows(mu_arr, "mu")
     xa = check_array(x, "x", dtype=np.float64)
     if xa.ndim < 1 or xa.shape[-1] != d:
-        raise ValueError(f"x must have shape (..., {d}) to match mu, got shape {xa.shape}")
+        raise ValueError(
+            f"x must have shape (..., {d}) to match mu, got shape {xa.shape}"
+        )
     if np.any(np.abs(np.linalg.norm(xa, axis=-1) - 1.0) > 1e-3):
         raise ValueError("x must hold unit vectors (points on the sphere S^(d-1))")
     out = vmf_log_normalizer(d, kappa) + kappa * (xa @ mu_u)
@@ -240,14 +267,14 @@ def mean_resultant_length(d: int, kappa: float | np.ndarray) -> float | np.ndarr
     return float(out[0]) if scalar else out.reshape(np.shape(kappa))
 
 
-
-
 # --------------------------------------------------------------------------------------------
 # Sampling on the sphere
 # --------------------------------------------------------------------------------------------
 
 
-def _wood_cosines(d: int, kappa: float, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _wood_cosines(
+    d: int, kappa: float, size: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Wood (1994) rejection sampler for t = <x, mu>: density prop. to e^{kappa t}(1-t^2)^{(d-3)/2}.
 
     Returns (t, 1 - t^2) -- the latter computed without cancellation, for the sine factor.
@@ -280,7 +307,9 @@ def _wood_cosines(d: int, kappa: float, size: int, rng: np.random.Generator) -> 
     return np.concatenate(ts)[:size], np.concatenate(oms)[:size]
 
 
-def sample_vmf(mu: np.ndarray, kappa: float, size: int, rng: np.random.Generator) -> np.ndarray:
+def sample_vmf(
+    mu: np.ndarray, kappa: float, size: int, rng: np.random.Generator
+) -> np.ndarray:
     """Draw from the von Mises-Fisher distribution vMF(mu, kappa) on S^{d-1} (Wood 1994).
 
     Wood's rejection sampler (Wood 1994, "Simulation of the von Mises Fisher distribution";
@@ -341,7 +370,9 @@ def _householder_vector(mu: np.ndarray) -> tuple[np.ndarray, float]:
     return v, sigma
 
 
-def _sample_vmf_shared(mu: np.ndarray, kappa: float, size: int, rng: np.random.Generator) -> np.ndarray:
+def _sample_vmf_shared(
+    mu: np.ndarray, kappa: float, size: int, rng: np.random.Generator
+) -> np.ndarray:
     """``size`` vMF draws around one unit ``mu`` (d,); trusted inputs.
 
     In coordinates where ``mu`` is ``sigma e_1`` a draw is ``x_local = (sigma t, sqrt(1 - t^2) u)``,
@@ -362,7 +393,9 @@ def _sample_vmf_shared(mu: np.ndarray, kappa: float, size: int, rng: np.random.G
     x = rng.standard_normal((size, d))
     tail = x[:, 1:]
     norm2 = np.einsum("ij,ij->i", tail, tail)
-    norm2[norm2 == 0.0] = 1.0  # probability 0; the draw is then t mu, still a unit vector
+    norm2[norm2 == 0.0] = (
+        1.0  # probability 0; the draw is then t mu, still a unit vector
+    )
     # column 0 is overwritten next
     x *= (np.sqrt(np.maximum(one_minus_t2, 0.0)) / np.sqrt(norm2))[:, None]
     x[:, 0] = sigma * t
@@ -373,7 +406,9 @@ def _sample_vmf_shared(mu: np.ndarray, kappa: float, size: int, rng: np.random.G
     return x
 
 
-def _sample_vmf_rows(mu_rows: np.ndarray, kappa: float, rng: np.random.Generator) -> np.ndarray:
+def _sample_vmf_rows(
+    mu_rows: np.ndarray, kappa: float, rng: np.random.Generator
+) -> np.ndarray:
     """One vMF draw per unit row of ``mu_rows`` (B, d); trusted inputs."""
     size, d = mu_rows.shape
     if size == 0:
@@ -383,7 +418,6 @@ def _sample_vmf_rows(mu_rows: np.ndarray, kappa: float, rng: np.random.Generator
     x = t[:, None] * mu_rows + np.sqrt(np.maximum(one_minus_t2, 0.0))[:, None] * u
     # |x| = 1 up to rounding; renormalise so downstream inner products are exact cosines
     return x / np.linalg.norm(x, axis=1, keepdims=True)
-
 
 
 # --------------------------------------------------------------------------------------------
@@ -411,7 +445,6 @@ def _top_m(Vu: np.ndarray, X: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarra
     sc = np.take_along_axis(scores, idx, axis=1)
     order = np.argsort(-sc, axis=1, kind="stable")
     return np.take_along_axis(idx, order, axis=1), np.take_along_axis(sc, order, axis=1)
-
 
 
 class VMFExplorer:
@@ -460,7 +493,9 @@ class VMFExplorer:
         self.kappa = check_real(kappa, "kappa", low=0.0)
         self.index_kind = check_choice(index, "index", self.INDEXES)
         Xc = _check_actions(actions, "actions").values
-        self.X = np.ascontiguousarray(_unit_rows(Xc.astype(np.float64), "actions"), dtype=np.float32)
+        self.X = np.ascontiguousarray(
+            _unit_rows(Xc.astype(np.float64), "actions"), dtype=np.float32
+        )
         self.table = mips.ActionTable(self.X)
         self.n, self.d = self.X.shape
         self.M = check_int(M, "M", low=1)
@@ -543,10 +578,15 @@ class VMFExplorer:
         """
         Vu, _ = self._queries(V)
         k = check_int(k, "k", low=1, high=self.n)
-        check_budget(f"VMFExplorer.search of {Vu.shape[0]} states over n={self.n}", n_bytes=24.0 * Vu.shape[0] * self.n)
+        check_budget(
+            f"VMFExplorer.search of {Vu.shape[0]} states over n={self.n}",
+            n_bytes=24.0 * Vu.shape[0] * self.n,
+        )
         if self._faiss_index is None:
             return _top_m(Vu, self.X, k)
-        sc, idx = self._faiss_index.search(np.ascontiguousarray(Vu, dtype=np.float32), k)
+        sc, idx = self._faiss_index.search(
+            np.ascontiguousarray(Vu, dtype=np.float32), k
+        )
         if np.any(idx < 0):  # pragma: no cover - HNSW returned fewer than k results
             ex_idx, ex_sc = _top_m(Vu, self.X, k)
             bad = idx < 0
@@ -571,7 +611,10 @@ class VMFExplorer:
         """
         Q, _ = self._queries(queries, "queries")
         k = check_int(k, "k", low=1, high=self.n)
-        check_budget(f"VMFExplorer.recall of {Q.shape[0]} queries over n={self.n}", n_bytes=24.0 * Q.shape[0] * self.n)
+        check_budget(
+            f"VMFExplorer.recall of {Q.shape[0]} queries over n={self.n}",
+            n_bytes=24.0 * Q.shape[0] * self.n,
+        )
         approx, _ = self.search(Q, k)
         exact, _ = _top_m(Q, self.X, k)
         hits = [len(np.intersect1d(a, e)) for a, e in zip(approx, exact)]
@@ -579,7 +622,11 @@ class VMFExplorer:
 
 
 def action_probs_vmf_mc(
-    V: ArrayLike, X: ArrayLike | mips.ActionTable, kappa: float, n_samples: int, rng: np.random.Generator
+    V: ArrayLike,
+    X: ArrayLike | mips.ActionTable,
+    kappa: float,
+    n_samples: int,
+    rng: np.random.Generator,
 ) -> np.ndarray:
     """Monte Carlo estimate of the vMF-exp probabilities: the vMF mass of each Voronoi cell.
 
@@ -608,14 +655,20 @@ def action_probs_vmf_mc(
         raise ValueError(f"V must have shape (d,), got shape {np.shape(V)}")
     n, d = Xc.shape
     # each draw costs a vMF sample (~10 d) and an exact search over the n actions (2 n d)
-    check_budget(f"action_probs_vmf_mc(n_samples={n_samples}) over {n} actions in d={d}",
-                 n_operations=float(n_samples) * d * (2.0 * n + 10.0))
+    check_budget(
+        f"action_probs_vmf_mc(n_samples={n_samples}) over {n} actions in d={d}",
+        n_operations=float(n_samples) * d * (2.0 * n + 10.0),
+    )
     table = mips.ActionTable(_unit_rows(Xc.astype(np.float64), "X").astype(np.float32))
     return _voronoi_frequencies(Vu[0], table, kappa, n_samples, rng)
 
 
 def _voronoi_frequencies(
-    v: np.ndarray, table: mips.ActionTable, kappa: float, n_samples: int, rng: np.random.Generator
+    v: np.ndarray,
+    table: mips.ActionTable,
+    kappa: float,
+    n_samples: int,
+    rng: np.random.Generator,
 ) -> np.ndarray:
     """P_vMF(a) ≈ #{s : argmax_i <V~_s, X_i> = a} / S with V~_s ~ vMF(v, kappa), s = 1..S."""
     n = table.shape[0]
@@ -633,17 +686,23 @@ def _voronoi_frequencies(
 # --------------------------------------------------------------------------------------------
 
 
-def _check_closed_form_args(alpha: Any, d: Any, kappa: Any, n: Any) -> tuple[np.ndarray, int, float, np.ndarray]:
+def _check_closed_form_args(
+    alpha: Any, d: Any, kappa: Any, n: Any
+) -> tuple[np.ndarray, int, float, np.ndarray]:
     """(alpha in [-1, 1], d >= 2, kappa >= 0, n >= 1) for :func:`p0` and :func:`p1`."""
     return (
-        check_array(alpha, "alpha (a cosine similarity)", low=-1.0, high=1.0, dtype=np.float64),
+        check_array(
+            alpha, "alpha (a cosine similarity)", low=-1.0, high=1.0, dtype=np.float64
+        ),
         _check_dim(d),
         check_real(kappa, "kappa", low=0.0),
         check_array(n, "n (number of actions)", low=1.0, dtype=np.float64),
     )
 
 
-def p0(alpha: float | ArrayLike, d: int, kappa: float, n: float | ArrayLike) -> float | np.ndarray:
+def p0(
+    alpha: float | ArrayLike, d: int, kappa: float, n: float | ArrayLike
+) -> float | np.ndarray:
     """Leading-order probability of an action A with <V, A> = alpha among n uniform actions.
 
     P0(A) = f(A) |S^{d-1}| / n, shared by B-exp and vMF-exp (Sec. 4 of the paper;
@@ -672,10 +731,14 @@ def _p0(a: np.ndarray, d: int, kappa: float, n: np.ndarray) -> np.ndarray:
 
     in log space so it is finite for large kappa and d (a = alpha).
     """
-    return np.exp(kappa * a + vmf_log_normalizer(d, kappa) + _log_sphere_area(d) - np.log(n))
+    return np.exp(
+        kappa * a + vmf_log_normalizer(d, kappa) + _log_sphere_area(d) - np.log(n)
+    )
 
 
-def p1(alpha: float | ArrayLike, d: int, kappa: float, n: float | ArrayLike) -> float | np.ndarray:
+def p1(
+    alpha: float | ArrayLike, d: int, kappa: float, n: float | ArrayLike
+) -> float | np.ndarray:
     """First-order vMF-exp probability: P1 = P0 [1 + kappa alpha (mu_n - 1)] (formula in :func:`_p1`).
 
     ``theo_proba(order=1)`` in the official code; Sec. 4 of the paper. The correction is
@@ -695,6 +758,10 @@ def _p1(a: np.ndarray, d: int, kappa: float, n: np.ndarray) -> np.ndarray:
     1 - mu_n = (B(1/2, (d-1)/2) (d-1))^{2/(d-1)} / 2 * Gamma((d+1)/(d-1)) * n^{-2/(d-1)}.
     """
     e = 2.0 / (d - 1.0)
-    log_c = e * (special.betaln(0.5, 0.5 * (d - 1.0)) + math.log(d - 1.0)) - math.log(2.0)
-    one_minus_mu = np.exp(log_c + special.gammaln((d + 1.0) / (d - 1.0)) - e * np.log(n))
+    log_c = e * (special.betaln(0.5, 0.5 * (d - 1.0)) + math.log(d - 1.0)) - math.log(
+        2.0
+    )
+    one_minus_mu = np.exp(
+        log_c + special.gammaln((d + 1.0) / (d - 1.0)) - e * np.log(n)
+    )
     return _p0(a, d, kappa, n) * (1.0 - kappa * a * one_minus_mu)

@@ -20,8 +20,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
             previous = {}  # another book: start afresh
         out.write_text(json.dumps({**previous, **REPORT}, indent=1))
         terminalreporter.write_sep("-", "browser test of the rendered book")
-        for key in ("html", "pages_checked", "requests_total", "requests_blocked", "requests_failed",
-                    "console_errors", "pdf_pages", "seconds"):
+        for key in (
+            "html",
+            "pages_checked",
+            "requests_total",
+            "requests_blocked",
+            "requests_failed",
+            "console_errors",
+            "pdf_pages",
+            "seconds",
+        ):
             if key in REPORT:
                 terminalreporter.write_line(f"{key}: {REPORT[key]}")
         terminalreporter.write_line(f"report: {out}")

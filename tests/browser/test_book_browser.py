@@ -36,10 +36,13 @@ from _book import REPORT, ROOT, book_html, toc_docnames
 
 HTML = book_html()
 pytestmark = pytest.mark.skipif(
-    HTML is None, reason="ICML25_BOOK_HTML is not set: run `make test-browser` after rendering the book"
+    HTML is None,
+    reason="ICML25_BOOK_HTML is not set: run `make test-browser` after rendering the book",
 )
 CHROMIUM = os.environ.get("ICML25_CHROMIUM", "/usr/bin/chromium")
-SCREENSHOTS = Path(os.environ.get("ICML25_SCREENSHOTS", ROOT / "_build" / "screenshots"))
+SCREENSHOTS = Path(
+    os.environ.get("ICML25_SCREENSHOTS", ROOT / "_build" / "screenshots")
+)
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 DOCNAMES = toc_docnames()
 CHAPTERS = [d for d in DOCNAMES if d.startswith("notebooks/")]
@@ -128,13 +131,24 @@ INSPECT_JS = """
 @pytest.fixture(scope="module")
 def browser():
     if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed and could not be installed (Debian: apt-get install -y chromium)")
+        pytest.skip(
+            f"{CHROMIUM} is not installed and could not be installed (Debian: apt-get install -y chromium)"
+        )
     from playwright.sync_api import sync_playwright
 
-    REPORT.update(html=str(HTML), pages_checked=0, requests_total=0, requests_blocked=0,
-                  requests_failed=0, console_errors=0, pages={})
+    REPORT.update(
+        html=str(HTML),
+        pages_checked=0,
+        requests_total=0,
+        requests_blocked=0,
+        requests_failed=0,
+        console_errors=0,
+        pages={},
+    )
     t0 = time.perf_counter()
-    args = OFFLINE_ARGS + (["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])
+    args = OFFLINE_ARGS + (
+        ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    )
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=args, headless=True)
         REPORT["chromium"] = b.version
@@ -147,7 +161,9 @@ class Visit:
     """One page load with every request, failure and console message recorded."""
 
     def __init__(self, browser, url: str, viewport: dict | None = None) -> None:
-        self.context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900})
+        self.context = browser.new_context(
+            viewport=viewport or {"width": 1280, "height": 900}
+        )
         self.requests: list[str] = []
         self.blocked: list[str] = []
         self.failed: list[str] = []
@@ -163,9 +179,17 @@ class Visit:
         self.context.route("**/*", route)
         self.page = self.context.new_page()
         self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
-        self.page.on("console", lambda m: self.errors.append(f"console.{m.type}: {m.text}")
-                     if m.type == "error" else None)
+        self.page.on(
+            "requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})")
+        )
+        self.page.on(
+            "console",
+            lambda m: (
+                self.errors.append(f"console.{m.type}: {m.text}")
+                if m.type == "error"
+                else None
+            ),
+        )
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
         self.page.goto(url, wait_until="load", timeout=60_000)
         self.page.evaluate(READY_JS)
@@ -179,8 +203,12 @@ class Visit:
         REPORT["requests_blocked"] += len(self.blocked)
         REPORT["requests_failed"] += len(self.failed)
         REPORT["console_errors"] += len(self.errors)
-        REPORT["pages"][name] = {"requests": len(self.requests), "blocked": self.blocked,
-                                 "failed": self.failed, "errors": self.errors}
+        REPORT["pages"][name] = {
+            "requests": len(self.requests),
+            "blocked": self.blocked,
+            "failed": self.failed,
+            "errors": self.errors,
+        }
 
 
 def page_url(docname: str) -> str:
@@ -195,19 +223,33 @@ def test_page_reads_offline(browser, docname: str) -> None:
     try:
         info = visit.page.evaluate(INSPECT_JS)
         visit.record(docname)
-        REPORT["pages"][docname].update(math=info["math"], mjx=info["mjx"], images=info["images"],
-                                        widgets=info["widgets"])
+        REPORT["pages"][docname].update(
+            math=info["math"],
+            mjx=info["mjx"],
+            images=info["images"],
+            widgets=info["widgets"],
+        )
         problems = [f"blocked (not file://): {u}" for u in visit.blocked]
         problems += [f"failed request: {u}" for u in visit.failed]
         problems += visit.errors
         problems += [f"math not typeset: {t!r}" for t in info["mathUntypeset"]]
         if info["math"]:
             problems += [] if info["mjx"] else ["page has math but no mjx-container"]
-        problems += [f"raw $$ in the text ({info['rawDollars']}x)"] if info["rawDollars"] else []
-        problems += [f"raw \\( or \\[ in the text ({info['rawDelims']}x)"] if info["rawDelims"] else []
+        problems += (
+            [f"raw $$ in the text ({info['rawDollars']}x)"]
+            if info["rawDollars"]
+            else []
+        )
+        problems += (
+            [f"raw \\( or \\[ in the text ({info['rawDelims']}x)"]
+            if info["rawDelims"]
+            else []
+        )
         problems += [f"image did not load: {s}" for s in info["brokenImages"]]
         problems += info["widgetProblems"]
-        problems += [f"clipped (runs past its box, no scrollbar): {c}" for c in info["clipped"]]
+        problems += [
+            f"clipped (runs past its box, no scrollbar): {c}" for c in info["clipped"]
+        ]
         assert not problems, f"{docname}:\n  " + "\n  ".join(problems)
     finally:
         visit.close()
@@ -223,26 +265,45 @@ def test_chapter_download_and_launch_links(browser, docname: str) -> None:
     ipynb = [u for u in info["downloads"] if u.endswith(".ipynb")]
     assert ipynb, f"{docname}: no .ipynb download button"
     path = Path(unquote(urlsplit(ipynb[0]).path))
-    assert path.is_file() and path.is_relative_to(HTML), f"{docname}: download {ipynb[0]} is not in the book"
+    assert path.is_file() and path.is_relative_to(HTML), (
+        f"{docname}: download {ipynb[0]} is not in the book"
+    )
     nb = json.loads(path.read_text())
-    assert nb.get("nbformat") == 4 and nb.get("cells"), f"{docname}: the downloaded file is not a notebook"
+    assert nb.get("nbformat") == 4 and nb.get("cells"), (
+        f"{docname}: the downloaded file is not a notebook"
+    )
     launch = CONFIG.get("launch_buttons", {})
     repo = CONFIG.get("repository", {}).get("url", "")
-    assert repo.startswith("https://github.com/"), "_config.yml repository.url must be a GitHub URL (Binder, Colab)"
+    assert repo.startswith("https://github.com/"), (
+        "_config.yml repository.url must be a GitHub URL (Binder, Colab)"
+    )
     org_repo = repo.removeprefix("https://github.com/").strip("/")
     expected = {
         "Binder": (launch.get("binderhub_url", ""), "/v2/gh/{org_repo}/"),
         "Colab": (launch.get("colab_url", ""), "/github/{org_repo}/blob/"),
-        "JupyterHub": (launch.get("jupyterhub_url", ""), "/hub/user-redirect/git-pull?"),
+        "JupyterHub": (
+            launch.get("jupyterhub_url", ""),
+            "/hub/user-redirect/git-pull?",
+        ),
     }
     for name, (base, tail) in expected.items():
         if base:  # a launch target is configured: its link must be on the page
             prefix = base.rstrip("/") + tail.format(org_repo=org_repo)
-            hits = [h for h in info["links"] if h.startswith(prefix) and f"{docname}.ipynb" in h]
+            hits = [
+                h
+                for h in info["links"]
+                if h.startswith(prefix) and f"{docname}.ipynb" in h
+            ]
             assert hits, f"{docname}: no {name} launch link starting with {prefix}"
         else:  # not published: no button may point at a repository that does not exist
-            stray = [h for h in info["links"] if org_repo in h and f"{docname}.ipynb" in h and "github.com" not in h]
-            assert not stray, f"{docname}: {name} is not configured but the page links {stray}"
+            stray = [
+                h
+                for h in info["links"]
+                if org_repo in h and f"{docname}.ipynb" in h and "github.com" not in h
+            ]
+            assert not stray, (
+                f"{docname}: {name} is not configured but the page links {stray}"
+            )
 
 
 def test_search_finds_chapter_02(browser) -> None:
@@ -255,15 +316,22 @@ def test_search_finds_chapter_02(browser) -> None:
             "/Search finished|did not match/.test((document.querySelector('#search-results') || {}).textContent || '')",
             timeout=30_000,
         )
-        hits = visit.page.eval_on_selector_all("#search-results ul.search li a", "as => as.map(a => a.href)")
+        hits = visit.page.eval_on_selector_all(
+            "#search-results ul.search li a", "as => as.map(a => a.href)"
+        )
         visit.record("search.html")
         assert not visit.blocked and not visit.failed and not visit.errors, (
-            visit.blocked, visit.failed, visit.errors)
+            visit.blocked,
+            visit.failed,
+            visit.errors,
+        )
     finally:
         visit.close()
     chapter02 = [c for c in CHAPTERS if Path(c).name.startswith("02_")]
     assert chapter02, "chapter 02 is not in _toc.yml"
-    assert any(chapter02[0] in h for h in hits), f"search for {SEARCH_TERM!r} did not find {chapter02[0]}: {hits}"
+    assert any(chapter02[0] in h for h in hits), (
+        f"search for {SEARCH_TERM!r} did not find {chapter02[0]}: {hits}"
+    )
     REPORT["search_hits"] = len(hits)
 
 
@@ -276,8 +344,12 @@ def test_reproduction_page_sorts_and_filters(browser) -> None:
         page = visit.page
         rows = page.locator("#reproduction tbody tr")
         n = rows.count()
-        assert n >= len(CHAPTERS), f"the reproduction table has {n} rows for {len(CHAPTERS)} chapters"
-        assert page.locator("#repro-controls").is_visible(), "the sorting/filtering script did not run"
+        assert n >= len(CHAPTERS), (
+            f"the reproduction table has {n} rows for {len(CHAPTERS)} chapters"
+        )
+        assert page.locator("#repro-controls").is_visible(), (
+            "the sorting/filtering script did not run"
+        )
         assert page.locator("table.repro-counts tbody tr").count() == 5
         page.fill("#repro-filter", "Karger")
         page.wait_for_timeout(200)
@@ -285,20 +357,30 @@ def test_reproduction_page_sorts_and_filters(browser) -> None:
         assert 0 < visible < n or n == visible == 1, (visible, n)
         page.fill("#repro-filter", "")
         page.select_option("#repro-verdict", "holds")
-        shown = page.eval_on_selector_all("#reproduction tbody tr", "rs => rs.filter(r => r.style.display !== 'none')"
-                                          ".map(r => r.getAttribute('data-verdict'))")
+        shown = page.eval_on_selector_all(
+            "#reproduction tbody tr",
+            "rs => rs.filter(r => r.style.display !== 'none')"
+            ".map(r => r.getAttribute('data-verdict'))",
+        )
         assert all(v == "holds" for v in shown), shown
         page.select_option("#repro-verdict", "")
         page.click("#reproduction thead th:nth-child(2)")
         # the second click sorts descending
         page.click("#reproduction thead th:nth-child(2)")
-        assert page.get_attribute("#reproduction thead th:nth-child(2)", "data-order") == "desc"
+        assert (
+            page.get_attribute("#reproduction thead th:nth-child(2)", "data-order")
+            == "desc"
+        )
         assert page.eval_on_selector_all(
             "#reproduction tbody tr td:nth-child(2)",
-            "ts => ts.map(t => t.textContent.trim()).every((t, i, a) => i === 0 || a[i - 1].localeCompare(t) >= 0)"
+            "ts => ts.map(t => t.textContent.trim()).every((t, i, a) => i === 0 || a[i - 1].localeCompare(t) >= 0)",
         ), "clicking the claim header twice did not sort the rows in descending order"
         visit.record("book/reproduction")
-        assert not visit.blocked and not visit.failed and not visit.errors, (visit.blocked, visit.failed, visit.errors)
+        assert not visit.blocked and not visit.failed and not visit.errors, (
+            visit.blocked,
+            visit.failed,
+            visit.errors,
+        )
     finally:
         visit.close()
     REPORT["reproduction_rows"] = n
@@ -346,9 +428,15 @@ class _Links(HTMLParser):
         for name, value in attrs:
             if name not in RESOURCE_ATTRS or not value:
                 continue
-            for url in ([v.strip().split(" ")[0] for v in value.split(",")] if name == "srcset" else [value.strip()]):
+            for url in (
+                [v.strip().split(" ")[0] for v in value.split(",")]
+                if name == "srcset"
+                else [value.strip()]
+            ):
                 absolute_path = url.startswith("/")  # "/x" and "//host/x"
-                remote = re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", url) is not None and not url.startswith("file:")
+                remote = re.match(
+                    r"^[a-zA-Z][a-zA-Z0-9+.-]*://", url
+                ) is not None and not url.startswith("file:")
                 # <a href="https://..."> is navigation (citations, launch links): allowed
                 if absolute_path or (remote and tag != "a") or url.startswith("file:"):
                     self.bad.append(f"<{tag} {name}={url!r}>")
@@ -364,11 +452,15 @@ def test_relative_links_only() -> None:
         parser = _Links()
         parser.feed(page.read_text(errors="replace"))
         bad += [f"{page.relative_to(HTML)}: {b}" for b in parser.bad]
-    css_url = re.compile(r"url\(\s*['\"]?((?:[a-zA-Z][a-zA-Z0-9+.-]*:)?//[^)'\"]*|/[^)'\"]*)")
+    css_url = re.compile(
+        r"url\(\s*['\"]?((?:[a-zA-Z][a-zA-Z0-9+.-]*:)?//[^)'\"]*|/[^)'\"]*)"
+    )
     for css in sorted(HTML.rglob("*.css")):
         text = re.sub(r"/\*.*?\*/", "", css.read_text(errors="replace"), flags=re.S)
         bad += [f"{css.relative_to(HTML)}: url({m})" for m in css_url.findall(text)]
-    assert not bad, "absolute or remote resource URLs in the book:\n  " + "\n  ".join(bad[:40])
+    assert not bad, "absolute or remote resource URLs in the book:\n  " + "\n  ".join(
+        bad[:40]
+    )
     REPORT["html_files_scanned"] = len(pages)
 
 
@@ -406,7 +498,11 @@ class _Anchors(HTMLParser):
 def test_every_internal_link_resolves() -> None:
     """Each link inside the book reaches an existing page and, with a #fragment, an element with
     that id; external links are listed in the report, never followed."""
-    pages = [p for p in sorted(HTML.rglob("*.html")) if "_static" not in p.relative_to(HTML).parts]
+    pages = [
+        p
+        for p in sorted(HTML.rglob("*.html"))
+        if "_static" not in p.relative_to(HTML).parts
+    ]
     assert pages, f"no HTML pages under {HTML}"
     parsed: dict[Path, _Anchors] = {}
 
@@ -427,13 +523,23 @@ def test_every_internal_link_resolves() -> None:
                     external.add(href)
                 continue
             path_part, _, frag = href.partition("#")
-            target = page if not path_part else (page.parent / unquote(path_part.split("?")[0])).resolve()
+            target = (
+                page
+                if not path_part
+                else (page.parent / unquote(path_part.split("?")[0])).resolve()
+            )
             if target.is_dir():
                 target = target / "index.html"
             if not target.exists():
                 dead.append(f"{page.relative_to(HTML)}: {href} (no such file)")
-            elif frag and target.suffix == ".html" and unquote(frag) not in anchors(target).ids:
-                dead.append(f"{page.relative_to(HTML)}: {href} (no element with id {frag!r})")
+            elif (
+                frag
+                and target.suffix == ".html"
+                and unquote(frag) not in anchors(target).ids
+            ):
+                dead.append(
+                    f"{page.relative_to(HTML)}: {href} (no element with id {frag!r})"
+                )
     REPORT["external_links"] = sorted(external)
     assert not dead, f"{len(dead)} dead internal links:\n  " + "\n  ".join(dead[:40])
 
@@ -445,8 +551,12 @@ def test_sliders_work_without_a_kernel(browser) -> None:
     for docname in CHAPTERS:
         visit = Visit(browser, page_url(docname))
         try:
-            found = visit.page.evaluate("() => document.querySelectorAll('.icml25-frames').length")
-            note = visit.page.evaluate("() => document.querySelectorAll('.icml25-frames-note').length")
+            found = visit.page.evaluate(
+                "() => document.querySelectorAll('.icml25-frames').length"
+            )
+            note = visit.page.evaluate(
+                "() => document.querySelectorAll('.icml25-frames-note').length"
+            )
             if not found:
                 if not note:
                     missing.append(docname)
@@ -466,10 +576,16 @@ def test_sliders_work_without_a_kernel(browser) -> None:
                   return img.src !== before && img.src.startsWith('data:image/png') ? 'ok' : 'image unchanged';
                 }"""
             )
-            assert not visit.blocked and not visit.failed and not visit.errors, (visit.blocked, visit.failed, visit.errors)
+            assert not visit.blocked and not visit.failed and not visit.errors, (
+                visit.blocked,
+                visit.failed,
+                visit.errors,
+            )
         finally:
             visit.close()
         assert result == "ok", f"{docname}: {result}"
         checked += 1
-    assert not missing, f"chapters whose interactive section has no pre-rendered figures: {missing}"
+    assert not missing, (
+        f"chapters whose interactive section has no pre-rendered figures: {missing}"
+    )
     REPORT["sliders_checked"] = checked

@@ -18,8 +18,14 @@ import yaml
 
 from _book import REPORT, ROOT, book_html, toc_docnames
 
-PDF = Path(os.environ["ICML25_BOOK_PDF"]).resolve() if os.environ.get("ICML25_BOOK_PDF") else None
-pytestmark = pytest.mark.skipif(PDF is None, reason="ICML25_BOOK_PDF is not set: run `make pdf`")
+PDF = (
+    Path(os.environ["ICML25_BOOK_PDF"]).resolve()
+    if os.environ.get("ICML25_BOOK_PDF")
+    else None
+)
+pytestmark = pytest.mark.skipif(
+    PDF is None, reason="ICML25_BOOK_PDF is not set: run `make pdf`"
+)
 
 
 @pytest.fixture(scope="module")
@@ -43,20 +49,25 @@ def _entries(reader) -> list[tuple[str, int, int]]:
 def test_first_page_has_the_title(book) -> None:
     title = yaml.safe_load((ROOT / "_config.yml").read_text())["title"]
     text = book.pages[0].extract_text()
-    assert title in text, f"the first page does not name the book {title!r}: {text[:200]!r}"
+    assert title in text, (
+        f"the first page does not name the book {title!r}: {text[:200]!r}"
+    )
 
 
 def test_every_toc_page_is_printed(book) -> None:
     entries = _entries(book)
     docnames = toc_docnames()
     assert len(entries) == len(docnames) + 1, (
-        f"{len(entries)} bookmarks for a cover and {len(docnames)} pages of _toc.yml: {[e[0] for e in entries]}")
+        f"{len(entries)} bookmarks for a cover and {len(docnames)} pages of _toc.yml: {[e[0] for e in entries]}"
+    )
     empty = [title for title, _, n in entries if n <= 0]
     assert not empty, f"entries without a page: {empty}"
     sidecar = PDF.with_suffix(".json")
     if sidecar.exists():  # the printer's own record of which page is which
         recorded = [e["docname"] for e in json.loads(sidecar.read_text())["entries"]]
-        assert recorded == ["cover", *docnames], f"the PDF is not in _toc.yml order: {recorded}"
+        assert recorded == ["cover", *docnames], (
+            f"the PDF is not in _toc.yml order: {recorded}"
+        )
     REPORT["pdf_entries"] = {title: n for title, _, n in entries}
 
 
@@ -66,7 +77,9 @@ def _images_on(page) -> int:
     except Exception:  # noqa: BLE001  (an image pypdf cannot decode still counts)
         resources = page.get("/Resources") or {}
         xobjects = resources.get("/XObject") or {}
-        return sum(1 for x in xobjects.values() if x.get_object().get("/Subtype") == "/Image")
+        return sum(
+            1 for x in xobjects.values() if x.get_object().get("/Subtype") == "/Image"
+        )
 
 
 def test_chapters_carry_figures_and_typeset_math(book) -> None:
@@ -80,9 +93,13 @@ def test_chapters_carry_figures_and_typeset_math(book) -> None:
             problems.append(f"{docname}: raw TeX delimiters in the printed text")
         page_html = (html / f"{docname}.html") if html else None
         if page_html and page_html.exists():
-            figures = len(re.findall(r'<img[^>]+src="[^"]*_images/', page_html.read_text()))
+            figures = len(
+                re.findall(r'<img[^>]+src="[^"]*_images/', page_html.read_text())
+            )
             if figures:
                 images = sum(_images_on(book.pages[i]) for i in range(first, first + n))
                 if images < figures:
-                    problems.append(f"{docname}: {figures} figures in the HTML, {images} images in the PDF")
+                    problems.append(
+                        f"{docname}: {figures} figures in the HTML, {images} images in the PDF"
+                    )
     assert not problems, "\n".join(problems)

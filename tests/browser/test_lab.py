@@ -30,12 +30,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("ICML25_CHROMIUM", "/usr/bin/chromium")
 CHAPTER = "02_vmf_exploration"
-SCREENSHOTS = Path(os.environ.get("ICML25_SCREENSHOTS", ROOT / "_build" / "screenshots"))
+SCREENSHOTS = Path(
+    os.environ.get("ICML25_SCREENSHOTS", ROOT / "_build" / "screenshots")
+)
 BIN = Path(sys.executable).parent
 
 pytestmark = [
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no chromium at {CHROMIUM} (make system-deps)"),
-    pytest.mark.skipif(not (BIN / "jupyter-lab").exists(), reason="JupyterLab is not installed (the lab extra)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(),
+        reason=f"no chromium at {CHROMIUM} (make system-deps)",
+    ),
+    pytest.mark.skipif(
+        not (BIN / "jupyter-lab").exists(),
+        reason="JupyterLab is not installed (the lab extra)",
+    ),
 ]
 
 
@@ -54,22 +62,39 @@ def lab(tmp_path_factory):
     settings = work / "settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)
     # render every cell (no windowing), so that the page text holds the whole notebook
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    (settings / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"windowingMode": "none"})
+    )
     apputils = work / "settings" / "@jupyterlab" / "apputils-extension"
     apputils.mkdir(parents=True)
     (apputils / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     port, token = _free_port(), "icml25-learner-test"
-    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(work / "settings"),
-           "JUPYTER_RUNTIME_DIR": str(work / "runtime"), "ICML25_RESULTS_DIR": str(work / "results"),
-           "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    env = {
+        **os.environ,
+        "JUPYTERLAB_SETTINGS_DIR": str(work / "settings"),
+        "JUPYTER_RUNTIME_DIR": str(work / "runtime"),
+        "ICML25_RESULTS_DIR": str(work / "results"),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    }
     log = open(work / "lab.log", "w")
     proc = subprocess.Popen(
-        [str(BIN / "jupyter-lab"), "--no-browser", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={nb.parent}",
-         "--LabApp.expose_app_in_browser=True", "--ServerApp.port_retries=0",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=nb.parent,
+        [
+            str(BIN / "jupyter-lab"),
+            "--no-browser",
+            f"--ServerApp.port={port}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={nb.parent}",
+            "--LabApp.expose_app_in_browser=True",
+            "--ServerApp.port_retries=0",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=nb.parent,
     )
     url = f"http://127.0.0.1:{port}"
     t0 = time.time()
@@ -80,7 +105,9 @@ def lab(tmp_path_factory):
         except OSError:
             if proc.poll() is not None or time.time() - t0 > 60:
                 proc.kill()
-                pytest.fail(f"JupyterLab did not start: {(work / 'lab.log').read_text()[-2000:]}")
+                pytest.fail(
+                    f"JupyterLab did not start: {(work / 'lab.log').read_text()[-2000:]}"
+                )
             time.sleep(0.5)
     yield {"url": url, "token": token, "notebook": nb}
     proc.terminate()
@@ -139,14 +166,27 @@ def test_learner_copy_in_jupyterlab(lab):
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-proxy-server", "--disable-background-networking"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-proxy-server", "--disable-background-networking"],
+        )
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         external = []
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(lab["url"])
-                   or route.request.url.startswith(("data:", "blob:")) else (external.append(route.request.url), route.abort()))
+        page.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if route.request.url.startswith(lab["url"])
+                or route.request.url.startswith(("data:", "blob:"))
+                else (external.append(route.request.url), route.abort())
+            ),
+        )
         page.goto(f"{lab['url']}/lab/tree/{lab['notebook'].name}?token={lab['token']}")
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
-                               "&& window.jupyterapp.shell.currentWidget.content", timeout=90_000)
+        page.wait_for_function(
+            "() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
+            "&& window.jupyterapp.shell.currentWidget.content",
+            timeout=90_000,
+        )
         t0 = time.time()
         # resolves when the last cell has run
         assert page.evaluate(RUN_ALL_JS) == "started"
@@ -163,10 +203,18 @@ def test_learner_copy_in_jupyterlab(lab):
         notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
         text = notebook.inner_text()
         # MyST rendered: no raw directive fences; the definition and the exercises are there
-        for raw in ("{prf:definition}", "{prf:theorem}", "{exercise}", "{solution-start}"):
+        for raw in (
+            "{prf:definition}",
+            "{prf:theorem}",
+            "{exercise}",
+            "{solution-start}",
+        ):
             assert raw not in text, f"raw MyST left in the page: {raw}"
-        assert page.locator(".jp-Notebook .jp-MarkdownCell :is(aside, div).proof").count() >= 1 or \
-            "Definition" in text, "the chapter's definition is not rendered"
+        assert (
+            page.locator(".jp-Notebook .jp-MarkdownCell :is(aside, div).proof").count()
+            >= 1
+            or "Definition" in text
+        ), "the chapter's definition is not rendered"
         assert "Exercise" in text
 
         # grader.check on an unfilled stub says what is still to write
@@ -178,7 +226,9 @@ def test_learner_copy_in_jupyterlab(lab):
         out_area = sliders.locator("xpath=ancestor::div[contains(@class,'jp-Cell')][1]")
         imgs = out_area.locator(".jp-OutputArea-output img")
         n_before = imgs.count()
-        assert n_before == 1, f"expected one figure in the interactive cell, found {n_before}"
+        assert n_before == 1, (
+            f"expected one figure in the interactive cell, found {n_before}"
+        )
         before = imgs.first.get_attribute("src")
         out_area.screenshot(path=str(SCREENSHOTS / "lab-02-slider-before.png"))
         handle = sliders.locator(".noUi-handle").first
@@ -190,7 +240,9 @@ def test_learner_copy_in_jupyterlab(lab):
             time.sleep(0.5)
         after = imgs.first.get_attribute("src")
         assert after != before, "moving the slider did not redraw the figure"
-        assert imgs.count() == 1, "a second figure appeared instead of the first being redrawn"
+        assert imgs.count() == 1, (
+            "a second figure appeared instead of the first being redrawn"
+        )
         out_area.screenshot(path=str(SCREENSHOTS / "lab-02-slider-after.png"))
         page.screenshot(path=str(SCREENSHOTS / "lab-02-top.png"))
         browser.close()
