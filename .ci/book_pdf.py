@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import yaml
+
 from toc import toc_docnames  # .ci/toc.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -38,9 +38,10 @@ import numpy as np
 import torch
 
 from icml25 import flow_divergence as fdm
-import _limits
 from icml25.common import device_name, gpu_available
 from icml25.kernels import flow_divergence
+
+import _limits
 
 TRAIN_VARIANTS = ("cfm", "fdm_exact", "fdm_hutchinson")
 LIMITS: dict = {}  # the machine's limits, measured once in main()

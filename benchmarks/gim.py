@@ -34,8 +34,8 @@ import numpy as np
 import torch
 
 from icml25 import gim
-from icml25.kernels import gim_kernels
 from icml25.common import backend_label, device_name
+from icml25.kernels import gim_kernels
 
 import _limits
 

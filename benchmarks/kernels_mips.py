@@ -40,9 +40,10 @@ except ImportError:  # pragma: no cover
         return nullcontext()
 
 
-import _limits
 from icml25.common import device_name, gpu_available, results_dir
 from icml25.kernels import mips
+
+import _limits
 
 LIMITS: dict = {}  # the machine's limits, measured once in main()
 

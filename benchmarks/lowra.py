@@ -41,9 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
-import _limits
 from icml25.common import device_name, gpu_available
 from icml25.kernels import lowbit as lb
+
+import _limits
 
 GROUP = 64
 # fractions of rows: 0.6 + 0.7 + 0.2 = 1.5 bits per weight

@@ -31,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from icml25 import mincut_predictions as mc
-import _limits
 from icml25.common import backend_label, device_name
+
+import _limits
 
 LIMITS: dict = {}  # the machine's limits, measured once in main()
 

@@ -26,9 +26,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import _limits
 from icml25 import vae_variance_attack as vaa
 from icml25.common import backend_label, device_name, profile_config, repo_root
+
+import _limits
 
 
 def main() -> None:

@@ -18,8 +18,8 @@ without a GPU) and caching the loaded ``cupy.RawModule``.
 from __future__ import annotations
 
 import functools
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 

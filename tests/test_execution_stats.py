@@ -9,9 +9,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / ".ci"))
-import execution_stats as es  # noqa: E402
-
 from icml25 import common  # noqa: E402
+
+import execution_stats as es  # noqa: E402
 
 
 def _write(folder: Path, chapter: str, profile: str, **prov) -> None:

@@ -7,8 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from icml25.kernels import compile_ptx
-from icml25.kernels import contraction
+from icml25.kernels import compile_ptx, contraction
 
 
 def _random_graph(n, density, rng):

@@ -8,8 +8,7 @@ import pytest
 import torch
 from scipy.spatial import cKDTree
 
-from icml25.kernels import compile_ptx
-from icml25.kernels import knn_attention
+from icml25.kernels import compile_ptx, knn_attention
 
 
 def test_compiles_with_nvrtc():

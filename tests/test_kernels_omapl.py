@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from icml25.kernels import _splitmix64, compile_ptx
-from icml25.kernels import omapl_kernels
+from icml25.kernels import _splitmix64, compile_ptx, omapl_kernels
 
 MASK = (1 << 64) - 1
 MOVE = {0: (0, 0), 1: (0, 1), 2: (0, -1), 3: (1, 0), 4: (-1, 0)}

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from icml25.kernels import compile_ptx
-from icml25.kernels import pars_kernels
+from icml25.kernels import compile_ptx, pars_kernels
 
 MASK = (1 << 64) - 1
 

@@ -7,8 +7,7 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
-from icml25.kernels import compile_ptx
-from icml25.kernels import polytope
+from icml25.kernels import compile_ptx, polytope
 
 
 def _slsqp(x, Phi, xi):

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from icml25.kernels import compile_ptx
-from icml25.kernels import superpixel
+from icml25.kernels import compile_ptx, superpixel
 
 
 def _loop_mean(values, labels, G):

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from icml25.hc_oracles import balanced_tree, random_binary_tree
-from icml25.kernels import _splitmix64, compile_ptx
-from icml25.kernels import triplets
+from icml25.kernels import _splitmix64, compile_ptx, triplets
 
 MASK = (1 << 64) - 1
 

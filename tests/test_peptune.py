@@ -510,9 +510,8 @@ def test_front_hypervolume_against_pymoo():
 
 
 def test_generation_metrics_by_hand(corpus):
-    from rdkit import DataStructs
+    from rdkit import Chem, DataStructs
     from rdkit.Chem import rdFingerprintGenerator
-    from rdkit import Chem
 
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=1024)
     gen_smiles = corpus[:4] + [corpus[0], "CCO"]

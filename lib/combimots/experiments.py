@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from icml25.checks import check_int, check_real, check_rng
+from icml25.kernels import dominance
 
 from ._checks import _check_smiles
 from .baselines import nsga2_block_pairs, run_synthemol, scalarize
@@ -19,8 +20,6 @@ from .method import ParetoMCTS
 from .metrics import diversity, novelty, uniqueness, validity
 from .objectives import ObjectiveVector
 from .space import Reaction, random_real_products
-
-from icml25.kernels import dominance
 
 __all__ = ["MethodRun", "compare_methods", "summarize", "front_grid", "redock"]
 

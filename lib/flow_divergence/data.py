@@ -11,10 +11,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from numpy.typing import ArrayLike
-
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from torch import Tensor
 
 from icml25.checks import (

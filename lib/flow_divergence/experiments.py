@@ -12,10 +12,9 @@ import math
 import time
 from typing import Any, Callable
 
-from numpy.typing import ArrayLike
-
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from torch import Tensor, nn
 
 from icml25.checks import (

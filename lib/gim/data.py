@@ -21,11 +21,11 @@ import numpy as np
 from icml25.checks import (
     check_array,
     check_budget,
+    check_choice,
     check_int,
     check_positive,
     check_real,
     check_rng,
-    check_choice,
 )
 
 from ._checks import _check_dag, _topological_order

@@ -16,11 +16,11 @@ import scipy.sparse as sp
 
 from icml25.checks import check_array, check_int, check_rng
 
+from ._checks import _check_tree, _check_weights
 from .baselines import LINKAGES, linkage_tree, spectral_tree
 from .data import hsbm
 from .method import build_from_counts, build_insertion, build_nearlinear_mw
 from .oracle import SplittingOracle
-from ._checks import _check_tree, _check_weights
 from .trees import (
     Tree,
     _cost_and_revenue,

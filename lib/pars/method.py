@@ -40,7 +40,6 @@ from icml25.checks import (
 )
 from icml25.kernels import pars_kernels
 
-
 __all__ = [
     "EnsembleCritic",
     "Actor",

@@ -179,10 +179,10 @@ def nsga2_residues(
     Returns:
         ``{"smiles", "scores" (front), "calls"}``.
     """
+    from p2smi import genPeps
     from pymoo.algorithms.moo.nsga2 import NSGA2
     from pymoo.core.problem import Problem
     from pymoo.optimize import minimize
-    from p2smi import genPeps
 
     K = check_int(K, "K", low=1)
     pop_size = check_int(pop_size, "pop_size", low=2)

@@ -229,8 +229,8 @@ def peptide_corpus(
     Raises:
         ValueError: bad sizes/probabilities, an unknown cyclisation, or ``n`` not reachable.
     """
-    from p2smi import chemMods, fasta2smi, genPeps
     import p2smi.utilities.smilesgen as smilesgen
+    from p2smi import chemMods, fasta2smi, genPeps
 
     check_int(n, "n", low=1)
     if not (isinstance(residues, (tuple, list)) and len(residues) == 2):

@@ -30,8 +30,7 @@ import numpy as np
 import torch
 
 from icml25.checks import check_int, check_real, check_rng
-from icml25.kernels import dominance
-from icml25.kernels import mdlm_sampler
+from icml25.kernels import dominance, mdlm_sampler
 
 from .chem import is_valid_peptide
 from .model import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import time
-from dataclasses import dataclass, asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -15,14 +15,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from icml25.checks import check_int, check_real, check_rng, check_budget
+from icml25.checks import check_budget, check_int, check_real, check_rng
 
 from .baselines import keyword_heuristic
 from .data import COLOURS, SHAPES, SyntheticRGBDScenes
 from .geometry import knn_points
 from .losses import set_loss
 from .metrics import acc_at_iou, box_from_mask, mask_iou_3d
-from .model import Backbone2D, UniVLG, UniVLGConfig, N_COLOUR_CLASSES, N_SHAPE_CLASSES
+from .model import N_COLOUR_CLASSES, N_SHAPE_CLASSES, Backbone2D, UniVLG, UniVLGConfig
 from .text import positive_map
 
 __all__ = [

@@ -279,7 +279,7 @@ def set_loss(
                     + w["mask_bce"] * F.binary_cross_entropy_with_logits(x, t)
                     + w["dice"] * _dice(x, t).mean()
                 )
-            if "boxes" in pred and "boxes" in tgt and not ("masks" in pred):
+            if "boxes" in pred and "boxes" in tgt and "masks" not in pred:
                 pb, tb = pred["boxes"][b][rows_t], tgt["boxes"][cols_t]
                 _, giou = box_iou_3d_torch(pb, tb)
                 loss = (
