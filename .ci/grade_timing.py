@@ -30,9 +30,8 @@ def _load(module: str | None):
         from icml25 import classroom
 
         return classroom
-    path = Path(
-        module
-    ).resolve()  # importable by name, so that spawned grading workers find it
+    # importable by name, so that spawned grading workers find it
+    path = Path(module).resolve()
     sys.path.insert(0, str(path.parent))
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(path.parent), os.environ.get("PYTHONPATH", "")]

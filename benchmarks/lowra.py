@@ -109,9 +109,8 @@ def torch_dequantize(packed, offsets, row_bits, lut, absmax, n: int, g: int):
         if rows.numel() == 0:
             continue
         per, nbytes, k = 4 // b, (n * b + 7) // 8, rows.numel()
-        data = packed[
-            offsets[rows][:, None] + torch.arange(nbytes)
-        ].long()  # (k, nbytes)
+        # (k, nbytes)
+        data = packed[offsets[rows][:, None] + torch.arange(nbytes)].long()
         nib = torch.arange(16)
         codes = (nib[:, None] >> (torch.arange(per) * b)) & ((1 << b) - 1)  # (16, per)
         table = lut[rows][:, codes].reshape(k * 16, per)

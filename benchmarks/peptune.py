@@ -148,9 +148,8 @@ def main() -> None:
         )
         print(json.dumps(out["reverse_step"][-1]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    for (
-        B
-    ) in args.Bs:  # written after every size, so a run cut short keeps what it measured
+    # written after every size, so a run cut short keeps what it measured
+    for B in args.Bs:
         out["mctg_iteration"].append(
             bench_mctg(model, objectives, B, 1 if B > 100 else args.mctg_reps)
         )

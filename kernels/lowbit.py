@@ -571,16 +571,18 @@ def _level_tables(lut_rows: np.ndarray, b: int) -> tuple[np.ndarray, int]:
     low half-byte holds the byte's first codes)."""
     k = lut_rows.shape[0]
     if b == 1:
+        # (16, 4)
         codes = (
             np.arange(16, dtype=np.uint8)[:, None] >> np.arange(4, dtype=np.uint8)
-        ) & 1  # (16, 4)
+        ) & 1
         return np.ascontiguousarray(lut_rows[:, codes], dtype=np.float32).view(
             "V16"
         ).reshape(-1), 4
     if b == 2:  # half-byte tables of 2 levels, moved as one uint64
+        # (16, 2)
         codes = (
             np.arange(16, dtype=np.uint8)[:, None] >> np.array([0, 2], dtype=np.uint8)
-        ) & 3  # (16, 2)
+        ) & 3
         half = (
             np.ascontiguousarray(lut_rows[:, codes], dtype=np.float32)
             .view(np.uint64)

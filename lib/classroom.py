@@ -583,9 +583,8 @@ def parse_chapter(path: str | Path) -> Chapter:
     exercises: dict[str, Exercise] = {}
     current: Exercise | None = None
     in_solution: Exercise | None = None
-    chapter_cells: list[
-        tuple[int, str]
-    ] = []  # (cell index, source) of ordinary code cells
+    # (cell index, source) of ordinary code cells
+    chapter_cells: list[tuple[int, str]] = []
     first_exercise_cell: int | None = None
     tagged_setup: list[tuple[int, str]] = []
 
@@ -1048,9 +1047,8 @@ def assign(
             zips[0].rename(instructor_dir / "autograder.zip")
         import zipfile
 
-        with zipfile.ZipFile(
-            instructor_dir / "autograder.zip", "a"
-        ) as zf:  # what the sandboxed grader reads
+        # what the sandboxed grader reads
+        with zipfile.ZipFile(instructor_dir / "autograder.zip", "a") as zf:
             zf.writestr(
                 GRADING_SPEC, json.dumps(grading_spec(chapter, points=points), indent=1)
             )
@@ -2246,8 +2244,6 @@ def _kill_strays(keep: set[int], pid_max: int) -> None:
 def _test_process_main() -> None:
     """The sandbox's test process (see the comment at the top of this section)."""
     import socket
-    import time
-    import traceback
 
     # fd 0 is read unbuffered, frame by frame: a buffered reader would read ahead and hold the
     # tests in memory when the workers are forked (sys.__stdin__.buffer.peek() in a worker)

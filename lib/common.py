@@ -222,7 +222,8 @@ def seed_everything(seed: int) -> np.random.Generator:
         )
     seed = int(seed)
     random.seed(seed)
-    np.random.seed(seed % 2**32)
+    # NumPy's legacy global generator, for third-party code that draws from it
+    np.random.seed(seed % 2**32)  # noqa: NPY002
     try:
         import torch
 

@@ -29,14 +29,12 @@ from __future__ import annotations
 import argparse
 import ast
 import functools
-import json
 import re
-import shutil
 import sys
 import tempfile
 import types
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import nbformat
 

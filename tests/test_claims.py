@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -159,9 +158,8 @@ def test_claims_name_metrics_the_chapter_records(chapter):
     """Every claim's metrics appear in the chapter notebook (where its metrics dict is built)."""
     try:
         cl = claims.chapter_claims(chapter)
-    except (
-        ImportError
-    ) as exc:  # a chapter module not importable here is reported by its own tests
+    # a chapter module not importable here is reported by its own tests
+    except ImportError as exc:
         pytest.skip(str(exc))
     nbs = list((ROOT / "notebooks").glob(f"{chapter}_*.ipynb"))
     if not cl or not nbs:

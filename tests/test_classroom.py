@@ -271,9 +271,8 @@ def _signature_lines(src: str) -> set[int]:
 def _secret_lines(code: str, *, skip_signatures: bool) -> list[str]:
     skip = _signature_lines(code) if skip_signatures else set()
     out = [line.strip() for k, line in enumerate(code.split("\n")) if k not in skip]
-    for st in ast.parse(
-        code
-    ).body:  # the forms ast.unparse gives (otter rewrites test bodies so)
+    # the forms ast.unparse gives (otter rewrites test bodies so)
+    for st in ast.parse(code).body:
         if not (
             skip_signatures
             and isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))

@@ -149,9 +149,9 @@ def test_conditional_score_and_divergence_match_autograd():
         logp = (-((x - a * x1) ** 2).sum(1) / (2 * s[:, 0] ** 2)).sum()
         score = torch.autograd.grad(logp, x)[0]
         assert torch.allclose(score, ps.score, atol=1e-10)
-        u_fn = lambda xx, tt: (
+        u_fn = lambda xx, tt: (  # noqa: E731
             ps.d_sigma_t[:, None] / s * (xx - a * x1) + ps.d_alpha_t[:, None] * x1
-        )  # noqa: E731
+        )
         assert torch.allclose(u_fn(ps.xt, t), ps.ut, atol=1e-10)
         assert torch.allclose(F.divergence_exact(u_fn, ps.xt, t), ps.div_u, atol=1e-10)
 
@@ -757,9 +757,9 @@ def test_hist_metrics_refuse_or_charge_mass_outside_the_range():
     # default: the official value, mass outside dropped (what the chapter reports)
     c = np.random.default_rng(1).standard_normal((1000, 2))
     c[:10] = 7.0  # 1 % outside [-5, 5]^2
-    h = lambda x: (
+    h = lambda x: (  # noqa: E731
         np.histogram2d(x[:, 0], x[:, 1], bins=30, range=((-5, 5), (-5, 5)))[0] / len(x)
-    )  # noqa: E731
+    )
     assert F.hist_tv(b, c, bins=30) == pytest.approx(
         0.5 * np.abs(h(b) - h(c)).sum(), rel=1e-12
     )

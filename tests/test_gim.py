@@ -175,7 +175,7 @@ def test_posterior_target_probs_match_numerical_integration(small_fit, small_ben
         small_fit.scm.sigma().detach().numpy(),
     )
     k, j = 1, 2
-    f = lambda p: (
+    f = lambda p: (  # noqa: E731
         stats.norm.pdf(p, m[k, j], s[j])
         * np.exp(-(-2 * p * SR[k, j].item() + n * p * p) / (2 * sig[j] ** 2))
     )
@@ -232,7 +232,7 @@ def test_mmd_equals_its_double_sum_definition():
     g = np.random.default_rng(9)
     X, Y = g.normal(size=(12, 3)), g.normal(size=(9, 3)) + 0.3
     h = 1.1
-    k = lambda A, B: np.exp(-cdist(A, B, "sqeuclidean") / (2 * h * h))
+    k = lambda A, B: np.exp(-cdist(A, B, "sqeuclidean") / (2 * h * h))  # noqa: E731
     Kxx, Kyy, Kxy = k(X, X), k(Y, Y), k(X, Y)
     biased = Kxx.mean() + Kyy.mean() - 2 * Kxy.mean()
     unbiased = (Kxx.sum() - 12) / (12 * 11) + (Kyy.sum() - 9) / (9 * 8) - 2 * Kxy.mean()

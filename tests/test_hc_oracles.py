@@ -276,8 +276,8 @@ def test_bad_weights_are_refused_naming_W():
         np.array([[0, 1, 0], [2, 0, 2], [0, 2, 0]], float),  # asymmetric
         -good,  # negative
         np.where(good == 2, np.nan, good),  # non-finite
-        good + np.eye(3),
-    ):  # diagonal
+        good + np.eye(3),  # diagonal
+    ):
         with pytest.raises(ValueError, match="W"):
             hco.dasgupta_cost(T, bad)
     with pytest.raises(ValueError, match="W_sparse"):

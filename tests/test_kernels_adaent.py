@@ -75,9 +75,8 @@ def test_torch_in_torch_out_equals_numpy_path():
 def test_threshold_extremes():
     rng = np.random.default_rng(5)
     qs, qp = rng.normal(size=(50, 8)), rng.normal(size=(50, 8))
-    assert not adaent.landscape_similarity(qs, qp, -1.0)[
-        1
-    ].any()  # a cosine is never below -1
+    # a cosine is never below -1
+    assert not adaent.landscape_similarity(qs, qp, -1.0)[1].any()
     cos, mask = adaent.landscape_similarity(qs, qp, 1.0)
     np.testing.assert_array_equal(mask, cos < 1.0)
 

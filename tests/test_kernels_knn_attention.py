@@ -38,12 +38,12 @@ def test_knn_respects_scenes_and_breaks_ties_by_index():
             [1, 0, 0],
             [-1, 0, 0],
             [0, 1, 0],  # scene 0: three points at distance 1 from the origin
-            [5, 5, 5],
+            [5, 5, 5],  # scene 1
             [5, 5, 6],
             [5, 5, 4],
         ],
         dtype=np.float32,
-    )  # scene 1
+    )
     rb = np.array([0, 0, 0, 0, 1, 1, 1])
     q = np.array([[0, 0, 0], [5, 5, 5]], dtype=np.float32)
     idx, _ = knn_attention.knn(q, ref, 3, np.array([0, 1]), rb)
@@ -74,10 +74,11 @@ def test_knn_tiled_matches_untiled(monkeypatch):
         (dict(k=17), ValueError),
         (dict(k=5), ValueError),  # more than the 4 reference points
         (dict(q_batch=np.zeros(3, int)), ValueError),  # only one of the batch arrays
+        # unsorted
         (
             dict(q_batch=np.zeros(3, int), ref_batch=np.array([1, 0, 0, 0])),
             ValueError,
-        ),  # unsorted
+        ),
         (dict(q=np.full((3, 3), np.nan)), ValueError),
     ],
 )

@@ -609,9 +609,8 @@ def test_dequant_matmul_gpu_matches_reference():
         y = cp.asnumpy(
             lb.dequant_matmul_gpu(x, packed, offsets, row_bits, lut, absmax, n, group=g)
         )
-        assert (
-            np.abs(y - ref) <= 1e-4 * scale + 1e-6
-        ).all()  # orders differ; an indexing bug is O(scale)
+        # orders differ; an indexing bug is O(scale)
+        assert (np.abs(y - ref) <= 1e-4 * scale + 1e-6).all()
 
 
 @pytest.mark.gpu

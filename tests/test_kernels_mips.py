@@ -151,9 +151,8 @@ def test_mips_argmax_reference_ties_go_to_lowest_index(small_chunks, B, n, d):
     X = _int_data(rng, (n, d), -1, 2)
     index, score = mips_argmax_reference(Q, X)
     S = Q.astype(np.int64) @ X.astype(np.int64).T  # exact
-    assert (S == S.max(axis=1, keepdims=True)).sum(
-        axis=1
-    ).min() > 1  # ties really occur
+    # ties really occur
+    assert (S == S.max(axis=1, keepdims=True)).sum(axis=1).min() > 1
     # np.argmax: first occurrence
     np.testing.assert_array_equal(index, np.argmax(S, axis=1))
     np.testing.assert_array_equal(score, S.max(axis=1).astype(np.float32))
@@ -239,9 +238,8 @@ def test_gumbel_max_reference_large_kappa_is_argmax():
     V, X = _unit_rows(rng, 64, 8), _unit_rows(rng, 200, 8)
     greedy, _ = mips_argmax_reference(V, X)
     S = np.sort(V.astype(np.float64) @ X.T.astype(np.float64), axis=1)
-    gap = (
-        S[:, -1] - S[:, -2]
-    ).min()  # with kappa * gap >> Gumbel range (< 35), the noise cannot flip
+    # with kappa * gap >> Gumbel range (< 35), the noise cannot flip
+    gap = (S[:, -1] - S[:, -2]).min()
     kappa = 200.0 / gap
     np.testing.assert_array_equal(
         gumbel_max_sample_reference(V, X, kappa, seed=3), greedy

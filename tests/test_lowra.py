@@ -682,13 +682,11 @@ def test_assigners_refuse_an_infeasible_or_failed_solver_result(monkeypatch, cas
     make = {
         "infeasible": lambda k: None,
         "no_precision": lambda k: np.zeros(k),  # a channel with no precision
-        "two_precisions": lambda k: np.tile(
-            [1.0, 1.0, 0.0], k // 3
-        ),  # a channel with two
+        # a channel with two
+        "two_precisions": lambda k: np.tile([1.0, 1.0, 0.0], k // 3),
         "fractional": lambda k: np.tile([0.5, 0.5, 0.0], k // 3),
-        "over_budget": lambda k: np.tile(
-            [0.0, 0.0, 1.0], k // 3
-        ),  # every channel at 4 bits
+        # every channel at 4 bits
+        "over_budget": lambda k: np.tile([0.0, 0.0, 1.0], k // 3),
     }[case]
     _patch_milp(monkeypatch, make, status=2 if case == "infeasible" else 0)
     match = {

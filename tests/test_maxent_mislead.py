@@ -482,14 +482,10 @@ def test_control_benchmark_reports_the_steps_reached():
     [
         (lambda: maxent.Obstacle2D(), [np.nan, 0.0]),  # was a silent -200 "collision"
         (lambda: maxent.Obstacle2D(), [1.0]),  # was numpy's "cannot reshape"
-        (
-            lambda: maxent.PrecisionBandit(maxent.make_toy_b_reward()),
-            [np.nan],
-        ),  # was a NaN reward
-        (
-            lambda: maxent.TwoBranchMDP(),
-            [np.nan],
-        ),  # was a silent move to the precise branch
+        # was a NaN reward
+        (lambda: maxent.PrecisionBandit(maxent.make_toy_b_reward()), [np.nan]),
+        # was a silent move to the precise branch
+        (lambda: maxent.TwoBranchMDP(), [np.nan]),
         (lambda: maxent.ContinuousAcrobot(), [np.inf]),  # was a NaN state
         (lambda: maxent.BicycleTracking(), [np.nan, 0.0]),
         (lambda: maxent.BicycleTracking(), [1.0, 0.0, 0.0]),
@@ -513,14 +509,10 @@ def test_bandit_refuses_a_non_finite_reward():
     "args,match",
     [
         (([np.nan, 0.0], [3.0, 0.0], [2.0, -2.0], [2.05, 2.0]), "p0"),  # was True
-        (
-            ([0.0, 0.0, 0.0], [3.0, 0.0], [2.0, -2.0], [2.05, 2.0]),
-            "p0",
-        ),  # was a numpy broadcast error
-        (
-            ([0.0, 0.0], [3.0, 0.0], [2.05, 2.0], [2.0, -2.0]),
-            "lo",
-        ),  # lo > hi was a silent False
+        # was a numpy broadcast error
+        (([0.0, 0.0, 0.0], [3.0, 0.0], [2.0, -2.0], [2.05, 2.0]), "p0"),
+        # lo > hi was a silent False
+        (([0.0, 0.0], [3.0, 0.0], [2.05, 2.0], [2.0, -2.0]), "lo"),
     ],
 )
 def test_segment_hits_box_refuses_bad_points(args, match):

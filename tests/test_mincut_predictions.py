@@ -4,7 +4,6 @@ cut distributions, hand-built prediction errors, and every documented bad input.
 from __future__ import annotations
 
 import itertools
-import math
 import re
 import time
 
@@ -87,7 +86,6 @@ def _exact_karger_distribution(edges, w, n):
     @lru_cache(maxsize=None)
     def dist(groups):
         if len(groups) == 2:
-            side = frozenset(g for g in groups if 0 in g for g in [g])
             return {frozenset(next(g for g in groups if 0 in g)): 1.0}
         where = {v: i for i, g in enumerate(groups) for v in g}
         total, out = 0.0, {}
@@ -767,9 +765,8 @@ def test_a_trial_on_a_graph_too_large_names_n_not_the_internal_trial_count():
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: mc.min_cut(
-            _E5, _W5, 4, n_trials=3
-        ),  # used to draw from default_rng(0) silently
+        # used to draw from default_rng(0) silently
+        lambda: mc.min_cut(_E5, _W5, 4, n_trials=3),
         lambda: mc.trials_until_min_cut(_E5, _W5, 4, n_reps=2),  # likewise
         lambda: mc.contraction_batch(_E5, _W5, 4, 2),
         lambda: mc.karger_trial(_E5, _W5, 4),

@@ -41,9 +41,8 @@ def test_layer_norm_bounds_the_output_for_any_input():
     with torch.no_grad():
         qp = plain(x[:, :3], x[:, 3:])
         bp = plain.w_out.norm(dim=1) * np.sqrt(32) + plain.b_out.abs()
-    assert (
-        qp.abs() > bp[:, None]
-    ).any()  # without LN the same bound fails: it is not vacuous
+    # without LN the same bound fails: it is not vacuous
+    assert (qp.abs() > bp[:, None]).any()
 
 
 def test_sampler_never_lands_inside_the_box():

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest

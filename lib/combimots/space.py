@@ -158,9 +158,8 @@ class Reaction:
             )
         self.allowed = None if allowed is None else tuple(frozenset(a) for a in allowed)
         self.block_set = frozenset() if block_set is None else frozenset(block_set)
-        self._matches: dict[
-            str, list[int]
-        ] = {}  # SMILES -> slots (the allowed sets never change)
+        # SMILES -> slots (the allowed sets never change)
+        self._matches: dict[str, list[int]] = {}
 
     @property
     def n_reactants(self) -> int:

@@ -239,7 +239,8 @@ def graph_notears(X: Any, lam1: float = 0.1, threshold: float = 0.3) -> np.ndarr
     import os
 
     os.environ.setdefault("CASTLE_BACKEND", "pytorch")
-    import castle  # its basicConfig puts the root logger at INFO
+    # imported before the level is set: its basicConfig puts the root logger at INFO
+    import castle  # noqa: F401
 
     # castle logs its backend and every iteration at INFO
     logging.getLogger().setLevel(logging.WARNING)

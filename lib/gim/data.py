@@ -23,7 +23,6 @@ from icml25.checks import (
     check_budget,
     check_choice,
     check_int,
-    check_positive,
     check_real,
     check_rng,
 )

@@ -14,7 +14,6 @@ from .baselines import (
     graph_ges,
     graph_notears,
     graph_pc,
-    no_shift_predict,
     z_test_scores,
 )
 from .data import Benchmark, Split

@@ -420,7 +420,7 @@ def _triplet_revenue(S: np.ndarray, W: np.ndarray) -> float:
         if not len(bc):
             continue
         b, c = bc[:, 0], bc[:, 1]
-        sab, sac, sbc = S[a, b], S[a, c], S[b, c]
+        sab, sac = S[a, b], S[a, c]
         # the lowest-LCA pair
         w = np.where(sab < sac, W[a, b], np.where(sac < sab, W[a, c], W[b, c]))
         total += float(w.sum())

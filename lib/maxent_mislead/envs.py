@@ -355,9 +355,8 @@ class ContinuousAcrobot(_ProjectEnv):
         self._s = s
         self._t += 1
         t1, t2, dt1, dt2 = s
-        e1 = (t1 - math.pi / 2 + math.pi) % (
-            2 * math.pi
-        ) - math.pi  # angle error to upright, wrapped
+        # angle error to upright, wrapped
+        e1 = (t1 - math.pi / 2 + math.pi) % (2 * math.pi) - math.pi
         reward = -(e1**2 + t2**2 + 0.1 * dt1**2 + 0.1 * dt2**2)
         return self._obs(), float(reward), False, self._t >= self.MAX_STEPS, {}
 

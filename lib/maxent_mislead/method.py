@@ -155,10 +155,10 @@ def _threshold_alpha(r_mid: float, r_hi: float, r_fail: float, w: float) -> floa
     """Root of ``V_precise(alpha) - V_robust(alpha)`` (brentq). The gap is ``r_hi - r_mid > 0`` at
     ``alpha -> 0`` and tends to ``(2 w r_hi + (2 - 2w) r_fail) / 2 - r_mid`` (the mean reward minus
     ``r_mid``) as ``alpha -> inf``; it is bracketed by doubling ``alpha``."""
-    gap = lambda a: (
+    gap = lambda a: (  # noqa: E731
         _branch_values(a, r_mid, r_hi, r_fail, w)[1]
         - _branch_values(a, r_mid, r_hi, r_fail, w)[0]
-    )  # noqa: E731
+    )
     lo, hi = 1e-3 * (r_hi - r_mid), 1.0
     while gap(hi) > 0:
         hi *= 2.0

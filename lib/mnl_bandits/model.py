@@ -42,9 +42,8 @@ def _check_assortment(S: Any, N: int, K: int | None = None) -> np.ndarray:
     """
     try:
         S = check_array(S, "S", ndim=1, kind="int", low=0, high=N - 1)
-    except (
-        TypeError
-    ) as err:  # a non-integer assortment is a wrong value of S, not a wrong kind
+    # a non-integer assortment is a wrong value of S, not a wrong kind
+    except TypeError as err:
         raise ValueError(
             f"S must be a 1-D array of integer item indices: {err}"
         ) from err

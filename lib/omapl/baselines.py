@@ -13,8 +13,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import torch
 from torch import nn
@@ -175,7 +173,7 @@ class SLMARL(OMAPL):
 
     def update(self, batch: PairBatch) -> dict[str, float]:
         """Phase 1 (reward fit) for the first ``reward_updates`` calls, then phase 2 (MARL)."""
-        b, c = _check_batch(batch), self.cfg
+        b = _check_batch(batch)
         if self.n_updates < self.reward_updates:
             R = self.reward(b.state, b.actions)
             if self.reward_loss == "bt":

@@ -37,7 +37,6 @@ from .data import (
 from .defaults import DEFAULTS
 from .envs import CoopGridEnv, MPESpreadAdapter
 from .method import OMAPL, OMAPLConfig, _extreme_v
-from .networks import HyperMixer, TwoLayerMixer
 
 __all__ = [
     "GridData",

@@ -13,7 +13,7 @@ Paper vs official code (both implemented, labelled; the paper's form is the defa
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np

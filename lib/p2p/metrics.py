@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from icml25.checks import check_array, check_int, check_tensor
+from icml25.checks import check_array, check_tensor
 from icml25.kernels import superpixel
 
 from ._checks import _check_groups, _check_image_tensor
@@ -133,8 +133,6 @@ def insertion_deletion_curves(
     Raises:
         TypeError/ValueError: shapes that disagree, fractions outside [0, 1] or not increasing.
     """
-    import torch
-
     x = _check_image_tensor(x)
     B, C, H, W = x.shape
     s = check_tensor(scores, "scores", ndim=2)

@@ -21,7 +21,6 @@ attention mask and length buckets); fp32, not fp64.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml25.checks import check_bool, check_int, check_real
+from icml25.checks import check_int, check_real
 from icml25.kernels import mdlm_sampler
 
 from .chem import SmilesTokenizer, is_valid_peptide

@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch import fx
 
 
 class Ref:
@@ -98,7 +97,7 @@ class _Rank:
         prog = self.prog
         if prog is None:
             raise RuntimeError("no plan loaded")
-        S, M, D = prog["S"], prog["M"], self.D
+        M, D = prog["M"], self.D
         xs = [torch.chunk(x, M) for x in payload["inputs"]]
         ys = torch.chunk(payload["target"], M)
         stages, meta = prog["stages"], prog["meta"]
@@ -227,7 +226,7 @@ class _Rank:
             )
         for w in sends:
             w.wait(self.timeout)
-        w3, c3 = time.perf_counter(), time.thread_time()
+        c3 = time.thread_time()
         grads_out = {}
         lr = float(payload.get("lr", 0.0))
         with torch.no_grad():

@@ -11,11 +11,11 @@ activations, a backward frees them, on top of the weights.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from icml25.checks import check_array, check_int, check_real
+from icml25.checks import check_array, check_real
 
 from .graph import OpGraph, cut_matrix
 from .schedule import Event, check_schedule

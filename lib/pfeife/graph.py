@@ -95,9 +95,8 @@ def _capture_dynamo(
     dynamo.reset()
     try:
         torch.compile(model, backend=backend, fullgraph=True, dynamic=False)(*inputs)
-    except (
-        Exception
-    ) as err:  # dynamo's Unsupported/graph-break errors have many classes
+    # dynamo's Unsupported/graph-break errors have many classes
+    except Exception as err:
         raise ValueError(
             f"torch.compile could not capture {type(model).__name__} as one graph "
             f"(graph break: {str(err).splitlines()[0][:300]}); use method='symbolic_trace'"

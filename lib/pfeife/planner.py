@@ -27,7 +27,7 @@ from icml25.kernels import pipeline_sim
 
 from .cost import CommModel, check_splits
 from .defaults import DEFAULTS
-from .graph import OpGraph, linearize
+from .graph import OpGraph
 from .schedule import Event, _check_sched_args, _make_schedule, schedule_candidates
 
 __all__ = [

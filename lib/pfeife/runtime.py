@@ -35,7 +35,6 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from icml25.checks import check_array, check_int, check_real, check_tensor
 
-from .cost import CommModel
 from .graph import _output_node, stage_of
 from .planner import Plan
 
@@ -149,9 +148,9 @@ def stage_program(
                 obj.detach().clone() if isinstance(obj, torch.Tensor) else obj
             )
         elif node.op in ("call_function", "call_method", "call_module"):
-            to_ref = lambda a: Ref(
+            to_ref = lambda a: Ref(  # noqa: E731
                 a.name, a.op, a.target if a.op == "get_attr" else None
-            )  # noqa: E731
+            )
             specs[node.name] = (
                 node.op,
                 node.target,

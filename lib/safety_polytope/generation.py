@@ -184,10 +184,11 @@ class SteeredGenerator:
         def hook(_module: Any, _inp: Any, out: Any) -> Any:
             hs = out[0] if isinstance(out, tuple) else out
             hs = hs.clone()
+            # edits of earlier steps, as a KV cache keeps them
             for (
                 pos,
                 st,
-            ) in edits.items():  # edits of earlier steps, as a KV cache keeps them
+            ) in edits.items():
                 hs[0, pos] = st
             if state["check"]:
                 new, flagged = self._edit(hs[0, -1:].detach())

@@ -22,7 +22,7 @@ from .data import COLOURS, SHAPES, SyntheticRGBDScenes
 from .geometry import knn_points
 from .losses import set_loss
 from .metrics import acc_at_iou, box_from_mask, mask_iou_3d
-from .model import N_COLOUR_CLASSES, N_SHAPE_CLASSES, Backbone2D, UniVLG, UniVLGConfig
+from .model import N_COLOUR_CLASSES, Backbone2D, UniVLG, UniVLGConfig
 from .text import positive_map
 
 __all__ = [

@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 REPORT: dict = {}
 
 sys.path.insert(0, str(ROOT / ".ci"))
-from toc import toc_docnames  # noqa: E402  (.ci/toc.py, shared with the PDF printer)
+# .ci/toc.py, shared with the PDF printer; re-exported to the browser tests
+from toc import toc_docnames  # noqa: E402, F401
 
 
 def book_html() -> Path | None:
