@@ -35,7 +35,8 @@ def _parse(code: str) -> ast.Module:
     try:
         return ast.parse("\n".join(lines))
     except SyntaxError:
-        # one cell that does not parse must not hide the others: parse cell by cell upstream
+        # one cell that does not parse must not hide the others:
+        # parse cell by cell upstream
         return ast.Module(body=[], type_ignores=[])
 
 
@@ -68,7 +69,8 @@ def module_files(code: str) -> set[str]:
                 names |= {f"icml25.{a.name}" for a in node.names}
             elif node.module.startswith("icml25."):
                 names.add(node.module)
-                # from icml25.kernels import mips: mips is a module; from icml25.x import f is not
+                # from icml25.kernels import mips: mips is a module; from
+                # icml25.x import f is not
                 names |= {f"{node.module}.{a.name}" for a in node.names}
     files: set[str] = set()
     for name in names:

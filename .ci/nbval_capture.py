@@ -17,7 +17,8 @@ import pytest
 
 
 def _clean(out: nbformat.NotebookNode, count: int) -> nbformat.NotebookNode:
-    # nbval builds outputs from kernel messages; give them the fields nbformat v4 requires.
+    # nbval builds outputs from kernel messages; give them the
+    # fields nbformat v4 requires.
     if out.get("output_type") in ("display_data", "execute_result"):
         out.setdefault("metadata", {})
     if out.get("output_type") == "execute_result":

@@ -31,7 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# name, exact version, npm dist.integrity (sha512), licence, files to keep (prefixes inside package/)
+# name, exact version, npm dist.integrity (sha512), licence, files to keep
+# (prefixes inside package/)
 PACKAGES: list[dict] = [
     {
         "name": "mathjax",
@@ -104,7 +105,8 @@ def _wanted(member: str, keep: list[str]) -> str | None:
     return None
 
 
-# our glue script (RequireJS path of the widget manager, MathJax 2 API for widget labels)
+# our glue script (RequireJS path of the widget manager, MathJax
+# 2 API for widget labels)
 GLUE = Path(__file__).with_name("offline_assets.widgets.js")
 GLUE_DEST = "html-manager/widgets-offline.js"
 

@@ -89,8 +89,9 @@ def run(
             row = {"kernel": name, "n": n, "d": d, "B": B}
             row["reference_s"] = _median_seconds(reference, repeats)
             if use_gpu:  # pragma: no cover - needs a GPU
-                # the dispatcher with the table already on the device (an ActionTable): the kernel,
-                # the queries' validation and transfer, and the result's copy back (which syncs)
+                # the dispatcher with the table already on the device (an ActionTable):
+                # the kernel, the queries' validation and transfer, and the
+                # result's copy back (which syncs)
                 table = mips.ActionTable(X)
                 rest = (
                     (thr,)

@@ -366,7 +366,8 @@ def gpu_rows(
     row["ratio_dequant_f16_over_dense_f16_clone"] = (
         row["dequant_f16_s"] / row["dense_f16_clone_s"]
     )
-    # quantize includes its host-side validation (a device -> host copy of W): an upper bound
+    # quantize includes its host-side validation (a device -> host
+    # copy of W): an upper bound
     row["quantize_s"] = gpu_median_seconds(
         lambda: lb.quantize_mixed_gpu(d_W, row_bits, thresholds, GROUP), 5
     )

@@ -141,7 +141,8 @@ def bench_vs_d3rlpy(n_updates: int, n_reps: int, rng):
         eps = [ds.sample_transition() for _ in range(256)]
         algo.update(TransitionMiniBatch.from_transitions(eps))
 
-    # d3rlpy's own sampling is part of its update loop; time it separately and subtract it
+    # d3rlpy's own sampling is part of its update loop; time it
+    # separately and subtract it
     t_sample = _time(
         lambda: TransitionMiniBatch.from_transitions(
             [ds.sample_transition() for _ in range(256)]

@@ -68,9 +68,9 @@ def max_batch() -> int:
     return MAX_BATCH_GPU if gpu_available() else MAX_BATCH_CPU
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Keys
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def uniforms_reference(
@@ -158,9 +158,9 @@ def exp_clock_keys(
     )
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Contraction
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _canonical(labels: np.ndarray, n: int) -> np.ndarray:
@@ -299,9 +299,9 @@ def contract_by_keys(
     return contract_by_keys_reference(np.asarray(edges), np.asarray(keys), n, stop_at)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Cut values
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def cut_values_reference(
@@ -370,9 +370,9 @@ def cut_values(
     )
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Whole trials (one or more contraction phases)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _phase_seed(seed: int, phase: int) -> int:
@@ -400,8 +400,9 @@ def _trials(
     for i, (wc, stop_at) in enumerate(phases):
         keys = keys_fn(wc, n_trials, _phase_seed(seed, i), trial_offset)
         if labels is not None:
-            # edges inside a super-vertex of the previous phase come first (key 0): Kruskal
-            # rebuilds those super-vertices, then goes on with this phase's clocks
+            # edges inside a super-vertex of the previous phase come first (key 0):
+            # Kruskal rebuilds those super-vertices, then goes on
+            # with this phase's clocks
             inside = labels[:, edges[:, 0]] == labels[:, edges[:, 1]]
             keys = xp.where(inside, xp.float32(0.0), keys)
         labels = contract_fn(edges, keys, n, stop_at)

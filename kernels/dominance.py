@@ -114,7 +114,7 @@ def _sort_math(F: np.ndarray) -> np.ndarray:
     return rank
 
 
-# ----------------------------------------------------------------------------- Pareto mask
+# -------------------------------------------------------------------------- Pareto mask
 
 
 def pareto_mask_reference(F: Any) -> np.ndarray:
@@ -159,7 +159,7 @@ def pareto_mask(F: Any) -> np.ndarray:
     return _mask_math(F)
 
 
-# ----------------------------------------------------------------------------- non-dominated sorting
+# ---------------------------------------------------------------- non-dominated sorting
 
 
 def non_dominated_sort_reference(F: Any) -> np.ndarray:
@@ -227,7 +227,7 @@ def non_dominated_sort(F: Any) -> np.ndarray:
     return _sort_math(F)
 
 
-# ----------------------------------------------------------------------------- hypervolume
+# -------------------------------------------------------------------------- hypervolume
 
 
 def hypervolume(F: Any, ref: Any) -> float:

@@ -104,10 +104,10 @@ Points = torch.Tensor | np.ndarray
 Times = torch.Tensor | np.ndarray | float
 
 
-# --------------------------------------------------------------------------------------------
-# Validation (public boundary), built from icml25.checks; the network layout and the kernel's
-# size limits are this chapter's own rules
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# Validation (public boundary), built from icml25.checks; the network layout and the
+# kernel's size limits are this chapter's own rules
+# --------------------------------------------------------------------------------------
 
 
 def _float_dtype(x: torch.Tensor) -> torch.dtype:
@@ -243,9 +243,9 @@ def shared_memory_bytes(
     return 4 * (2 * S * ncols * ld + S * (d + 2))
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # PyTorch reference
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _forward_tangent(
@@ -379,9 +379,9 @@ def _euler_log_likelihood(
     return logp, x, integral
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # CUDA launchers
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def pack_params(params: Params) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -444,8 +444,8 @@ def _launch_config(
     ncols = TILE * ((d + 1 + TILE - 1) // TILE)
     ld = int(max(widths.max(), d + 1))
     if samples_per_block is None:
-        # as many samples per block as fit in 64 KiB (they share the weight reads), but keep
-        # at least 4 blocks per SM
+        # as many samples per block as fit in 64 KiB (they share the weight reads), but
+        # keep at least 4 blocks per SM
         n_sm = rt.deviceGetAttribute(rt.cudaDevAttrMultiProcessorCount, dev)
         S = 8
         while S > 1 and (
@@ -623,9 +623,9 @@ def euler_log_likelihood_gpu(
     return (logp, x0, integral) if return_all else logp
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Dispatchers
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _like(a, ref: Any) -> torch.Tensor:  # pragma: no cover - needs a GPU

@@ -192,7 +192,7 @@ def knn(
     return _knn_torch(q, ref, k, qb, rb)
 
 
-# ----------------------------------------------------------------------------- neighbour attention
+# ------------------------------------------------------------------ neighbour attention
 
 
 def _check_attn(

@@ -161,7 +161,7 @@ def reverse_step_kernel(
     return reverse_step_reference(p_x0, z_t, t, s, gumbel, mask_id)
 
 
-# ----------------------------------------------------------------------------- Pareto reward
+# ------------------------------------------------------------------------ Pareto reward
 
 
 def _check_reward(S: Any, F: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -76,7 +76,8 @@ __all__ = [
 
 # Elements of one (B, chunk) score block in the references: 2^22 float32 = 16 MiB.
 _CHUNK_ELEMENTS = 1 << 22
-# The Gumbel reference also evaluates Philox on each block; smaller blocks stay in cache.
+# The Gumbel reference also evaluates Philox on each block;
+# smaller blocks stay in cache.
 _GUMBEL_CHUNK_ELEMENTS = 1 << 13
 # first_beater_reference scans blocks of doubling width starting here.
 _FIRST_BEATER_MIN_WIDTH = 32
@@ -97,9 +98,9 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _MAX_ACTIONS = _MASK32 - 1
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Validation (public boundary), from icml25.checks
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _float_rows(a: Any, name: str) -> np.ndarray:
@@ -211,9 +212,9 @@ def _gumbel_scalars(kappa: Any, seed: Any, offset: Any) -> tuple[np.float32, int
     )
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Philox-4x32-10 (NumPy), the generator of mips.cu
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def philox4x32_10(counter: np.ndarray, key: tuple[int, int]) -> np.ndarray:
@@ -271,16 +272,17 @@ def gumbel_noise_reference(
     )
     counter = (ii, bb, np.uint32(offset & _MASK32), np.uint32(offset >> 32))
     w = philox4x32_10(counter, (seed & _MASK32, seed >> 32))[0]
-    # U = (2 (w >> 9) + 1) 2^-24: 23 random bits, exact in float32, in [2^-24, 1 - 2^-24].
+    # U = (2 (w >> 9) + 1) 2^-24: 23 random bits, exact in
+    # float32, in [2^-24, 1 - 2^-24].
     u = ((w >> np.uint32(9)) * np.uint32(2) + np.uint32(1)).astype(
         np.float32
     ) * np.float32(2.0**-24)
     return -np.log(-np.log(u))
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # References (NumPy): the CPU path of every dispatcher
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _chunk_size(B: int, budget: int) -> int:
@@ -494,9 +496,9 @@ def _first_beater(Q: np.ndarray, X: np.ndarray, thr: np.ndarray) -> np.ndarray:
     return out
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Random action sets of the Monte Carlo curve, drawn where the kernels run
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 class ActionSets:
@@ -647,9 +649,9 @@ def _prefix_boltzmann(xp: Any, X: Any, V: Any, kappa: float, alpha: float) -> An
     return cur
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # GPU launchers (CuPy + mips.cu)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _module() -> Any:  # pragma: no cover - needs a GPU
@@ -824,9 +826,10 @@ def first_beater_gpu(
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Dispatchers: NumPy in, NumPy out; the CUDA kernel when a GPU is usable, else the reference
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# Dispatchers: NumPy in, NumPy out; the CUDA kernel when a GPU is
+# usable, else the reference
+# --------------------------------------------------------------------------------------
 
 
 def mips_argmax(

@@ -37,7 +37,8 @@ __all__ = [
     "infeasible_actions_gpu",
 ]
 
-#: LayerNorm epsilon (torch's default, as flax's LayerNorm uses 1e-6: the difference is below 1e-4)
+#: LayerNorm epsilon (torch's default, as flax's LayerNorm uses 1e-6: the
+#: difference is below 1e-4)
 LN_EPS = 1e-5
 _BLOCK = 128
 _MAX_H = 8 * _BLOCK  # the kernel keeps at most 8 features per thread in registers
@@ -49,7 +50,7 @@ def _is_torch(a: Any) -> bool:
     return isinstance(a, torch.Tensor)
 
 
-# ----------------------------------------------------------------------------- ensemble layer
+# ----------------------------------------------------------------------- ensemble layer
 
 
 def _check_layer(x: Any, W: Any, b: Any, g: Any, beta: Any) -> tuple[Any, ...]:
@@ -189,7 +190,7 @@ def ensemble_layer(
     return _layer_torch(x, W, b, g, beta, bool(layer_norm))
 
 
-# ----------------------------------------------------------------------------- TD target
+# ---------------------------------------------------------------------------- TD target
 
 
 def _check_target(
@@ -322,7 +323,7 @@ def td_target(q: Any, members: Any, r: Any, d: Any, c: float, gamma: float) -> A
     return _target_math(q, mem, r, d, c, gamma).astype(np.float32)
 
 
-# ----------------------------------------------------------------------------- infeasible sampler
+# ------------------------------------------------------------------- infeasible sampler
 
 
 #: the largest guard U whose samples (up to 2U) are finite in float32

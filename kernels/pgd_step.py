@@ -170,7 +170,7 @@ def pgd_step(
     ).numpy()
 
 
-# ----------------------------------------------------------------------------- posterior statistics
+# ----------------------------------------------------------------- posterior statistics
 
 
 def _check_stats(logvar: Any, g1: Any, g2: Any) -> tuple[Any, Any, Any]:

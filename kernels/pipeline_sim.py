@@ -32,7 +32,8 @@ __all__ = [
     "batched_makespan_gpu",
 ]
 
-#: the kernel keeps a (S, S) cut matrix and a finish time per event in registers/local memory
+#: the kernel keeps a (S, S) cut matrix and a finish time per event
+#: in registers/local memory
 MAX_S = 32
 MAX_EVENTS = 4096
 _BLOCK = 128

@@ -106,7 +106,7 @@ def pack_fingerprints(fps: Sequence[Any]) -> np.ndarray:
     return pack_bits(bits.astype(np.bool_))
 
 
-# ----------------------------------------------------------------------------- validation
+# --------------------------------------------------------------------------- validation
 
 
 def _check_packed(a: Any, name: str) -> np.ndarray:
@@ -164,7 +164,7 @@ def _row_chunks(n: int, m: int, W: int):
         yield slice(s, min(n, s + rows))
 
 
-# ----------------------------------------------------------------------------- bulk matrix
+# -------------------------------------------------------------------------- bulk matrix
 
 
 def bulk_tanimoto_reference(A: Any, B: Any) -> np.ndarray:
@@ -221,7 +221,7 @@ def bulk_tanimoto(A: Any, B: Any) -> np.ndarray:
     return _bulk_math(A, B)
 
 
-# ----------------------------------------------------------------------------- row maximum
+# -------------------------------------------------------------------------- row maximum
 
 
 def _max_math(A: np.ndarray, B: np.ndarray) -> np.ndarray:

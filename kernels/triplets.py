@@ -48,18 +48,20 @@ __all__ = [
 ]
 
 _BLOCK = 256
-#: elements of one (u-block, v-block, x) block of the reference: about a dozen int64/uint64
-#: temporaries of 8 MiB each, so ~100 MB at any n (blocks over both u and v, so this also holds
-#: above n = 1448, where one u-row alone has more than 2^21 elements)
+#: elements of one (u-block, v-block, x) block of the reference: about a dozen
+#: int64/uint64 temporaries of 8 MiB each, so ~100 MB at any n (blocks over both u and
+#: v, so this also holds above n = 1448, where one u-row alone has
+#: more than 2^21 elements)
 _CHUNK_ELEMENTS = 1 << 20
 #: bytes of temporaries per element of a block (about a dozen 8-byte arrays)
 _BYTES_PER_ELEMENT = 96
-#: ordered triples the NumPy reference may plan. ``benchmarks/hc_oracles.py`` measured 5e6-2.2e7
-#: triples a second on one core of the book's CPU machine (n = 64..256, old and blocked reference),
-#: so 5e9 is about 4-17 minutes; n = 1709 is the largest n accepted (n = 3000, 2.7e10 triples, is
-#: refused)
+#: ordered triples the NumPy reference may plan. ``benchmarks/hc_oracles.py`` measured
+#: 5e6-2.2e7 triples a second on one core of the book's CPU machine (n = 64..256, old
+#: and blocked reference), so 5e9 is about 4-17 minutes; n = 1709 is the largest n
+#: accepted (n = 3000, 2.7e10 triples, is refused)
 CPU_MAX_TRIPLES = 5e9
-#: the CUDA kernel's limit: the book's default work limit (minutes of an H200 at ~1e11 triples/s)
+#: the CUDA kernel's limit: the book's default work limit (minutes of an
+#: H200 at ~1e11 triples/s)
 GPU_MAX_TRIPLES = 1e13
 
 

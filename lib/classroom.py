@@ -204,9 +204,9 @@ class Chapter:
     exercises: list[Exercise]
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Source analysis helpers
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _source(cell: Any) -> str:
@@ -331,9 +331,9 @@ def _top_level_imports(tree: ast.Module) -> list[str]:
     ]
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Stubs and signatures
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _stub_node(node: ast.stmt, message: str) -> ast.stmt | None:
@@ -415,9 +415,9 @@ def signatures(source: str) -> dict[str, str]:
     return out
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Parsing a chapter
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _exercise_from_markdown(src: str, where: str) -> Exercise:
@@ -754,7 +754,8 @@ def _build_setup(
                 notes.append(f"cell {i} of the chapter (defines {name!r})")
                 todo.extend(sorted(_free_names(tree) - defined - seen))
                 break
-        # a name nobody defines stays unresolved: the check fails loudly when run (NameError)
+        # a name nobody defines stays unresolved: the check fails
+        # loudly when run (NameError)
     blocks: list[tuple[int, str]] = [
         (i, _drop_imports(s, imports)) for i, s in tagged
     ] + [(i, _drop_imports(s, imports)) for i, s in chosen.items()]
@@ -766,9 +767,9 @@ def _build_setup(
     return setup, notes
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The otter-assign master notebook
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _identifier(label: str) -> str:
@@ -932,9 +933,9 @@ def build_master(chapter: Chapter, *, points: float = 1.0) -> nbformat.NotebookN
     return nb
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Editions
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -1064,30 +1065,32 @@ def assign(
     )
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Grading
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 #
-# A submission is never run as a whole. The grader reads the notebook's source (it does not run
-# it), keeps the top-level definitions the exercises name and the ones those need, and grades them
-# in a bubblewrap sandbox holding two kinds of process:
+# A submission is never run as a whole. The grader reads the notebook's source (it does
+# not run it), keeps the top-level definitions the exercises name and the ones those
+# need, and grades them in a bubblewrap sandbox holding two kinds of process:
 #
-#   the test process   runs the chapter's setup and the tests (public and hidden, piped in on
-#                      stdin and read unbuffered, frame by frame, so that nothing of them is in
-#                      memory when the workers fork; the autograder is not mounted); no submission
-#                      code ever runs in it; after each exercise it kills every other process but
-#                      the workers still to come (a daemon left by one worker, with that worker's
-#                      masks only, must not answer for a later exercise);
-#   one worker per     forked from the test process before it reads the tests; it masks the library
-#   exercise           functions the exercise asks the student to write, loads the submission's
-#                      definitions and answers calls: the tests call the student's functions through
-#                      a proxy that sends the arguments and gets back plain data (numbers, strings,
-#                      containers, NumPy arrays, torch tensors, icml25 objects), decoded without
+#   the test process   runs the chapter's setup and the tests (public and hidden, piped
+#                      in on stdin and read unbuffered, frame by frame, so that nothing
+#                      of them is in memory when the workers fork; the autograder is not
+#                      mounted); no submission code ever runs in it; after each exercise
+#                      it kills every other process but the workers still to come (a
+#                      daemon left by one worker, with that worker's masks only, must
+#                      not answer for a later exercise);
+#   one worker per     forked from the test process before it reads the tests; it masks
+#   exercise           the library functions the exercise asks the student to write,
+#                      loads the submission's definitions and answers calls: the tests
+#                      call the student's functions through a proxy that sends the
+#                      arguments and gets back plain data (numbers, strings, containers,
+#                      NumPy arrays, torch tensors, icml25 objects), decoded without
 #                      running any of the worker's code.
 #
-# The score is computed in the test process from what the tests see; a worker can only answer
-# calls (or fail to), so it cannot change a test, the test runner, the reference library the tests
-# use, or another exercise's worker.
+# The score is computed in the test process from what the tests see; a worker can only
+# answer calls (or fail to), so it cannot change a test, the test runner, the reference
+# library the tests use, or another exercise's worker.
 
 GRADING_SPEC = "icml25_grading.json"
 _SUBMISSION_FILE = "<submission>"
@@ -1214,7 +1217,7 @@ def _read_spec(autograder: Path) -> dict[str, Any]:
     return spec
 
 
-# --- what the grader takes from a submission (by reading it, never by running it) ---------------
+# --- what the grader takes from a submission (by reading it, never by running it) -----
 
 
 def _bound_names(st: ast.stmt) -> set[str]:
@@ -1408,7 +1411,7 @@ def screen(sources: Sequence[str]) -> list[str]:
     return found
 
 
-# --- the sandbox ----------------------------------------------------------------------------------
+# --- the sandbox ----------------------------------------------------------------------
 
 
 def sandbox_available() -> str | None:
@@ -1521,8 +1524,9 @@ def _sandbox_argv(
         "grading",
         *_system_binds(),
     ]
-    # The private /tmp and /dev/shm first, then the read-only project and venv on top of them: a
-    # checkout that lives under /tmp (a CI clone) stays visible inside the sandbox.
+    # The private /tmp and /dev/shm first, then the read-only project and venv on top of
+    # them: a checkout that lives under /tmp (a CI clone) stays
+    # visible inside the sandbox.
     size = str(limits.tmp_size)
     argv += [
         "--dev",
@@ -1620,9 +1624,9 @@ def sandbox_exec(
         if cgroup is not None:
             (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
-    # stdout and stderr go to files, not pipes: the sandbox's file-size limit (SIGXFSZ) bounds
-    # them, and only their ends are read back (a submission printing without end must not fill
-    # the grader's memory)
+    # stdout and stderr go to files, not pipes: the sandbox's file-size limit (SIGXFSZ)
+    # bounds them, and only their ends are read back (a submission printing without end
+    # must not fill the grader's memory)
     with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
         proc = subprocess.Popen(
             _sandbox_argv(limits, [Path(h) for h in hide], code),
@@ -1688,7 +1692,7 @@ def _run_sandboxed(
     return json.loads(lines[-1])["icml25-result"], ""
 
 
-# --- inside the sandbox: frames, encoding, the worker, the test process ---------------------------
+# --- inside the sandbox: frames, encoding, the worker, the test process ---------------
 
 
 def _send(sock: Any, payload: bytes) -> None:
@@ -2215,8 +2219,9 @@ def _kill_strays(keep: set[int], pid_max: int) -> None:
         for pid in range(2, top + 1):
             if pid in keep:
                 continue
-            # through a pidfd: pidfd_open refuses a thread id (EINVAL), and kill() on the id of one
-            # of the test process's own threads would kill the test process
+            # through a pidfd: pidfd_open refuses a thread id (EINVAL), and kill() on
+            # the id of one of the test process's own threads
+            # would kill the test process
             try:
                 fd = os.pidfd_open(pid)
             except OSError as exc:
@@ -2245,8 +2250,9 @@ def _test_process_main() -> None:
     """The sandbox's test process (see the comment at the top of this section)."""
     import socket
 
-    # fd 0 is read unbuffered, frame by frame: a buffered reader would read ahead and hold the
-    # tests in memory when the workers are forked (sys.__stdin__.buffer.peek() in a worker)
+    # fd 0 is read unbuffered, frame by frame: a buffered reader would read ahead and
+    # hold the tests in memory when the workers are forked
+    # (sys.__stdin__.buffer.peek() in a worker)
     header = json.loads(_read_fd_frame(0))
     result: dict[str, Any] = {"exercises": {}, "notes": []}
     ns: dict[str, Any] = {"__name__": "__grading_setup__", "__builtins__": builtins}
@@ -2342,7 +2348,7 @@ def _test_process_main() -> None:
     os._exit(0)
 
 
-# --- the grader ------------------------------------------------------------------------------------
+# --- the grader -----------------------------------------------------------------------
 
 
 def _final_state_only(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -2613,9 +2619,9 @@ def grade(
     return df
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Reader edition without solutions
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -2652,9 +2658,9 @@ def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return out
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Command line
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -75,9 +75,9 @@ def repo_root() -> Path:
     return Path.cwd()
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Profiles
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -191,9 +191,9 @@ def _limit_threads() -> None:
     threadpool_limits(limits=1)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Seeding
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def seed_everything(seed: int) -> np.random.Generator:
@@ -239,9 +239,9 @@ def seed_everything(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Devices
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _cpu_forced() -> bool:
@@ -332,9 +332,9 @@ def backend_label() -> str:
     )
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Plotting
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 PALETTE = [
     "#0072B2",
@@ -370,9 +370,11 @@ def set_plot_style() -> None:
     )
 
 
-#: environment variable: "1" when a chapter runs to become a page of the book (make book, make test)
+#: environment variable: "1" when a chapter runs to become a page of the
+#: book (make book, make test)
 PRERENDER_ENV = "ICML25_PRERENDER"
-#: seconds a chapter may spend pre-rendering one interactive section's figures (default 20)
+#: seconds a chapter may spend pre-rendering one interactive
+#: section's figures (default 20)
 PRERENDER_BUDGET_ENV = "ICML25_PRERENDER_BUDGET_S"
 #: at most this many figures per interactive section in the book
 MAX_FRAMES = 25
@@ -526,7 +528,8 @@ def _control_values(w: Any, default: Any, k: int) -> list[Any]:
         step = float(getattr(w, "step", 0) or 0)
         grid = np.linspace(lo, hi, max(k, 1))
         if step > 0:
-            # snap to the slider's steps, never past its max (0..999 by 10 once gave 1000)
+            # snap to the slider's steps, never past its max
+            # (0..999 by 10 once gave 1000)
             top = lo + np.floor((hi - lo) / step + 1e-9) * step
             grid = np.minimum(lo + np.round((grid - lo) / step) * step, top)
         is_int = isinstance(w, (widgets.IntSlider, widgets.BoundedIntText))
@@ -535,7 +538,8 @@ def _control_values(w: Any, default: Any, k: int) -> list[Any]:
         return [default]
     if not vals:
         return [default]
-    # keep the default: replace the nearest value by it (numbers) or put it first (options)
+    # keep the default: replace the nearest value by it (numbers)
+    # or put it first (options)
     if default not in vals:
         if all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals
@@ -705,9 +709,9 @@ def show_source(*objs: Any) -> None:
             display(Code(src, language="python"))
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Shared pretrained model (chapters 01, 05, 08)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def load_minilm() -> tuple[Any, Any]:
@@ -748,9 +752,9 @@ def load_minilm() -> tuple[Any, Any]:
     return model.float().eval(), tok
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Metrics with provenance
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 _PROVENANCE_PACKAGES = (
     "numpy",
@@ -976,7 +980,8 @@ def results_table(
                 gpu_note: _fmt(g),
             }
         )
-    # the paper column quotes claims in words: pandas' default 50-character cut hid them ("constan...")
+    # the paper column quotes claims in words: pandas' default 50-character
+    # cut hid them ("constan...")
     pd.set_option("display.max_colwidth", None)
     # no index name: it would render as a second header row in HTML
     return pd.DataFrame(table).set_index("metric").rename_axis(None)
@@ -988,5 +993,6 @@ def _fmt(v: Any) -> Any:
     return v
 
 
-# Re-exported: the chapters call icml25.common.show_hot_loops (it lives in icml25.hot_loops).
+# Re-exported: the chapters call icml25.common.show_hot_loops (it
+# lives in icml25.hot_loops).
 from icml25.hot_loops import hot_loops_table, show_hot_loops  # noqa: E402

@@ -63,9 +63,10 @@ class StillToWrite(AssertionError):
     """A public test called an exercise function that is still a stub (or is not defined)."""
 
 
-# ------------------------------------------------------------------------------------------------
-# Feedback at run time (called from the public tests of the student edition and the learner copy)
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# Feedback at run time (called from the public tests of the student
+# edition and the learner copy)
+# --------------------------------------------------------------------------------------
 
 
 def guard(fn: Any, name: str, label: str) -> Any:
@@ -100,8 +101,9 @@ def guard(fn: Any, name: str, label: str) -> Any:
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
-            # the exception goes on unchanged (a check may catch it); only an attribute records
-            # where it came from, for your_function_raised once it has escaped the test
+            # the exception goes on unchanged (a check may catch it); only an attribute
+            # records where it came from, for your_function_raised
+            # once it has escaped the test
             if not hasattr(exc, _RAISED_ATTR):
                 try:
                     setattr(
@@ -369,7 +371,8 @@ class _Binder(ast.NodeTransformer):
         return f"{_VAR}{self.counter[0]}"
 
     def bind(self, node: ast.expr, role: str) -> ast.expr:
-        # constants are in the condition's text already; a generator or lambda has no value to show
+        # constants are in the condition's text already; a generator or
+        # lambda has no value to show
         if isinstance(
             node,
             (ast.Constant, ast.Starred, ast.NamedExpr, ast.Lambda, ast.GeneratorExp),
@@ -429,7 +432,8 @@ def _rewrite_assert(
         isinstance(top.func, ast.Name) and top.func.id in functions
     ):
         top.args = [binder.bind(a, "value") for a in top.args]
-    # names the condition reads that an earlier statement set from one of the learner's calls
+    # names the condition reads that an earlier statement set from
+    # one of the learner's calls
     shown = {v for v, _, _ in binder.bound}
     for n in dict.fromkeys(
         x.id
@@ -479,7 +483,8 @@ class _AssertRewriter(ast.NodeTransformer):
         )
 
     def visit_Assign(self, node: ast.Assign) -> ast.Assign:
-        # `p = f(x)` then `assert p.sum() == 1`: on failure, show p as from the learner's call
+        # `p = f(x)` then `assert p.sum() == 1`: on failure, show p
+        # as from the learner's call
         targets = [
             n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)
         ]
@@ -556,7 +561,8 @@ def feedback_test_source(src: str, label: str, functions: Sequence[str]) -> str:
     out = "\n".join(pre) + "\n" + body
     try:
         compile(out, "<feedback>", "exec")
-        # as the body of a function too (how the tests run): a walrus may not rebind a parameter
+        # as the body of a function too (how the tests run): a walrus
+        # may not rebind a parameter
         compile(
             "def _t():\n" + "\n".join("    " + ln for ln in out.split("\n")),
             "<feedback>",
@@ -567,9 +573,9 @@ def feedback_test_source(src: str, label: str, functions: Sequence[str]) -> str:
     return out
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Labels and citations the notebook cannot resolve
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 _DIRECTIVE_RE = re.compile(
     r"^(?P<fence>`{3,}|:{3,})\{(?P<kind>[A-Za-z:_-]+)\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
@@ -729,9 +735,9 @@ def write_out_roles(
     return _ROLE_RE.sub(sub, text)
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The learner copy
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def learner_notebook(

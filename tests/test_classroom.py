@@ -69,9 +69,9 @@ def built(tmp_path_factory):
     return get
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Building submissions the way students change notebooks
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _answer_cells(nb) -> list[int]:
@@ -167,9 +167,9 @@ def _assert_scores(s: dict, full: list[str], zero: list[str]) -> None:
         assert df.loc[who, "possible"] == len(questions)
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Grading
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @needs_sandbox
@@ -219,9 +219,9 @@ def test_scores_csv_has_one_row_per_student_and_one_column_per_question(built):
     assert sorted(line.split(",")[0] for line in text[1:]) == sorted(s["df"].index)
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # What the student edition holds
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _strings(obj) -> list[str]:
@@ -313,7 +313,8 @@ def test_student_edition_holds_no_solution_and_no_hidden_test(built, nb):
                 f"{ex.label}: hidden-test lines in the student edition: {_leaks(hid, text, public)}"
             )
     assert "hidden=True" not in text and "hidden: true" not in text
-    # and the instructor side does hold them (the search above can find what it looks for)
+    # and the instructor side does hold them (the search above
+    # can find what it looks for)
     with zipfile.ZipFile(ed.autograder) as zf:
         bundle = "\n".join(
             zf.read(n).decode() for n in zf.namelist() if n.startswith("tests/")
@@ -478,9 +479,9 @@ def test_student_edition_has_public_checks_for_every_exercise(built, nb):
     assert set(tests) == set(calls)
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The converter itself (no kernel)
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_free_names_are_scope_aware():

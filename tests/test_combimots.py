@@ -64,7 +64,7 @@ def _cheap_objective():
     return cm.ObjectiveVector({"heavy": heavy, "hetero": hetero})
 
 
-# ----------------------------------------------------------------------------- the space
+# ---------------------------------------------------------------------------- the space
 
 
 def test_templates_are_synthemols_real_reactions():
@@ -202,7 +202,7 @@ def test_random_products_are_distinct_and_replay(small_space):
         cm.random_real_products(blocks, reactions, 3, 0)
 
 
-# ----------------------------------------------------------------------------- objectives
+# --------------------------------------------------------------------------- objectives
 
 
 def test_objectives_match_rdkit_and_score_invalid_as_zero():
@@ -276,7 +276,7 @@ def test_stand_in_objectives_and_reference_inhibitors():
         cm.stand_in_objectives(refs, targets=("EGFR", "KRAS"))
 
 
-# ----------------------------------------------------------------------------- Pareto UCB
+# --------------------------------------------------------------------------- Pareto UCB
 
 
 def _ucb_scalar(w, n_i, p, n, c, D, variant):
@@ -344,7 +344,7 @@ def test_pareto_mask_and_sort_are_the_shared_kernels():
     assert cm.hypervolume is dominance.hypervolume
 
 
-# ----------------------------------------------------------------------------- the tree search
+# ---------------------------------------------------------------------- the tree search
 
 
 @pytest.fixture(scope="module")
@@ -392,8 +392,9 @@ def test_visit_counts_and_values_add_up(tree):
         if len(k.molecules) == 1 and not k.log and k.N > 0
     ]
     assert sum(k.N for k in root_children) == tree.n_rollouts == 40
-    # W of a root child is the sum of its rollouts' returns: each return is some finished molecule's P
-    # (element-wise max of those below), hence <= the element-wise max over all molecules
+    # W of a root child is the sum of its rollouts' returns: each return is some
+    # finished molecule's P (element-wise max of those below), hence <= the
+    # element-wise max over all molecules
     best = tree.objectives().max(axis=0)
     for k in root_children:
         assert (k.W <= k.N * best + 1e-12).all() and (k.W >= 0).all()
@@ -502,7 +503,7 @@ def test_validity_detects_a_forged_recipe(small_space):
         cm.validity([], reactions)
 
 
-# ----------------------------------------------------------------------------- baselines and experiments
+# ------------------------------------------------------------ baselines and experiments
 
 
 def test_synthemol_generator_runs_on_the_same_space(small_space):

@@ -57,7 +57,8 @@ def test_profile_config_cpu_limits_torch_threads():
 
 
 def test_seed_everything_is_reproducible():
-    # the legacy global generator is seeded too (for third-party code that draws from it)
+    # the legacy global generator is seeded too (for third-party
+    # code that draws from it)
     a = common.seed_everything(3).normal(size=5)
     ga = np.random.rand(3)  # noqa: NPY002
     b = common.seed_everything(3).normal(size=5)
@@ -235,8 +236,8 @@ def test_prerendered_grid_keeps_defaults_and_the_frame_cap():
 def test_prerendered_grid_stays_on_the_sliders_steps_and_range():
     import ipywidgets as W
 
-    # chapter 19's hint slider (0..999 by 10) once rounded its top frame to 1000, past the
-    # schedule's last index, and the book's pre-render failed
+    # chapter 19's hint slider (0..999 by 10) once rounded its top frame to 1000, past
+    # the schedule's last index, and the book's pre-render failed
     for w, default in (
         (W.IntSlider(min=0, max=999, step=10), 300),
         (W.FloatSlider(min=0.1, max=1.0, step=0.3), 0.4),

@@ -29,9 +29,9 @@ KERNELS = ROOT / "kernels"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 #: files allowed to decide the device
 DEVICE_MODULES = {LIB / "common.py", LIB / "checks.py"}
-#: a chapter module longer than this becomes a package (book/authoring.md): 900 lines of the
-#: old hand layout (up to 120 columns) are about 1150 once ruff formats them at 88 (lib/ grew
-#: by 29%)
+#: a chapter module longer than this becomes a package (book/authoring.md): 900 lines of
+#: the old hand layout (up to 120 columns) are about 1150 once ruff formats them
+#: at 88 (lib/ grew by 29%)
 MAX_MODULE_LINES = 1150
 #: infrastructure modules that are not chapters (exempt from the package rule)
 INFRA_MODULES = {LIB / "classroom.py"}
@@ -100,9 +100,9 @@ def _parse(label: str, src: str) -> ast.Module:
         pytest.fail(f"{label}: does not parse: {err}")
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Devices and kernel imports
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _is_torch_cuda_probe(node: ast.AST) -> bool:
@@ -286,9 +286,9 @@ def test_kernel_references_live_once_in_kernels():
     assert not bad, "\n".join(bad)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Validation
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_no_private_copy_of_a_shared_validator():
@@ -346,9 +346,9 @@ def test_profile_config_never_gets_a_bare_pair():
     assert not bad, "\n".join(bad)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Public API: hints and docstrings; module size
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _public_api(tree: ast.Module) -> list[tuple[str, ast.FunctionDef]]:
@@ -445,7 +445,8 @@ def test_each_chapter_keeps_its_paper_settings_in_one_frozen_defaults(module):
         )
 
 
-#: parameter names book/notation.md retires ("not" column), with the one documented exception
+#: parameter names book/notation.md retires ("not" column), with the
+#: one documented exception
 RETIRED_NAMES = {
     "trials",
     "runs",
@@ -477,7 +478,9 @@ def test_public_signatures_use_the_books_names():
             args = fn.args
             for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
                 if a.arg == "seed" and p.parent == KERNELS:
-                    continue  # the key of a counter-based generator (Philox, splitmix64): not a stream
+                    # the key of a counter-based generator (Philox,
+                    # splitmix64): not a stream
+                    continue
                 if (
                     a.arg in RETIRED_NAMES
                     and (chapter, name.split(".")[-1], a.arg) not in NAME_EXCEPTIONS

@@ -37,7 +37,7 @@ def _rng_tensor(seed, *shape):
     )
 
 
-# ------------------------------------------------------------------ divergence estimators
+# ---------------------------------------------------------------- divergence estimators
 
 
 def test_divergence_exact_linear_field_is_trace():
@@ -133,7 +133,8 @@ def test_affine_path_matches_meta_flow_matching():
         ours = F.affine_path(x0, x1, t, name)
         assert torch.allclose(ours.xt, ref.x_t, atol=1e-12)
         assert torch.allclose(ours.ut, ref.dx_t, atol=1e-12)  # the CFM target
-        # the CFM loss on a constant prediction agrees with the direct MSE on Meta's target
+        # the CFM loss on a constant prediction agrees with the
+        # direct MSE on Meta's target
         v = torch.zeros_like(x0)
         assert torch.isclose(F.cfm_loss(v, ours.ut), ((v - ref.dx_t) ** 2).mean())
 
@@ -156,7 +157,7 @@ def test_conditional_score_and_divergence_match_autograd():
         assert torch.allclose(F.divergence_exact(u_fn, ps.xt, t), ps.div_u, atol=1e-10)
 
 
-# ------------------------------------------------------------------ Gaussian-mixture ground truth
+# -------------------------------------------------------- Gaussian-mixture ground truth
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +179,8 @@ def test_gmm_path_density_integrates_to_one(gmm):
 
 
 def test_gmm_path_density_matches_monte_carlo(gmm):
-    # P(x_t in box) by Monte Carlo samples of t x1 + (1 - t) x0 vs the grid integral of p_t
+    # P(x_t in box) by Monte Carlo samples of t x1 + (1 - t) x0 vs
+    # the grid integral of p_t
     t, n = 0.6, 200_000
     x = gmm.sample_path(n, t, torch.Generator().manual_seed(14)).double()
     box = (
@@ -208,7 +210,8 @@ def test_gmm_score_and_divergence_match_autograd(gmm):
 
 
 def test_gmm_marginal_velocity_is_posterior_mean_of_conditional_velocity(gmm):
-    # u_t(x) = E[p_t(x|x1) u_t(x|x1)] / E[p_t(x|x1)], x1 ~ q, estimated with 400k data draws
+    # u_t(x) = E[p_t(x|x1) u_t(x|x1)] / E[p_t(x|x1)], x1 ~ q,
+    # estimated with 400k data draws
     t = 0.5
     x1 = gmm.sample(400_000, torch.Generator().manual_seed(16)).double()
     x = torch.tensor([[0.3, -0.2], [-1.0, 0.5]], dtype=torch.float64)
@@ -237,8 +240,9 @@ def test_gmm_satisfies_continuity_equation(gmm):
 
 
 def test_conditional_residual_averages_to_marginal_residual(gmm):
-    # With v = the true marginal field, the divergence-matching residual has mean zero over the
-    # joint (x0, x1): E[div u(.|x1) + u(.|x1).s(.|x1) | x] = div u + u.s (the loss's key identity).
+    # With v = the true marginal field, the divergence-matching residual has mean zero
+    # over the joint (x0, x1): E[div u(.|x1) + u(.|x1).s(.|x1) | x] = div u + u.s
+    # (the loss's key identity).
     n, t = 200_000, 0.6
     g = torch.Generator().manual_seed(18)
     x1 = gmm.sample(n, g).double()
@@ -336,7 +340,7 @@ def test_train_flow_reduces_cfm_loss():
     assert np.isfinite(hist["loss"]).all()
 
 
-# ------------------------------------------------------------------ ODE sampling and likelihood
+# ---------------------------------------------------------- ODE sampling and likelihood
 
 
 def test_sample_ode_linear_field_matches_matrix_exponential():
@@ -494,7 +498,7 @@ def test_bad_inputs_raise():
         F.grid_tv(np.ones(3), np.ones(4), 1.0)
 
 
-# ------------------------------------------------------------------ bad inputs found in review (each was silent or obscure)
+# ------------------------------ bad inputs found in review (each was silent or obscure)
 
 
 def test_nan_points_and_times_are_rejected():
@@ -626,11 +630,12 @@ def test_gmm_metrics_and_grid_bad_inputs():
         F.TrajectoryData.from_trajectories(np.zeros((5, 3)))
 
 
-# ------------------------------------------------------------------ issue 13: silent results and the book's names
+# ---------------------------------------- issue 13: silent results and the book's names
 
 
 def test_hist_metrics_refuse_samples_holding_nan_or_inf():
-    # NaN/inf samples (a diverged sampler) used to fall outside every bin and give a finite score
+    # NaN/inf samples (a diverged sampler) used to fall outside every
+    # bin and give a finite score
     a = np.random.default_rng(26).normal(size=(2000, 2))
     for bad in (np.nan, np.inf, -np.inf):
         b = a.copy()
@@ -669,8 +674,9 @@ def test_divergence_matching_loss_refuses_non_positive_sigma():
 
 
 def test_ode_solutions_are_checked_before_use():
-    # dx/dt = 50 x^2 blows up at t = 1/(50 x0): the Euler states overflow to inf/NaN (forwards for
-    # the sampler; the likelihood integrates backwards, where -50 x^2 blows up)
+    # dx/dt = 50 x^2 blows up at t = 1/(50 x0): the Euler states overflow to inf/NaN
+    # (forwards for the sampler; the likelihood integrates
+    # backwards, where -50 x^2 blows up)
     blow_up = lambda x, t: 50 * x**2  # noqa: E731
     x0 = torch.full((3, 2), 2.0, dtype=torch.float64)
     with pytest.raises(
@@ -732,11 +738,12 @@ def test_defaults_hold_the_official_settings():
         D.model.hidden = 3  # frozen
 
 
-# ------------------------------------------------------------------ round 2: hostile inputs
+# -------------------------------------------------------------- round 2: hostile inputs
 
 
 def test_hist_metrics_refuse_or_charge_mass_outside_the_range():
-    # a sampler whose points all left the range used to score KL 0.0 (perfect) and TV 0.5
+    # a sampler whose points all left the range used to score KL
+    # 0.0 (perfect) and TV 0.5
     b = np.random.default_rng(0).standard_normal((1000, 2))
     far = b * 0 + 1e6
     for fn in (F.hist_kl, F.hist_tv):

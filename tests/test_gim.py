@@ -31,7 +31,7 @@ def small_fit(small_bench):
     return gim.fit_gim(small_bench, np.random.default_rng(1), n_steps=150, hidden=16)
 
 
-# ---------------------------------------------------------------------------------------------- data
+# --------------------------------------------------------------------------------- data
 
 
 def test_random_dag_is_acyclic_with_the_expected_density():
@@ -107,7 +107,7 @@ def test_standardised_benchmark_keeps_a_linear_scm_with_rescaled_weights():
     assert np.allclose(scm_std.mean(), (b.scm.mean() - b.loc) / s)
 
 
-# ------------------------------------------------------------------------------------------- model
+# -------------------------------------------------------------------------------- model
 
 
 def test_linear_log_prob_matches_scipy_multivariate_normal():
@@ -225,7 +225,7 @@ def test_known_graph_keeps_the_support(small_bench):
     assert np.all(m.weighted_adjacency()[small_bench.W == 0] == 0)
 
 
-# ------------------------------------------------------------------------------------------ metrics
+# ------------------------------------------------------------------------------ metrics
 
 
 def test_mmd_equals_its_double_sum_definition():
@@ -303,7 +303,7 @@ def test_shd_counts_missing_extra_reversed_and_undirected():
     assert gim.shd(E, T) == 4
 
 
-# ---------------------------------------------------------------------------------------- baselines
+# ---------------------------------------------------------------------------- baselines
 
 
 def test_z_test_scores_match_the_formula_and_flag_descendants():
@@ -344,7 +344,7 @@ def test_ges_and_pc_return_the_chain_skeleton():
         assert skeleton[0, 1] and skeleton[1, 2] and not skeleton[0, 2]
 
 
-# --------------------------------------------------------------------------------------- bad inputs
+# --------------------------------------------------------------------------- bad inputs
 
 
 def test_cyclic_w_is_refused_by_the_samplers():

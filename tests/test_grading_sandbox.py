@@ -42,9 +42,9 @@ pytestmark = pytest.mark.skipif(
     reason=f"no sandbox here: {cr.sandbox_available()}",
 )
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The attacks (cells appended to, or replacing the answers of, the student edition)
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 RUNNER = """
 from otter.test_files import abstract_test, exception_test
@@ -265,9 +265,9 @@ def running_max(xs, *, start=None):
 """
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Building the submissions
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _answers(nb) -> list[int]:
@@ -574,9 +574,9 @@ def test_the_attacks_do_fool_the_unsandboxed_path(setup):
     assert sum(_row(df, "zz_other_student")) > 0
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The sandbox itself, probed directly (what the attacks above rely on)
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 PROBE = r"""
 import json, os, socket, time
@@ -646,8 +646,9 @@ def test_the_sandbox_hides_isolates_and_limits(setup, tmp_path):
     rc, stdout, stderr = cr.sandbox_exec(limits, [secret_dir], b"", code)
     assert rc == 0, stderr.decode()[-2000:]
     out = json.loads(stdout.decode().strip().splitlines()[-1])
-    # /tmp is a private RAM disk: it holds nothing of the host's /tmp but the mount points of the
-    # project and the Python it runs, when those live under /tmp (a CI clone does)
+    # /tmp is a private RAM disk: it holds nothing of the host's /tmp but the mount
+    # points of the project and the Python it runs, when those live
+    # under /tmp (a CI clone does)
     bound = [Path(p).resolve() for p in (ROOT, sys.prefix, sys.base_prefix)]
     allowed = {
         b.relative_to("/tmp").parts[0] for b in bound if Path("/tmp") in b.parents

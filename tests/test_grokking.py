@@ -40,7 +40,8 @@ def test_measurements_with_basis_multiplies_by_phi():
     rng = np.random.default_rng(2)
     Phi = np.linalg.qr(rng.standard_normal((30, 30)))[0]
     X = grok.measurements(10, 30, 1.0, np.random.default_rng(3), basis=Phi)
-    # each row is (a column of Phi)^T Phi, i.e. a row of Phi^T Phi = e_i^T for orthogonal Phi
+    # each row is (a column of Phi)^T Phi, i.e. a row of Phi^T
+    # Phi = e_i^T for orthogonal Phi
     np.testing.assert_allclose(np.abs(X).max(axis=1), 1.0, atol=1e-12)
 
 
@@ -80,7 +81,7 @@ def test_modular_dataset_labels_brute_force(op):
         assert lab == eval(f"({i} {op} {j}) % 7")
 
 
-# ------------------------------------------------------------------------------ optimisers vs references
+# ------------------------------------------------------------- optimisers vs references
 
 
 def test_ista_reaches_sklearn_lasso():
@@ -257,7 +258,7 @@ def test_predicted_t2_formula_and_norms():
     assert grok.loglog_slope([1, 10, 100], [5, 0.5, 0.05]) == pytest.approx(-1.0)
 
 
-# ------------------------------------------------------------------------------ networks
+# ----------------------------------------------------------------------------- networks
 
 
 def test_encoder_decoder_shapes_and_regularisation_matches_manual():
@@ -287,7 +288,7 @@ def test_train_grokking_fits_training_set():
     ]
 
 
-# ------------------------------------------------------------------------------ bad inputs
+# --------------------------------------------------------------------------- bad inputs
 
 
 def test_bad_inputs_raise_clear_errors():
@@ -349,7 +350,7 @@ def test_loglog_slope_with_groups_removes_problem_constants():
     assert grok.loglog_slope(x, y) != pytest.approx(-1.0, abs=0.05)
 
 
-# ------------------------------------------------------------------------------ bad inputs: named arguments
+# ---------------------------------------------------------- bad inputs: named arguments
 
 
 def test_subgradient_descent_rejects_nonfinite_init():
@@ -467,7 +468,7 @@ def test_regularisation_rejects_non_module_and_nonfinite_weight():
         grok.regularisation(grok.EncoderDecoderMLP(5, 4), l2=np.inf)
 
 
-# ------------------------------------------------------------------------------ issue 13: conventions and fixes
+# ------------------------------------------------------ issue 13: conventions and fixes
 
 
 def test_defaults_are_one_frozen_value_with_the_paper_settings():
@@ -496,7 +497,8 @@ def test_defaults_are_one_frozen_value_with_the_paper_settings():
 
 
 def test_l0_norm_refuses_nan_instead_of_counting_zero():
-    # bug: l0_norm([nan, nan]) was 0 (NaN > threshold is False), a silent "all zero" answer
+    # bug: l0_norm([nan, nan]) was 0 (NaN > threshold is False), a
+    # silent "all zero" answer
     for norm in (grok.l0_norm, grok.l1_norm, grok.l2_norm):
         with pytest.raises(ValueError, match="finite"):
             norm(np.array([np.nan, np.nan]))
@@ -508,7 +510,8 @@ def test_l0_norm_refuses_nan_instead_of_counting_zero():
 
 
 def test_loglog_slope_of_constant_x_is_nan_as_documented():
-    # bug: np.polyfit raised LinAlgError for x = [1, 1, 1] and returned a meaningless slope for [2, 2, 2]
+    # bug: np.polyfit raised LinAlgError for x = [1, 1, 1] and returned a
+    # meaningless slope for [2, 2, 2]
     assert np.isnan(grok.loglog_slope([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]))
     assert np.isnan(grok.loglog_slope([2.0, 2.0, 2.0], [1.0, 2.0, 3.0]))
     assert np.isnan(
@@ -526,7 +529,8 @@ def test_loglog_slope_of_constant_x_is_nan_as_documented():
 
 
 def test_train_grokking_refuses_data_for_another_modulus():
-    # bug: data for p = 7 with a model for p = 5 failed inside torch (one_hot / cross_entropy)
+    # bug: data for p = 7 with a model for p = 5 failed inside torch
+    # (one_hot / cross_entropy)
     model = grok.EncoderDecoderMLP(5, 4, rng=torch.Generator().manual_seed(0))
     data7 = grok.modular_dataset(7, "+", 0.5, np.random.default_rng(0))
     with pytest.raises(ValueError, match="p = 7"):
@@ -612,9 +616,10 @@ def _objective(h, y, beta1, beta2):
 
 
 def test_which_fits_are_monotone_and_so_end_at_their_best_iterate():
-    # GD (beta1 = 0) and ISTA below the stability bound decrease the objective at every step, so
-    # their last iterate (History.final) is their best; the l1 subgradient method is not monotone
-    # (it oscillates around the solution), and the chapter reads its trajectory, not a fit
+    # GD (beta1 = 0) and ISTA below the stability bound decrease the objective at every
+    # step, so their last iterate (History.final) is their best; the l1 subgradient
+    # method is not monotone (it oscillates around the solution), and the chapter reads
+    # its trajectory, not a fit
     X, y, a = _cs(0)
     alpha = 0.9 * float(grok.stability_bound(X, 1e-2))
     gd = grok.subgradient_descent(
@@ -640,7 +645,7 @@ def test_which_fits_are_monotone_and_so_end_at_their_best_iterate():
     assert np.any(np.diff(_objective(sub, y, 1e-3, 0.0)) > 0)
 
 
-# ------------------------------------------------------------------------------ newcomer findings (round 2)
+# ---------------------------------------------------------- newcomer findings (round 2)
 
 
 def _tiny_model_and_data():

@@ -353,7 +353,7 @@ def test_other_bad_arguments():
         hco.linkage_tree(np.zeros((4, 4)), "median")
 
 
-# ---------------------------------------------------------------- review fixes: sizes refused before work
+# ---------------------------------------------- review fixes: sizes refused before work
 
 import inspect  # noqa: E402
 import pathlib  # noqa: E402

@@ -182,7 +182,8 @@ def test_gpu_grid_soft_value_equals_reference(B):  # pragma: no cover - GPU
 
 
 def test_grid_soft_value_reference_shifts_before_dividing_by_alpha():
-    # Q / alpha overflowed to inf before the row-max shift (review); the shifted sum is exact
+    # Q / alpha overflowed to inf before the row-max shift (review);
+    # the shifted sum is exact
     Q = np.array([[1e300, -1e300, 0.0], [3.0, 1.0, 2.0]])
     V = adaent.grid_soft_value_reference(Q, 1e-300, 1.0)
     assert V[0] == 1e300 and V[1] == 3.0

@@ -187,7 +187,7 @@ def test_every_dispatcher_returns_numpy():
     )
 
 
-# ------------------------------------------------------------------ GPU parity (needs a GPU)
+# ------------------------------------------------------------- GPU parity (needs a GPU)
 
 
 @pytest.mark.gpu

@@ -100,10 +100,12 @@ def test_empty_and_single():
 def test_hypervolume_hand_values():
     # one box: 2 x 3 above (0, 0)
     assert dk.hypervolume([[2.0, 3.0]], [0.0, 0.0]) == pytest.approx(6.0)
-    # staircase (1,3), (2,2), (3,1) over (0,0): 3 + 2 + 1 = 6; a dominated point and a duplicate change nothing
+    # staircase (1,3), (2,2), (3,1) over (0,0): 3 + 2 + 1 = 6; a dominated point and a
+    # duplicate change nothing
     F = [[1, 3], [2, 2], [3, 1], [1, 1], [2, 2]]
     assert dk.hypervolume(F, [0, 0]) == pytest.approx(6.0)
-    # reference shifted to (1, 0): x in [1, 2] has height 2, x in [2, 3] height 1: 3; (1, 3) is not strictly better, ignored
+    # reference shifted to (1, 0): x in [1, 2] has height 2, x in [2, 3] height 1: 3;
+    # (1, 3) is not strictly better, ignored
     assert dk.hypervolume(F, [1, 0]) == pytest.approx(3.0)
     # 3-D: two unit cubes overlapping in a 0.5 x 1 x 1 slab: 1 + 1 - 0.5
     assert dk.hypervolume([[1, 1, 1], [1.5, 1, 1]], [0, 0, 0]) == pytest.approx(1.5)

@@ -88,9 +88,9 @@ def _log_normal(x: np.ndarray) -> np.ndarray:
     return -0.5 * (x * x).sum(-1) - 0.5 * x.shape[-1] * LOG_2PI
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # single step: forward-mode tangents vs reverse-mode jacrev
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 8])
@@ -183,7 +183,8 @@ def test_matches_the_chapter_velocity_mlp():
 
 
 def test_euler_reference_matches_the_chapter_vjp_likelihood():
-    # lib's torch path (d VJPs per step, its own loop) against the forward-mode reference
+    # lib's torch path (d VJPs per step, its own loop) against
+    # the forward-mode reference
     fd = _chapter_module()
     torch.manual_seed(1)
     model = fd.VelocityMLP(2, hidden=32, depth=3)
@@ -197,14 +198,15 @@ def test_euler_reference_matches_the_chapter_vjp_likelihood():
     )
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Euler likelihood: closed forms, an independent loop, an adaptive solver, normalisation
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("n_steps", [1, 7, 50])
 def test_euler_log_likelihood_constant_field_is_gaussian_shifted_by_b(n_steps):
-    # last layer W = 0: v(x, t) = b whatever the hidden layers do, div = 0, x0 = x1 - b exactly
+    # last layer W = 0: v(x, t) = b whatever the hidden layers do,
+    # div = 0, x0 = x1 - b exactly
     model = _MLP(3, hidden=16, depth=3, seed=6).double()
     params = model.linear_params()
     b = torch.tensor([0.7, -1.2, 0.3], dtype=torch.float64)
@@ -220,7 +222,8 @@ def test_euler_log_likelihood_constant_field_is_gaussian_shifted_by_b(n_steps):
 
 @pytest.mark.parametrize("n_steps", [1, 4, 25])
 def test_euler_log_likelihood_time_grid_on_v_equals_c_t(n_steps):
-    # v = c t: the reverse Euler sum over t_k = 1 - k h gives x0 = x1 - c (n+1) / (2n) (-> x1 - c/2)
+    # v = c t: the reverse Euler sum over t_k = 1 - k h gives x0 = x1 - c
+    # (n+1) / (2n) (-> x1 - c/2)
     c = np.array([1.0, -2.0])
     W = np.zeros((2, 3))
     W[:, 2] = c
@@ -309,8 +312,9 @@ def test_euler_log_likelihood_converges_to_adaptive_ode_solution():
 
 
 def test_euler_density_integrates_to_one_in_1d():
-    # the sign convention: exp(logp) must be a probability density up to the O(h) Euler error
-    # (about 4e-4 here); the wrong sign of the divergence term gives a mass far from 1
+    # the sign convention: exp(logp) must be a probability density up to the O(h) Euler
+    # error (about 4e-4 here); the wrong sign of the divergence
+    # term gives a mass far from 1
     model = _MLP(1, hidden=32, depth=2, gain=1.0, seed=9).double()
     grid = torch.linspace(-12, 12, 2001, dtype=torch.float64)[:, None]
     logp, _, integral = euler_log_likelihood_reference(
@@ -322,9 +326,9 @@ def test_euler_density_integrates_to_one_in_1d():
     assert abs(wrong_sign - 1) > 0.1, wrong_sign  # the check can tell the two apart
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # bad inputs
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _params(d=2, hidden=8, depth=2):
@@ -413,7 +417,8 @@ def test_shared_memory_at_the_limits_fits_a100_and_h100_opt_in():
     assert smem == 4 * (2 * 36 * 512 + 34)
     # A100 and H100/H200 per-block opt-in limits (bytes)
     assert smem <= 166_912 <= 232_448
-    # the launcher's automatic S stays within 64 KiB: 8 samples of the chapter's 2-D model fit
+    # the launcher's automatic S stays within 64 KiB: 8 samples of
+    # the chapter's 2-D model fit
     assert shared_memory_bytes(2, [3, 128, 128, 2], samples_per_block=8) <= 64 * 1024
     assert shared_memory_bytes(2, [3, 128, 128, 2], 8) == 8 * shared_memory_bytes(
         2, [3, 128, 128, 2], 1
@@ -438,9 +443,9 @@ def test_dispatchers_use_the_reference_without_gpu(monkeypatch):
     )
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # the CUDA kernel's index arithmetic, emulated in NumPy on the launcher's packed buffer
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _emulate_forward(buf, offsets, widths, xs, ts, d, tile=4):
@@ -501,8 +506,8 @@ def _emulate_forward(buf, offsets, widths, xs, ts, d, tile=4):
     [(1, 5, 1, 1), (3, 7, 2, 2), (4, 9, 3, 3), (2, 6, 0, 1), (2, 6, 2, 4)],
 )
 def test_packed_layout_emulation_matches_reference(d, hidden, depth, S):
-    # odd widths and d + 1 not a multiple of the tile exercise the padding; depth 0 = one Linear;
-    # S > 1 samples per block share the column buffers
+    # odd widths and d + 1 not a multiple of the tile exercise the padding; depth
+    # 0 = one Linear; S > 1 samples per block share the column buffers
     if depth == 0:
         gen = torch.Generator().manual_seed(0)
         params = [(torch.randn(d, d + 1, generator=gen), torch.randn(d, generator=gen))]
@@ -636,7 +641,8 @@ def fake_cupy(monkeypatch):
 def test_gpu_launchers_with_emulated_kernel_match_reference(
     fake_cupy, samples_per_block
 ):
-    # the launchers' argument order, dtypes, launch configuration and tail handling, end to end
+    # the launchers' argument order, dtypes, launch configuration and
+    # tail handling, end to end
     kfd = fake_cupy
     params = _MLP(3, hidden=9, depth=2, seed=14).linear_params()
     gen = torch.Generator().manual_seed(5)
@@ -688,9 +694,9 @@ def test_flow_divergence_cu_entry_points_in_ptx():
         assert "ld.local" not in ptx
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # GPU parity (float32, |gpu - ref| <= GPU_RTOL * max(1, |ref|))
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _assert_parity(gpu, ref):  # pragma: no cover - needs a GPU

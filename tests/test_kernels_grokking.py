@@ -123,7 +123,8 @@ def test_grok_steps_gpu_matches_reference_after_1e4_steps(
 
 
 def test_grok_steps_reference_trajectory_agrees_after_1e4_steps():
-    # the contract the GPU kernel is held to, here for the batched reference vs the per-config loop
+    # the contract the GPU kernel is held to, here for the batched
+    # reference vs the per-config loop
     B, steps = 2, 10_000
     X, y, a0, alpha, beta1, beta2, a_star = _problem(B, False, seed=3)
     a, _ = grok_steps_reference(X, y, a0, alpha, beta1, beta2, a_star, steps, 1000)

@@ -11,9 +11,9 @@ from icml25.kernels import lowbit as lb
 BITS = (1, 2, 4)
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # naive definitions: one element at a time, straight from the format's wording
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def naive_pack(codes, row_bits):
     m, n = codes.shape
     sizes = [-(-n * int(b) // 8) for b in row_bits]
@@ -83,9 +83,9 @@ def random_codes(rng, row_bits, n):
     ).astype(np.uint8)
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # packing
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "m,n", [(1, 1), (7, 3), (13, 9), (20, 64), (33, 100), (5, 257)]
 )
@@ -123,9 +123,9 @@ def test_pack_accepts_torch_and_wide_integer_codes():
     np.testing.assert_array_equal(packed, naive_pack(codes, row_bits)[0])
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # quantize
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "m,n,g", [(17, 128, 64), (9, 24, 8), (6, 15, 5), (4, 8192, 64)]
 )
@@ -158,7 +158,8 @@ def test_blockwise_absmax_normalises_into_unit_interval():
 
 
 def test_values_on_thresholds_go_to_the_lower_bin():
-    # group of 8 with absmax exactly 1 (the first weight), the rest sit exactly on thresholds
+    # group of 8 with absmax exactly 1 (the first weight), the rest
+    # sit exactly on thresholds
     t = np.array([-0.5, 0.0, 0.25], dtype=np.float32)
     thresholds = np.full((3, 15), np.inf, dtype=np.float32)
     thresholds[0, :1] = [0.0]
@@ -239,9 +240,9 @@ def test_quantize_then_dequantize_error_is_bounded_by_the_bin_width():
     assert (err <= half_step * (1 + 1e-5)).all()
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # dequantize
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "m,n,g,bits",
     [
@@ -255,7 +256,8 @@ def test_quantize_then_dequantize_error_is_bounded_by_the_bin_width():
     ],
 )
 def test_dequant_reference_matches_naive(m, n, g, bits):
-    # the long rows exercise the byte-table path of the reference, the short ones the nibble path
+    # the long rows exercise the byte-table path of the reference, the
+    # short ones the nibble path
     rng = np.random.default_rng(m + n + g)
     W, row_bits, lut, thresholds = random_problem(rng, m, n, g, bits=bits)
     codes = random_codes(rng, row_bits, n)
@@ -359,9 +361,9 @@ def test_dequant_matmul_reference_is_x_times_dequant_transpose():
         )
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # dispatchers
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def test_dispatchers_return_the_input_kind_on_cpu(monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setenv("ICML25_FORCE_CPU", "1")
@@ -390,9 +392,9 @@ def test_dispatchers_return_the_input_kind_on_cpu(monkeypatch):
     assert isinstance(y, torch.Tensor) and y.shape == (3, 8)
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # bad inputs
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def _valid(m=4, n=128, g=64):
     rng = np.random.default_rng(8)
     W, row_bits, lut, thresholds = random_problem(rng, m, n, g)
@@ -514,9 +516,9 @@ def test_nan_or_decreasing_thresholds_are_rejected():
         lb.quantize_mixed_reference(W, row_bits, bad)
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # CUDA: compile everywhere, parity on a GPU
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def test_kernel_compiles_with_nvrtc():
     pytest.importorskip("cupy")
     from icml25.kernels import compile_ptx
@@ -582,7 +584,8 @@ def test_dequantize_gpu_matches_reference(m, n, g):
             )
         )
         assert out.dtype == dt and out.shape == (m, n)
-        # both round one float32 product (then one cast): expected identical; 1 ulp is the contract
+        # both round one float32 product (then one cast): expected
+        # identical; 1 ulp is the contract
         np.testing.assert_array_max_ulp(out, ref, maxulp=1)
 
 
@@ -654,12 +657,13 @@ def test_dequantize_gpu_float16_edge_values():
         np.testing.assert_array_max_ulp(out, ref, maxulp=1)
 
 
-# ---------------------------------------------------------------------------------------------
-# CUDA source on the CPU: the .cu compiled by g++ against a small emulation of the CUDA features
-# it uses (one std::thread per CUDA thread, std::barrier for __syncthreads and warp shuffles).
-# It checks the kernels' indexing and rounding logic where no GPU is available; it cannot see
-# what only hardware shows (alignment faults, the memory model).
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# CUDA source on the CPU: the .cu compiled by g++ against a small emulation of the CUDA
+# features it uses (one std::thread per CUDA thread, std::barrier for
+# __syncthreads and warp shuffles).
+# It checks the kernels' indexing and rounding logic where no GPU is available; it
+# cannot see what only hardware shows (alignment faults, the memory model).
+# --------------------------------------------------------------------------------------
 EMULATION_HEADER = r"""
 #include <barrier>
 #include <math.h>
@@ -952,9 +956,9 @@ def test_cuda_dequant_edge_values_and_fused_matmul_under_cpu_emulation(
     assert (np.abs(y - ref) <= 1e-5 * (np.abs(x) @ np.abs(W_hat).T) + 1e-7).all()
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Review fixes (newcomer review of chapter 01)
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def test_bfloat16_torch_weights_are_accepted():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(40)

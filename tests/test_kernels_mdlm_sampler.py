@@ -146,8 +146,8 @@ def test_pareto_reward_by_hand():
     F = np.array([[0.2, 0.9], [0.5, 0.5], [0.9, 0.1]])
     S = np.array([[0.5, 0.5], [0.1, 0.95]])
     R, dom = ks.pareto_reward(S, F)
-    # candidate 0: x >= 0.2, 0.5 (2 of 3); y >= 0.5, 0.1 (2 of 3); it equals a member: not dominated
-    # candidate 1: x >= none (0 of 3); y >= all (3 of 3)
+    # candidate 0: x >= 0.2, 0.5 (2 of 3); y >= 0.5, 0.1 (2 of 3); it equals a member:
+    # not dominated candidate 1: x >= none (0 of 3); y >= all (3 of 3)
     assert np.allclose(R, [[2 / 3, 2 / 3], [0.0, 1.0]])
     assert dom.tolist() == [False, False]
     R, dom = ks.pareto_reward(np.array([[0.1, 0.1]]), F)

@@ -25,9 +25,10 @@ from icml25.kernels.mips import (
     philox4x32_10,
 )
 
-# p-value below which a goodness-of-fit test fails. The tests are seeded, so each either passes or
-# fails deterministically; 1e-4 keeps the false-alarm rate of a correct sampler negligible while a
-# wrong distribution (e.g. kappa applied twice, or off by one index) gives p ~ 0.
+# p-value below which a goodness-of-fit test fails. The tests are seeded, so each either
+# passes or fails deterministically; 1e-4 keeps the false-alarm rate of a correct
+# sampler negligible while a wrong distribution (e.g. kappa applied twice, or off
+# by one index) gives p ~ 0.
 P_MIN = 1e-4
 
 
@@ -54,11 +55,12 @@ def small_chunks(monkeypatch):
     monkeypatch.setattr(mips, "_GUMBEL_CHUNK_ELEMENTS", 5 * 13)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Philox
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
-# Random123 kat_vectors, "philox4x32 10" lines: counter (4 words), key (2 words) -> output (4 words).
+# Random123 kat_vectors, "philox4x32 10" lines: counter (4 words), key
+# (2 words) -> output (4 words).
 RANDOM123_KAT = [
     ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
     (
@@ -120,9 +122,9 @@ def test_gumbel_noise_streams_differ_by_seed_offset_and_position():
     assert np.mean(base == gumbel_noise_reference(1, 2**32, b, i)) < 0.01
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # References against naive math
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -185,7 +187,8 @@ def test_first_beater_reference_matches_python_loop(small_chunks, B, n, d):
     rng = np.random.default_rng(B + n + d)
     Q, X = _int_data(rng, (B, d)), _int_data(rng, (n, d))
     S = Q.astype(np.int64) @ X.astype(np.int64).T
-    # Thresholds: equal to some score (strict '>' matters), below everything (-> 0), at the max (-> n).
+    # Thresholds: equal to some score (strict '>' matters), below everything
+    # (-> 0), at the max (-> n).
     thr = S[np.arange(B), rng.integers(0, n, size=B)].astype(np.float32)
     thr[0::4] = S.max(axis=1)[0::4]
     thr[1::4] = S.min(axis=1)[1::4] - 1
@@ -229,7 +232,8 @@ def test_gumbel_max_reference_offsets_give_fresh_draws():
     )
     b = gumbel_max_sample_reference(V, X, 1.0, seed=1, offset=1)
     c = gumbel_max_sample_reference(V, X, 1.0, seed=2, offset=0)
-    # Independent draws coincide with probability sum_i p_i^2 (about 1/50 here), far below 1/2.
+    # Independent draws coincide with probability sum_i p_i^2
+    # (about 1/50 here), far below 1/2.
     assert np.mean(a == b) < 0.1 and np.mean(a == c) < 0.1
 
 
@@ -445,9 +449,9 @@ def test_dispatchers_gpu_branch_returns_numpy(monkeypatch):
     assert calls == ["argmax", "beater", "gumbel", "gumbel"]
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Bad inputs
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 _Q = np.zeros((3, 4), dtype=np.float32)
 _X = np.ones((10, 4), dtype=np.float32)
@@ -530,12 +534,12 @@ def test_first_beater_bad_threshold(threshold, error):
         first_beater(_Q, _X, threshold)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # GPU against the references (skipped without a GPU)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
-# (B, n, d): one query and many; B around the 8-query block; n around the 256-action tile;
-# d around the 32-dimension chunk; n large enough for many blocks and atomics.
+# (B, n, d): one query and many; B around the 8-query block; n around the 256-action
+# tile; d around the 32-dimension chunk; n large enough for many blocks and atomics.
 GPU_SHAPES = [
     (1, 1, 1),
     (7, 255, 3),
@@ -620,7 +624,8 @@ def test_mips_argmax_gpu_matches_reference_on_random_floats():
     index, score = index.get(), score.get()
     ref_index, ref_score = mips_argmax_reference(Q, X)
     np.testing.assert_allclose(score, ref_score, rtol=1e-5, atol=1e-6)
-    # Indices may differ only at float32 near-ties: then both rows score the same to 1e-5.
+    # Indices may differ only at float32 near-ties: then both
+    # rows score the same to 1e-5.
     S64 = Q.astype(np.float64) @ X.T.astype(np.float64)
     rows = np.arange(B)
     differ = index != ref_index
@@ -640,8 +645,9 @@ def test_first_beater_gpu_equals_reference_on_exact_data(B, n, d):
     rng = np.random.default_rng(B * 7 + n + d)
     Q, X = _int_data(rng, (B, d)), _int_data(rng, (n, d))
     best = mips_argmax_reference(Q, X)[1]
-    # Mix of answers within one 8-query block: early (low threshold), late or never (at the max),
-    # and in between (threshold just under the max: the first row reaching the max value).
+    # Mix of answers within one 8-query block: early (low threshold), late or never
+    # (at the max), and in between (threshold just under the max: the first row
+    # reaching the max value).
     thr = best - rng.integers(0, 4, size=B).astype(np.float32)
     thr[::4] = best[::4]  # nobody beats the max -> n
     out = mips.first_beater_gpu(cp.asarray(Q), cp.asarray(X), cp.asarray(thr))

@@ -104,7 +104,8 @@ def test_pgd_step_bad_input():
         kern.pgd_step(np.array(["a"]), grad, x, 0.05, 0.01)
     with pytest.raises(ValueError, match=r"x must be a clean image in \[0, 1\]"):
         kern.pgd_step(delta, grad, x + 1.5, 0.05, 0.01)
-    # torch and NumPy mixed: a clear TypeError naming the odd argument, not a silent conversion
+    # torch and NumPy mixed: a clear TypeError naming the odd
+    # argument, not a silent conversion
     with pytest.raises(TypeError, match="grad"):
         kern.pgd_step(torch.from_numpy(delta), grad, torch.from_numpy(x), 0.05, 0.01)
     with pytest.raises(TypeError, match="x"):

@@ -139,7 +139,7 @@ def test_gpu_counts_equal_reference():  # pragma: no cover - GPU
         )
 
 
-# ---------------------------------------------------------------- review fixes: validation and budgets
+# ------------------------------------------------- review fixes: validation and budgets
 
 import time  # noqa: E402
 

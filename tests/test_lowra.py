@@ -21,9 +21,9 @@ def _student_t(rng, m, n, df=4.0):
     return (rng.standard_t(df, size=(m, n)) * 0.02).astype(np.float32)
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # NormalFloat levels
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("bits", [1, 2, 4])
 def test_nf_levels_sorted_in_range_with_zero(bits):
     q = L.nf_levels(bits)
@@ -43,9 +43,9 @@ def test_nf4_matches_qlora_table():
     assert np.allclose(q[-2:], [0.7229568362236023, 1.0], atol=1e-6)
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Weighted Lloyd-Max
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def test_lloyd_sse_is_non_increasing():
     rng = np.random.default_rng(0)
     for _ in range(5):
@@ -88,9 +88,9 @@ def test_lloyd_bad_inputs():
         L.lloyd_max_weighted(np.zeros(3), np.ones(3), [0.0])
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Channel codebooks
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def test_channel_codebooks_error_table_is_real_space_sse():
     rng = np.random.default_rng(2)
     W = _student_t(rng, 12, 128)
@@ -109,7 +109,8 @@ def test_channel_codebooks_error_table_is_real_space_sse():
 
 
 def test_learned_codebooks_beat_nf_with_exact_weights():
-    # weight_power=2 minimises the real-space SSE starting from NF: never worse than NF (b >= 2)
+    # weight_power=2 minimises the real-space SSE starting from NF:
+    # never worse than NF (b >= 2)
     rng = np.random.default_rng(3)
     W = _student_t(rng, 16, 256)
     learned = L.learn_channel_codebooks(W, weight_power=2)
@@ -139,9 +140,9 @@ def test_codebooks_bad_inputs():
         L.learn_channel_codebooks(W)
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Precision assignment
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def _brute_force(E, nc, target):
     best, best_b = np.inf, None
     for combo in itertools.product(range(3), repeat=E.shape[0]):
@@ -223,9 +224,9 @@ def test_assign_precision_bad_inputs():
         L.assign_precision(E, nc, 2.0, bits=(1, 2, 8))
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Packed weights
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def _random_mixed(rng, m=10, n=256, group=64):
     W = _student_t(rng, m, n)
     cb = L.learn_channel_codebooks(W, group=group)
@@ -246,7 +247,8 @@ def test_mixed_precision_weight_round_trip():
     assert all(codes[c].max() < 2 ** rb[c] for c in range(len(rb)))
     # fp16 storage of LUT/absmax costs little: the SSE stays within 1% of the e-table's
     assert ((W - q.dequantize()) ** 2).sum() == pytest.approx(cb.sse(rb), rel=1e-2)
-    # re-quantizing the dequantized weight is a fixed point up to fp16 rounding of the scales
+    # re-quantizing the dequantized weight is a fixed point up to
+    # fp16 rounding of the scales
     assert q.bits_per_param(False) == pytest.approx((rb * 256).sum() / (10 * 256))
 
 
@@ -293,9 +295,9 @@ def test_mixed_precision_bad_inputs():
         L.nf_quantize_tensor(W, 2)
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # LoftQ and the LoRA layer
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def test_loftq_init_reduces_error_vs_no_lora():
     rng = np.random.default_rng(13)
     W = _student_t(rng, 64, 128)
@@ -420,11 +422,13 @@ def test_load_minilm_offline_embeds():
     )
 
 
-# ------------------------------------------------------------------------------------------------
-# Review fixes (newcomer review of chapter 01): bad inputs get clear errors, never silent results
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# Review fixes (newcomer review of chapter 01): bad inputs get clear
+# errors, never silent results
+# --------------------------------------------------------------------------------------
 def test_assign_precision_columns_follow_the_given_bits_order():
-    # column j of errors belongs to bits[j]; an unsorted bits tuple must not relabel the columns
+    # column j of errors belongs to bits[j]; an unsorted bits tuple
+    # must not relabel the columns
     rng = np.random.default_rng(21)
     E, nc = _tiny_instance(rng, 6)
     for target in (1.3, 2.0, 2.9):
@@ -640,9 +644,9 @@ def test_distill_finetune_and_sse_vs_budget_bad_inputs():
         L.sse_vs_budget([], [], [1.5])
 
 
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # issue 13: refused inputs, checked solver results, LoftQ's best iterate
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def test_assignment_bits_refuses_bits_outside_the_allowed_set_and_negative_counts():
     assert L.assignment_bits([1, 2, 4], [10, 10, 10]) == 70
     with pytest.raises(ValueError, match="row_bits"):
@@ -711,7 +715,8 @@ def test_assigners_accept_a_time_limited_incumbent(monkeypatch):
 
 
 def test_loftq_returns_its_best_iterate_when_the_objective_rises():
-    # Gaussian 64x64, rank 8, NF2: the LoftQ objective falls for 2 iterations, then rises
+    # Gaussian 64x64, rank 8, NF2: the LoftQ objective falls for
+    # 2 iterations, then rises
     W = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
 
     def quant(X):
@@ -737,9 +742,10 @@ def test_loftq_returns_its_best_iterate_when_the_objective_rises():
     assert all(b <= a for a, b in zip(Js, Js[1:]))
 
 
-# ---------------------------------------------------------------------------------------------
-# issue 13, second round: exact bit totals, integer bits, rng streams, sizes refused up front
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# issue 13, second round: exact bit totals, integer bits, rng
+# streams, sizes refused up front
+# --------------------------------------------------------------------------------------
 def test_assignment_bits_is_exact_beyond_int64():
     # int64 would wrap to 0
     assert L.assignment_bits(np.array([4]), np.array([2**62])) == 2**64
@@ -756,7 +762,8 @@ def test_float_row_bits_are_refused():
 
 
 def test_assign_precision_budget_exact_for_huge_counts():
-    # sum n_c overflows int64 without Python integers: the uniform 4-bit answer must stay feasible
+    # sum n_c overflows int64 without Python integers: the uniform 4-bit
+    # answer must stay feasible
     E = np.array([[3.0, 2.0, 1.0], [3.0, 2.0, 1.0]])
     out = L.assign_precision(E, np.array([2**62, 2**62]), 4.0, n_clusters=1)
     assert out.tolist() == [4, 4]

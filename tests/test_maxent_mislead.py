@@ -15,9 +15,9 @@ from stable_baselines3 import SAC
 
 from icml25 import maxent_mislead as maxent
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Soft values and policies
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_soft_value_matches_scipy_logsumexp():
@@ -58,9 +58,9 @@ def test_soft_policy_is_softmax_and_zero_alpha_is_uniform_on_argmax():
     )
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Toy A: threshold and value iteration
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _gap_by_hand(alpha, w, r_mid=1.0, r_hi=2.0, r_fail=-1.0):
@@ -137,7 +137,8 @@ def test_soft_vi_fixed_point_satisfies_entropy_regularised_evaluation():
     alpha, gamma = 0.4, 0.85
     res = maxent.soft_value_iteration(P, R, alpha, gamma)
     pi = res.policy
-    # V = E_pi[R + gamma P V - alpha log pi]: evaluate pi with its entropy bonus by a linear solve
+    # V = E_pi[R + gamma P V - alpha log pi]: evaluate pi with its
+    # entropy bonus by a linear solve
     S = P.shape[0]
     r_pi = (pi * (R - alpha * np.log(pi))).sum(axis=1)
     P_pi = np.einsum("sa,sat->st", pi, P)
@@ -164,9 +165,9 @@ def test_bifurcation_extension_keeps_plain_optimum_and_misleads_maxent():
     assert int(np.argmax(soft.policy[s])) != a_opt  # MaxEnt now prefers another action
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Toy B
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_toy_b_half_mass_alpha_and_mass_at_notes_values():
@@ -187,9 +188,9 @@ def test_toy_b_reward_is_the_two_gaussians():
     np.testing.assert_allclose(maxent.toy_b_reward(a, 0.1), want, rtol=1e-14)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Environments
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("env_id", sorted(maxent.ENV_IDS))
@@ -262,9 +263,9 @@ def test_two_branch_and_bandit_rewards():
     assert term and abs(r - float(maxent.toy_b_reward(np.array([0.6]), 0.1)[0])) < 1e-6
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # SAC-AdaEnt and the baselines
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _state(model):
@@ -332,9 +333,9 @@ def test_start_actor_at_sets_the_deterministic_action():
         assert abs(maxent.policy_action(m, np.zeros(1))[0] - 0.6) < 1e-6
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Bad input
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 P0, R0 = _random_mdp(np.random.default_rng(8), S=3, A=2)
 
@@ -472,9 +473,10 @@ def test_control_benchmark_reports_the_steps_reached():
         assert 0 < r["steps"] <= 2048 and np.isfinite(r["return"])
 
 
-# --------------------------------------------------------------------------------------------
-# Bad input found in review (each was a silent wrong result or a crash deep inside numpy)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# Bad input found in review (each was a silent wrong result or a
+# crash deep inside numpy)
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

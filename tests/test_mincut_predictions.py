@@ -180,7 +180,8 @@ def test_boosted_weights_formula():
 
 
 def test_prediction_errors_hand_built():
-    # path 0-1-2-3 plus chord; side {0}: cut = edge (0,1) of weight 2 and chord (0,3) of weight 1
+    # path 0-1-2-3 plus chord; side {0}: cut = edge (0,1) of weight 2
+    # and chord (0,3) of weight 1
     edges = np.array([[0, 1], [1, 2], [2, 3], [0, 3]])
     w = np.array([2.0, 4.0, 1.0, 1.0])
     side = np.array([True, False, False, False])
@@ -241,7 +242,7 @@ def test_predict_by_sampling_marks_only_sampled_edges():
     )
 
 
-# ------------------------------------------------------------------ generators and metric
+# ---------------------------------------------------------------- generators and metric
 
 
 def test_matching_graph_planted_singleton():
@@ -448,7 +449,7 @@ def test_jitter_instances_weak_vertices_round_robin():
     assert lone == [5, 25, 5, 25, 5, 25]
 
 
-# ------------------------------------------------------------------ the graph value object
+# --------------------------------------------------------------- the graph value object
 
 
 def test_weighted_graph_is_validated_once_and_read_only():
@@ -509,7 +510,7 @@ def test_public_functions_accept_the_graph_or_the_arrays_alike():
     np.testing.assert_array_equal(c1, c2)
 
 
-# ------------------------------------------------------------------ fixed bugs (issue 13)
+# ---------------------------------------------------------------- fixed bugs (issue 13)
 
 
 def test_cut_value_with_a_side_of_the_wrong_length_names_side():
@@ -593,7 +594,8 @@ def test_one_batch_of_too_many_trials_is_refused_for_memory():
 def test_tsp_lp_solution_is_checked_before_use(monkeypatch):
     import scipy.optimize
 
-    class Infeasible:  # "solved", but x = 0 breaks every degree constraint x(delta(v)) = 2
+    # "solved", but x = 0 breaks every degree constraint x(delta(v)) = 2
+    class Infeasible:
         status, message = 0, "Optimization terminated successfully."
 
         def __init__(self, m):
@@ -687,7 +689,7 @@ def test_counts_and_errors_are_checked(call, exc, match):
         call()
 
 
-# ------------------------------------------------------------------ fixed bugs (newcomer review)
+# --------------------------------------------------------- fixed bugs (newcomer review)
 
 _E5 = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2]])
 _W5 = np.ones(5)
@@ -697,7 +699,8 @@ _W5 = np.ones(5)
 @pytest.mark.parametrize(
     "call, named",
     [
-        # n itself: the per-vertex arrays of WeightedGraph's users (used to MemoryError or hang)
+        # n itself: the per-vertex arrays of WeightedGraph's users
+        # (used to MemoryError or hang)
         (lambda rng: mc.WeightedGraph(_E5, _W5, 10**12), "n=1000000000000"),
         (lambda rng: mc.karger_stein(_E5, _W5, 10**12, rng=rng), "n=1000000000000"),
         (
@@ -707,7 +710,8 @@ _W5 = np.ones(5)
         (lambda rng: mc.fpz(_E5, _W5, 10**12, rng=rng), "n=1000000000000"),
         (lambda rng: mc.stoer_wagner(_E5, _W5, 10**9), "n=1000000000"),
         (lambda rng: mc.karger_trial(_E5, _W5, 10**12, rng=rng), "n=1000000000000"),
-        # sizes whose arrays fit but whose work cannot finish: each algorithm's own estimate
+        # sizes whose arrays fit but whose work cannot finish: each
+        # algorithm's own estimate
         (lambda rng: mc.stoer_wagner(_E5, _W5, 10**7), "stoer_wagner\\(n=10000000"),
         (
             lambda rng: mc.karger_stein(_E5, _W5, 10**7, rng=rng),
@@ -750,7 +754,8 @@ def test_sizes_that_cannot_fit_are_refused_within_a_second(call, named):
 
 
 def test_a_trial_on_a_graph_too_large_names_n_not_the_internal_trial_count():
-    # karger_trial used to blame "contraction_batch(n_trials=1)", an argument its caller never passed
+    # karger_trial used to blame "contraction_batch(n_trials=1)", an
+    # argument its caller never passed
     with pytest.raises(TooLargeError) as err:
         mc.karger_trial(_E5, _W5, 10**12, rng=np.random.default_rng(0))
     assert "n=1000000000000" in str(err.value) and "contraction_batch" not in str(

@@ -249,7 +249,7 @@ def test_bad_inputs_raise():
         mnl.make_algorithm("LinUCB", 5, 2, 2)
 
 
-# ------------------------------------------------------------------------- argument checks (one per case)
+# ------------------------------------------------------- argument checks (one per case)
 
 
 @pytest.mark.parametrize("bad", ["abc", np.random.RandomState(0), 1.5, True])
@@ -260,7 +260,8 @@ def test_MNLBanditEnv_rejects_non_generator_rng(bad):
 
 @pytest.mark.parametrize("bad", [0, 3, -1, np.int64(3), None])
 def test_MNLBanditEnv_refuses_int_seeds_and_None(bad):
-    # round 2: an int seed and None (fresh entropy) were accepted; the book passes Generators
+    # round 2: an int seed and None (fresh entropy) were accepted;
+    # the book passes Generators
     with pytest.raises(TypeError, match="rng"):
         mnl.MNLBanditEnv(5, 3, 2, rng=bad)
 
@@ -409,7 +410,7 @@ def test_defaults_are_the_one_frozen_settings_object():
         mnl.DEFAULTS.N = 3  # frozen
 
 
-# ------------------------------------------------------------------------- bug fixes (issue 13)
+# ----------------------------------------------------------------- bug fixes (issue 13)
 
 
 def _trained_estimator(rng):
@@ -470,8 +471,9 @@ def test_bandit_refuses_non_finite_feedback_and_keeps_its_state():
 
 
 def test_OMD_step_refuses_a_non_finite_solve_and_keeps_its_state(monkeypatch):
-    # every linear-system result is checked before it is used; before the fix a NaN Newton step
-    # slipped through the projection (NaN norms are never "outside the ball") into w
+    # every linear-system result is checked before it is used; before the fix a NaN
+    # Newton step slipped through the projection (NaN norms are never
+    # "outside the ball") into w
     rng = np.random.default_rng(3)
     est = _trained_estimator(rng)
     state = _state(est)
@@ -548,7 +550,8 @@ def test_lp_answer_is_checked_for_feasibility():
 
 
 def test_library_oracle_is_the_kernel_dispatcher(monkeypatch):
-    # one CPU path: optimal_assortment(method="bisection") and the bandits call the kernel's dispatcher
+    # one CPU path: optimal_assortment(method="bisection") and the bandits
+    # call the kernel's dispatcher
     from icml25.kernels import mnl_bandits
 
     calls = []
@@ -575,7 +578,7 @@ def test_assortment_check_keeps_its_value_errors():
             mnl.expected_revenue(v, r, bad)
 
 
-# ------------------------------------------------------------------------- round 2: hostile input
+# --------------------------------------------------------------- round 2: hostile input
 
 
 def _bandit(name):
@@ -607,7 +610,8 @@ def _assert_bandit_state(alg, state):
     "bad", ["negative", "all ones", "fractions", "no choice", "two"]
 )
 def test_bandit_update_refuses_impossible_feedback_and_keeps_its_state(name, bad):
-    # round 2: y = [-50, 0, 0, 0] ran and moved w; [1, 1, 1, 1] (everyone buys everything) too
+    # round 2: y = [-50, 0, 0, 0] ran and moved w; [1, 1, 1, 1]
+    # (everyone buys everything) too
     alg = _bandit(name)
     S = alg.select(np.random.default_rng(2).normal(size=(10, 2)) * 0.3)
     k = S.size
@@ -668,7 +672,8 @@ def test_OMDEstimator_refuses_feedback_that_is_not_one_hot(y):
 
 
 def test_mnl_loss_grad_hess_refuses_feedback_not_summing_to_one():
-    # the gradient sum_i (p_i - y_i) x_i assumes sum_i y_i = 1: [1, 1, 1] gave a wrong gradient
+    # the gradient sum_i (p_i - y_i) x_i assumes sum_i y_i = 1: [1, 1,
+    # 1] gave a wrong gradient
     X, w = np.ones((2, 2)) * 0.3, np.zeros(2)
     with pytest.raises(ValueError, match="y must sum to 1"):
         mnl.mnl_loss_grad_hess(X, np.ones(3), w)
@@ -678,7 +683,8 @@ def test_mnl_loss_grad_hess_refuses_feedback_not_summing_to_one():
 
 @pytest.mark.parametrize("scale", [1e155, 1e200])
 def test_OMDEstimator_refuses_features_whose_hessian_overflows(scale):
-    # round 2: X_S * 1e200 raised LinAlgError from inside the solve; now refused at the boundary
+    # round 2: X_S * 1e200 raised LinAlgError from inside the solve;
+    # now refused at the boundary
     rng = np.random.default_rng(6)
     est = _trained_estimator(rng)
     state = _state(est)
@@ -757,8 +763,8 @@ def _too_large_calls():
 
 @pytest.mark.parametrize("case", list(_too_large_calls()))
 def test_sizes_that_cannot_fit_are_refused_at_once(case, monkeypatch):
-    # round 2: MemoryError, OverflowError or a hang; now TooLargeError before any work. Memory
-    # pinned at 16 GiB so that the verdict does not depend on the machine's RAM.
+    # round 2: MemoryError, OverflowError or a hang; now TooLargeError before any work.
+    # Memory pinned at 16 GiB so that the verdict does not depend on the machine's RAM.
     import time
 
     from icml25 import checks

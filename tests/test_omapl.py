@@ -329,7 +329,8 @@ def test_mpe_adapter_and_continuous_learner():
     assert np.isfinite(omapl.evaluate_mpe(agent, ad2, 1, rng)["return"])
 
 
-# ---- review (issue 24): inputs that used to pass silently or crash deep inside numpy / torch -----
+# ---- review (issue 24) ---------------------------------------------------------------
+# inputs that used to pass silently or crash deep inside numpy / torch
 
 
 def test_losses_refuse_negative_next_weights_non_binary_masks_and_empty_batches():

@@ -72,7 +72,7 @@ def test_pixel_groups_are_square_patches():
     assert g[1, 1] == g[0, 0] and g[0, 2] == 1 and g[2, 0] == 3
 
 
-# --------------------------------------------------------------------------- penalty, sampler, schedules
+# ---------------------------------------------------------- penalty, sampler, schedules
 
 
 def test_threshold_penalty_closed_forms():
@@ -122,7 +122,8 @@ def test_low_rank_draws_reproduce_the_covariance():
     draws = p2p.low_rank_logits(mu.expand(n, G), U.expand(n, G, r), eps, rng=gen)
     want = (U[0] @ U[0].T + eps * torch.eye(G, dtype=torch.float64)).numpy()
     cov = np.cov(draws.numpy().T)
-    # sd of a sample covariance entry ~ sqrt((S_ii S_jj + S_ij^2) / n): 6 sd covers all 36 entries
+    # sd of a sample covariance entry ~ sqrt((S_ii S_jj + S_ij^2) / n): 6
+    # sd covers all 36 entries
     sd = np.sqrt((np.outer(np.diag(want), np.diag(want)) + want**2) / n)
     assert np.all(np.abs(cov - want) <= 6 * sd)
     assert np.all(
@@ -131,7 +132,8 @@ def test_low_rank_draws_reproduce_the_covariance():
 
 
 def test_schedules_match_the_official_code():
-    # compute_reg_weight(epoch + 1) with E = 100: start 10, final 50, start value beta / 100
+    # compute_reg_weight(epoch + 1) with E = 100: start 10, final
+    # 50, start value beta / 100
     assert p2p.anneal_beta(0, 100, 10.0) == pytest.approx(0.1)
     # e = 10 = start: still beta/100
     assert p2p.anneal_beta(9, 100, 10.0) == pytest.approx(0.1)
@@ -226,7 +228,7 @@ def test_fixed_model_refuses_the_search_and_dynamic_needs_tau():
         _model()(x, g)
 
 
-# --------------------------------------------------------------------------- metrics and baselines
+# ---------------------------------------------------------------- metrics and baselines
 
 
 def test_localization_iou_kept():

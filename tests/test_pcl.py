@@ -33,7 +33,7 @@ class _Linear(torch.nn.Module):
         return x @ self.W + self.c * y_t
 
 
-# ---------------------------------------------------------------- schedules and corruption
+# ------------------------------------------------------------- schedules and corruption
 
 
 def test_linear_schedule_is_the_cumprod_of_ddpm_betas():
@@ -244,7 +244,7 @@ def test_linear_gaussian_posterior_matches_least_squares():
     assert pcl.linear_gaussian_posterior(2.0, 5.0, 0.0) == pytest.approx(3.0)
 
 
-# ---------------------------------------------------------------- metrics, data, networks, training
+# ---------------------------------------------------- metrics, data, networks, training
 
 
 def test_metrics_match_scikit_learn():
@@ -479,7 +479,8 @@ _UNET, _MLP = pcl.HintedUNet(1, 4, base=4), pcl.HintedMLP(3, 2, hidden=8)
 _XU, _YU = torch.randn(2, 1, 8, 8), torch.randint(0, 4, (2, 8, 8))
 
 
-# review of chapter 19: each case used to pass silently (a wrong result) or crash deep inside torch/numpy
+# review of chapter 19: each case used to pass silently (a wrong result) or
+# crash deep inside torch/numpy
 @pytest.mark.parametrize(
     "call, match",
     [

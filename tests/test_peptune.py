@@ -33,7 +33,7 @@ def tiny(tok):
     ).eval()
 
 
-# ----------------------------------------------------------------------------- schedules
+# ---------------------------------------------------------------------------- schedules
 
 
 @pytest.mark.parametrize("eps", [1e-3, 0.1, 0.5])
@@ -110,7 +110,7 @@ def test_schedule_bad_inputs(make, match):
         make()
 
 
-# ----------------------------------------------------------------------------- chemistry
+# ---------------------------------------------------------------------------- chemistry
 
 
 def test_corpus_valid_distinct_seeded(corpus):
@@ -237,7 +237,7 @@ def test_tokenizer_round_trip_and_unknown(tok, corpus):
         pt.SmilesTokenizer(["C", "[MASK]"])
 
 
-# ----------------------------------------------------------------------------- model, loss, sampler
+# ----------------------------------------------------------------- model, loss, sampler
 
 
 def test_subs_parameterisation(tiny, tok, corpus):
@@ -276,8 +276,9 @@ def test_mdlm_loss_weights_and_backward(tiny, tok, corpus):
     parts.loss.backward()
     assert all(p.grad is not None for p in tiny.parameters() if p.requires_grad)
     tiny.zero_grad()
-    # at t = 1 every token is masked w.p. 1 - eps; the NLL part is then the mean of w_l (-log p(x0_l))
-    # with w_l = 1/t = 1 (log-linear) and w/t = 3 (bond tokens, LogPoly w = 3)
+    # at t = 1 every token is masked w.p. 1 - eps; the NLL part is then the mean of w_l
+    # (-log p(x0_l)) with w_l = 1/t = 1 (log-linear) and w/t = 3
+    # (bond tokens, LogPoly w = 3)
     t = torch.ones(8)
     off = pt.mdlm_loss(
         tiny, x, b, t=t, invalid_loss=False, rng=torch.Generator().manual_seed(2)
@@ -403,7 +404,8 @@ def test_mctg_runs_logs_and_backs_up(tiny):
     smiles, S = mc.run()
     assert len(mc.log) == 5 and mc.valid_fraction.shape == (5,)
     assert S.shape == (len(smiles), 3)
-    # the root was visited once per iteration; W of a node = sum of its children's W plus their backups
+    # the root was visited once per iteration; W of a node = sum of its
+    # children's W plus their backups
     assert mc.root.N == 5
     assert len(mc.root.children) == 4
     for c in mc.root.children:
@@ -472,7 +474,7 @@ def test_mctg_bad_inputs(tiny):
         pt.check_scores(np.zeros((2, 3)), 2, 2)
 
 
-# ----------------------------------------------------------------------------- objectives, baselines
+# ---------------------------------------------------------------- objectives, baselines
 
 
 @pytest.fixture(scope="module")
@@ -600,7 +602,7 @@ def test_experiment_loops_run_small(tiny, corpus, objectives):
     assert res["mctg"].root.N == 2 and res["hv_nsga"] >= 0 and res["nsga_calls"] <= 6
 
 
-# ----------------------------------------------------------------------------- bad inputs (review)
+# ------------------------------------------------------------------ bad inputs (review)
 
 
 def test_public_functions_reject_bad_inputs(tiny, tok, corpus):

@@ -30,7 +30,7 @@ def _hetero_graph(
     )
 
 
-# ----------------------------------------------------------------------------- schedules
+# ---------------------------------------------------------------------------- schedules
 
 
 @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ def test_schedule_candidates():
     ]
 
 
-# ----------------------------------------------------------------------------- cost model
+# --------------------------------------------------------------------------- cost model
 
 
 def _nx_makespan(g, order, splits, sched, comm):
@@ -269,7 +269,7 @@ def test_replay_equals_simulate_on_profiled_durations():
     )
 
 
-# ----------------------------------------------------------------------------- splits and planner
+# ------------------------------------------------------------------- splits and planner
 
 
 def test_dp_matches_brute_force():
@@ -376,7 +376,7 @@ def test_plan_bad_inputs():
         )
 
 
-# ----------------------------------------------------------------------------- capture, profile, linearise
+# ---------------------------------------------------------- capture, profile, linearise
 
 
 def test_capture_dynamo_and_symbolic_trace_agree_with_the_model():
@@ -464,7 +464,7 @@ def test_models_shapes_and_bad_sizes():
         pfeife.HeteroMLP(n_blocks=0)
 
 
-# ----------------------------------------------------------------------------- runtime (one pair of workers)
+# -------------------------------------------------------- runtime (one pair of workers)
 
 
 @pytest.fixture(scope="module")
@@ -562,7 +562,8 @@ def _fake_step(cpus: list[list[float]], opt: list[float]) -> dict:
 
 
 def test_min_busy_ms_takes_each_events_minimum_over_steps():
-    # rank 0: events (2, 5) then (4, 1); a load spike on one event in one step must not count
+    # rank 0: events (2, 5) then (4, 1); a load spike on one event
+    # in one step must not count
     steps = [
         _fake_step([[2.0, 4.0], [3.0]], [0.5, 0.2]),
         _fake_step([[5.0, 1.0], [9.0]], [0.1, 0.3]),

@@ -26,7 +26,8 @@ FIX = ROOT / "tests" / "fixtures" / "runner"
 
 def _strip(rec: dict) -> dict:
     rec = json.loads(json.dumps(rec))
-    # measurements of the run itself, not its results: wall time and the kernel's peak memory
+    # measurements of the run itself, not its results: wall time and
+    # the kernel's peak memory
     for k in ("wall_time_s", "peak_rss_mib", "utc", "host", "git_commit"):
         rec["provenance"].pop(k, None)
     return rec
@@ -85,7 +86,8 @@ def test_a_rerun_with_nothing_changed_executes_nothing(first_run):
         [FIX / "98_tiny.ipynb"], "cpu", [0, 1], results=res, out_dir=out, progress=False
     )
     assert [r.status for r in rs] == ["skipped", "skipped"]
-    # a failed task is not skipped on a rerun (its inputs are unchanged, but it did not succeed)
+    # a failed task is not skipped on a rerun (its inputs are
+    # unchanged, but it did not succeed)
     assert not runner._unchanged(runner.Task(str(FIX / "97_dies.ipynb"), "cpu", 0), res)
 
 

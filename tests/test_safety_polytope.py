@@ -276,7 +276,7 @@ def test_mlp_baseline_and_probe_fit():
     assert d.shape == (6,)
 
 
-# -- bad inputs -------------------------------------------------------------------------------------
+# -- bad inputs ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -350,7 +350,8 @@ def test_generator_refuses_bad_mode_and_layer():
         sap.SteeredGenerator(model, tok, _poly(d=16), 5)
 
 
-# -- bad inputs found in review (each used to crash deep inside torch, hang, or return a wrong value) --
+# -- bad inputs found in review (each used to crash deep inside torch, hang, or
+# return a wrong value) --
 
 
 def test_huge_sizes_refused_up_front():

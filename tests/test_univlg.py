@@ -165,7 +165,8 @@ def test_ray_caster_depths_in_closed_form():
     rgb, depth, inst = univlg.render_view([obj], K, T, res)
     c = res // 2
     assert inst[c, c] == 1 and abs(depth[c, c] - 3.5) < 1e-5
-    # a floor pixel: the ray through pixel (u, v) meets z = 0 at depth h / (down component per unit depth)
+    # a floor pixel: the ray through pixel (u, v) meets z = 0 at depth h / (down
+    # component per unit depth)
     v = res - 1
     ray = np.array([(c - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], 1.0])
     world = T[:3, :3] @ ray
@@ -319,7 +320,7 @@ def test_box_l1_giou_3d_by_hand():
         univlg.box_l1_giou_3d(a, torch.tensor([[1.0, 0, 0, 0, 1, 1]]))
 
 
-# ----------------------------------------------------------------------------- metrics, baselines
+# ------------------------------------------------------------------- metrics, baselines
 
 
 def test_metrics_by_hand():

@@ -43,7 +43,7 @@ def _post(seed=0, shape=(3, 2, 4, 4)):
     )
 
 
-# ----------------------------------------------------------------------------- posterior
+# ---------------------------------------------------------------------------- posterior
 
 
 def test_encode_posterior_matches_diffusers_latent_dist(vae, x):
@@ -64,7 +64,7 @@ def test_posterior_variance_and_ratio(vae, x):
     assert np.all(vaa.latent_variance_ratio(vae, x, x, per_image=True) == 1.0)
 
 
-# ----------------------------------------------------------------------------- losses by hand
+# ----------------------------------------------------------------------- losses by hand
 
 
 def test_each_loss_by_hand():
@@ -189,7 +189,8 @@ def test_agreement_is_one_for_any_increasing_function_of_v(vae, x, g):
         np.random.default_rng(1).uniform(-0.03, 0.03, x.shape).astype(np.float32)
     )
     d = torch.clamp(d, -x, 1 - x)
-    # the math says exactly 1; float rounding can flip a sign where grad V is at the rounding floor
+    # the math says exactly 1; float rounding can flip a sign where grad V
+    # is at the rounding floor
     assert vaa.sign_alignment(vae, x, d, loss) >= 0.999
 
 
@@ -253,7 +254,7 @@ def test_pgd_protect_bad_input(vae, x):
         vaa.latent_variance_ratio(vae, x, x[:2])
 
 
-# ----------------------------------------------------------------------------- baselines and victim
+# ----------------------------------------------------------------- baselines and victim
 
 
 @pytest.fixture(scope="module")
@@ -359,7 +360,7 @@ def test_shipped_models_load_and_match_their_readme_sha256():
     assert int(m["unet"].config.num_class_embeds) == m["n_train"] + 2
 
 
-# ----------------------------------------------------------------------------- metrics and data
+# --------------------------------------------------------------------- metrics and data
 
 
 def test_psnr_matches_skimage():

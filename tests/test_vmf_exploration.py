@@ -31,9 +31,9 @@ def _e1(d: int) -> np.ndarray:
     return e
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # sample_vmf
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("d", [3, 32])
@@ -49,9 +49,10 @@ def test_sample_vmf_matches_scipy(d: int, kappa: float) -> None:
 
 @pytest.mark.parametrize("sign", [1.0, -1.0, 0.0])
 def test_sample_vmf_matches_scipy_at_the_benchmark_setting(sign: float) -> None:
-    # d = 32, kappa = 10 (benchmarks/vmf_exploration.py): the cosine to mu and the coordinate
-    # along a fixed direction orthogonal to mu against scipy.stats.vonmises_fisher, KS at 20,000
-    # draws; mu with a positive, negative and zero first coordinate (each side of the reflection)
+    # d = 32, kappa = 10 (benchmarks/vmf_exploration.py): the cosine to mu and the
+    # coordinate along a fixed direction orthogonal to mu against
+    # scipy.stats.vonmises_fisher, KS at 20,000 draws; mu with a positive, negative and
+    # zero first coordinate (each side of the reflection)
     d, kappa, size = 32, 10.0, 20_000
     rng = _rng(32_010 + int(sign))
     mu = rng.standard_normal(d)
@@ -123,9 +124,9 @@ def test_sample_vmf_normalises_mu() -> None:
     np.testing.assert_allclose(a, b, atol=1e-14)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Normaliser, density, mean resultant length
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -202,9 +203,9 @@ def test_mean_resultant_length_matches_exercise_value() -> None:
     assert np.all(np.diff(vals) > 0) and vals[-1] < 1.0 and vals[-1] > 0.999
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Sphere helpers
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_uniform_sphere_unit_rows_and_zero_mean() -> None:
@@ -226,9 +227,9 @@ def test_sample_with_similarity_exact_alpha() -> None:
     assert one.shape == (7,) and abs(one @ V[0] / np.linalg.norm(V[0]) - 0.25) < 1e-12
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Boltzmann exploration and baselines
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_action_probs_boltzmann_is_stable_softmax() -> None:
@@ -289,9 +290,9 @@ def test_epsilon_greedy_and_random_explore_frequencies() -> None:
     assert stats.chisquare(np.bincount(r, minlength=10)).pvalue > LEVEL
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # VMFExplorer and Voronoi masses
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_vmf_explorer_exact_equals_bruteforce_argmax() -> None:
@@ -325,7 +326,8 @@ def test_vmf_explorer_hnsw_recall_at_least_0_9() -> None:
 
 
 def test_action_probs_vmf_mc_equal_cells_at_kappa_zero() -> None:
-    # cross-polytope {+-e_i}: 2d congruent Voronoi cells, each with mass 1/(2d) under any uniform V~
+    # cross-polytope {+-e_i}: 2d congruent Voronoi cells, each with mass
+    # 1/(2d) under any uniform V~
     d = 4
     X = np.concatenate([np.eye(d), -np.eye(d)])
     p = vm.action_probs_vmf_mc(_e1(d), X, 0.0, 40_000, _rng(17))
@@ -340,13 +342,14 @@ def test_action_probs_vmf_mc_concentrates_on_nearest_for_large_kappa() -> None:
     assert p[int(np.argmax(X @ V))] == 1.0
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Closed forms and the Monte Carlo curve
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_p0_matches_hand_value() -> None:
-    # P0 = e^{kappa alpha} (kappa/2)^{d/2-1} / (Gamma(d/2) I_{d/2-1}(kappa) n); d=4: e^{0.5} * 0.5 / I_1(1) / 1000
+    # P0 = e^{kappa alpha} (kappa/2)^{d/2-1} / (Gamma(d/2) I_{d/2-1}(kappa) n); d=4:
+    # e^{0.5} * 0.5 / I_1(1) / 1000
     exact = math.exp(0.5) * 0.5 / special.iv(1, 1.0) / 1000
     assert vm.p0(0.5, 4, 1.0, 1000) == pytest.approx(exact, rel=1e-12)
     assert vm.p0(0.5, 4, 1.0, 1000) == pytest.approx(1.459e-3, rel=1e-3)
@@ -427,9 +430,9 @@ def test_mc_prob_curve_vmf_below_boltzmann_at_d32_positive_alpha() -> None:
     assert gap > 4 * math.hypot(err[0, -1], err[1, -1])
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Bad inputs: every error the docstrings name
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 _X = np.eye(3)
 _V = np.array([1.0, 0.0, 0.0])
@@ -637,9 +640,9 @@ def test_lib_gets_numpy_from_the_gpu_branch_of_the_dispatchers(fake_gpu: None) -
     )
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Sizes that cannot fit are refused before any work (issue 13)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def test_action_probs_vmf_mc_refuses_unbounded_work() -> None:
@@ -683,9 +686,9 @@ def test_other_sizes_that_cannot_fit_are_refused(call, what: str) -> None:
         call()
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # issue 13, second round: huge kappa, the _checks module, the notebook's import form
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def _log_normalizer_mp(d: int, kappa: float) -> float:
     with mpmath.workdps(40):
         nu, k = mpmath.mpf(d) / 2 - 1, mpmath.mpf(kappa)
@@ -715,7 +718,8 @@ def test_vmf_log_normalizer_is_finite_and_exact_for_huge_kappa(
 @pytest.mark.parametrize("nu", [0.0, 0.5, 1.0, 4.0, 30.0])
 @pytest.mark.parametrize("x", [1e3, 1e4, 3e4])
 def test_hankel_expansion_keeps_its_correction_terms(nu: float, x: float) -> None:
-    # x >= max(nu^2, 50): log I_nu(x) to ~1e-13 absolute, where the 1/x terms are still visible
+    # x >= max(nu^2, 50): log I_nu(x) to ~1e-13 absolute, where the
+    # 1/x terms are still visible
     from icml25.vmf_exploration.method import _hankel_log_iv
 
     with mpmath.workdps(40):

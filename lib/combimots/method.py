@@ -54,7 +54,7 @@ pareto_mask = dominance.pareto_mask
 non_dominated_sort = dominance.non_dominated_sort
 
 
-# ----------------------------------------------------------------------------- Pareto UCB
+# --------------------------------------------------------------------------- Pareto UCB
 
 
 def pareto_ucb(
@@ -235,7 +235,8 @@ class ParetoMCTS:
         self.block_ids = dict(
             zip(blocks["smiles"], (int(v) for v in blocks["reagent_id"]))
         )
-        # slot index of every block: (reaction index, slot) pairs it may fill (SMARTS and allowed set)
+        # slot index of every block: (reaction index, slot) pairs it may fill
+        # (SMARTS and allowed set)
         self._slots: dict[str, tuple[tuple[int, int], ...]] = {}
         for s in self.block_ids:
             self._slots[s] = tuple(
@@ -346,7 +347,8 @@ class ParetoMCTS:
                 kids.append(self._get(node.molecules + (b,), node.bb | {b}, node.log))
         kids = list({id(k): k for k in kids}.values())
         self._score_nodes(kids)
-        for k in kids:  # finished molecules (and single blocks) enter the node map and the block counts
+        # finished molecules (and single blocks) enter the node map and the block counts
+        for k in kids:
             if len(k.molecules) == 1 and k.node_id < 0:
                 k.node_id = len(self.node_map)
                 self.node_map[k.molecules] = k
@@ -389,7 +391,7 @@ class ParetoMCTS:
                 k.P = np.mean([self._score[m] for m in k.molecules], axis=0)
                 k.scored = True
 
-    # --------------------------------------------------------------- selection and backup
+    # ------------------------------------------------------------- selection and backup
 
     def _select(self, kids: list[Node]) -> Node:
         """Pareto-optimal child by UCB vector (times the diversity factor), uniformly among them."""

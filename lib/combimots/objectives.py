@@ -101,7 +101,8 @@ def _sascorer() -> Any:
     path = str(Path(RDConfig.RDContribDir) / "SA_Score")
     if path not in sys.path:
         sys.path.append(path)
-    import sascorer  # RDKit Contrib (Ertl and Schuffenhauer 2009), shipped in the rdkit wheel
+    # RDKit Contrib (Ertl and Schuffenhauer 2009), shipped in the rdkit wheel
+    import sascorer
 
     return sascorer
 

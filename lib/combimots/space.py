@@ -42,7 +42,8 @@ _AMIDE = "[*:5][C:4](=[O:6])[N:2]([*:1])[*:3]"
 _PRIMARY = "[*:1][N:2]([H])[H:3]"
 _HALIDE = "[F,Cl,Br,I][*:4]"
 
-#: (reaction_id, reactant SMARTS per slot, product SMARTS), with atom maps, in SyntheMol's order
+#: (reaction_id, reactant SMARTS per slot, product SMARTS), with atom
+#: maps, in SyntheMol's order
 REAL_TEMPLATES: tuple[tuple[int, tuple[str, ...], str], ...] = (
     (
         275592,

@@ -89,9 +89,9 @@ _WEIGHTS: tuple[str | None, ...] = (None, "sigma", "inv_rate")
 VFn = Callable[[Tensor, Tensor], Tensor]
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The chapter's own argument rules, built from icml25.checks (public boundary only)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _torch_tensor(x: Any, name: str, **constraints: Any) -> Tensor:
@@ -170,9 +170,9 @@ def _check_fdm_options(
     return check_int(n_probes, "n_probes", low=1)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Affine probability paths (Sec. 2 of the paper; Lipman et al. 2023)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -270,9 +270,9 @@ def _affine_path(x0: Tensor, x1: Tensor, t: Tensor, schedule: str) -> PathSample
     )
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The velocity network (shared interface with kernels/flow_divergence.py)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 _ACTS = {"swish": nn.SiLU, "silu": nn.SiLU, "tanh": nn.Tanh}
 
@@ -347,9 +347,9 @@ class VelocityMLP(nn.Module):
         ]
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Divergence estimators (Sec. 4 of the paper; FFJORD's Hutchinson trick)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _prepare_x(x: Tensor) -> Tensor:
@@ -483,9 +483,9 @@ def _hutch_div(v: Tensor, x: Tensor, z: Tensor, create_graph: bool) -> Tensor:
     return acc / z.shape[0]
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Losses (Sec. 3-4 of the paper; step 7 of the notes for the released variants)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def cfm_loss(v: Tensor, ut: Tensor) -> Tensor:
@@ -836,14 +836,14 @@ def _released_2d_term(
     return l_diff + l_der
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Sampling and likelihood (continuous normalising flow; Chen et al. 2018, FFJORD)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
-#: Elementary operations charged per solver or training step on top of the arithmetic, for
-#: dispatching its torch calls (a step costs microseconds even on one point): it makes a step
-#: count such as 10**12 too large even for a tiny model.
+#: Elementary operations charged per solver or training step on top of the arithmetic,
+#: for dispatching its torch calls (a step costs microseconds even on one point): it
+#: makes a step count such as 10**12 too large even for a tiny model.
 _STEP_OVERHEAD: float = 1e3
 
 _EVALS_PER_STEP: dict[str, int] = {"euler": 1, "midpoint": 2, "rk4": 4}

@@ -16,7 +16,8 @@ from ._checks import _check_single_problem
 
 __all__ = ["min_norm_solution", "ridge_solution", "lasso_solution", "basis_pursuit"]
 
-#: relative tolerance of the checks on a solver's answer (backward-stable solvers reach ~1e-14)
+#: relative tolerance of the checks on a solver's answer
+#: (backward-stable solvers reach ~1e-14)
 _SOLVER_RTOL = 1e-8
 
 

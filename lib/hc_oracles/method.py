@@ -28,7 +28,8 @@ from ._checks import _check_oracle, _check_p, _check_weights
 from .oracle import SplittingOracle
 from .trees import Tree, _relabelled, _upper_edges
 
-#: bytes per sampled query of :func:`_sampled_counts` (U, V, x, answers and masks, int64)
+#: bytes per sampled query of :func:`_sampled_counts` (U, V, x,
+#: answers and masks, int64)
 _BYTES_PER_SAMPLE = 48
 
 __all__ = [
@@ -40,9 +41,9 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 1. Insertion (exact oracle)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _insert_all(oracle: Any, order: np.ndarray) -> Tree:
@@ -113,9 +114,9 @@ def build_insertion(oracle: Any, n: int, rng: np.random.Generator) -> Tree:
     return _insert_all(oracle, rng.permutation(n))
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 2. Counting (Dasgupta target)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _debias(c: np.ndarray, n: int, p: float) -> np.ndarray:
@@ -279,9 +280,9 @@ def build_from_counts(
     return _average_linkage_on(s)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # 3. Near-linear time (Moseley-Wang target)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _kruskal_tree(n: int, u: np.ndarray, v: np.ndarray, key: np.ndarray) -> Tree:

@@ -117,7 +117,8 @@ class SplittingOracle:
         return (1.0 - self.p) * 2.0 / 3.0 if self.noise == "uniform" else float("nan")
 
 
-#: bytes per repeated answer of :meth:`AmplifiedOracle.query_batch` (repeated U, V, X, answers)
+#: bytes per repeated answer of :meth:`AmplifiedOracle.query_batch`
+#: (repeated U, V, X, answers)
 _BYTES_PER_REPEAT = 64
 
 

@@ -40,7 +40,8 @@ from icml25.lowra.experiments import (
     sse_vs_budget,
 )
 
-# the private functions among these are the pure math the chapter shows with ``show_source``
+# the private functions among these are the pure math the
+# chapter shows with ``show_source``
 from icml25.lowra.method import (  # noqa: F401
     ChannelCodebooks,
     _assign_two_level,
@@ -56,7 +57,8 @@ from icml25.lowra.method import (  # noqa: F401
 )
 from icml25.lowra.packed import LowRALinear, MixedPrecisionWeight, _loftq, loftq_init  # noqa: F401
 
-#: the packed format's candidate precisions and its packing functions, from ``icml25.kernels.lowbit``
+#: the packed format's candidate precisions and its packing functions, from
+#: ``icml25.kernels.lowbit``
 ALLOWED_BITS = lowbit.ALLOWED_BITS
 blockwise_absmax = lowbit.blockwise_absmax
 pack_codes = lowbit.pack_codes

@@ -255,7 +255,8 @@ def apply_lowra(
         W = lin.weight.detach().float().cpu().numpy()
         if loftq_n_steps > 0:
             qw, A, B = loftq_init(W, quantizer, rank, loftq_n_steps)
-            # W ~ Q + A B^T = Q + (alpha / r) lora_B lora_A: split sqrt(r / alpha) on each side
+            # W ~ Q + A B^T = Q + (alpha / r) lora_B lora_A: split
+            # sqrt(r / alpha) on each side
             c = math.sqrt(rank / alpha)
             lora_B, lora_A = A * c, (B * c).T
         else:

@@ -39,9 +39,9 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # the paper's own argument rules, built on icml25.checks
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def _check_bits(bits: Any, name: str = "bits") -> int:
     """One precision ``b``: an integer in :data:`icml25.kernels.lowbit.ALLOWED_BITS` (1, 2, 4)."""
     return check_choice(check_int(bits, name), name, lowbit.ALLOWED_BITS)
@@ -59,9 +59,10 @@ def _check_bits_tuple(bits: Any) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-# ------------------------------------------------------------------------------------------------
-# NormalFloat codebooks (QLoRA) -- the fixed-codebook baseline and the learner's starting point
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# NormalFloat codebooks (QLoRA) -- the fixed-codebook baseline and the
+# learner's starting point
+# --------------------------------------------------------------------------------------
 def nf_levels(bits: int) -> np.ndarray:
     """NormalFloat-``bits`` codebook in [-1, 1], built like QLoRA's NF4.
 
@@ -99,9 +100,9 @@ def nf_levels(bits: int) -> np.ndarray:
     return np.sort(levels)
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Weighted Lloyd-Max, batched over rows (the mapping & threshold learner, Sec. 4.1)
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def _ordered_u32(x32: np.ndarray) -> np.ndarray:
     """Order-preserving map float32 -> uint64 in [0, 2^32) (IEEE bits, negatives flipped)."""
     # + 0 turns -0.0 into +0.0
@@ -368,9 +369,9 @@ def _codebooks_core(
     return levels, thresholds, errors
 
 
-#: peak bytes per element of a row-length batch in :func:`_codebooks_core` (sort keys, sorted
-#: values and scales, two sets of three float64 prefix sums, temporaries), and per element kept
-#: for every matrix (its float32 normalised copy and scales)
+#: peak bytes per element of a row-length batch in :func:`_codebooks_core` (sort keys,
+#: sorted values and scales, two sets of three float64 prefix sums, temporaries), and
+#: per element kept for every matrix (its float32 normalised copy and scales)
 _CODEBOOK_BYTES_PER_ELEMENT, _NORMED_BYTES_PER_ELEMENT = 112, 8
 
 
@@ -501,9 +502,9 @@ def learn_channel_codebooks(
     return _codebooks_many([W], bits, group, weight_power, n_steps, tol, "learned")[0]
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Precision assignment (Sec. 4.2, Algorithm 1)
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def _check_assign_inputs(
     errors: Any, n_params: Any, target_bits: Any, bits: Any
 ) -> tuple[np.ndarray, np.ndarray, float, tuple[int, ...], int]:
@@ -517,7 +518,8 @@ def _check_assign_inputs(
     E = check_array(
         errors, "errors", shape=(None, len(bits)), dtype=np.float64, low=0.0, min_size=1
     )
-    # column j of ``errors`` belongs to given[j]: reorder the columns to ascending precision
+    # column j of ``errors`` belongs to given[j]: reorder the
+    # columns to ascending precision
     E = E[:, np.argsort([int(b) for b in given], kind="stable")]
     nc = check_array(n_params, "n_params", kind="int", shape=(E.shape[0],), low=1)
     target = check_real(target_bits, "target_bits")
@@ -880,7 +882,8 @@ def _assign_two_level(
         return np.full(C, b[-1], dtype=np.int64), {
             "labels": np.zeros(C, dtype=np.int64)
         }
-    # 1. clusters inside groups of equal n_c (cached: the clustering does not depend on the budget)
+    # 1. clusters inside groups of equal n_c (cached: the clustering does
+    # not depend on the budget)
     labels = _cluster_channels(E, nc, n_clusters, seed)
     K = int(labels.max()) + 1
     size_k = np.bincount(labels, minlength=K)
@@ -889,7 +892,8 @@ def _assign_two_level(
     mean_e = np.zeros((K, nb))
     np.add.at(mean_e, labels, E)
     mean_e /= size_k[:, None]
-    # 2. cluster-level ILP: min sum_{k,b} x_kb ebar_k(b), counts per cluster, one global bit budget
+    # 2. cluster-level ILP: min sum_{k,b} x_kb ebar_k(b), counts per
+    # cluster, one global bit budget
     A_eq = np.kron(np.eye(K), np.ones(nb))
     A_ub = (n_k[:, None] * b[None, :]).reshape(1, -1).astype(np.float64)
     upper = np.repeat(size_k, nb).astype(np.float64)

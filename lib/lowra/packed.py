@@ -31,9 +31,10 @@ from icml25.lowra.defaults import DEFAULTS
 __all__ = ["MixedPrecisionWeight", "loftq_init", "LowRALinear"]
 
 
-# ------------------------------------------------------------------------------------------------
-# The packed weight (Sec. 4.3) -- storage format and kernels live in icml25.kernels.lowbit
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# The packed weight (Sec. 4.3) -- storage format and kernels live
+# in icml25.kernels.lowbit
+# --------------------------------------------------------------------------------------
 def _fp16(a: np.ndarray) -> np.ndarray:
     """Round to the nearest fp16 value and keep it as float32 (what the format stores)."""
     with np.errstate(over="ignore"):
@@ -189,9 +190,9 @@ class MixedPrecisionWeight:
         )
 
 
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # LoftQ initialisation and the LoRA layer
-# ------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 def _top_svd(R: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The best rank-r factors ``(U (m, r), S (r,), V (n, r))`` of ``R``, via the smaller Gram matrix.
 

@@ -88,8 +88,9 @@ class SACAdaEnt(SAC):
 
     def _setup_model(self) -> None:
         super()._setup_model()
-        # the plain pair is built without touching torch's global generator, so that SAC's own
-        # draws (initial weights already made, actions, noise) are the same as in plain SAC
+        # the plain pair is built without touching torch's global generator, so that
+        # SAC's own draws (initial weights already made, actions, noise) are
+        # the same as in plain SAC
         with th.random.fork_rng(devices=[]):
             th.manual_seed(int(self.seed or 0) + 104_729)
             self.plain_critic = self.policy.make_critic(features_extractor=None)

@@ -112,4 +112,5 @@ __all__ = [
     "learn_predictions_ogd",
     "from_networkx",
 ]
-# the pure math the chapter shows with show_source (imported above, private): _boost, _phases
+# the pure math the chapter shows with show_source (imported above,
+# private): _boost, _phases

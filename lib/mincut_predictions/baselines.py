@@ -37,16 +37,18 @@ __all__ = [
 _BRUTE_FORCE_MAX_N = 20
 
 
-#: bytes of a networkx node or edge (its dicts and tuples), for the memory estimate of Stoer–Wagner
+#: bytes of a networkx node or edge (its dicts and tuples), for the memory
+#: estimate of Stoer–Wagner
 _NX_BYTES = 500.0
-#: Python steps one node of the Karger–Stein / FPZ recursion costs (contraction dispatch, SciPy
-#: forest, quotient, unique, bookkeeping): measured about 5 ms a node on one CPU core
+#: Python steps one node of the Karger–Stein / FPZ recursion costs (contraction
+#: dispatch, SciPy forest, quotient, unique, bookkeeping): measured about
+#: 5 ms a node on one CPU core
 _STEPS_PER_RECURSION_NODE = 60000.0
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Exact minimum cuts
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _stoer_wagner_operations(g: WeightedGraph) -> float:
@@ -149,9 +151,9 @@ def stoer_wagner(
     return exact, side
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Karger's bound, Karger–Stein and FPZ branching contraction
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def karger_success_bound(n: int) -> float:

@@ -206,8 +206,8 @@ def tsp_lp_instances(
     g = validate_graph(edges, cost, n)
     max_rounds = check_int(max_rounds, "max_rounds", low=1)
     tol = check_real(tol, "tol", low=0.0)
-    # a round: a sparse LP with m columns and n + 2 rounds rows (simplex pivots ~ m (n + m)
-    # flops, a loose bound) and a Stoer-Wagner cut of its support
+    # a round: a sparse LP with m columns and n + 2 rounds rows (simplex pivots ~ m
+    # (n + m) flops, a loose bound) and a Stoer-Wagner cut of its support
     check_budget(
         f"tsp_lp_instances(max_rounds={max_rounds}, n={g.n}, m={g.m})",
         n_operations=max_rounds

@@ -19,7 +19,8 @@ class MatchingDefaults:
     n: int = 600
     #: random perfect matchings between the halves
     k: int = 100
-    #: unit weights removed at vertex 0, so ``{0}`` is the minimum cut, of value ``k - t``
+    #: unit weights removed at vertex 0, so
+    #: ``{0}`` is the minimum cut, of value ``k - t``
     t: int = 10
 
     @property

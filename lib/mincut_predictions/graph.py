@@ -18,11 +18,13 @@ from icml25.checks import check_array, check_budget, check_int
 
 __all__ = ["WeightedGraph", "GraphLike", "validate_graph", "cut_value"]
 
-#: bytes per vertex of the per-vertex arrays one contraction trial or exact solver builds (CSR row
-#: pointers, forest, component labels, relabelling, shores): about eight 8-byte arrays of length n
+#: bytes per vertex of the per-vertex arrays one contraction trial or exact solver
+#: builds (CSR row pointers, forest, component labels, relabelling, shores): about eight
+#: 8-byte arrays of length n
 _BYTES_PER_VERTEX = 64.0
-#: elementary operations one interpreted Python step costs (a loop iteration, a heap update in
-#: networkx): the work estimates of the pure-Python loops count their steps with this weight
+#: elementary operations one interpreted Python step costs (a loop iteration, a heap
+#: update in networkx): the work estimates of the pure-Python loops count
+#: their steps with this weight
 _PYTHON_STEP = 300.0
 
 
@@ -91,8 +93,8 @@ class WeightedGraph:
         return int(self.edges.shape[0])
 
 
-#: what a public function accepts as its graph: a :class:`WeightedGraph`, or the ``edges`` array
-#: followed by ``weights`` and ``n``
+#: what a public function accepts as its graph: a :class:`WeightedGraph`, or the
+#: ``edges`` array followed by ``weights`` and ``n``
 GraphLike = Union[WeightedGraph, ArrayLike]
 
 

@@ -77,7 +77,8 @@ __all__ = [
     *defaults.__all__,
 ]
 
-# private names the chapter shows (show_source) and the benchmark uses, re-exported on purpose
+# private names the chapter shows (show_source) and the benchmark
+# uses, re-exported on purpose
 _PRIVATE_API = (
     "_OMDBandit",
     "_omd_step",

@@ -113,8 +113,8 @@ class _MLEBaseline(_Base):
         super().__init__(N, K, d, B, v0)
         self.lam = check_positive(lam, "lam")
         self.refit_every = check_int(refit_every, "refit_every", low=1)
-        # kappa = min over the parameter ball of the MNL Hessian factor (Oh & Iyengar 2021);
-        # the authors' harness uses e^{-1} / (v0 + K e)^2 for B = 1.
+        # kappa = min over the parameter ball of the MNL Hessian factor (Oh & Iyengar
+        # 2021); the authors' harness uses e^{-1} / (v0 + K e)^2 for B = 1.
         self.kappa = (
             math.exp(-self.B) / (self.v0 + self.K * math.exp(self.B)) ** 2
             if kappa is None

@@ -87,7 +87,8 @@ class MNLBanditEnv:
 
     def reset(self) -> None:
         """Replay the same w*, contexts and choice noise from the start."""
-        # children built explicitly (not .spawn, which advances a counter) so reset() replays
+        # children built explicitly (not .spawn, which advances a
+        # counter) so reset() replays
         base = self._seed_seq
         ctx_seq, choice_seq = (
             np.random.SeedSequence(base.entropy, spawn_key=base.spawn_key + (k,))

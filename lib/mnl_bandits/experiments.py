@@ -135,8 +135,9 @@ class _single_thread_blas:
         return False
 
 
-# CPU time of this process (all threads), not wall time: on a shared machine wall time also
-# counts the time the process waits for a core, which has nothing to do with the algorithm.
+# CPU time of this process (all threads), not wall time: on a shared machine wall time
+# also counts the time the process waits for a core, which has nothing
+# to do with the algorithm.
 _clock = time.process_time
 
 
@@ -295,9 +296,9 @@ def compare_algorithms(
     return {n: {k: np.asarray(v) for k, v in res.items()} for n, res in out.items()}
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Batched OFU-MNL++ over n_reps replicate runs (the gpu profile; uses the kernels)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _batched_grad_hess(
@@ -387,7 +388,8 @@ def run_ofu_mnl_pp_batched(
             np.exp(alpha - alpha_max), r, K, v0_arr * np.exp(-alpha_max[:, 0])
         )
         mask = mask.astype(np.float64)
-        # customers' choices under w* (outside option when the uniform draw exceeds sum p_i)
+        # customers' choices under w* (outside option when the
+        # uniform draw exceeds sum p_i)
         v_true = np.exp(np.einsum("rnd,rd->rn", X, w_star))
         den_true = v0 + (mask * v_true).sum(axis=1)
         p_true = mask * v_true / den_true[:, None]

@@ -49,9 +49,10 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------------------------
-# Projection and the online mirror descent estimator (Lee & Oh 2024; OFU-MNL++ reuses it)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# Projection and the online mirror descent estimator (Lee & Oh
+# 2024; OFU-MNL++ reuses it)
+# --------------------------------------------------------------------------------------
 
 
 def _project(w: np.ndarray, M: np.ndarray, B: float, n_steps: int) -> np.ndarray:
@@ -265,9 +266,9 @@ class OMDEstimator:
         return self.w
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Confidence radii of the paper's methods (reconstructed)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def ofu_mnl_pp_constants(B: float = DEFAULTS.B) -> tuple[float, float]:
@@ -336,9 +337,9 @@ def m2nl_beta(
     return math.sqrt(2.0 * gamma)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Algorithms: select(X, r) -> S, update(S, y)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _check_round(
@@ -372,7 +373,8 @@ class _Base:
         self._X = None
         self._S = None
 
-    #: the curvature scale eta of the estimator's Hessian terms (the feature-size bound uses it)
+    #: the curvature scale eta of the estimator's Hessian terms (the
+    #: feature-size bound uses it)
     _eta = 1.0
 
     def select(self, X: ArrayLike, r: ArrayLike | None = None) -> np.ndarray:

@@ -29,9 +29,9 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Paper-specific checks, built from icml25.checks
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _check_assortment(S: Any, N: int, K: int | None = None) -> np.ndarray:
@@ -84,8 +84,8 @@ def _check_probability_vector(y: Any, k: int, rtol: float = 1e-9) -> np.ndarray:
     return y
 
 
-#: the largest eta * ||x||_2^2 accepted: the Hessians sum terms eta p_i x_i x_i^T, which must stay
-#: far below the float64 maximum (~1.8e308) for the solves to mean anything
+#: the largest eta * ||x||_2^2 accepted: the Hessians sum terms eta p_i x_i x_i^T, which
+#: must stay far below the float64 maximum (~1.8e308) for the solves to mean anything
 _MAX_CURVATURE = 1e300
 
 
@@ -134,9 +134,9 @@ def _finite_result(x: np.ndarray, what: str) -> np.ndarray:
     return x
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The MNL model (Sec. 2)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _probs(X_S: np.ndarray, w: np.ndarray, v0: float) -> np.ndarray:
@@ -276,9 +276,9 @@ def reward_variance(
     return _variance(v, r, S, check_positive(v0, "v0"))
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The assortment oracle
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _oracle(

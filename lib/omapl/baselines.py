@@ -178,7 +178,9 @@ class SLMARL(OMAPL):
             R = self.reward(b.state, b.actions)
             if self.reward_loss == "bt":
                 loss = _preference_loss(R, b.y, b.mask, 0.0, "code")
-            else:  # official code: MSE of the mean step reward of each segment onto its 0/1 label
+            else:
+                # official code: MSE of the mean step reward of each segment onto its
+                # 0/1 label
                 mean = (R * b.mask).sum(-1) / b.mask.sum(-1)
                 loss = F.mse_loss(mean, torch.stack([b.y, 1.0 - b.y]))
             self._step(self.opt_r, loss)

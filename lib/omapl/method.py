@@ -110,8 +110,9 @@ class OMAPLConfig:
         check_real(self.grad_clip, "grad_clip", low=0.0, low_open=True)
         check_beta(self.beta)
         check_real(self.z_clip, "z_clip", low=0.0, low_open=True)
-        # parameters of the widest nets (q, v, actor and their targets, two mixers) with Adam's two
-        # moments: refuse a size that cannot fit before torch tries to allocate it
+        # parameters of the widest nets (q, v, actor and their targets, two mixers) with
+        # Adam's two moments: refuse a size that cannot fit before
+        # torch tries to allocate it
         width = (
             self.obs_dim
             + self.n_agents
@@ -135,9 +136,9 @@ def _check_binary(x: torch.Tensor, name: str) -> torch.Tensor:
     return x
 
 
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The losses (public: validated; private: the math the chapter shows)
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def segment_mask(dones: torch.Tensor) -> torch.Tensor:
@@ -389,9 +390,9 @@ def _wbc(logp: torch.Tensor, z: torch.Tensor, mask: torch.Tensor) -> torch.Tenso
     return -(mask * torch.exp(z.detach()) * logp).sum() / mask.sum().clamp_min(1.0)
 
 
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The learner
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
@@ -445,7 +446,7 @@ class OMAPL:
         self.opt_pi = torch.optim.Adam(self.actor.parameters(), lr=c.lr)
         self.n_updates = 0
 
-    # -- mixing ----------------------------------------------------------------------------
+    # -- mixing ------------------------------------------------------------------------
     def _q_input(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         if not self.two_mixers:
             return state

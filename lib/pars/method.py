@@ -53,7 +53,8 @@ __all__ = [
     "TD3BC_FLAGS",
 ]
 
-#: the flags that turn PARS into plain TD3+BC (Fujimoto & Gu's alpha = 2.5 is beta = 0.4)
+#: the flags that turn PARS into plain TD3+BC (Fujimoto & Gu's
+#: alpha = 2.5 is beta = 0.4)
 TD3BC_FLAGS = dict(
     layer_norm=False,
     c_reward=1.0,
@@ -102,7 +103,8 @@ class EnsembleCritic(nn.Module):
         n_params = self.E * (
             sum((i + 3) * o for i, o in zip(sizes[:-1], sizes[1:])) + self.hidden + 1
         )
-        # parameters, gradients, two Adam moments and a target copy: about 5 float32 copies
+        # parameters, gradients, two Adam moments and a target
+        # copy: about 5 float32 copies
         check_budget(
             f"EnsembleCritic(hidden={self.hidden}, n_layers={self.n_layers}, E={self.E})",
             n_bytes=20.0 * n_params,

@@ -96,7 +96,8 @@ class HintedUNet(nn.Module):
             raise ValueError(
                 f"base must be a multiple of 4 (GroupNorm groups), got {base}"
             )
-        # about 280 base^2 weights (plus Adam's two moments): refuse a width that cannot fit
+        # about 280 base^2 weights (plus Adam's two moments):
+        # refuse a width that cannot fit
         check_budget(f"HintedUNet(base={base})", n_bytes=3 * 4.0 * 280 * base * base)
         self.hint, self.n_classes, self.label_type = (
             check_bool(hint, "hint"),

@@ -35,17 +35,18 @@ __all__ = [
     "validity",
 ]
 
-#: The five cyclisation types p2smi builds: disulphide, head-to-tail, side chain to N-terminus,
-#: side chain to C-terminus, side chain to side chain.
+#: The five cyclisation types p2smi builds: disulphide, head-to-tail, side chain to
+#: N-terminus, side chain to C-terminus, side chain to side chain.
 CYCLIZATIONS: tuple[str, ...] = ("SS", "HT", "SCNT", "SCCT", "SCSC")
 
-#: Atom-level SMILES regex (bracket atoms, two-letter halogens, ring-bond digits and ``%nn``).
+#: Atom-level SMILES regex (bracket atoms, two-letter halogens,
+#: ring-bond digits and ``%nn``).
 SMILES_REGEX = re.compile(
     r"(\[[^\]]+]|Br?|Cl?|N|O|S|P|F|I|b|c|n|o|s|p|\(|\)|\.|=|#|-|\+|\\|/|:|~|@|\?|>|\*|\$|%[0-9]{2}|[0-9])"
 )
 
-# Peptide-bond regexes of the official code, tried in this order; a later match may not overlap an
-# earlier one ("first match wins").
+# Peptide-bond regexes of the official code, tried in this order; a later match may not
+# overlap an earlier one ("first match wins").
 _BOND_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p)
     for p in (
@@ -74,7 +75,8 @@ _PATTERNS: dict[str, object] = {}
 def _pattern(name: str):
     if not _PATTERNS:
         Chem = _rdkit()
-        # alpha-carbon - carbonyl - amide N - alpha-carbon: one backbone link between residues
+        # alpha-carbon - carbonyl - amide N - alpha-carbon: one
+        # backbone link between residues
         _PATTERNS["link"] = Chem.MolFromSmarts("[CX4][CX3](=O)[NX3][CX4]")
         _PATTERNS["amide"] = Chem.MolFromSmarts("[NX3][CX3](=O)")
     return _PATTERNS[name]

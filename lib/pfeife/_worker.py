@@ -55,7 +55,7 @@ class _Rank:
         self.rank, self.D, self.timeout = rank, D, timedelta(seconds=timeout_s)
         self.prog: dict | None = None
 
-    # ------------------------------------------------------------------ Pfeife's runtime
+    # ----------------------------------------------------------------- Pfeife's runtime
     def load(self, prog: dict) -> str:
         self.prog = prog
         mine = [j for j in range(prog["S"]) if j % self.D == self.rank]
@@ -254,7 +254,7 @@ class _Rank:
             t_start=t_start,
         )
 
-    # ------------------------------------------------------------------ transfer benchmark
+    # --------------------------------------------------------------- transfer benchmark
     def p2p(self, payload: dict) -> dict:
         out = []
         for nbytes in payload["sizes"]:

@@ -346,7 +346,8 @@ def profile_graph(
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             run(g_args, g_kwargs)
         a_b.append(sum(saved.values()))
-        # forward time as the pipeline runs it: autograd recording on, saved tensors hooked
+        # forward time as the pipeline runs it: autograd recording
+        # on, saved tensors hooked
         with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
             f_ms.append(_median_ms(lambda: run(g_args, g_kwargs), n_reps, sync))
         env[node.name] = out

@@ -185,7 +185,7 @@ class SafetyPolytope(nn.Module):
         self.xi = nn.Parameter(torch.randn(self.K, generator=rng))
         self.history: dict[str, list[float]] = {}
 
-    # -- detector ---------------------------------------------------------------------------------
+    # -- detector ----------------------------------------------------------------------
     def violations(self, h: torch.Tensor | np.ndarray) -> torch.Tensor:
         """``v_k(h) = phi_k^T E(h) - xi_k``: (N, d) states -> (N, K) float32 (positive = outside).
 
@@ -217,7 +217,7 @@ class SafetyPolytope(nn.Module):
         (parameters detached; ``x`` keeps its graph). Trusts its arguments."""
         return _steer_terms(self, x, inner_margin)
 
-    # -- training ---------------------------------------------------------------------------------
+    # -- training ----------------------------------------------------------------------
     def assign_facets(
         self, v: torch.Tensor, y: torch.Tensor, rng: np.random.Generator
     ) -> tuple[torch.Tensor, torch.Tensor, float, int]:
@@ -466,7 +466,7 @@ def _fit(
     return poly.eval()
 
 
-# -- SafeFlow steering (Algorithm 1) --------------------------------------------------------------
+# -- SafeFlow steering (Algorithm 1) ---------------------------------------------------
 
 
 def steer_hidden(

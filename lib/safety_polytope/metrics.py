@@ -107,7 +107,8 @@ def nmi_permutation_null(
         raise ValueError(
             f"facets and categories differ in length ({f.size} vs {c.size})"
         )
-    # each score: a contingency table and an expected-MI sum, ~1e4 operations per item (sklearn)
+    # each score: a contingency table and an expected-MI sum, ~1e4
+    # operations per item (sklearn)
     check_budget(
         f"nmi_permutation_null(n_perm={n_perm}, n={f.size})",
         n_operations=1e4 * n_perm * f.size,

@@ -570,7 +570,8 @@ class Synthetic2DRef(SyntheticRGBDScenes):
             pm = lift_monocular(s.rgb[0], np.maximum(blur, 1e-3))
             H = pm.shape[0]
             cells = pm.reshape(S, H // S, S, H // S, 3)
-            # camera frame (x right, y down, z forward) -> (x right, y forward, z up), like the 3D scenes
+            # camera frame (x right, y down, z forward) -> (x right, y forward,
+            # z up), like the 3D scenes
             xyz = cells.mean(axis=(1, 3))
             s.xyz = np.stack([xyz[..., 0], xyz[..., 2], -xyz[..., 1]], -1)[None]
             s.T_cw = np.eye(4)[None]

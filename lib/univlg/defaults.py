@@ -16,11 +16,13 @@ __all__ = ["UniVLGDefaults", "DEFAULTS"]
 class UniVLGDefaults:
     """The paper's settings (Sec. 3 and the launch script) and this book's cpu scale."""
 
-    # encoder (DINOv2 ViT-L/14 with registers, 448 px -> 32 x 32 tokens, 4 intermediate blocks)
+    # encoder (DINOv2 ViT-L/14 with registers, 448 px -> 32 x 32
+    # tokens, 4 intermediate blocks)
     backbone: str = "dinov2_vitl14_reg"
     image_size: int = 448
     feature_blocks: tuple[int, ...] = (5, 11, 17, 23)
-    # 3D relative attention: one block per feature level, [2, 2, 6, 2] layers, 256-d, k = 8
+    # 3D relative attention: one block per feature level, [2, 2,
+    # 6, 2] layers, 256-d, k = 8
     relpos_layers: tuple[int, ...] = (2, 2, 6, 2)
     relpos_dim: int = 256
     k: int = 8

@@ -67,7 +67,7 @@ def _check_posteriors(
     return tuple(out)
 
 
-# ----------------------------------------------------------------------------- the paper's losses
+# ------------------------------------------------------------------- the paper's losses
 
 
 def _la(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) -> Any:
@@ -105,7 +105,7 @@ def _le(
     return (0.5 * logvar_adv).mean() - lam * torch.relu(logvar_adv - c_max).mean()
 
 
-# ----------------------------------------------------------------------------- baselines
+# ---------------------------------------------------------------------------- baselines
 
 
 def _pid_addlog(mu_adv: Any, logvar_adv: Any, mu_clean: Any, logvar_clean: Any) -> Any:

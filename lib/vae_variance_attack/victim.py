@@ -577,8 +577,9 @@ def load_models(folder: str | Path, device: str = "cpu") -> dict[str, Any]:
     from safetensors.numpy import load_file
 
     def f32(arrays: dict) -> dict:
-        # float16 -> float32 in NumPy (exact): torch's half conversion asks cpuinfo for F16C, which
-        # fails where /proc and /sys are hidden (the classroom's grading sandbox)
+        # float16 -> float32 in NumPy (exact): torch's half conversion asks cpuinfo for
+        # F16C, which fails where /proc and /sys are hidden (the
+        # classroom's grading sandbox)
         return {
             n: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
             for n, a in arrays.items()

@@ -50,9 +50,9 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Bessel functions, normaliser, density (stable in kappa and d)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _debye_log_iv(nu: float, x: np.ndarray) -> np.ndarray:
@@ -267,9 +267,9 @@ def mean_resultant_length(d: int, kappa: float | np.ndarray) -> float | np.ndarr
     return float(out[0]) if scalar else out.reshape(np.shape(kappa))
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Sampling on the sphere
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _wood_cosines(
@@ -420,9 +420,9 @@ def _sample_vmf_rows(
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Maximum inner product search and the vMF explorer
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _argmax_ip(Q: np.ndarray, X: mips.ActionTable) -> np.ndarray:
@@ -654,7 +654,8 @@ def action_probs_vmf_mc(
     if not single:
         raise ValueError(f"V must have shape (d,), got shape {np.shape(V)}")
     n, d = Xc.shape
-    # each draw costs a vMF sample (~10 d) and an exact search over the n actions (2 n d)
+    # each draw costs a vMF sample (~10 d) and an exact search
+    # over the n actions (2 n d)
     check_budget(
         f"action_probs_vmf_mc(n_samples={n_samples}) over {n} actions in d={d}",
         n_operations=float(n_samples) * d * (2.0 * n + 10.0),
@@ -681,9 +682,9 @@ def _voronoi_frequencies(
     return counts / n_samples
 
 
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The closed forms P0, P1
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _check_closed_form_args(

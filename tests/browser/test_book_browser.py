@@ -47,7 +47,8 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 DOCNAMES = toc_docnames()
 CHAPTERS = [d for d in DOCNAMES if d.startswith("notebooks/")]
 SEARCH_TERM = "Voronoi"
-# Chromium flags: no DNS (every host is NOTFOUND), no proxy auto-detection, no background traffic.
+# Chromium flags: no DNS (every host is NOTFOUND), no proxy
+# auto-detection, no background traffic.
 OFFLINE_ARGS = [
     "--host-resolver-rules=MAP * ~NOTFOUND",
     "--no-proxy-server",
@@ -60,8 +61,9 @@ OFFLINE_ARGS = [
 ]
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
 
-# Wait until MathJax has typeset the page (when it loaded), every image has loaded or failed
-# (lazy images are made eager first), and every widget view rendered or 20 s passed.
+# Wait until MathJax has typeset the page (when it loaded), every image has loaded or
+# failed (lazy images are made eager first), and every widget view
+# rendered or 20 s passed.
 READY_JS = """
 async () => {
   for (const img of document.images) { img.loading = 'eager'; }
@@ -412,9 +414,9 @@ def test_screenshots_of_chapter_02(browser) -> None:
     REPORT["screenshots"] = [str(s) for s in shots]
 
 
-# ------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Relative links only: a static scan of every HTML and CSS file of the book
-# ------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 RESOURCE_ATTRS = {"href", "src", "srcset", "data-src", "poster", "action", "data"}
 
@@ -437,7 +439,8 @@ class _Links(HTMLParser):
                 remote = re.match(
                     r"^[a-zA-Z][a-zA-Z0-9+.-]*://", url
                 ) is not None and not url.startswith("file:")
-                # <a href="https://..."> is navigation (citations, launch links): allowed
+                # <a href="https://..."> is navigation
+                # (citations, launch links): allowed
                 if absolute_path or (remote and tag != "a") or url.startswith("file:"):
                     self.bad.append(f"<{tag} {name}={url!r}>")
 

@@ -202,7 +202,8 @@ def test_learner_copy_in_jupyterlab(lab):
 
         notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook")
         text = notebook.inner_text()
-        # MyST rendered: no raw directive fences; the definition and the exercises are there
+        # MyST rendered: no raw directive fences; the definition
+        # and the exercises are there
         for raw in (
             "{prf:definition}",
             "{prf:theorem}",
