@@ -236,16 +236,24 @@ def _strings(obj) -> list[str]:
     return []
 
 
-def _student_text(student_dir: Path) -> str:
+def _student_parts(student_dir: Path) -> list[str]:
     parts = []
     for f in sorted(student_dir.rglob("*")):
         if not f.is_file():
             continue
         if f.suffix == ".ipynb":
-            parts.extend(_strings(json.loads(f.read_text())))
+            nb = json.loads(f.read_text())
+            for cell in nb.get("cells", []):  # a cell's source, whole (a list of lines)
+                if isinstance(cell.get("source"), list):
+                    cell["source"] = "".join(cell["source"])
+            parts.extend(_strings(nb))
         else:
             parts.append(f.read_bytes().decode("utf-8", errors="replace"))
-    return "\n".join(parts)
+    return parts
+
+
+def _student_text(student_dir: Path) -> str:
+    return "\n".join(_student_parts(student_dir))
 
 
 def _public_text(nb_path: Path) -> str:
@@ -331,68 +339,123 @@ def test_student_edition_holds_no_solution_and_no_hidden_test(built, nb):
             assert "hidden=True" in inst
 
 
-def _norm(line: str) -> str:
-    return re.sub(r"\s+", " ", line).strip()
+_COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def _received_lines(student_dir: Path, chapter_nb: Path) -> set[str]:
-    """Every line, whitespace normalised, of every file a student receives: the student edition's
-    files and the reader edition of the chapter (the book without solutions)."""
-    texts = [_student_text(student_dir)]
+def _statements(code: str) -> list[tuple[set[int], str]]:
+    """(0-based lines, text) of each statement of ``code`` as ``ast.unparse`` writes it (for a
+    compound one, its header: ``if x:``, ``def f(a):``), so that a statement reads the same
+    however it is laid out: ruff format spreads a long one over several lines (``print(`` on
+    a line of its own), adds parentheses and trailing commas, and otter rewrites test bodies
+    through ``ast.unparse``. Raises SyntaxError where ``code`` is not Python."""
+    out = []
+    for node in ast.walk(ast.parse(code)):
+        if not isinstance(node, (ast.stmt, ast.ExceptHandler)):
+            continue
+        if any(getattr(node, f, None) for f in _COMPOUND_FIELDS):
+            head = copy.copy(node)
+            for f in _COMPOUND_FIELDS:
+                if getattr(head, f, None):
+                    setattr(head, f, [] if f != "body" else [ast.Pass()])
+            if isinstance(head, ast.ExceptHandler):
+                text = ast.unparse(
+                    ast.Try(body=[ast.Pass()], handlers=[head], orelse=[], finalbody=[])
+                )
+                text = text.split("\n")[2]
+            else:
+                text = "\n".join(
+                    line
+                    for line in ast.unparse(head).split("\n")
+                    if line.strip() != "pass"
+                )
+            first = min(
+                [node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]
+            )
+            last = max(first, node.body[0].lineno - 1)
+        else:
+            text = ast.unparse(node)
+            first, last = node.lineno, node.end_lineno or node.lineno
+        out.append((set(range(first - 1, last)), re.sub(r"\s+", " ", text).strip()))
+    return out
+
+
+def _statement_texts(text: str) -> set[str]:
+    """The statements of ``text``; where it is not Python as a whole (markdown, a notebook's
+    metadata), those of each of its lines that is (a compound statement's header too)."""
+    try:
+        return {st for _, st in _statements(text)}
+    except SyntaxError:
+        out = set()
+        for line in text.split("\n"):
+            for attempt in (line.strip(), line.strip() + " pass"):
+                try:
+                    out |= {st for _, st in _statements(attempt)}
+                    break
+                except SyntaxError:
+                    pass
+        return out
+
+
+def _received_statements(student_dir: Path, chapter_nb: Path) -> set[str]:
+    """Every statement of every file a student receives: the student edition's files and the
+    reader edition of the chapter (the book without solutions)."""
+    texts = _student_parts(student_dir)
     texts += [
         c.source
         for c in cr.strip_solutions(nbformat.read(chapter_nb, as_version=4)).cells
     ]
-    return {_norm(line) for t in texts for line in t.split("\n")}
+    return {st for t in texts for st in _statement_texts(t)}
 
 
 @pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
 def test_no_solution_or_hidden_test_line_reaches_a_student(built, nb):
-    """No line of a solution cell (but its def/class header lines, which the stub keeps) and no line
-    of a hidden test appears in any file a student receives, after normalising whitespace; only
-    comment lines and lines of fewer than 6 visible characters (``)``, ``else:``) are exempt. No
-    exemption for lines the chapter shows elsewhere: a public check that repeats a line of the
-    solution's formula gives it away."""
+    """No statement of a solution cell (but its def/class headers, which the stub keeps) and no
+    statement of a hidden test appears in any file a student receives, compared as
+    ``ast.unparse`` writes them (layout, parentheses, quotes and comments aside: a statement
+    ruff format spreads over several lines is compared whole, not line by line); only
+    statements of fewer than 6 visible characters (``else:``, ``x = 1``) are exempt. No
+    exemption for statements the chapter shows elsewhere: a public check that repeats a line
+    of the solution's formula gives it away."""
     entry = built(nb)
     chapter, ed = entry["chapter"], entry["editions"]
-    received = _received_lines(ed.student.parent, nb)
+    received = _received_statements(ed.student.parent, nb)
+
+    def statements(code: str, skip: set[int]) -> list[str]:
+        try:
+            sts = _statements(code)
+        except SyntaxError:  # a solution's markdown text
+            return sorted(_statement_texts(code))
+        return [st for rows, st in sts if not rows <= skip]
 
     def leaks(code: str, skip: set[int]) -> list[str]:
-        lines = [
-            _norm(line) for k, line in enumerate(code.split("\n")) if k not in skip
-        ]
         return sorted(
             {
-                line
-                for line in lines
-                if len(line.replace(" ", "")) >= 6
-                and not line.startswith("#")
-                and line in received
+                st
+                for st in statements(code, skip)
+                if len(st.replace(" ", "")) >= 6 and st in received
             }
         )
 
     for ex in chapter.exercises:
         sol = cr._without_magics(ex.solution)
         found = leaks(sol, _signature_lines(sol))
-        found += [line for t in ex.solution_text for line in leaks(t, set())]
+        found += [st for t in ex.solution_text for st in leaks(t, set())]
         assert not found, (
-            f"{nb.name} {ex.label}: solution lines a student receives: {found}"
+            f"{nb.name} {ex.label}: solution statements a student receives: {found}"
         )
         for hidden in ex.hidden:
             found = leaks(cr._without_magics(hidden), set())
             assert not found, (
-                f"{nb.name} {ex.label}: hidden-test lines a student receives: {found}"
+                f"{nb.name} {ex.label}: hidden-test statements a student receives: {found}"
             )
     # the search finds what it looks for: every solution is in the instructor's files
-    inst = {_norm(line) for line in _student_text(ed.instructor.parent).split("\n")}
+    inst = {
+        st for t in _student_parts(ed.instructor.parent) for st in _statement_texts(t)
+    }
     for ex in chapter.exercises:
         sol = cr._without_magics(ex.solution)
-        body = [
-            _norm(line)
-            for k, line in enumerate(sol.split("\n"))
-            if k not in _signature_lines(sol)
-        ]
-        assert any(line in inst for line in body if len(line) >= 6), ex.label
+        body = statements(sol, _signature_lines(sol))
+        assert any(st in inst for st in body if len(st.replace(" ", "")) >= 6), ex.label
 
 
 @pytest.mark.parametrize("nb", CHAPTERS, ids=IDS)
