@@ -1,10 +1,10 @@
 """The code is formatted and linted with ruff (book/authoring.md, "Code style").
 
-``ruff format`` at the book's code width (88 columns, so a code block of the book fits
-its page) and ``ruff check`` with the rules chosen in pyproject.toml (``[tool.ruff]``),
-over every Python file and notebook of the repository but build outputs, virtual
-environments, learners' copies (``work/``) and ``data/``. To fix a failure, run from the
-repository root::
+``ruff format`` at the book's code width (88 columns: a wider line scrolls sideways in
+the HTML book) and ``ruff check`` with the rules chosen in pyproject.toml
+(``[tool.ruff]``), over every Python file and notebook of the repository but build
+outputs, virtual environments, learners' copies (``work/``) and ``data/``. To fix a
+failure, run from the repository root::
 
     .venv/bin/ruff format . && .venv/bin/ruff check --fix .
 
