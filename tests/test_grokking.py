@@ -837,9 +837,18 @@ def test_notebook_setup_cell_prints_the_backend_label_with_the_config():
     setup = next(c for c in cells if "profile_config" in c)
     # right after the parameters cell: its print is the first output
     assert cells.index(setup) == 1
-    prints = [line for line in setup.splitlines() if line.startswith("print(")]
+    # a top-level print call, whole (ruff format spreads a long one over several lines)
+    import ast
+
+    prints = [
+        ast.unparse(st)
+        for st in ast.parse(setup).body
+        if isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and getattr(st.value.func, "id", None) == "print"
+    ]
     assert any(
-        "cfg.as_dict()" in line and "backend_label()" in line for line in prints
+        "cfg.as_dict()" in call and "backend_label()" in call for call in prints
     ), prints
 
 
