@@ -52,10 +52,6 @@ CLAIMS = [
             m["ablation_valid_peptune"]
             > max(m["ablation_valid_uniform"], m["ablation_valid_noinvalid"])
         ),
-        direction=lambda m: (
-            m["ablation_valid_peptune"]
-            >= max(m["ablation_valid_uniform"], m["ablation_valid_noinvalid"])
-        ),
     ),
     Claim(
         id="mctg_validity_rises",
