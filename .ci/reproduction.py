@@ -49,6 +49,13 @@ def chapter_pages() -> dict[str, str]:
     }
 
 
+def _value_cell(value: str, metric: str) -> str:
+    """A run's value with the name of the metric it is (sorted by ``data-value``)."""
+    e = html.escape
+    name = f'<br><code class="repro-metric">{e(metric)}</code>' if metric else ""
+    return f'<td data-value="{e(value)}">{e(value)}{name}</td>'
+
+
 def render(rows: list[dict[str, str]]) -> str:
     pages = chapter_pages()
     e = html.escape
@@ -95,8 +102,10 @@ def render(rows: list[dict[str, str]]) -> str:
         out.append(
             f'<tr data-verdict="{e(verdict_group(r["cpu_verdict"]))}">'
             f"<td>{link}</td><td>{e(r['claim'])}</td><td>{e(r['paper'])}</td>"
-            f'<td>{e(r["cpu"])}</td><td class="verdict {verdict_class(r["cpu_verdict"])}">{e(r["cpu_verdict"])}</td>'
-            f'<td>{e(r["gpu"])}</td><td class="verdict {verdict_class(r["gpu_verdict"])}">{e(r["gpu_verdict"])}</td>'
+            f"{_value_cell(r['cpu'], r['metric'])}"
+            f'<td class="verdict {verdict_class(r["cpu_verdict"])}">{e(r["cpu_verdict"])}</td>'
+            f"{_value_cell(r['gpu'], r['metric'])}"
+            f'<td class="verdict {verdict_class(r["gpu_verdict"])}">{e(r["gpu_verdict"])}</td>'
             f"<td>{e(r['judged_by'])}</td></tr>"
         )
     out.append("</tbody></table>")

@@ -151,6 +151,11 @@ def test_reproduction_page_renders_every_row(tmp_path):
     assert "not recorded (matching_boosted_mean_trials_eta1_rho0 is NaN)" in text
     assert 'href="../notebooks/06_mincut_predictions.html#results"' in text
     assert "<td>holds</td><td>1</td>" in text.replace("\n", "")
+    # each run's value names its metric and keeps the bare number for sorting
+    assert (
+        '<td data-value="41.7">41.7<br><code class="repro-metric">'
+        "matching_speedup_eta0</code></td>"
+    ) in text
 
 
 @pytest.mark.parametrize("chapter", sorted(claims.CHAPTER_MODULES))

@@ -4,6 +4,11 @@
   function ready(fn) {
     if (document.readyState !== "loading") { fn(); } else { document.addEventListener("DOMContentLoaded", fn); }
   }
+  // a value cell carries its number in data-value (its text also names the metric)
+  function cellKey(cell) {
+    var v = cell.getAttribute("data-value");
+    return (v === null ? cell.textContent : v).trim();
+  }
   ready(function () {
     var table = document.getElementById("reproduction");
     if (!table) { return; }
@@ -36,7 +41,7 @@
         th.setAttribute("data-order", asc ? "asc" : "desc");
         var num = th.getAttribute("data-sort") === "num";
         rows.sort(function (a, b) {
-          var x = a.cells[col].textContent.trim(), y = b.cells[col].textContent.trim();
+          var x = cellKey(a.cells[col]), y = cellKey(b.cells[col]);
           var c;
           if (num) {
             var fx = parseFloat(x), fy = parseFloat(y);

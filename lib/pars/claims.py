@@ -80,7 +80,7 @@ CLAIMS = [
         paper="AntMaze average 81.6 offline, above the baselines (secondary summary; Tables 1-2 not read)",
         metric="b_pars_minus_td3bc_success",
         holds=lambda m: m["b_pars_minus_td3bc_success"] > 0.05,
-        direction=lambda m: m["b_pars_minus_td3bc_success"] >= -0.05,
+        direction=lambda m: m["b_pars_minus_td3bc_success"] > 0,
     ),
     Claim(
         id="o2o_keeps_or_improves",
