@@ -403,7 +403,8 @@ def static_or_interactive(
     ``ICML25_NO_WIDGETS=1`` to draw the static figure only.
 
     Args:
-        plot: callable drawing one matplotlib figure from keyword arguments.
+        plot: callable drawing one new matplotlib figure from keyword arguments (or
+            returning it). It needs no ``plt.show()``: one inside it does nothing here.
         controls: name -> ``ipywidgets`` widget (e.g. ``FloatSlider(min=0, max=10)``); the
             widget's value is set to the default.
         describe: name -> what moving that control shows (the caption above the controls); a
@@ -411,7 +412,8 @@ def static_or_interactive(
         **defaults: the values of the first figure; every control needs one.
 
     Raises:
-        ValueError: a control has no default value, or ``describe`` names no control.
+        ValueError: a control has no default value, ``describe`` names no control, or
+            ``plot`` draws no new figure.
         TypeError: a control is not an ipywidgets widget.
     """
     if not isinstance(controls, Mapping):
@@ -446,10 +448,7 @@ def static_or_interactive(
     from IPython.display import display
 
     def draw(values: Mapping[str, Any]) -> Any:
-        before = set(plt.get_fignums())
-        plot(**values)
-        new = [n for n in plt.get_fignums() if n not in before]
-        return plt.figure(new[-1]) if new else plt.gcf()
+        return _draw_figure(plot, values)
 
     t0 = time.perf_counter()
     fig = draw(defaults)
@@ -489,6 +488,49 @@ def static_or_interactive(
         f"<ul style='margin:0'>{''.join(items)}</ul>"
     )
     display(widgets.VBox([widgets.HTML(caption), *controls.values()]))
+
+
+def _no_show(*args: Any, **kwargs: Any) -> None:
+    """Stands in for ``plt.show`` while :func:`static_or_interactive` draws a figure."""
+
+
+def _draw_figure(plot: Callable[..., Any], values: Mapping[str, Any]) -> Any:
+    """Call ``plot(**values)`` and return the figure it drew (the last new one).
+
+    ``plt.show`` does nothing during the call: under the inline backend it would display
+    the figure and close it, so the figure captured here (the book's frame, the widget's
+    redraw) would be a fresh, empty one. A figure ``plot`` returns is used as is; other
+    new figures are closed so that none is displayed twice.
+
+    Raises:
+        ValueError: ``plot`` drew no new figure and returned none (a frame would be blank).
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    before = set(plt.get_fignums())
+    show = plt.show
+    plt.show = _no_show
+    try:
+        returned = plot(**values)
+    finally:
+        plt.show = show
+    new = [plt.figure(n) for n in plt.get_fignums() if n not in before]
+    if isinstance(returned, Figure):
+        fig = returned
+    elif new:
+        fig = new[-1]
+    else:
+        name = getattr(plot, "__name__", repr(plot))
+        raise ValueError(
+            f"static_or_interactive: {name}({', '.join(map(str, values))}) drew no new "
+            "matplotlib figure: create one in the plot function (fig, ax = "
+            "plt.subplots()) or return it"
+        )
+    for other in new:
+        if other is not fig:
+            plt.close(other)
+    return fig
 
 
 def _control_values(w: Any, default: Any, k: int) -> list[Any]:

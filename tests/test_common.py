@@ -344,3 +344,99 @@ def test_hot_loops_table_reads_a_benchmark_and_binds_no_name(tmp_path, capsys):
         common.hot_loops_table("bad", tmp_path)
     with pytest.raises(TypeError, match="benchmark"):
         common.hot_loops_table("", tmp_path)
+
+
+def _frames_of(shown):
+    import html as html_mod
+    import re
+
+    import IPython.display
+
+    panel = [o for o in shown if isinstance(o, IPython.display.HTML)][-1].data
+    payload = json.loads(
+        html_mod.unescape(re.search(r"data-frames='([^']*)'", panel).group(1))
+    )
+    return payload["frames"]
+
+
+def _png_pixels(data_uri):
+    import base64
+    import io
+
+    import matplotlib.image
+
+    raw = base64.b64decode(data_uri.split(",", 1)[1])
+    return matplotlib.image.imread(io.BytesIO(raw), format="png")
+
+
+def test_prerendered_frames_are_drawn_when_plot_calls_plt_show(monkeypatch):
+    """Chapters 09, 13, 14, 15 and 19 called plt.show() in their plot functions: under
+    the inline backend show closes the figure, and every book frame came out blank."""
+    import IPython.display
+    import ipywidgets as W
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
+    monkeypatch.setenv(common.PRERENDER_ENV, "1")
+    monkeypatch.delenv("ICML25_NO_WIDGETS", raising=False)
+
+    def show_and_close(*args, **kwargs):  # what matplotlib-inline's show does
+        plt.close("all")
+
+    monkeypatch.setattr(plt, "show", show_and_close)
+
+    def plot(k):
+        fig, ax = plt.subplots(figsize=(2, 2))
+        ax.plot([0, 1], [0, k], lw=4)
+        ax.set_title(f"k = {k}")
+        plt.show()
+
+    common.static_or_interactive(plot, {"k": W.IntSlider(min=1, max=5)}, k=2)
+    assert isinstance(shown[0], plt.Figure) and shown[0].axes, (
+        "the static figure is the plot's, not an empty one"
+    )
+    frames = _frames_of(shown)
+    assert len(frames) == 5 and len(set(frames.values())) == 5, (
+        "each slider value has its own figure"
+    )
+    for key, uri in frames.items():
+        px = _png_pixels(uri)
+        assert px.std() > 0.01, f"frame {key} is blank"
+    assert plt.show is show_and_close, "plt.show is restored after drawing"
+    assert not plt.get_fignums(), "no drawn figure is left open to be shown again"
+
+
+def test_static_or_interactive_refuses_a_plot_that_draws_no_figure(monkeypatch):
+    import IPython.display
+    import ipywidgets as W
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: None)
+    monkeypatch.setenv(common.PRERENDER_ENV, "1")
+    _, ax = plt.subplots()
+    try:
+        with pytest.raises(ValueError, match="drew no new matplotlib figure"):
+            common.static_or_interactive(
+                lambda k: ax.plot([0, k]), {"k": W.IntSlider(min=1, max=3)}, k=2
+            )
+    finally:
+        plt.close("all")
+    returned = []
+
+    def plot_returning(k):
+        fig = plt.figure()
+        fig.gca().plot([0, k])
+        returned.append(fig)
+        return fig
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
+    common.static_or_interactive(plot_returning, {"k": W.IntSlider(min=1, max=3)}, k=2)
+    assert shown[0] is returned[0], "a returned figure is the one shown"

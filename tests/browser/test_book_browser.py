@@ -592,3 +592,70 @@ def test_sliders_work_without_a_kernel(browser) -> None:
         f"chapters whose interactive section has no pre-rendered figures: {missing}"
     )
     REPORT["sliders_checked"] = checked
+
+
+#: share of a frame's pixels that must differ from its corner pixel (the background):
+#: a figure that plt.show() had emptied saves as a plain white image (share 0)
+MIN_INK = 0.01
+FRAMES_JS = """async (minInk) => {
+  const problems = [];
+  const panels = document.querySelectorAll('.icml25-frames');
+  for (const [p, panel] of Array.from(panels).entries()) {
+    const data = JSON.parse(panel.getAttribute('data-frames'));
+    const inputs = {};
+    panel.querySelectorAll('input[type=range][data-name]').forEach(
+      el => { inputs[el.getAttribute('data-name')] = el; });
+    const start = data.names.map(n => inputs[n] ? +inputs[n].value : 0);
+    const at = idx => data.frames[idx.join(',')];
+    if (!at(start)) { problems.push(`panel ${p}: no frame for the defaults`); continue; }
+    for (const [i, name] of data.names.entries()) {
+      if (!inputs[name]) continue;  // one value only in the book: nothing to move
+      let moved = false;
+      for (let v = 0; v <= +inputs[name].max; v++) {
+        const idx = start.slice(); idx[i] = v;
+        if (v !== start[i] && at(idx) && at(idx) !== at(start)) { moved = true; break; }
+      }
+      if (!moved) problems.push(`panel ${p}: moving ${name} never changes the figure`);
+    }
+    for (const [key, src] of Object.entries(data.frames)) {
+      const img = new Image();
+      img.src = src;
+      try { await img.decode(); } catch (e) {
+        problems.push(`panel ${p}, frame ${key}: not a decodable image`); continue; }
+      const c = document.createElement('canvas');
+      c.width = img.naturalWidth; c.height = img.naturalHeight;
+      const g = c.getContext('2d');
+      g.drawImage(img, 0, 0);
+      const px = g.getImageData(0, 0, c.width, c.height).data;
+      let ink = 0;
+      for (let k = 0; k < px.length; k += 4) {
+        if (Math.abs(px[k] - px[0]) + Math.abs(px[k + 1] - px[1])
+            + Math.abs(px[k + 2] - px[2]) > 24) ink++;
+      }
+      const share = ink / (px.length / 4);
+      if (!(share >= minInk)) {
+        problems.push(`panel ${p}, frame ${key}: blank (${(100 * share).toFixed(2)} % drawn)`);
+      }
+    }
+  }
+  return {panels: panels.length, problems};
+}"""
+
+
+def test_slider_frames_are_distinct_and_drawn(browser) -> None:
+    """Every pre-rendered frame of every chapter's interactive section is a drawn figure
+    (not a blank image: plot functions that called plt.show() once gave only blank frames,
+    and the image still 'changed' when a slider moved), and moving each slider from its
+    default, the others kept, shows a different figure."""
+    problems, panels = [], 0
+    for docname in CHAPTERS:
+        visit = Visit(browser, page_url(docname))
+        try:
+            found = visit.page.evaluate(FRAMES_JS, MIN_INK)
+        finally:
+            visit.close()
+        panels += found["panels"]
+        problems += [f"{docname}: {p}" for p in found["problems"]]
+    assert panels, "no pre-rendered interactive section in the book"
+    assert not problems, "\n  ".join(["slider frames:", *problems[:40]])
+    REPORT["slider_panels_with_drawn_frames"] = panels
