@@ -29,15 +29,19 @@ code bytes, levels and scales); the private functions that hold the math trust t
 
 For each kernel ``f`` in ``lowbit.cu``: ``f_reference`` (NumPy, vectorised per precision class:
 all rows with the same ``b`` at once), ``f_gpu`` (CuPy launcher) and ``f`` (dispatcher).
+Dequantization also has ``dequantize_mixed_cpu``, the same result from one fused loop compiled
+by numba (``_lowbit_fused.py``), which the dispatcher's CPU path runs: the reference makes
+several passes over memory and reached under a fifth of the copy bandwidth.
 The dispatchers return the kind of array they were given: NumPy in -> NumPy out, torch in ->
 torch out (same device), CuPy in -> CuPy out. They run the CUDA kernel when the input lives on
 the device (CuPy, CUDA torch), or for NumPy input when :func:`icml25.common.gpu_available` says
-so (copied to the device and back); CPU torch tensors always take the CPU path (the NumPy
-reference, whose table look-up measured faster than the same gathers written in torch).
+so (copied to the device and back); CPU torch tensors always take the CPU path (NumPy, whose
+table look-up measured faster than the same gathers written in torch, or the fused loop).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +67,7 @@ __all__ = [
     "quantize_mixed_gpu",
     "dequantize_mixed",
     "dequantize_mixed_reference",
+    "dequantize_mixed_cpu",
     "dequantize_mixed_gpu",
     "launch_dequantize_mixed",
     "dequant_matmul",
@@ -705,17 +710,7 @@ def dequantize_mixed_reference(
     """
     dt = _check_out_dtype(out_dtype)
     pw = _check_packed_weight(packed, row_offsets, row_bits, lut, absmax, n, group)
-    m, n = pw.layout.m, pw.layout.n
-    if out is not None and (
-        not isinstance(out, np.ndarray)
-        or out.shape != (m, n)
-        or out.dtype != dt
-        or not out.flags.c_contiguous
-    ):
-        raise ValueError(
-            f"out must be a C-contiguous NumPy array of shape ({m}, {n}) and dtype {dt}"
-        )
-    return _dequantize_numpy(pw, dt, out)
+    return _dequantize_numpy(pw, dt, _check_out(out, pw.layout, dt))
 
 
 def _to_float16(src: np.ndarray, out: np.ndarray | None) -> np.ndarray:
@@ -756,6 +751,96 @@ def _dequantize_numpy(
                 out[block[0] : block[-1] + 1] = vals
             else:
                 out[block] = vals
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# fused CPU loop (numba, kernels/_lowbit_fused.py): one pass, the reference's bits
+# --------------------------------------------------------------------------------------
+def _fused_kernel() -> Any:
+    """``_lowbit_fused.dequantize_words`` (imported, hence numba, on first use), or ``None``
+    when numba cannot be imported: the NumPy reference runs instead, with the same result."""
+    try:
+        from icml25.kernels import _lowbit_fused
+    except ImportError:  # pragma: no cover - numba comes with the lowra extra
+        return None
+    return _lowbit_fused.dequantize_words
+
+
+def _check_out(out: Any, layout: PackedLayout, dt: np.dtype) -> np.ndarray | None:
+    """``out`` when it is a C-contiguous (m, n) NumPy array of ``dt`` (or None)."""
+    m, n = layout.m, layout.n
+    if out is not None and (
+        not isinstance(out, np.ndarray)
+        or out.shape != (m, n)
+        or out.dtype != dt
+        or not out.flags.c_contiguous
+    ):
+        raise ValueError(
+            f"out must be a C-contiguous NumPy array of shape ({m}, {n}) and dtype {dt}"
+        )
+    return out
+
+
+def dequantize_mixed_cpu(
+    packed: ArrayLike,
+    row_offsets: ArrayLike,
+    row_bits: ArrayLike,
+    lut: ArrayLike,
+    absmax: ArrayLike,
+    n: int,
+    group: int = 64,
+    out_dtype: Any = np.float32,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """:func:`dequantize_mixed_reference` in one fused pass on one CPU thread (numba), bit
+    for bit the same result; the CPU path of :func:`dequantize_mixed`.
+
+    The reference makes several passes over each block (widen the byte indices, ``np.take``,
+    scale, cast, scatter); this loop reads each code byte once and writes each output once.
+    For every group of ``g`` weights of a row it first forms the ``2^b`` values the group can
+    take, ``lut[c, k] * absmax[c, q]`` (one float32 product, then float16 bits by round to
+    nearest even, as ``astype`` gives), packs them into small tables indexed by a half-byte
+    or byte of codes, and writes 8 output bytes per store. It needs ``group % 8 == 0`` (the
+    LowRA setting, g = 64) and a little-endian machine; otherwise, or without numba, it
+    returns the reference's result computed by the reference.
+
+    Args:
+        packed, row_offsets, row_bits, lut, absmax, n, group, out_dtype, out: as
+            :func:`dequantize_mixed_reference` (NumPy arrays or CPU torch tensors).
+
+    Returns:
+        (m, n) NumPy array of ``out_dtype`` (``out`` itself when given).
+
+    Raises:
+        TypeError, ValueError: as :func:`dequantize_mixed_reference`.
+    """
+    dt = _check_out_dtype(out_dtype)
+    pw = _check_packed_weight(packed, row_offsets, row_bits, lut, absmax, n, group)
+    out = _check_out(out, pw.layout, dt)
+    return _dequantize_fused(pw, dt, out)
+
+
+def _dequantize_fused(
+    pw: PackedWeight, dt: np.dtype, out: np.ndarray | None = None
+) -> np.ndarray:
+    """The fused loop on a trusted packed weight, or the NumPy path where it does not apply."""
+    m, n, g = pw.layout.m, pw.layout.n, pw.layout.group
+    kernel = _fused_kernel()
+    if kernel is None or g % 8 or sys.byteorder != "little" or m == 0:
+        return _dequantize_numpy(pw, dt, out)
+    out = np.empty((m, n), dtype=dt) if out is None else out
+    kernel(
+        np.ascontiguousarray(pw.packed),
+        pw.layout.row_offsets,
+        pw.layout.row_bits,
+        np.ascontiguousarray(pw.lut),
+        np.ascontiguousarray(pw.absmax),
+        n,
+        g,
+        out.view(np.uint8).reshape(m, n * dt.itemsize).view(np.uint64),
+        dt == np.float16,
+    )
     return out
 
 
@@ -1123,9 +1208,9 @@ def dequantize_mixed(
 ) -> Any:
     """Dispatcher of :func:`dequantize_mixed_reference` / :func:`dequantize_mixed_gpu`.
 
-    The CPU path is the NumPy reference for torch inputs too (its table look-up measured faster
-    than the same gathers in torch, see ``benchmarks/lowra.py``); the tensor shares memory with
-    the NumPy result.
+    The CPU path is :func:`dequantize_mixed_cpu` (the fused numba loop, bit for bit the
+    reference's result; the NumPy reference where it does not apply), for torch inputs too;
+    the tensor shares memory with the NumPy result.
 
     Args:
         packed, row_offsets, row_bits, lut, absmax: the packed weight's arrays (NumPy arrays or
@@ -1146,7 +1231,7 @@ def dequantize_mixed(
         args = [_torch_to_cupy(a) for a in (packed, row_offsets, row_bits, lut, absmax)]
         out = dequantize_mixed_gpu(*args, n=n, group=group, out_dtype=out_dtype)
     else:
-        out = dequantize_mixed_reference(
+        out = dequantize_mixed_cpu(
             packed, row_offsets, row_bits, lut, absmax, n, group, out_dtype
         )
     return _as_kind_of(out, packed)

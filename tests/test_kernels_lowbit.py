@@ -362,6 +362,108 @@ def test_dequant_matmul_reference_is_x_times_dequant_transpose():
 
 
 # --------------------------------------------------------------------------------------
+# the fused CPU loop (numba): the reference's bits
+# --------------------------------------------------------------------------------------
+def _same_bits(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize(
+    "m,n,g,bits",
+    [
+        (1, 8, 8, None),
+        (7, 24, 8, None),  # b = 4 rows with an odd number of code-byte pairs per group
+        (13, 40, 8, 1),
+        (9, 48, 16, 2),
+        (11, 96, 32, 4),
+        (37, 200, 8, None),  # shuffled precisions, odd m
+        (5, 384, 64, None),
+        (3, 12, 4, None),  # g % 8 != 0: the reference runs
+        (6, 30, 3, None),
+        (4, 7, 7, None),
+    ],
+)
+def test_dequantize_mixed_cpu_matches_reference_bit_for_bit(m, n, g, bits):
+    rng = np.random.default_rng(m * 31 + n + g)
+    _, row_bits, lut, _ = random_problem(rng, m, n, g, bits=bits)
+    codes = random_codes(rng, row_bits, n)
+    packed, offsets = lb.pack_codes(codes, row_bits)
+    absmax = rng.gamma(2.0, 1.0, size=(m, n // g)).astype(np.float32)
+    args = (packed, offsets, row_bits, lut, absmax, n)
+    for dt in (np.float32, np.float16):
+        ref = lb.dequantize_mixed_reference(*args, group=g, out_dtype=dt)
+        got = lb.dequantize_mixed_cpu(*args, group=g, out_dtype=dt)
+        assert _same_bits(got, ref), (dt, m, n, g)
+        buf = np.full((m, n), np.nan, dtype=dt)
+        assert lb.dequantize_mixed_cpu(*args, group=g, out_dtype=dt, out=buf) is buf
+        assert _same_bits(buf, ref)
+
+
+def test_dequantize_mixed_cpu_float16_rounding_on_edge_values():
+    # subnormals, ties between float16 values, 65504 and overflow to inf
+    codes, packed, offsets, row_bits, lut, absmax, n, g = edge_problem(
+        np.random.default_rng(11)
+    )
+    ref = naive_dequant(codes, lut, absmax, g)
+    got = lb.dequantize_mixed_cpu(
+        packed, offsets, row_bits, lut, absmax, n, group=g, out_dtype=np.float16
+    )
+    with np.errstate(over="ignore"):
+        assert _same_bits(got, ref.astype(np.float16))
+    got32 = lb.dequantize_mixed_cpu(packed, offsets, row_bits, lut, absmax, n, g)
+    assert _same_bits(got32, ref)
+
+
+def test_float16_bits_match_numpy_around_every_float16():
+    fused = pytest.importorskip("icml25.kernels._lowbit_fused")
+    # every float16 value, the float32 values either side of it, the float32 midpoints
+    # between neighbouring float16 values (ties) and their neighbours, both signs
+    h = np.arange(0x7C01, dtype=np.uint16).view(np.float16).astype(np.float32)
+    mid = ((h[:-1].astype(np.float64) + h[1:]) / 2).astype(np.float32)
+    x = np.concatenate([h, mid, np.float32(65520.0)[None], np.float32(1e30)[None]])
+    x = np.concatenate([x, np.nextafter(x, np.inf), np.nextafter(x, -np.inf)])
+    x = np.concatenate([x, -x, [np.inf, -np.inf, np.float32(1e-45)]]).astype(np.float32)
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [x, rng.integers(0, 2**32, 200_000).astype(np.uint32).view(np.float32)]
+    )
+    x = x[np.isfinite(x) | np.isinf(x)]
+    x = x[~np.isnan(x)]
+    got = np.array([fused.f16_bits(int(u)) for u in x.view(np.uint32)], np.int64)
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16).view(np.uint16).astype(np.int64)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_dequantize_mixed_cpu_rejects_bad_input():
+    W, row_bits, lut, thresholds, packed, offsets, absmax = _valid()
+    with pytest.raises(ValueError, match="row_bits"):
+        lb.dequantize_mixed_cpu(packed, offsets, [1, 2, 3, 4], lut, absmax, 128)
+    with pytest.raises(ValueError, match="packed"):
+        lb.dequantize_mixed_cpu(packed[:-1], offsets, row_bits, lut, absmax, 128)
+    with pytest.raises(ValueError, match="row_offsets"):
+        lb.dequantize_mixed_cpu(packed, offsets + 1, row_bits, lut, absmax, 128)
+    bad = lut.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="lut"):
+        lb.dequantize_mixed_cpu(packed, offsets, row_bits, bad, absmax, 128)
+    with pytest.raises(ValueError, match="absmax"):
+        lb.dequantize_mixed_cpu(packed, offsets, row_bits, lut, absmax[:, :1], 128)
+    with pytest.raises(ValueError, match="group"):
+        lb.dequantize_mixed_cpu(packed, offsets, row_bits, lut, absmax, 128, group=48)
+    with pytest.raises(ValueError, match="out_dtype"):
+        lb.dequantize_mixed_cpu(
+            packed, offsets, row_bits, lut, absmax, 128, out_dtype=np.float64
+        )
+    with pytest.raises(ValueError, match="out"):
+        lb.dequantize_mixed_cpu(
+            packed, offsets, row_bits, lut, absmax, 128, out=np.empty((4, 128))
+        )
+    with pytest.raises(TypeError, match="n"):
+        lb.dequantize_mixed_cpu(packed, offsets, row_bits, lut, absmax, 128.5)
+
+
+# --------------------------------------------------------------------------------------
 # dispatchers
 # --------------------------------------------------------------------------------------
 def test_dispatchers_return_the_input_kind_on_cpu(monkeypatch):
