@@ -21,33 +21,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+# one definition of a hot-loop row, its check and its rate format, shared with the chapters
+from icml25.hot_loops import loop_problems, si
+
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT_NAME = "limits_summary.json"
-KEYS = (
-    "loop",
-    "size",
-    "kind",
-    "achieved_per_s",
-    "unit",
-    "limit_per_s",
-    "limit",
-    "fraction_of_limit",
-)
-
-
-def _si(value: float, unit: str) -> str:
-    """``1.23 GB/s``, ``45.6 GFLOP/s``: three significant digits, a decimal SI prefix."""
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        return "n/a"
-    base = unit.replace("/s", "")
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{base}/s"
-    return f"{value:.3g} {base}/s"
-
-
-def _valid(loop: Any) -> bool:
-    return isinstance(loop, dict) and all(k in loop for k in KEYS)
 
 
 def _row(benchmark: str, loop: dict[str, Any]) -> dict[str, Any]:
@@ -58,8 +36,8 @@ def _row(benchmark: str, loop: dict[str, Any]) -> dict[str, Any]:
         "benchmark": benchmark,
         "loop": str(loop["loop"]),
         "size": str(loop["size"]),
-        "achieved": _si(loop["achieved_per_s"], loop["unit"]),
-        "limit": f"{_si(loop['limit_per_s'], loop['unit'])} ({loop['limit']})",
+        "achieved": si(loop["achieved_per_s"], loop["unit"]),
+        "limit": f"{si(loop['limit_per_s'], loop['unit'])} ({loop['limit']})",
         "fraction": f"{fraction:.1%}"
         if ok and fraction >= 0.001
         else (f"{fraction:.2g}" if ok else "n/a"),
@@ -92,9 +70,17 @@ def collect(results: Path) -> dict[str, Any]:
             )
             continue
         loops = record.get("hot_loops") if isinstance(record, dict) else None
-        good = (
-            [loop for loop in loops if _valid(loop)] if isinstance(loops, list) else []
-        )
+        loops = loops if isinstance(loops, list) else []
+        good = [loop for loop in loops if not loop_problems(loop)]
+        for i, loop in enumerate(loops):
+            problems = loop_problems(loop)
+            if problems:
+                unreadable.append(
+                    {
+                        "file": path.name,
+                        "error": f"hot_loops[{i}]: " + "; ".join(problems),
+                    }
+                )
         if not good:
             without.append(path.name)
             continue

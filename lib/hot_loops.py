@@ -1,48 +1,168 @@
 """A benchmark's hot loops against the machine's measured limits, as every chapter shows them.
 
 ``make bench`` writes ``benchmarks/results/<benchmark>.json`` with the rows of
-``benchmarks/_limits.py``; a chapter's benchmark section calls :func:`show_hot_loops` to print the
-run's limits and show its table. Re-exported by :mod:`icml25.common`.
+``benchmarks/_limits.py``; a chapter's benchmark section calls :func:`show_hot_loops` to print
+the run's limits and show its table, and ``benchmarks/_summary.py`` builds the cross-chapter
+table from the same rows. The row fields (:data:`KEYS`), the check of one row
+(:func:`loop_problems`) and the rate format (:func:`si`) live here once, for both.
+Re-exported by :mod:`icml25.common`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["hot_loops_table", "show_hot_loops"]
+__all__ = [
+    "KEYS",
+    "NUMBERS",
+    "loop_problems",
+    "si",
+    "hot_loops_table",
+    "show_hot_loops",
+]
+
+#: fields every hot-loop row of ``benchmarks/_limits.py`` holds
+KEYS = (
+    "loop",
+    "size",
+    "kind",
+    "achieved_per_s",
+    "unit",
+    "limit_per_s",
+    "limit",
+    "fraction_of_limit",
+)
+#: the fields among :data:`KEYS` that must be finite numbers
+NUMBERS = ("achieved_per_s", "limit_per_s", "fraction_of_limit")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def loop_problems(loop: Any) -> list[str]:
+    """What is wrong with one hot-loop row (an empty list when nothing is).
+
+    A row is a dict holding every field of :data:`KEYS`, the fields of :data:`NUMBERS` finite
+    numbers (``achieved_per_s`` and ``limit_per_s`` > 0), ``loop``/``size``/``unit``/``limit``
+    strings, and ``ratio_to_baseline`` absent, ``None`` or a finite number.
+    """
+    if not isinstance(loop, dict):
+        return [f"a row must be an object, got {type(loop).__name__}"]
+    problems = [f"missing {k!r}" for k in KEYS if k not in loop]
+    for k in NUMBERS:
+        if k in loop and not _finite(loop[k]):
+            problems.append(f"{k!r} must be a finite number, got {loop[k]!r}")
+        elif k in loop and k != "fraction_of_limit" and loop[k] <= 0:
+            problems.append(f"{k!r} must be positive, got {loop[k]!r}")
+    for k in ("loop", "size", "unit", "limit", "kind"):
+        if k in loop and not isinstance(loop[k], str):
+            problems.append(f"{k!r} must be a string, got {loop[k]!r}")
+    ratio = loop.get("ratio_to_baseline")
+    if ratio is not None and not _finite(ratio):
+        problems.append(f"'ratio_to_baseline' must be null or finite, got {ratio!r}")
+    return problems
+
+
+def si(value: float, unit: str) -> str:
+    """``1.23 GB/s``, ``45.6 GFLOP/s``: three significant digits and a decimal SI prefix;
+    ``"n/a"`` for anything that is not a finite number. ``unit`` is ``"B/s"`` or
+    ``"FLOP/s"`` (any ``"X/s"``)."""
+    if not _finite(value):
+        return "n/a"
+    base = unit.replace("/s", "")
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{base}/s"
+    return f"{value:.3g} {base}/s"
+
+
+def _checked_run(path: Path) -> dict[str, Any] | None:
+    """The record at ``path`` with its hot loops checked; ``None`` when it has none.
+
+    Raises:
+        ValueError: not JSON (NaN included), not an object, ``hot_loops`` not a list, a row
+            that :func:`loop_problems` faults, or missing/malformed ``machine_limits`` /
+            ``limits_provenance``; the message names the file and the key.
+    """
+    try:
+        run = json.loads(path.read_text(), parse_constant=_refuse_constant)
+    except ValueError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(run, dict):
+        raise ValueError(f"{path}: the record must be a JSON object")
+    loops = run.get("hot_loops")
+    if not loops:
+        return None
+    if not isinstance(loops, list):
+        raise ValueError(f"{path}: 'hot_loops' must be a list of rows")
+    for i, row in enumerate(loops):
+        problems = loop_problems(row)
+        if problems:
+            name = row.get("loop") if isinstance(row, dict) else None
+            raise ValueError(
+                f"{path}: hot_loops[{i}] ({name!r}): " + "; ".join(problems)
+            )
+    machine = run.get("machine_limits")
+    need = ("copy_Bps", "fp64_flops", "fp32_flops")
+    if not isinstance(machine, dict) or not all(_finite(machine.get(k)) for k in need):
+        raise ValueError(f"{path}: 'machine_limits' must hold finite {', '.join(need)}")
+    prov = run.get("limits_provenance")
+    if not isinstance(prov, dict) or not isinstance(prov.get("utc"), str):
+        raise ValueError(f"{path}: 'limits_provenance' must hold 'utc'")
+    load = prov.get("load_average")
+    if load is not None and not (isinstance(load, list) and load and _finite(load[0])):
+        raise ValueError(f"{path}: 'limits_provenance.load_average' must be a list")
+    return run
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number a result may hold")
 
 
 def hot_loops_table(
     benchmark: str, folder: str | os.PathLike | None = None
 ) -> "tuple[pd.DataFrame, str] | None":
-    """A benchmark's hot loops against this machine's limits: the table and its one-sentence summary.
+    """A benchmark's hot loops against this machine's limits: the table and its summary.
 
-    Reads ``benchmarks/results/<benchmark>.json`` (written by ``make bench``; the row fields are
-    those of ``benchmarks/_limits.py``).
+    Reads ``benchmarks/results/<benchmark>.json`` (written by ``make bench``; the row fields
+    are those of ``benchmarks/_limits.py``, :data:`KEYS`).
 
     Args:
-        benchmark: the JSON's stem, e.g. ``"flow_divergence"``.
+        benchmark: the JSON's stem, a plain identifier such as ``"flow_divergence"``.
         folder: where the JSON lies; default ``benchmarks/results`` of this checkout.
 
     Returns:
-        ``(table, sentence)``: one row per hot loop (loop, size, achieved, limit, fraction of the
-        limit, ratio to baseline, baseline) and a sentence naming the limits measured in that run
-        and the range of fractions reached; ``None`` when the JSON is absent or records no hot loops.
+        ``(table, sentence)``: one row per hot loop (loop, size, achieved, limit, fraction of
+        the limit, ratio to baseline, baseline) and a sentence naming the command that
+        measured them (from the record's provenance), the limits measured in that run and
+        the range of fractions reached; ``None`` when the JSON is absent or records no hot
+        loops.
 
     Raises:
-        TypeError: ``benchmark`` is not a non-empty string.
-        ValueError: a hot-loop row lacks a field of ``benchmarks/_limits.py``.
+        TypeError: ``benchmark`` is not a string.
+        ValueError: ``benchmark`` is not a plain identifier (``"../x"``, ``""``), or the JSON
+            is malformed (not JSON, NaN, a row missing a field of :data:`KEYS` or holding a
+            non-finite number, ``hot_loops`` not a list, limits or provenance missing); the
+            message names the file and the key.
     """
     import pandas as pd
 
-    if not isinstance(benchmark, str) or not benchmark:
-        raise TypeError(f"benchmark must be a non-empty string, got {benchmark!r}")
+    if not isinstance(benchmark, str):
+        raise TypeError(f"benchmark must be a string, got {type(benchmark).__name__}")
+    if not _NAME.fullmatch(benchmark):
+        raise ValueError(
+            f"benchmark must be a plain identifier (a result's file stem), got {benchmark!r}"
+        )
     # here, not at the top: icml25.common re-exports this module
     from icml25.common import repo_root
 
@@ -50,50 +170,42 @@ def hot_loops_table(
         Path(folder) if folder is not None else repo_root() / "benchmarks" / "results"
     )
     path = base / f"{benchmark}.json"
-    run = json.loads(path.read_text()) if path.exists() else {}
-    if not run.get("hot_loops"):
+    run = _checked_run(path) if path.exists() else None
+    if run is None:
         return None
-    need = (
-        "loop",
-        "size",
-        "achieved_per_s",
-        "unit",
-        "limit_per_s",
-        "limit",
-        "fraction_of_limit",
-        "ratio_to_baseline",
-        "baseline",
-    )
-    for r in run["hot_loops"]:
-        missing = [k for k in need if k not in r]
-        if missing:
-            raise ValueError(
-                f"{path.name}: hot-loop row {r.get('loop')!r} lacks {missing}"
-            )
+    loops = run["hot_loops"]
     table = pd.DataFrame(
         [
             {
                 "loop": r["loop"],
                 "size": r["size"],
-                "achieved": f"{r['achieved_per_s']:.3g} {r['unit']}",
-                "limit": f"{r['limit_per_s']:.3g} {r['unit']} ({r['limit']})",
-                "fraction of the limit": r["fraction_of_limit"],
-                "ratio to baseline": r["ratio_to_baseline"],
-                "baseline": r["baseline"] or "-",
+                "achieved": si(r["achieved_per_s"], r["unit"]),
+                "limit": f"{si(r['limit_per_s'], r['unit'])} ({r['limit']})",
+                "fraction of the limit": float(r["fraction_of_limit"]),
+                "ratio to baseline": r.get("ratio_to_baseline"),
+                "baseline": r.get("baseline") or "-",
             }
-            for r in run["hot_loops"]
+            for r in loops
         ]
     )
-    best = table.loc[table["fraction of the limit"].idxmax()]
+    fractions = table["fraction of the limit"]
+    best = table.loc[fractions.idxmax()]
     machine = run["machine_limits"]
     prov = run["limits_provenance"]
+    command = prov.get("command") or f"{benchmark}.py"
+    load = prov.get("load_average")
+    where = f"{prov['utc']}"
+    if load:
+        where += f", load average {load[0]:.1f}"
+    if isinstance(prov.get("cpu_count"), int):
+        where += f" on {prov['cpu_count']} cores"
     sentence = (
-        f"Measured by `make bench` ({prov['utc']}, load average {prov['load_average'][0]:.1f} on "
-        f"{prov['cpu_count']} cores): copy bandwidth {machine['copy_Bps'] / 1e9:.1f} GB/s, fp64 BLAS "
-        f"{machine['fp64_flops'] / 1e9:.1f} GFLOP/s, fp32 BLAS {machine['fp32_flops'] / 1e9:.1f} GFLOP/s. "
-        f"The {len(table)} hot loops reach {table['fraction of the limit'].min():.2%} to "
-        f"{table['fraction of the limit'].max():.1%} of their limit; the closest is {best['loop']} "
-        f"({best['size']}) at {best['fraction of the limit']:.1%}."
+        f"Measured by `python benchmarks/{command}` ({where}): copy bandwidth "
+        f"{machine['copy_Bps'] / 1e9:.1f} GB/s, fp64 BLAS "
+        f"{machine['fp64_flops'] / 1e9:.1f} GFLOP/s, fp32 BLAS "
+        f"{machine['fp32_flops'] / 1e9:.1f} GFLOP/s. The {len(table)} hot loops reach "
+        f"{fractions.min():.2%} to {fractions.max():.1%} of their limit; the closest is "
+        f"{best['loop']} ({best['size']}) at {best['fraction of the limit']:.1%}."
     )
     return table, sentence
 
@@ -101,9 +213,9 @@ def hot_loops_table(
 def show_hot_loops(benchmark: str, folder: str | os.PathLike | None = None) -> None:
     """Print :func:`hot_loops_table`'s sentence and display its table, as every chapter does.
 
-    It binds no name in the caller's namespace, so a chapter's own variables are never shadowed
-    (a cell copied into thirteen chapters once rebound chapter 07's plot extent ``lim``).
-    Prints a line saying how to record them when no hot loops are recorded.
+    It binds no name in the caller's namespace, so a chapter's own variables are never
+    shadowed (a cell copied into thirteen chapters once rebound chapter 07's plot extent
+    ``lim``). Prints a line saying how to record them when no hot loops are recorded.
 
     Raises:
         as :func:`hot_loops_table`.
@@ -111,7 +223,8 @@ def show_hot_loops(benchmark: str, folder: str | os.PathLike | None = None) -> N
     found = hot_loops_table(benchmark, folder)
     if found is None:
         print(
-            f"no hot-loop limits recorded yet: `make bench` writes them to benchmarks/results/{benchmark}.json"
+            "no hot-loop limits recorded yet: `make bench` writes them to "
+            f"benchmarks/results/{benchmark}.json"
         )
         return
     table, sentence = found

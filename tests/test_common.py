@@ -324,28 +324,6 @@ def test_static_or_interactive_skips_frames_of_a_slow_figure(monkeypatch):
     assert "too long to pre-render" in shown[-1].data
 
 
-def test_hot_loops_table_reads_a_benchmark_and_binds_no_name(tmp_path, capsys):
-    run = json.loads(
-        (common.repo_root() / "benchmarks" / "results" / "grokking.json").read_text()
-    )
-    (tmp_path / "x.json").write_text(json.dumps(run))
-    table, sentence = common.hot_loops_table("x", tmp_path)
-    assert len(table) == len(run["hot_loops"])
-    fracs = [r["fraction_of_limit"] for r in run["hot_loops"]]
-    assert f"{min(fracs):.2%}" in sentence and f"{max(fracs):.1%}" in sentence
-    assert common.hot_loops_table("absent", tmp_path) is None
-    before = set(globals())
-    common.show_hot_loops("absent", tmp_path)
-    assert "no hot-loop limits recorded yet" in capsys.readouterr().out
-    assert set(globals()) == before
-    del run["hot_loops"][0]["limit_per_s"]
-    (tmp_path / "bad.json").write_text(json.dumps(run))
-    with pytest.raises(ValueError, match="limit_per_s"):
-        common.hot_loops_table("bad", tmp_path)
-    with pytest.raises(TypeError, match="benchmark"):
-        common.hot_loops_table("", tmp_path)
-
-
 def _frames_of(shown):
     import html as html_mod
     import re
