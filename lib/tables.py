@@ -1,0 +1,78 @@
+"""Tables as every chapter shows them: numbers formatted once, no 0..n-1 index column.
+
+:func:`icml25.common.set_plot_style` registers :func:`table_html` as IPython's HTML
+formatter for DataFrames, so a chapter's ``df`` or ``display(df)`` renders through
+:func:`format_table` (book/authoring.md, "Tables"). Re-exported by :mod:`icml25.common`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["format_number", "format_table", "table_html"]
+
+
+def format_number(v: Any) -> str:
+    """A number as the book's tables show it: 4 significant digits, thousands separated.
+
+    Integers (and integral floats up to 1e15) keep every digit (``40,000``); other floats
+    get 4 significant digits (``0.1235``, ``12.35``, ``1,235``; ``1.235e-05`` below 1e-4);
+    NaN and None show as an en dash. Anything else is ``str(v)``.
+    """
+    if v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)):
+        return "\u2013"
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    if isinstance(v, (float, np.floating)):
+        x = float(v)
+        if np.isinf(x):
+            return str(x)
+        if x.is_integer() and abs(x) < 1e15:
+            return f"{x:,.0f}"
+        if 1e-4 <= abs(x) < 1e15:
+            digits = max(0, 3 - int(np.floor(np.log10(abs(x)))))
+            return f"{x:,.{digits}f}"
+        return f"{x:.4g}"
+    return str(v)
+
+
+def format_table(df: "pd.DataFrame") -> "pd.io.formats.style.Styler":
+    """The book's one way to show a table: numbers by :func:`format_number`, no 0..n-1 index.
+
+    A DataFrame whose index is the default ``RangeIndex`` (0, 1, 2, ... without a name) is
+    shown without it; a meaningful index (method names, a named column) stays.
+    :func:`set_plot_style` makes this the HTML of every DataFrame a chapter shows.
+
+    Args:
+        df: a ``pandas.DataFrame``.
+
+    Returns:
+        a ``pandas`` Styler (its ``to_html()`` is what the book renders).
+
+    Raises:
+        TypeError: ``df`` is not a DataFrame.
+    """
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(
+            f"format_table takes a pandas DataFrame, got {type(df).__name__}"
+        )
+    # the class pandas gives its own HTML tables, which the book's theme styles
+    styler = df.style.format(format_number).set_table_attributes('class="dataframe"')
+    if isinstance(df.index, pd.RangeIndex) and df.index.name is None:
+        if df.index.start == 0 and df.index.step == 1:
+            styler = styler.hide(axis="index")
+    return styler
+
+
+def table_html(df: Any) -> str:
+    """The HTML of :func:`format_table` (IPython's formatter for DataFrames)."""
+    return format_table(df).to_html()
