@@ -134,8 +134,11 @@ _build/executed/%.ipynb: | $(STAMP)
 	  --cwd notebooks -p PROFILE cpu -p SEED 0 notebooks/$*.ipynb $(@D)/.partial-$*.ipynb
 	@mv $(@D)/.partial-$*.ipynb $@
 
+# The render alone takes about a minute; executing the chapters is what takes long. To iterate on
+# prose: .ci/stage_book.py --prose-from notebooks (its docstring). The sidebar links the notebooks'
+# zip and, once `make pdf` printed it, _build/pdf/book.pdf (copied into the HTML as downloads/).
 book: $(STAMP) $(EXECUTED) $(ASSETS)
-	$(BIN)/python .ci/stage_book.py _build/executed _build/src --results _build/results
+	$(BIN)/python .ci/stage_book.py _build/executed _build/src --results _build/results --pdf _build/pdf/book.pdf
 	$(BIN)/jupyter-book build _build/src --path-output . --warningiserror --nitpick --keep-going --quiet
 	@echo "The book: file://$(CURDIR)/_build/html/index.html"
 
@@ -164,13 +167,16 @@ system-deps:
 # aborted): no failed request, no console error, math typeset, images and widgets shown, search,
 # downloads and launch links; screenshots in _build/screenshots/, counts in _build/browser-report.json.
 test-browser: $(STAMP)
-	ICML25_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/browser/test_book_browser.py tests/browser/test_lab.py \
+	ICML25_BOOK_HTML=$(BOOK_HTML) $(BIN)/python -m pytest tests/browser/test_book_browser.py tests/browser/test_book_reading.py tests/browser/test_lab.py \
 	  -p no:cacheprovider -q -rs
 
 # The whole book as one PDF: the built HTML printed page by page by headless chromium, in
-# _toc.yml order after a cover page, concatenated with pypdf; then opened and checked.
+# _toc.yml order after a contents page with page numbers, concatenated with pypdf; the HTML is
+# rendered again so that every page links the PDF (downloads/icml25-executable.pdf); then checked.
 pdf: book system-deps
 	$(OFFLINE) $(BIN)/python .ci/book_pdf.py _build/html _build/pdf/book.pdf
+	$(BIN)/python .ci/stage_book.py _build/executed _build/src --results _build/results --pdf _build/pdf/book.pdf
+	$(BIN)/jupyter-book build _build/src --path-output . --warningiserror --nitpick --keep-going --quiet
 	ICML25_BOOK_HTML=_build/html ICML25_BOOK_PDF=_build/pdf/book.pdf $(OFFLINE) $(BIN)/python -m pytest \
 	  tests/browser/test_book_pdf.py -p no:cacheprovider -q -rs
 	@echo "The book as PDF: $(CURDIR)/_build/pdf/book.pdf"

@@ -2,11 +2,14 @@
 
 Jupyter Book's ``pdfhtml`` builder drives pyppeteer, which downloads its own Chromium; this
 prints with Debian's ``/usr/bin/chromium`` through Playwright instead, offline (every request
-that is not file:/data:/blob: is aborted). A cover page (title, author, contents) comes first,
-then every page of ``_toc.yml`` in order, each printed after MathJax has typeset it, its images
-have loaded and its saved widgets have rendered; pypdf concatenates them and adds one bookmark
-per page. Writes OUT (default ``_build/pdf/book.pdf``) and OUT with ``.json``: the page range of
-every entry, for the test (tests/browser/test_book_pdf.py).
+that is not file:/data:/blob: is aborted). A cover page (title, author, contents with the page
+number of every entry) comes first, then every page of ``_toc.yml`` in order, each printed after
+MathJax has typeset it, its images have loaded and its saved widgets have rendered; pypdf
+concatenates them, adds one bookmark per page and stamps the book's page numbers in the footer
+(chromium's own footer would restart at 1 on every page of the book; the cover is page 1, so the
+printed number of a page is also its number in a PDF viewer). Writes OUT (default
+``_build/pdf/book.pdf``) and OUT with ``.json``: the page range of every entry, for the test
+(tests/browser/test_book_pdf.py).
 
 Usage: python .ci/book_pdf.py [HTML_DIR] [OUT]     (default: _build/html _build/pdf/book.pdf)
 """
@@ -67,13 +70,35 @@ PRINT_CSS = """
 """
 
 
-def cover_html(title: str, author: str, entries: list[tuple[str, str]]) -> str:
-    rows = "\n".join(f"<li>{html.escape(t)}</li>" for _, t in entries)
+def cover_html(title: str, author: str, entries: list[tuple[str, str, int]]) -> str:
+    """The cover: title, author and the contents, each entry with the page it starts on."""
+    rows = "\n".join(
+        f'<li><span class="t">{html.escape(t)}</span><span class="p">{page}</span></li>'
+        for _, t, page in entries
+    )
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body {{ font-family: sans-serif; margin: 3cm 2cm; }} h1 {{ font-size: 32pt; }}
-li {{ margin: 4pt 0; }}</style></head>
+<style>body {{ font-family: sans-serif; margin: 2cm 1.5cm; }} h1 {{ font-size: 30pt; }}
+ol {{ list-style: none; padding: 0; }}
+li {{ display: flex; align-items: flex-end; margin: 3pt 0; font-size: 10.5pt; }}
+li .t {{ flex: 1; }} li .p {{ padding-left: 1em; font-variant-numeric: tabular-nums; }}</style></head>
 <body><h1>{html.escape(title)}</h1><p>{html.escape(author)}</p>
-<p>Printed {time.strftime("%Y-%m-%d")} from the rendered book.</p><h2>Contents</h2><ol>{rows}</ol></body></html>"""
+<p>Printed {time.strftime("%Y-%m-%d")} from the rendered book.</p>
+<h2>Contents</h2><ol>{rows}</ol></body></html>"""
+
+
+def numbers_html(title: str, first: int, count: int) -> str:
+    """``count`` blank A4 pages whose footers read "title · n" from ``first`` on (stamped onto
+    the printed pages, so the numbers run through the whole book)."""
+    pages = "".join(
+        f'<div class="pg"><span>{html.escape(title)} · {n}</span></div>'
+        for n in range(first, first + count)
+    )
+    return f"""<!doctype html><html><head><meta charset="utf-8"><style>
+@page {{ size: A4; margin: 0; }} body {{ margin: 0; }}
+.pg {{ height: 296mm; position: relative; break-after: page; overflow: hidden; }}
+.pg:last-child {{ break-after: auto; }}
+.pg span {{ position: absolute; bottom: 6mm; width: 100%; text-align: center;
+           font: 7pt sans-serif; color: #666; }}</style></head><body>{pages}</body></html>"""
 
 
 def build(html_dir: Path, out: Path) -> dict:
@@ -116,10 +141,6 @@ def build(html_dir: Path, out: Path) -> dict:
             print_background=True,
             prefer_css_page_size=False,
             margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"},
-            display_header_footer=True,
-            header_template="<span></span>",
-            footer_template=f'<div style="font-size:7pt;width:100%;text-align:center;color:#666">'
-            f'{html.escape(title)} · <span class="pageNumber"></span></div>',
         )
         for docname in docnames:
             page.goto(
@@ -134,9 +155,23 @@ def build(html_dir: Path, out: Path) -> dict:
                 (docname, page_title.split(" — ")[0].strip(), page.pdf(**pdf_opts))
             )
             page.emulate_media(media="screen")
-        page.set_content(cover_html(title, author, [(d, t) for d, t, _ in parts]))
-        cover = page.pdf(**{**pdf_opts, "display_header_footer": False})
+        counts = [len(PdfReader(io.BytesIO(data)).pages) for _, _, data in parts]
+        n_cover = 1
+        for _ in range(3):  # the cover's length decides where the chapters start
+            starts = [n_cover + 1 + sum(counts[:k]) for k in range(len(parts))]
+            entries = [(d, t, s) for (d, t, _), s in zip(parts, starts)]
+            page.set_content(cover_html(title, author, entries))
+            cover = page.pdf(**pdf_opts)
+            if len(PdfReader(io.BytesIO(cover)).pages) == n_cover:
+                break
+            n_cover = len(PdfReader(io.BytesIO(cover)).pages)
+        page.set_content(numbers_html(title, n_cover + 1, sum(counts)))
+        numbers = PdfReader(io.BytesIO(page.pdf(format="A4", print_background=False)))
         browser.close()
+    if len(numbers.pages) != sum(counts):
+        raise SystemExit(
+            f"book_pdf: {len(numbers.pages)} footers printed for {sum(counts)} pages"
+        )
 
     writer = PdfWriter()
     ranges = []
@@ -152,6 +187,8 @@ def build(html_dir: Path, out: Path) -> dict:
                 "pages": len(writer.pages) - start,
             }
         )
+    for k, stamp in enumerate(numbers.pages):
+        writer.pages[n_cover + k].merge_page(stamp)
     writer.add_metadata({"/Title": title, "/Author": author})
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("wb") as f:

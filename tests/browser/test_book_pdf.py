@@ -3,7 +3,9 @@
 Skips unless ICML25_BOOK_PDF names the PDF (``make pdf`` runs this test after printing). Checks:
 the first page names the book's title; one bookmark per page of ``_toc.yml`` in order, each with at
 least one page; the chapters carry their figures (image objects) where their HTML page has
-figures, and their math was typeset before printing (no raw ``$$`` or ``\\(`` in the text).
+figures, and their math was typeset before printing (no raw ``$$`` or ``\\(`` in the text); the
+cover's contents give each entry's first page, whose footer carries that number; and, after
+``make pdf`` rendered the HTML again, every HTML page links this PDF (``downloads/``).
 """
 
 from __future__ import annotations
@@ -103,3 +105,60 @@ def test_chapters_carry_figures_and_typeset_math(book) -> None:
                         f"{docname}: {figures} figures in the HTML, {images} images in the PDF"
                     )
     assert not problems, "\n".join(problems)
+
+
+def _printed_number(page_index: int) -> str:
+    """The number stamped in the footer of a page (the cover is page 1)."""
+    return str(page_index + 1)
+
+
+def test_contents_lists_page_numbers(book) -> None:
+    """The cover's contents give every entry the page it starts on, and that page's footer
+    carries the same number (numbers run through the whole book)."""
+    entries = _entries(book)
+    first_chapter = entries[1][1]
+    contents = " ".join(book.pages[i].extract_text() for i in range(first_chapter))
+    contents = re.sub(r"\s+", " ", contents)
+    pos, problems = contents.find("Contents"), []
+    assert pos >= 0, "the cover has no contents"
+    for title, start, _ in entries[1:]:
+        name = re.sub(r"\s+", " ", title).strip()
+        at = contents.find(name, pos)
+        if at < 0:
+            problems.append(f"{title!r} is not in the contents (in order)")
+            continue
+        number = re.search(r"\b(\d+)\b", contents[at + len(name) :])
+        if number is None or number.group(1) != _printed_number(start):
+            problems.append(
+                f"{title!r}: contents say page {number and number.group(1)}, it starts"
+                f" on page {_printed_number(start)}"
+            )
+        footer = re.sub(r"\s+", " ", book.pages[start].extract_text())
+        if f"· {_printed_number(start)}" not in footer:
+            problems.append(
+                f"{title!r}: page {_printed_number(start)} does not carry its number"
+            )
+        pos = at + len(name)
+    assert not problems, "\n".join(problems)
+
+
+def test_html_links_this_pdf() -> None:
+    """After `make pdf` every page of the HTML book links this PDF (downloads/, relative)."""
+    html = book_html()
+    if html is None:
+        pytest.skip("ICML25_BOOK_HTML is not set")
+    link = re.compile(r'class="[^"]*icml25-download-pdf"[^>]*href="([^"]+)"')
+    data = PDF.read_bytes()
+    problems = []
+    for docname in toc_docnames():
+        page = html / f"{docname}.html"
+        found = link.search(page.read_text())
+        if found is None:
+            problems.append(f"{docname}: no link to the book's PDF")
+            continue
+        target = (page.parent / found.group(1)).resolve()
+        if not (target.is_file() and target.is_relative_to(html)):
+            problems.append(f"{docname}: {found.group(1)} is not a file of the book")
+        elif target.read_bytes() != data:
+            problems.append(f"{docname}: {found.group(1)} is not the PDF just printed")
+    assert not problems, "\n".join(problems[:20])
