@@ -13,6 +13,13 @@ error, planner time and the batched scorer's throughput.
 - Scorer: candidates per second of ``pipeline_sim.batched_makespan`` (the NumPy reference, and
   the CUDA kernel when a GPU is usable) on 20 000 random split vectors, S = 4, M = 8.
 
+Against the machine's limits (``_limits``, measured in this process after the thread policy):
+a pipeline training step is compute-bound; its FLOPs are torch's FLOP counter over one forward
+and backward pass of the whole HeteroMLP on the batch (matrix products only, so a lower bound;
+the pipeline splits the same work over its stages), and its rate is those FLOPs over the median
+step wall time, against D x the one-thread fp32 BLAS rate (D worker processes, one thread each).
+Baseline ratio: the uniform plan's step time over the plan's.
+
 Writes ``benchmarks/results/pfeife.json``.
 
 Usage: ``python benchmarks/pfeife.py [--n-steps 3] [--n-rounds 3]``
@@ -38,6 +45,8 @@ from icml25.common import (
 )
 from icml25.kernels import pipeline_sim
 
+import _limits
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -45,11 +54,17 @@ def main() -> None:
     ap.add_argument("--n-rounds", type=int, default=3)
     args = ap.parse_args()
     profile_config("cpu")
+    limits = _limits.measure()  # once, after the thread policy is set
+    print(_limits.describe(limits), flush=True)
     rng = seed_everything(0)
     D, M, B = 2, 8, 512
     torch.manual_seed(0)
     mlp = pfeife.HeteroMLP()
     x, y = torch.randn(B, mlp.widths[0]), torch.randn(B, 16)
+    step_flops = _limits.torch_flops(
+        lambda: torch.nn.functional.mse_loss(mlp(x), y).backward()
+    )
+    mlp.zero_grad(set_to_none=True)
     mb = (x[: B // M],)
     gm, _ = pfeife.capture_graph(mlp, mb)
     g = pfeife.profile_graph(gm, mb, n_reps=5)
@@ -179,6 +194,24 @@ def main() -> None:
         ),
         "scorer": scorer,
     }
+    loops = []
+    for r in rows:
+        loop = _limits.compute_bound(
+            f"pipeline training step, {r['plan']} plan (our gloo runtime, 1F1B)",
+            f"HeteroMLP, batch {B}, D={D}, M={M}",
+            step_flops,
+            r["wall_ms"] / 1e3,
+            {"fp32_flops": D * limits["fp32_flops"]},
+            precision="fp32",
+            baseline=None if r["plan"] == "uniform" else "uniform plan",
+            ratio=None if r["plan"] == "uniform" else 1.0 / r["wall_over_uniform"],
+            counted="torch FLOP counter over one forward + backward of the whole model "
+            "(matrix products; a lower bound)",
+        )
+        loop["limit"] = f"fp32 BLAS matmul x {D} workers"
+        loops.append(loop)
+    out["step_flops"] = step_flops
+    _limits.attach(out, limits, loops)
     path = Path(__file__).resolve().parent / "results" / "pfeife.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
