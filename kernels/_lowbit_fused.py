@@ -43,7 +43,15 @@ def f16_bits(u: np.int64) -> np.int64:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def row_values(lut_row, absmax_row, nl, half, tf, tu, th):  # pragma: no cover
+def row_values(  # pragma: no cover - compiled
+    lut_row: np.ndarray,
+    absmax_row: np.ndarray,
+    nl: int,
+    half: bool,
+    tf: np.ndarray,
+    tu: np.ndarray,
+    th: np.ndarray,
+) -> None:
     """``th[q nl + k]``: the output bits (uint64) of ``lut_row[k] * absmax_row[q]``, the
     float32 product, as float16 bits when ``half``; ``tf``/``tu`` a float32 scratch and its
     uint32 view of at least ``absmax_row.size * nl`` items."""
@@ -62,7 +70,17 @@ def row_values(lut_row, absmax_row, nl, half, tf, tu, th):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
-def dequantize_words(packed, offsets, bits, lut, absmax, n, g, words, half):  # noqa: C901
+def dequantize_words(  # pragma: no cover - compiled
+    packed: np.ndarray,
+    offsets: np.ndarray,
+    bits: np.ndarray,
+    lut: np.ndarray,
+    absmax: np.ndarray,
+    n: int,
+    g: int,
+    words: np.ndarray,
+    half: bool,
+) -> None:
     """Dense rows written as 64-bit words: ``words`` (m, n * itemsize / 8) uint64 is the
     output's memory (float32, or float16 when ``half``). Needs ``g % 8 == 0``, so that a
     group starts on a code byte and on an output word. Per group: its ``2^b`` values
