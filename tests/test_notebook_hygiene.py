@@ -501,7 +501,7 @@ FIGSIZE = re.compile(r"figsize=\(\s*([\d.]+)\s*,")
 #: layout (fewer panels a row, shorter titles) and a re-executed chapter; lower a count
 #: when a chapter's figures are re-laid out, never raise it
 WIDE_FIGURES_KNOWN = {
-    "01": 3, "02": 5, "03": 6, "04": 3, "05": 2, "06": 1, "07": 5, "08": 5, "09": 5,
+    "01": 3, "02": 5, "03": 6, "04": 3, "05": 2, "06": 1, "07": 0, "08": 5, "09": 5,
     "10": 4, "11": 1, "12": 4, "13": 4, "14": 2, "15": 3, "16": 4, "17": 3, "18": 3,
     "19": 5,
 }  # fmt: skip
