@@ -143,8 +143,8 @@ def hot_loops_table(
 
     Returns:
         ``(table, sentence)``: one row per hot loop (loop, size, achieved, limit, fraction of
-        the limit, ratio to baseline, baseline) and a sentence naming the command that
-        measured them (from the record's provenance), the limits measured in that run and
+        the limit, ratio to baseline, baseline, what its bytes or operations count) and a
+        sentence naming the command that measured them (from the record's provenance), the limits measured in that run and
         the range of fractions reached; ``None`` when the JSON is absent or records no hot
         loops.
 
@@ -184,6 +184,7 @@ def hot_loops_table(
                 "fraction of the limit": float(r["fraction_of_limit"]),
                 "ratio to baseline": r.get("ratio_to_baseline"),
                 "baseline": r.get("baseline") or "-",
+                "counted": r.get("counted") or "-",
             }
             for r in loops
         ]

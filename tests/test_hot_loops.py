@@ -20,6 +20,8 @@ def test_hot_loops_table_reads_a_benchmark_and_binds_no_name(tmp_path, capsys):
     (tmp_path / "x.json").write_text(json.dumps(run))
     table, sentence = common.hot_loops_table("x", tmp_path)
     assert len(table) == len(run["hot_loops"])
+    # each row says what its bytes or operations counted
+    assert list(table["counted"]) == [r["counted"] for r in run["hot_loops"]]
     fracs = [r["fraction_of_limit"] for r in run["hot_loops"]]
     assert f"{min(fracs):.2%}" in sentence and f"{max(fracs):.1%}" in sentence
     assert common.hot_loops_table("absent", tmp_path) is None
