@@ -73,6 +73,17 @@ def format_table(df: "pd.DataFrame") -> "pd.io.formats.style.Styler":
     return styler
 
 
+#: a longer or wider table keeps pandas' own (truncated) HTML: a Styler renders every cell
+MAX_ROWS, MAX_COLUMNS = 60, 30
+
+
 def table_html(df: Any) -> str:
-    """The HTML of :func:`format_table` (IPython's formatter for DataFrames)."""
-    return format_table(df).to_html()
+    """The HTML of :func:`format_table` (IPython's formatter for DataFrames); pandas' own
+    truncated HTML for a table over :data:`MAX_ROWS` rows or :data:`MAX_COLUMNS` columns,
+    or one the Styler cannot render (a repeated row or column label)."""
+    if len(df) > MAX_ROWS or df.shape[1] > MAX_COLUMNS:
+        return df._repr_html_()
+    try:
+        return format_table(df).to_html()
+    except (KeyError, ValueError):
+        return df._repr_html_()

@@ -481,6 +481,12 @@ def test_format_table_hides_a_plain_index_and_formats_numbers():
     ]
     with pytest.raises(TypeError, match="DataFrame"):
         common.format_table([1, 2])
+    from icml25.tables import MAX_ROWS, table_html
+
+    long = pd.DataFrame({"x": np.arange(MAX_ROWS + 40) / 3})
+    assert "..." in table_html(long), "a long table stays truncated"
+    repeated = pd.DataFrame([[1.0, 2.0]], columns=["a", "a"])
+    assert "<table" in table_html(repeated)
 
 
 def test_load_minilm_keeps_progress_bars_and_load_messages_out(capfd):
