@@ -5,6 +5,13 @@ are run for t - 1 rounds on random assortments (their state is (w, H) whatever t
 history-based methods (OFU-M²NL, UCB-MNL, TS-MNL) get t - 1 random rounds of feedback put
 into their history and one fit. Then ``reps`` rounds of select + update are timed.
 
+The random rounds are drawn once (the largest t - 1 of them, on the environment every timing
+uses) and every algorithm at every t is brought to round t with the first t - 1 of the same
+rounds: drawing them again for each of the 5 algorithms and 3 values of t was about 55 000
+environment rounds, a large share of this script's 90 s of a 1910 s ``make bench`` on the shared
+2-core machine (target: 10 minutes); now 9 999. The states are built from the same kind of
+feedback as before, and the five algorithms now see identical histories.
+
     .venv/bin/python benchmarks/mnl_bandits.py [--quick]
 
 writes ``benchmarks/results/mnl_bandits.json``.
@@ -35,27 +42,33 @@ import _limits
 LIMITS: dict = {}  # the machine's limits, measured once in main()
 
 
-def _feedback(env: mnl.MNLBanditEnv, rng: np.random.Generator):
-    X, r = env.contexts()
-    S = np.sort(rng.choice(env.N, env.K, replace=False))
-    y, _ = env.step(S)
-    return X, S, y
-
-
-def prefill(alg, env: mnl.MNLBanditEnv, t: int, rng: np.random.Generator) -> None:
-    """Bring ``alg`` to round t with t - 1 rounds of random-assortment feedback."""
+def random_feedback(
+    env: mnl.MNLBanditEnv, n_rounds: int, rng: np.random.Generator
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``n_rounds`` rounds of random-assortment feedback ``(X[S], y)`` from a reset ``env``."""
     env.reset()
+    out = []
+    for _ in range(n_rounds):
+        X, r = env.contexts()
+        S = np.sort(rng.choice(env.N, env.K, replace=False))
+        y, _ = env.step(S)
+        out.append((X[S], y))
+    return out
+
+
+def prefill(alg, feedback: list, t: int) -> None:
+    """Bring ``alg`` to round t with the first t - 1 rounds of ``feedback``."""
+    if len(feedback) < t - 1:
+        raise ValueError(f"need {t - 1} rounds of feedback, got {len(feedback)}")
     if isinstance(alg, (mnl.OFUMNLPlus, mnl.OFUMNLPlusPlus)):
-        for _ in range(t - 1):
-            X, S, y = _feedback(env, rng)
-            alg.est.update(X[S], y)
+        for XS, y in feedback[: t - 1]:
+            alg.est.update(XS, y)
         alg.t = t
         return
-    for _ in range(t - 1):
-        X, S, y = _feedback(env, rng)
-        alg.hist.add(X[S], y)
+    for XS, y in feedback[: t - 1]:
+        alg.hist.add(XS, y)
         if hasattr(alg, "V"):
-            alg.V += X[S].T @ X[S]
+            alg.V += XS.T @ XS
     alg.t = t
     if isinstance(alg, mnl.OFUM2NL):
         alg.newton_steps = 20
@@ -109,6 +122,11 @@ def main() -> None:
         global LIMITS
         LIMITS = _limits.measure()  # once, under the thread policy of the timings
         print(_limits.describe(LIMITS), flush=True)
+        feedback = random_feedback(
+            mnl.MNLBanditEnv(N, d, K, 1.0, "uniform", rng=np.random.default_rng(1)),
+            max(ts) - 1,
+            rng,
+        )
         for name in mnl.ALGORITHMS:
             results[name] = {}
             for t in ts:
@@ -116,7 +134,7 @@ def main() -> None:
                     N, d, K, 1.0, "uniform", rng=np.random.default_rng(1)
                 )
                 alg = mnl.make_algorithm(name, N, K, d, rng=np.random.default_rng(2))
-                prefill(alg, env, t, rng)
+                prefill(alg, feedback, t)
                 results[name][str(t)] = 1e3 * time_rounds(alg, env, reps)
                 print(
                     f"{name:10s} t={t:6d}: {results[name][str(t)]:.3f} ms/round",
@@ -146,6 +164,8 @@ def main() -> None:
         "ms_per_round": results,
         "ratio_last_over_first": ratios,
         "t_values": list(ts),
+        "timed_rounds": reps,
+        "prefill": "the first t - 1 of one shared sequence of random-assortment rounds",
         "device": device_name(),
         "gpu_available": gpu_available(),
         "python": platform.python_version(),

@@ -15,7 +15,11 @@ Measures, side by side in one process and on one thread:
    ``scipy.stats.vonmises_fisher`` at d = 32, kappa = 10.
 
 Every timing is the median CPU time (``time.process_time``, one thread) of ``--repeats`` runs
-after one warm-up run.
+(default 5, was 7) after one warm-up run; the PyTorch B-exp variant, the slowest baseline (about
+2.6 s a call at n = 2e5 on the shared 2-core machine) and never the faster of the two B-exp
+implementations there, takes the median of 3 (``provenance.torch_baseline_repeats``). Both cuts
+keep ``make bench`` under its 10 minutes; the sizes and the sampler setting (d = 32, kappa = 10,
+1e5 draws) are the issue's and unchanged.
 
 Against the machine's limits (``_limits``, measured once in this process, one thread):
 
@@ -57,6 +61,7 @@ import _limits  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "vmf_exploration.json"
 LIMITS: dict = {}  # the machine's limits, measured once in main()
+TORCH_BASELINE_REPEATS = 3  # the PyTorch B-exp baseline's repeats (see the docstring)
 
 
 def median_time(fn: Callable[[], object], repeats: int) -> float:
@@ -139,7 +144,7 @@ def bench_decisions(
             return hnsw.act(V, rng)  # noqa: F821 - timed below, before the del
 
         t_lib = median_time(boltzmann, repeats)
-        t_torch = median_time(boltzmann_torch, repeats)
+        t_torch = median_time(boltzmann_torch, min(repeats, TORCH_BASELINE_REPEATS))
         t_b = min(t_lib, t_torch)
         t_e = median_time(vmf_exact, repeats)
         t_h = median_time(vmf_hnsw, repeats)
@@ -268,7 +273,7 @@ def main(argv: list[str] | None = None) -> dict:
         "--repeats",
         type=int,
         default=None,
-        help="timing repeats (default 7; --quick: 3)",
+        help="timing repeats (default 5; --quick: 3)",
     )
     parser.add_argument(
         "--sampler-size",
@@ -288,7 +293,7 @@ def main(argv: list[str] | None = None) -> dict:
     sizes = args.sizes or (
         [2_000, 10_000] if args.quick else [10_000, 100_000, 200_000]
     )
-    repeats = args.repeats or (3 if args.quick else 7)
+    repeats = args.repeats or (3 if args.quick else 5)
     sampler_size = args.sampler_size or (20_000 if args.quick else 100_000)
     if min(sizes) < 1 or args.d < 2 or args.batch < 1 or repeats < 1:
         parser.error("sizes, batch and repeats must be >= 1 and d >= 2")
@@ -324,6 +329,7 @@ def main(argv: list[str] | None = None) -> dict:
             "gpu_kernels": gpu_available(),
             "threads": 1,
             "repeats": repeats,
+            "torch_baseline_repeats": min(repeats, TORCH_BASELINE_REPEATS),
             "seed": args.seed,
             "quick": args.quick,
             "wall_time_s": round(time.perf_counter() - started, 1),
