@@ -122,13 +122,22 @@ def render(table: list[dict[str, str]], bench: list[dict] | None) -> str:
             "<p>Benchmarked hot loops against this machine's measured limits (<code>make bench</code>):</p>"
         )
         lines.append(
-            '<table class="exec-bench"><thead><tr><th>loop</th><th>size</th><th>achieved</th>'
+            '<table class="exec-bench"><thead><tr><th>benchmark</th><th>loop</th><th>size</th>'
+            "<th>achieved</th>"
             "<th>limit</th><th>fraction of the limit</th><th>ratio to its baseline</th></tr></thead><tbody>"
         )
         for b in bench:
             cells = [
                 b.get(k, "")
-                for k in ("loop", "size", "achieved", "limit", "fraction", "ratio")
+                for k in (
+                    "benchmark",
+                    "loop",
+                    "size",
+                    "achieved",
+                    "limit",
+                    "fraction",
+                    "ratio",
+                )
             ]
             lines.append(
                 "<tr>" + "".join(f"<td>{e(str(x))}</td>" for x in cells) + "</tr>"

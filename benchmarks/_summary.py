@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 # one definition of a hot-loop row, its check and its rate format, shared with the chapters
-from icml25.hot_loops import loop_problems, si
+from icml25.hot_loops import loop_problems, percent, si
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT_NAME = "limits_summary.json"
@@ -38,9 +38,7 @@ def _row(benchmark: str, loop: dict[str, Any]) -> dict[str, Any]:
         "size": str(loop["size"]),
         "achieved": si(loop["achieved_per_s"], loop["unit"]),
         "limit": f"{si(loop['limit_per_s'], loop['unit'])} ({loop['limit']})",
-        "fraction": f"{fraction:.1%}"
-        if ok and fraction >= 0.001
-        else (f"{fraction:.2g}" if ok else "n/a"),
+        "fraction": percent(fraction) if ok else "n/a",
         "ratio": (f"{ratio:.3g}x vs {loop.get('baseline')}" if ratio_ok else "-"),
         "kind": loop["kind"],
         "achieved_per_s": loop["achieved_per_s"],

@@ -201,8 +201,9 @@ def _check_layout(
 
 
 def _check_packed_bytes(packed: ArrayLike, layout: PackedLayout) -> np.ndarray:
-    """The (layout.nbytes,) uint8 code buffer on the host."""
-    packed = np.asarray(to_numpy(packed))
+    """The (layout.nbytes,) uint8 code buffer on the host, contiguous (a strided view such
+    as ``buf[::2]`` is copied: the row gathers view it as wider words)."""
+    packed = np.ascontiguousarray(to_numpy(packed))
     if packed.ndim != 1 or packed.dtype != np.uint8:
         raise ValueError(
             f"packed must be a 1-D uint8 array, got dtype {packed.dtype} shape {packed.shape}"
@@ -775,9 +776,11 @@ def _check_out(out: Any, layout: PackedLayout, dt: np.dtype) -> np.ndarray | Non
         or out.shape != (m, n)
         or out.dtype != dt
         or not out.flags.c_contiguous
+        or not out.flags.writeable
     ):
         raise ValueError(
-            f"out must be a C-contiguous NumPy array of shape ({m}, {n}) and dtype {dt}"
+            f"out must be a writeable C-contiguous NumPy array of shape ({m}, {n}) and "
+            f"dtype {dt}"
         )
     return out
 

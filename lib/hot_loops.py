@@ -24,6 +24,7 @@ __all__ = [
     "KEYS",
     "NUMBERS",
     "loop_problems",
+    "percent",
     "si",
     "hot_loops_table",
     "show_hot_loops",
@@ -70,7 +71,30 @@ def loop_problems(loop: Any) -> list[str]:
     ratio = loop.get("ratio_to_baseline")
     if ratio is not None and not _finite(ratio):
         problems.append(f"'ratio_to_baseline' must be null or finite, got {ratio!r}")
+    if not problems and not math.isclose(
+        loop["fraction_of_limit"],
+        loop["achieved_per_s"] / loop["limit_per_s"],
+        rel_tol=1e-6,
+    ):
+        problems.append(
+            f"'fraction_of_limit' {loop['fraction_of_limit']!r} is not achieved_per_s / "
+            f"limit_per_s = {loop['achieved_per_s'] / loop['limit_per_s']!r}"
+        )
     return problems
+
+
+def percent(fraction: float) -> str:
+    """A fraction of a limit as a percentage a reader can compare across rows: ``22.7%``,
+    ``0.34%``, ``0.012%``, ``4.9e-04%`` (three significant digits at most, never a bare
+    decimal); ``"n/a"`` for anything that is not a finite number."""
+    if not _finite(fraction):
+        return "n/a"
+    pct = 100 * fraction
+    if pct == 0 or abs(pct) >= 10:
+        return f"{pct:.1f}%"
+    if abs(pct) >= 1e-3:
+        return f"{float(f'{pct:.3g}'):g}%"
+    return f"{pct:.1e}%"
 
 
 def si(value: float, unit: str) -> str:
@@ -205,9 +229,20 @@ def hot_loops_table(
         f"{machine['copy_Bps'] / 1e9:.1f} GB/s, fp64 BLAS "
         f"{machine['fp64_flops'] / 1e9:.1f} GFLOP/s, fp32 BLAS "
         f"{machine['fp32_flops'] / 1e9:.1f} GFLOP/s. The {len(table)} hot loops reach "
-        f"{fractions.min():.2%} to {fractions.max():.1%} of their limit; the closest is "
-        f"{best['loop']} ({best['size']}) at {best['fraction of the limit']:.1%}."
+        f"{percent(fractions.min())} to {percent(fractions.max())} of their limit; the "
+        f"closest is {best['loop']} ({best['size']}) at {percent(best['fraction of the limit'])}."
     )
+    if len(table) == 1:
+        sentence = sentence.replace(
+            f"The 1 hot loops reach {percent(fractions.min())} to "
+            f"{percent(fractions.max())} of their limit; the closest is",
+            "The one hot loop is",
+        )
+    if fractions.max() > 1:
+        sentence += (
+            " A fraction above 100% means the limit measured at the start of that run was"
+            " depressed by other load on the machine: rerun `make bench` on a quiet machine."
+        )
     return table, sentence
 
 
@@ -240,7 +275,7 @@ def show_hot_loops(benchmark: str, folder: str | os.PathLike | None = None) -> N
     else:
         display(
             table.style.format(
-                {"fraction of the limit": "{:.2%}", "ratio to baseline": "{:.3g}"},
+                {"fraction of the limit": percent, "ratio to baseline": "{:.3g}"},
                 na_rep="-",
             ).hide(axis="index")
         )

@@ -21,24 +21,36 @@ def format_number(v: Any) -> str:
     """A number as the book's tables show it: 4 significant digits, thousands separated.
 
     Integers (and integral floats up to 1e15) keep every digit (``40,000``); other floats
-    get 4 significant digits (``0.1235``, ``12.35``, ``1,235``; ``1.235e-05`` below 1e-4);
-    NaN and None show as an en dash. Anything else is ``str(v)``.
+    are rounded to 4 significant digits, without padding zeros (``0.1235``, ``12.35``,
+    ``1,235``, ``0.273``; ``1.235e-05`` below 1e-4); NaN and None show as an en dash.
+    Anything else (dates, time spans, strings) is ``str(v)``.
     """
     if v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)):
         return "\u2013"
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v))
+    if isinstance(
+        v, (np.timedelta64, np.datetime64)
+    ):  # np.timedelta64 is an np.integer
+        return str(v)
     if isinstance(v, (int, np.integer)):
         return f"{int(v):,}"
     if isinstance(v, (float, np.floating)):
         x = float(v)
         if np.isinf(x):
             return str(x)
+        if x == 0:
+            return "0"
+        if abs(x) < 1e3:
+            # 4 significant digits first, so that 9.99995 shows 10 (not 10.000); larger
+            # values keep every integer digit (12,346)
+            x = float(f"{x:.4g}")
         if x.is_integer() and abs(x) < 1e15:
             return f"{x:,.0f}"
         if 1e-4 <= abs(x) < 1e15:
             digits = max(0, 3 - int(np.floor(np.log10(abs(x)))))
-            return f"{x:,.{digits}f}"
+            # no padding zeros: a value rounded to 0.273 upstream shows 0.273, not 0.2730
+            return f"{x:,.{digits}f}".rstrip("0").rstrip(".")
         return f"{x:.4g}"
     return str(v)
 

@@ -479,6 +479,14 @@ def test_format_table_hides_a_plain_index_and_formats_numbers():
         "1.5e-06",
         "True",
     ]
+    # no padding zeros, rounding across a power of ten, time spans
+    assert [common.format_number(v) for v in (0.273, 1 / 14, 9.99995, -0.0)] == [
+        "0.273",
+        "0.07143",
+        "10",
+        "0",
+    ]
+    assert common.format_number(np.timedelta64(5, "s")) == "5 seconds"
     with pytest.raises(TypeError, match="DataFrame"):
         common.format_table([1, 2])
     from icml25.tables import MAX_ROWS, table_html

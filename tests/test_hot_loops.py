@@ -23,7 +23,9 @@ def test_hot_loops_table_reads_a_benchmark_and_binds_no_name(tmp_path, capsys):
     # each row says what its bytes or operations counted
     assert list(table["counted"]) == [r["counted"] for r in run["hot_loops"]]
     fracs = [r["fraction_of_limit"] for r in run["hot_loops"]]
-    assert f"{min(fracs):.2%}" in sentence and f"{max(fracs):.1%}" in sentence
+    from icml25.hot_loops import percent
+
+    assert f"{percent(min(fracs))} to {percent(max(fracs))}" in sentence
     assert common.hot_loops_table("absent", tmp_path) is None
     before = set(globals())
     common.show_hot_loops("absent", tmp_path)
@@ -109,3 +111,38 @@ def test_summary_and_chapters_share_one_row_definition(tmp_path):
         u["file"] == "bad.json" and "fraction_of_limit" in u["error"]
         for u in out["unreadable"]
     )
+
+
+def test_percent_is_one_unit_at_every_scale():
+    from icml25.hot_loops import percent
+
+    assert [percent(f) for f in (0.227, 0.0034, 0.00012, 4.9e-06, 1.188)] == [
+        "22.7%",
+        "0.34%",
+        "0.012%",
+        "4.9e-04%",
+        "118.8%",
+    ]
+    assert percent(float("nan")) == "n/a"
+
+
+def test_one_loop_reads_singular_and_a_fraction_over_one_is_explained(tmp_path):
+    run = _grokking_run()
+    run["hot_loops"] = run["hot_loops"][:1]
+    (tmp_path / "one.json").write_text(json.dumps(run))
+    _, sentence = common.hot_loops_table("one", tmp_path)
+    assert "The one hot loop is" in sentence and "1 hot loops" not in sentence
+    loop = run["hot_loops"][0]
+    loop["limit_per_s"] = loop["achieved_per_s"] / 1.2
+    loop["fraction_of_limit"] = 1.2
+    (tmp_path / "over.json").write_text(json.dumps(run))
+    _, sentence = common.hot_loops_table("over", tmp_path)
+    assert "120.0%" in sentence and "above 100% means" in sentence
+
+
+def test_a_fraction_that_is_not_achieved_over_limit_is_refused(tmp_path):
+    run = _grokking_run()
+    run["hot_loops"][0]["fraction_of_limit"] = 0.99
+    (tmp_path / "bad.json").write_text(json.dumps(run))
+    with pytest.raises(ValueError, match="fraction_of_limit"):
+        common.hot_loops_table("bad", tmp_path)

@@ -461,6 +461,22 @@ def test_dequantize_mixed_cpu_rejects_bad_input():
         )
     with pytest.raises(TypeError, match="n"):
         lb.dequantize_mixed_cpu(packed, offsets, row_bits, lut, absmax, 128.5)
+    frozen = np.empty((len(row_bits), 128), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        lb.dequantize_mixed_cpu(packed, offsets, row_bits, lut, absmax, 128, out=frozen)
+
+
+def test_strided_packed_buffer_is_read_like_a_contiguous_one():
+    """A strided view of the codes (``buf[::2]``) gives the same W_hat in the reference
+    and the fused path (the reference's row gathers once failed on it)."""
+    W, row_bits, lut, thresholds, packed, offsets, absmax = _valid()
+    buf = np.zeros(2 * packed.size, np.uint8)
+    buf[::2] = packed
+    want = lb.dequantize_mixed_reference(packed, offsets, row_bits, lut, absmax, 128)
+    for fn in (lb.dequantize_mixed_reference, lb.dequantize_mixed_cpu):
+        got = fn(buf[::2], offsets, row_bits, lut, absmax, 128)
+        assert _same_bits(got, want), fn.__name__
 
 
 # --------------------------------------------------------------------------------------

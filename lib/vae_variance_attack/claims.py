@@ -134,7 +134,7 @@ CLAIMS = [
             and m["victim_idacc_clean"] > 2 * m["chance"]
         ),
         direction=lambda m: (
-            m["victim_idacc_la"] <= m["victim_idacc_aspl"]
+            m["victim_idacc_la"] < m["victim_idacc_aspl"]
             and m["victim_idacc_clean"] > 2 * m["chance"]
         ),
     ),
