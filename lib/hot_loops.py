@@ -224,20 +224,21 @@ def hot_loops_table(
         where += f", load average {load[0]:.1f}"
     if isinstance(prov.get("cpu_count"), int):
         where += f" on {prov['cpu_count']} cores"
+    closest = (
+        f"{best['loop']} ({best['size']}) at {percent(best['fraction of the limit'])}"
+    )
+    reach = (
+        f"The one hot loop is {closest}."
+        if len(table) == 1
+        else f"The {len(table)} hot loops reach {percent(fractions.min())} to "
+        f"{percent(fractions.max())} of their limit; the closest is {closest}."
+    )
     sentence = (
         f"Measured by `python benchmarks/{command}` ({where}): copy bandwidth "
         f"{machine['copy_Bps'] / 1e9:.1f} GB/s, fp64 BLAS "
         f"{machine['fp64_flops'] / 1e9:.1f} GFLOP/s, fp32 BLAS "
-        f"{machine['fp32_flops'] / 1e9:.1f} GFLOP/s. The {len(table)} hot loops reach "
-        f"{percent(fractions.min())} to {percent(fractions.max())} of their limit; the "
-        f"closest is {best['loop']} ({best['size']}) at {percent(best['fraction of the limit'])}."
+        f"{machine['fp32_flops'] / 1e9:.1f} GFLOP/s. {reach}"
     )
-    if len(table) == 1:
-        sentence = sentence.replace(
-            f"The 1 hot loops reach {percent(fractions.min())} to "
-            f"{percent(fractions.max())} of their limit; the closest is",
-            "The one hot loop is",
-        )
     if fractions.max() > 1:
         sentence += (
             " A fraction above 100% means the limit measured at the start of that run was"
