@@ -523,3 +523,146 @@ def test_no_new_figure_wider_than_the_page(nb):
         f"{nb.name}: {len(wide)} figures wider than the page ({PAGE_WIDTH_IN} in; "
         f"widths {sorted(wide)}), {known} known: make the new one fit the page"
     )
+
+
+# --------------------------------------------------------------------------------------
+# Numbered figures (book/authoring.md, "Numbering, figures and equations") and what a
+# folded cell may compute
+# --------------------------------------------------------------------------------------
+
+FIG_NAME = re.compile(r"^fig(\d\d)-[a-z0-9][a-z0-9-]*$")
+TYPED_FIGURE = re.compile(r"\b(?:Figure|Fig\.)\s*\d")
+NUMREF = re.compile(r"\{numref\}`(?:[^`<]*<)?(fig\d\d-[a-z0-9-]+)>?`")
+GLUE_FIGURE = re.compile(r"```\{glue:figure\}\s+(fig\d\d-[a-z0-9-]+)")
+
+
+def _figure_cells(nb_cells: list[dict]) -> list[tuple[int, dict]]:
+    """Code cells that draw a figure of the text (not the interactive section's)."""
+    out = []
+    for i, c in enumerate(nb_cells):
+        if c["cell_type"] != "code":
+            continue
+        try:
+            tree = ast.parse(source(c))
+        except SyntaxError:
+            continue
+        if "static_or_interactive" in source(c):
+            continue
+        if any(_makes_figure(st) for st in tree.body):
+            out.append((i, c))
+    return out
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_figures_are_numbered_captioned_and_referenced(nb):
+    """Every figure of the text is a numbered MyST figure: its cell carries
+    ``mystnb.figure`` (name ``figNN-<what>``, a caption) or glues it to a
+    ``{glue:figure}`` block; the cell has no other output (no print or display: each
+    output would become a figure of that name); the text refers to each figure with
+    ``{numref}`` and types no "Figure 3" of its own."""
+    nb_cells = cells(nb)
+    md = "\n".join(source(c) for c in nb_cells if c["cell_type"] == "markdown")
+    glued = set(GLUE_FIGURE.findall(md))
+    nn = nb.name[:2]
+    problems, names = [], []
+    for i, c in _figure_cells(nb_cells):
+        src = source(c)
+        fig = c["metadata"].get("mystnb", {}).get("figure", {})
+        name = fig.get("name", "")
+        if not name:
+            name = next((n for n in glued if f'"{n}"' in src or f"'{n}'" in src), "")
+            if not name:
+                problems.append(f"cell {i}: no mystnb.figure metadata and no glue")
+                continue
+        elif not str(fig.get("caption", "")).strip():
+            problems.append(f"cell {i}: figure {name} has no caption")
+        m = FIG_NAME.match(name)
+        if not m or m.group(1) != nn:
+            problems.append(f"cell {i}: name {name!r} is not fig{nn}-<what>")
+        if fig and re.search(r"^\s*(print|display)\(", src, re.M):
+            problems.append(f"cell {i}: {name} also prints or displays")
+        names.append(name)
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        problems.append(f"figure names used twice: {sorted(dup)}")
+    unref = [n for n in names if n not in set(NUMREF.findall(md))]
+    if unref:
+        problems.append(f"figures the text never refers to with {{numref}}: {unref}")
+    typed = sorted(set(TYPED_FIGURE.findall(md)))
+    if typed:
+        problems.append(f"typed figure numbers (use {{numref}}): {typed}")
+    assert not problems, f"{nb.name}: " + "; ".join(problems)
+
+
+#: names a folded cell may leave behind: the figure's own handles
+PLOT_NAMES = {"fig", "ax", "axes", "ax2", "axs", "im", "cb", "cbar", "lines", "handles"}
+
+
+def _assigned(tree: ast.Module) -> set[str]:
+    """Top-level names a cell binds (assignments, for targets, defs, imports)."""
+    out: set[str] = set()
+    for st in tree.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(st.name)
+            continue
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in st.names}
+            continue
+        out |= _stored(st, into_comprehensions=False)
+    return out
+
+
+def _stored(node: ast.AST, into_comprehensions: bool = True) -> set[str]:
+    """Names bound anywhere in ``node`` (a comprehension's own names only if asked:
+    they do not outlive it)."""
+    out: set[str] = set()
+    for n in ast.iter_child_nodes(node):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if not into_comprehensions and isinstance(
+            n, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+        ):
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+        out |= _stored(n, into_comprehensions)
+    return out
+
+
+def _loaded(tree: ast.Module) -> set[str]:
+    """Names a cell reads that it does not bind itself (anywhere in the cell)."""
+    return {
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    } - {
+        n.id if isinstance(n, ast.Name) else n.arg
+        for n in ast.walk(tree)
+        if (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        or isinstance(n, ast.arg)
+    }
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_folded_cells_compute_nothing_the_lesson_uses(nb):
+    """A folded cell only draws or formats: no open cell after it (a check, the results,
+    an exercise) reads a value it computed. Such a computation belongs in an open cell
+    above the drawing, where the reader sees it."""
+    last_bound: dict[str, tuple[int, bool]] = {}
+    leaks = []
+    for i, c in enumerate(cells(nb)):
+        if c["cell_type"] != "code":
+            continue
+        try:
+            tree = ast.parse(source(c))
+        except SyntaxError:
+            continue
+        folded = "hide-input" in c["metadata"].get("tags", [])
+        if not folded:
+            for name in sorted(_loaded(tree)):
+                j, was_folded = last_bound.get(name, (-1, False))
+                if was_folded and name not in PLOT_NAMES:
+                    leaks.append(f"{name} (folded cell {j}, used by open cell {i})")
+        for name in _assigned(tree):
+            last_bound[name] = (i, folded)
+    assert not leaks, f"{nb.name}: open cells read values of folded cells: {leaks}"
