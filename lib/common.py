@@ -622,6 +622,9 @@ def _control_values(w: Any, default: Any, k: int) -> list[Any]:
             # (0..999 by 10 once gave 1000)
             top = lo + np.floor((hi - lo) / step + 1e-9) * step
             grid = np.minimum(lo + np.round((grid - lo) / step) * step, top)
+            # and drop the float residue of lo + k * step (0.1 * 3 - 0.3 = 5.6e-17 once
+            # labelled a slider "alpha = 1.11e-16" where the reader set 0)
+            grid = np.round(grid, 12)
         is_int = isinstance(w, (widgets.IntSlider, widgets.BoundedIntText))
         vals = [int(round(g)) if is_int else float(g) for g in grid]
     else:

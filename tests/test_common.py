@@ -253,6 +253,19 @@ def test_prerendered_grid_stays_on_the_sliders_steps_and_range():
             ), vals
 
 
+def test_prerendered_grid_has_no_float_residue():
+    import ipywidgets as W
+
+    # chapter 02's alpha slider once read "alpha = 1.11e-16" where the reader set 0:
+    # lo + k * step in floating point
+    for lo, step in ((-0.95, 0.05), (-0.3, 0.1), (-0.7, 0.1), (-1.1, 0.1)):
+        w = W.FloatSlider(min=lo, max=-lo, step=step)
+        vals = common._control_values(w, 0.5, 5)  # 0 is a grid value, not the default
+        assert 0.0 in vals, vals
+        assert not any(0 < abs(v) < 1e-9 for v in vals), vals
+        assert all(common._fmt_value(v) == f"{round(v, 2):.3g}" for v in vals), vals
+
+
 def test_static_or_interactive_prerenders_frames_for_the_book(monkeypatch):
     import json
     import re
