@@ -903,17 +903,29 @@ def _git_commit() -> str | None:
 
 
 def _peak_rss_mib() -> float | None:
-    """Peak resident memory of this process so far, in MiB (``getrusage``; None where unavailable).
+    """Peak resident memory of this process so far, in MiB (None where unavailable).
 
-    A chapter runs in its own kernel process, so this is the chapter's peak memory on the CPU side
-    (GPU memory is not included)."""
+    Read from ``VmHWM`` in ``/proc/self/status`` (Linux), the high-water mark of this
+    process's own address space, which starts afresh when the kernel process is exec'd.
+    ``getrusage(...).ru_maxrss`` is only the fallback (macOS): on Linux it carries the
+    peak of the process that started the kernel across exec, so a chapter run from a
+    large pytest worker reported the worker's peak, the same for every chapter. A chapter
+    runs in its own kernel process, so this is the chapter's CPU-side peak (GPU memory and
+    worker processes it starts are not included)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024.0, 1)  # kB
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import resource
 
-        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     except (ImportError, OSError):
         return None
-    return round(kib / 1024.0, 1)
+    return round(kib / (1024.0 if sys.platform != "darwin" else 1024.0**2), 1)
 
 
 def _versions() -> dict[str, str]:

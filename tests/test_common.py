@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -520,3 +521,27 @@ def test_load_minilm_keeps_progress_bars_and_load_messages_out(capfd):
     assert "Loading weights" not in out.err + out.out
     assert "%|" not in out.err, "no progress bar"
     assert hf_logging.is_progress_bar_enabled(), "the caller's setting is restored"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux /proc only")
+def test_peak_memory_is_the_chapters_own_not_its_parents():
+    """A kernel started by a large process must not report that process's peak (the
+    execution page once showed one value for every chapter: ru_maxrss survives exec)."""
+    import subprocess
+    import sys
+
+    child = (
+        "import resource; from icml25.common import _peak_rss_mib; "
+        "print(_peak_rss_mib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    )
+    parent = (
+        "import subprocess, sys, numpy as np; a = np.ones(400 * 2**20 // 8); "
+        f"sys.stdout.write(subprocess.run([sys.executable, '-c', {child!r}], "
+        "capture_output=True, text=True, check=True).stdout)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", parent], capture_output=True, text=True, check=True
+    ).stdout.split()
+    own, inherited = float(out[0]), float(out[1])
+    assert inherited > 400, "the premise: ru_maxrss carries the parent's 400 MiB"
+    assert own < inherited - 200, (own, inherited)
