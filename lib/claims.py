@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 __all__ = [
     "HOLDS",
+    "judged_by_text",
     "DIRECTION",
     "NOT_REPRODUCED",
     "NOT_RECORDED",
@@ -302,11 +303,87 @@ def claims_table(
                 "verdict": verdict(c, metrics),
                 "GPU run": gpu_fail or _value(gpu, c.metric),
                 "GPU verdict": gpu_fail or verdict(c, gpu),
-                "judged by": c.judged_by,
+                "judged by": judged_by_text(chapter, c.judged_by),
             }
         )
     pd.set_option("display.max_colwidth", None)
     return pd.DataFrame(rows)
+
+
+def _check_comments(chapter: str, notebooks: Path) -> list[str]:
+    """The leading comment block of each ``# Check:`` cell of a chapter, one line each."""
+    found = sorted(notebooks.glob(f"{chapter}_*.ipynb"))
+    if not found:
+        return []
+    try:
+        cells = json.loads(found[0].read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError):
+        return []
+    blocks = []
+    for cell in cells:
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else src
+        if cell.get("cell_type") != "code" or not src.lstrip().startswith("# Check"):
+            continue
+        lines = []
+        for line in src.lstrip().splitlines():
+            if not line.startswith("#"):
+                break
+            lines.append(line.lstrip("#").strip())
+        blocks.append(" ".join(" ".join(lines).split()))
+    return blocks
+
+
+def _first_sentence_from(block: str, start: int, min_end: int) -> str:
+    """``block[start:]`` up to the first full stop at or after ``min_end`` outside
+    parentheses (the end of the block if none)."""
+    depth = 0
+    for i, ch in enumerate(block):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(depth - 1, 0)
+        elif (
+            ch == "."
+            and i >= min_end
+            and depth == 0
+            and (i + 1 == len(block) or block[i + 1] == " ")
+        ):
+            return block[start : i + 1]
+    return block[start:]
+
+
+def judged_by_text(
+    chapter: str, judged_by: str, notebooks: str | os.PathLike | None = None
+) -> str:
+    """What a results table shows under "judged by": for ``"check: <title>"``, the whole
+    first sentence of the check cell that starts with that title (a title is only the
+    check's opening words, which read cut off mid-sentence); otherwise ``judged_by``.
+
+    Args:
+        chapter: two-digit chapter number.
+        judged_by: a :class:`Claim`'s ``judged_by``.
+        notebooks: the folder of the chapters (default ``<repo>/notebooks``); where the
+            chapter's notebook or its check cell is not found, ``judged_by`` is returned
+            unchanged.
+    """
+    prefix = "check: "
+    if not judged_by.startswith(prefix):
+        return judged_by
+    if notebooks is None:
+        from icml25.common import repo_root
+
+        notebooks = repo_root() / "notebooks"
+    title = " ".join(judged_by[len(prefix) :].split())
+    for block in _check_comments(chapter, Path(notebooks)):
+        at = block.find(title)
+        if at < 0:
+            continue
+        body = block[len("Check:") :].lstrip() if block.startswith("Check:") else block
+        at = body.find(title)
+        end = at + len(title) - 1
+        return prefix + _first_sentence_from(body, at, end)
+    return judged_by
 
 
 def reproduction_rows(
@@ -350,7 +427,7 @@ def reproduction_rows(
                     "cpu_verdict": cpu_fail or verdict(c, cpu),
                     "gpu": gpu_fail or _value(gpu, c.metric),
                     "gpu_verdict": gpu_fail or verdict(c, gpu),
-                    "judged_by": c.judged_by,
+                    "judged_by": judged_by_text(ch, c.judged_by),
                 }
             )
     return out

@@ -182,3 +182,44 @@ def test_claims_name_metrics_the_chapter_records(chapter):
                 .replace("#", " ")
                 .split()
             ), f"claim {c.id}: no check cell reads {title[:60]!r}"
+
+
+def test_judged_by_shows_the_checks_whole_first_sentence(tmp_path):
+    """A claim's title is the check's opening words; the tables show its whole first
+    sentence (parentheses kept), and a title no check starts with is shown as given."""
+    cell = {
+        "cell_type": "code",
+        "source": [
+            "# Check: at equal steps, FDM's residual (averaged over 11 t. values) is\n",
+            "# lower than CFM's. Tolerance: none.\n",
+            "assert True\n",
+        ],
+    }
+    (tmp_path / "98_x.ipynb").write_text(json.dumps({"cells": [cell]}))
+    got = claims.judged_by_text("98", "check: at equal steps, FDM's residual", tmp_path)
+    assert got == (
+        "check: at equal steps, FDM's residual (averaged over 11 t. values) is lower "
+        "than CFM's."
+    )
+    assert claims.judged_by_text("98", "check: no such check", tmp_path) == (
+        "check: no such check"
+    )
+    assert claims.judged_by_text("98", "reported only", tmp_path) == "reported only"
+    assert claims.judged_by_text("97", "check: x", tmp_path) == "check: x"
+
+
+@pytest.mark.parametrize("chapter", sorted(claims.CHAPTER_MODULES))
+def test_every_check_title_expands_to_its_check(chapter):
+    try:
+        cl = claims.chapter_claims(chapter)
+    except ImportError as exc:
+        pytest.skip(str(exc))
+    for c in cl:
+        if c.judged_by.startswith("check: "):
+            text = claims.judged_by_text(chapter, c.judged_by)
+            title = " ".join(c.judged_by.split())
+            blocks = claims._check_comments(chapter, ROOT / "notebooks")
+            # a whole sentence: it ends with a full stop or is all of its check's comment
+            assert text.startswith(title) and (
+                text.endswith(".") or any(b.endswith(text[7:]) for b in blocks)
+            ), (c.id, text)
