@@ -13,7 +13,16 @@ tables and rewards), ``sac_adaent`` (:class:`SACAdaEnt`), ``baselines`` (SB3 age
 them, :mod:`icml25.claims`).
 """
 
-from .defaults import (
+import contextlib as _contextlib
+import io as _io
+
+# stable-baselines3 imports the old ``gym`` wherever it is installed (d3rlpy, chapter 15,
+# requires it), and gym prints a deprecation notice to stderr on import: a load message
+# that would sit in the chapter's first output. The book uses gymnasium only.
+with _contextlib.redirect_stderr(_io.StringIO()):
+    import stable_baselines3 as _stable_baselines3  # noqa: F401
+
+from .defaults import (  # noqa: E402
     DEFAULTS,
     AgentDefaults,
     ControlDefaults,
