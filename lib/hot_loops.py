@@ -43,7 +43,8 @@ KEYS = (
 )
 #: the fields among :data:`KEYS` that must be finite numbers
 NUMBERS = ("achieved_per_s", "limit_per_s", "fraction_of_limit")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: a benchmark name: a plain identifier a file name can hold (100 characters at most)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 
 
 def _finite(x: Any) -> bool:
@@ -146,6 +147,16 @@ def _checked_run(path: Path) -> dict[str, Any] | None:
     load = prov.get("load_average")
     if load is not None and not (isinstance(load, list) and load and _finite(load[0])):
         raise ValueError(f"{path}: 'limits_provenance.load_average' must be a list")
+    command = prov.get("command")
+    if command is not None and not (isinstance(command, str) and command.strip()):
+        raise ValueError(f"{path}: 'limits_provenance.command' must be a command line")
+    cores = prov.get("cpu_count")
+    if cores is not None and (
+        isinstance(cores, bool) or not isinstance(cores, int) or cores < 1
+    ):
+        raise ValueError(
+            f"{path}: 'limits_provenance.cpu_count' must be an integer >= 1"
+        )
     return run
 
 
@@ -185,7 +196,8 @@ def hot_loops_table(
         raise TypeError(f"benchmark must be a string, got {type(benchmark).__name__}")
     if not _NAME.fullmatch(benchmark):
         raise ValueError(
-            f"benchmark must be a plain identifier (a result's file stem), got {benchmark!r}"
+            "benchmark must be a plain identifier of at most 100 characters (a result's "
+            f"file stem), got {benchmark!r}"
         )
     # here, not at the top: icml25.common re-exports this module
     from icml25.common import repo_root
@@ -259,10 +271,12 @@ def show_hot_loops(benchmark: str, folder: str | os.PathLike | None = None) -> N
     """
     found = hot_loops_table(benchmark, folder)
     if found is None:
-        print(
-            "no hot-loop limits recorded yet: `make bench` writes them to "
-            f"benchmarks/results/{benchmark}.json"
+        where = (
+            Path(folder) / f"{benchmark}.json"
+            if folder is not None
+            else f"benchmarks/results/{benchmark}.json"
         )
+        print(f"no hot-loop limits recorded yet in {where}: `make bench` writes them")
         return
     table, sentence = found
     print(sentence)

@@ -29,7 +29,11 @@ def test_hot_loops_table_reads_a_benchmark_and_binds_no_name(tmp_path, capsys):
     assert common.hot_loops_table("absent", tmp_path) is None
     before = set(globals())
     common.show_hot_loops("absent", tmp_path)
-    assert "no hot-loop limits recorded yet" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "no hot-loop limits recorded yet" in said
+    assert (
+        str(tmp_path / "absent.json") in said
+    )  # the folder asked about, not the default
     assert set(globals()) == before
 
 
@@ -42,7 +46,7 @@ def test_hot_loops_table_names_the_recorded_command(tmp_path):
     assert "make bench" not in sentence
 
 
-@pytest.mark.parametrize("name", ["../x", "", "a/b", "x.json", "1x", " x"])
+@pytest.mark.parametrize("name", ["../x", "", "a/b", "x.json", "1x", " x", "x" * 300])
 def test_hot_loops_table_refuses_a_name_that_is_not_an_identifier(tmp_path, name):
     with pytest.raises(ValueError, match="benchmark"):
         common.hot_loops_table(name, tmp_path)
@@ -66,6 +70,12 @@ def _spoil(run, how):
         del run["machine_limits"]
     elif how == "infinite ratio":
         row["ratio_to_baseline"] = float("inf")
+    elif how == "command not a string":
+        run["limits_provenance"]["command"] = ["grokking.py", "--quick"]
+    elif how == "cores not a count":
+        run["limits_provenance"]["cpu_count"] = True
+    elif how == "limit not a number":
+        run["machine_limits"]["copy_Bps"] = "10 GB/s"
     return run
 
 
@@ -79,6 +89,9 @@ def _spoil(run, how):
         ("loops not a list", "hot_loops"),
         ("no limits", "machine_limits"),
         ("infinite ratio", "Infinity"),
+        ("command not a string", "limits_provenance.command"),
+        ("cores not a count", "limits_provenance.cpu_count"),
+        ("limit not a number", "machine_limits"),
     ],
 )
 def test_hot_loops_table_names_file_and_key_of_a_malformed_record(tmp_path, how, key):
