@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from icml25.checks import check_int, check_rng
+from icml25.checks import check_choice, check_int, check_rng
 
 from .cost import CommModel, replay_makespan, stage_costs
 from .graph import OpGraph
@@ -34,6 +35,7 @@ __all__ = [
     "comm_bench_sizes",
     "min_busy_ms",
     "min_event_ms",
+    "core_pipeline_stage_inputs",
 ]
 
 
@@ -356,3 +358,57 @@ def virtual_device_plans(
             )
         )
     return rows
+
+
+def core_pipeline_stage_inputs(
+    model: torch.nn.Module,
+    mb_args: tuple[torch.Tensor, ...],
+    split_before: Sequence[str],
+) -> dict[str, list[str]]:
+    """Trace ``model`` with core PyTorch's ``torch.distributed.pipelining.pipeline``, a new
+    stage starting at each submodule named in ``split_before``, and list each stage's inputs.
+
+    The chapter's experiment (4) shows with it which values core PyTorch's tracer hands each
+    stage of a model with skips and a conditioning input; the traced pipe is not run. The
+    ``FutureWarning`` torch's pytree raises while tracing (``LeafSpec`` is deprecated, torch
+    2.9+) comes from PyTorch's own code, not from the caller's: it is silenced here.
+
+    Args:
+        model: the module to trace.
+        mb_args: one micro-batch of the model's positional inputs (tensors).
+        split_before: names (as in ``model.named_modules()``) of the submodules at whose
+            beginning a new stage starts, in model order.
+
+    Returns:
+        ``{stage submodule name: [names of its graph inputs]}``, in stage order.
+
+    Raises:
+        TypeError: ``model`` is not a module or ``mb_args`` not a tuple of tensors.
+        ValueError: ``split_before`` is empty or names no submodule of ``model``.
+        Exception: whatever core PyTorch's tracer raises on the model (shown by the chapter).
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(mb_args, tuple) or not all(
+        isinstance(a, torch.Tensor) for a in mb_args
+    ):
+        raise TypeError("mb_args must be a tuple of tensors")
+    names = [name for name, _ in model.named_modules() if name]
+    split_before = [check_choice(s, "split_before", names) for s in split_before]
+    if not split_before:
+        raise ValueError("split_before must name at least one submodule")
+    from torch.distributed.pipelining import SplitPoint, pipeline
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r".*LeafSpec.*", category=FutureWarning
+        )
+        pipe = pipeline(
+            model,
+            mb_args=mb_args,
+            split_spec={s: SplitPoint.BEGINNING for s in split_before},
+        )
+    return {
+        name: [n.name for n in sm.graph.nodes if n.op == "placeholder"]
+        for name, sm in pipe.split_gm.named_children()
+    }
