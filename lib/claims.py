@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Mapping
 __all__ = [
     "HOLDS",
     "judged_by_text",
+    "shown_value",
     "DIRECTION",
     "NOT_REPRODUCED",
     "NOT_RECORDED",
@@ -85,6 +86,51 @@ class _Metrics(dict):
         if _is_nan(value):
             raise _Missing(f"{key} is NaN")
         return value
+
+
+class _Reading(_Metrics):
+    """Metrics that remember which keys a judge read."""
+
+    def __init__(self, metrics: Mapping[str, Any]) -> None:
+        super().__init__(metrics)
+        self.read: list[str] = []
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.read:
+            self.read.append(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key not in self.keys():
+            return default
+        return self[key]
+
+
+def shown_value(claim: "Claim", metrics: Mapping[str, Any] | None) -> str:
+    """What a results table shows as a run's value of a claim: the claim's ``metric``, and,
+    when its judge compares it with other recorded values, those too, named, e.g.
+    ``"0.81 (vs victim_fdfr_clean 0.41)"``: the verdict is on the comparison, so the row
+    shows both sides.
+
+    Args:
+        claim: the claim.
+        metrics: the run's metrics (``None``: no run recorded).
+    """
+    shown = _value(metrics, claim.metric)
+    if metrics is None or shown == NOT_RECORDED:
+        return shown
+    m = _Reading(metrics)
+    for judge in (claim.holds, claim.direction):
+        if judge is None:
+            continue
+        try:
+            judge(m)
+        except Exception:  # noqa: BLE001  (verdict() reports a judge's failure)
+            pass
+    others = [k for k in m.read if k != claim.metric and k in metrics]
+    if not others:
+        return shown
+    return f"{shown} (vs " + ", ".join(f"{k} {_fmt(metrics[k])}" for k in others) + ")"
 
 
 def _is_nan(value: Any) -> bool:
@@ -299,9 +345,9 @@ def claims_table(
             {
                 "claim": c.claim,
                 "paper": c.paper,
-                "this run": _value(metrics, c.metric),
+                "this run": shown_value(c, metrics),
                 "verdict": verdict(c, metrics),
-                "GPU run": gpu_fail or _value(gpu, c.metric),
+                "GPU run": gpu_fail or shown_value(c, gpu),
                 "GPU verdict": gpu_fail or verdict(c, gpu),
                 "judged by": judged_by_text(chapter, c.judged_by),
             }
@@ -423,9 +469,9 @@ def reproduction_rows(
                     "claim": c.claim,
                     "paper": c.paper,
                     "metric": c.metric,
-                    "cpu": cpu_fail or _value(cpu, c.metric),
+                    "cpu": cpu_fail or shown_value(c, cpu),
                     "cpu_verdict": cpu_fail or verdict(c, cpu),
-                    "gpu": gpu_fail or _value(gpu, c.metric),
+                    "gpu": gpu_fail or shown_value(c, gpu),
                     "gpu_verdict": gpu_fail or verdict(c, gpu),
                     "judged_by": judged_by_text(ch, c.judged_by),
                 }

@@ -48,6 +48,21 @@ def test_verdicts():
     )
 
 
+def test_shown_value_names_what_the_judge_compared_with():
+    """A claim judged on x against y shows both sides; one judged on x alone shows x."""
+    c = _claim()
+    assert claims.shown_value(c, {"x": 2, "y": 1.25, "z": 9}) == "2 (vs y 1.25)"
+    alone = _claim(holds=lambda m: m["x"] > 1, direction=None)
+    assert claims.shown_value(alone, {"x": 2, "y": 1}) == "2"
+    assert claims.shown_value(c, None) == claims.NOT_RECORDED
+    assert claims.shown_value(c, {"y": 1}) == claims.NOT_RECORDED
+    # the compared value missing: the value alone, and the verdict says why
+    assert claims.shown_value(c, {"x": 2}) == "2"
+    # a judge that fails on the run shows the value; verdict() reports the failure
+    broken = _claim(holds=lambda m: m["x"] > m["y"] > m["no such"])
+    assert claims.shown_value(broken, {"x": 2, "y": 1}) == "2 (vs y 1)"
+
+
 def test_a_judge_that_returns_no_bool_is_an_error():
     with pytest.raises(TypeError, match="returned float"):
         claims.verdict(_claim(holds=lambda m: m["x"]), {"x": 1.0})
