@@ -7,6 +7,7 @@
   math, code, table or image reaches beyond the article's right edge unless it sits in a box that
   scrolls sideways, and no display equation needs that scrolling at the desktop width (long ones
   are split into aligned lines; the CSS of ``book/_static/book.css`` only catches what is left).
+- Figures: every image of a chapter's text is a numbered, captioned figure ("Fig. NN.k").
 - Downloads: every page links the zip of the chapters' notebooks and, once ``make pdf`` printed
   it, the whole book as PDF (relative links into ``downloads/``); otherwise it says ``make pdf``.
 
@@ -70,6 +71,35 @@ def test_numbering_per_chapter(docname: str) -> None:
             problems.append(f"{kind} numbered outside chapter {nn}: {stray}")
     assert not problems, f"{docname}:\n  " + "\n  ".join(problems)
     REPORT.setdefault("numbering", {})[docname] = {k: len(v) for k, v in seen.items()}
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_every_figure_is_a_numbered_figure(docname: str) -> None:
+    """Each image of a chapter's text is a numbered figure with a caption ("Fig. NN.k");
+    only the interactive section's pre-rendered frames and its static figure are not."""
+    import bs4
+
+    page = bs4.BeautifulSoup((HTML / f"{docname}.html").read_text(), "html.parser")
+    nn = int(Path(docname).name[:2])
+    loose = []
+    for img in page.select("article img"):
+        if any(
+            sec.get("id") == "interactive" for sec in img.find_parents("section")
+        ) or img.find_parent(class_="icml25-frames"):
+            continue
+        fig = img.find_parent("figure")
+        number = fig.select_one(".caption-number") if fig else None
+        text = fig.select_one("figcaption") if fig else None
+        if (
+            number is None
+            or not number.get_text().strip().startswith(f"Fig. {nn}.")
+            or text is None
+            or len(text.get_text(strip=True)) < len(number.get_text(strip=True)) + 20
+        ):
+            loose.append(img.get("src", "")[:60])
+    assert not loose, (
+        f"{docname}: images that are not numbered, captioned figures: {loose}"
+    )
 
 
 # Elements of the article that reach past its right edge without a box that scrolls them.
