@@ -460,8 +460,8 @@ def static_or_interactive(
         **defaults: the values of the first figure; every control needs one.
 
     Raises:
-        ValueError: a control has no default value, ``describe`` names no control, or
-            ``plot`` draws no new figure.
+        ValueError: a control has no default value, a default outside its control's range
+            or options, ``describe`` names no control, or ``plot`` draws no new figure.
         TypeError: a control is not an ipywidgets widget.
     """
     if not isinstance(controls, Mapping):
@@ -492,6 +492,7 @@ def static_or_interactive(
                 raise TypeError(
                     f"control {name!r} must be an ipywidgets value widget, got {type(w).__name__}"
                 )
+            _check_default_fits(name, w, defaults[name])
     import matplotlib.pyplot as plt
     from IPython.display import display
 
@@ -538,6 +539,45 @@ def static_or_interactive(
     display(widgets.VBox([widgets.HTML(caption), *controls.values()]))
 
 
+def _check_default_fits(name: str, w: Any, default: Any) -> None:
+    """A default the control cannot show is refused (a slider would clamp it silently, and
+    the static figure would not be the one its controls say).
+
+    Raises:
+        ValueError: ``default`` lies outside a slider's range or is not among a selection
+            widget's options.
+    """
+    options = getattr(w, "options", None)
+    if options is not None and not isinstance(w, (str, bytes)):
+        values = list(
+            getattr(w, "_options_values", None)
+            or [o[1] if isinstance(o, tuple) else o for o in options]
+        )
+        if values and default not in values:
+            raise ValueError(
+                f"default {name}={default!r} is not one of the control's options {values}"
+            )
+        return
+    lo, hi = getattr(w, "min", None), getattr(w, "max", None)
+    if lo is None or hi is None or isinstance(default, (bool, tuple, list)):
+        return  # a checkbox, or a range slider's pair (ipywidgets checks those)
+    if type(w).__name__ == "FloatLogSlider":
+        base = float(getattr(w, "base", 10.0))
+        lo, hi = base**lo, base**hi
+    try:
+        inside = (
+            float(lo) - 1e-12 * abs(float(lo))
+            <= float(default)
+            <= float(hi) + (1e-12 * abs(float(hi)))
+        )
+    except (TypeError, ValueError):
+        raise ValueError(f"default {name}={default!r} is not a number") from None
+    if not inside:
+        raise ValueError(
+            f"default {name}={default!r} lies outside the control's range [{lo}, {hi}]"
+        )
+
+
 def _no_show(*args: Any, **kwargs: Any) -> None:
     """Stands in for ``plt.show`` while :func:`static_or_interactive` draws a figure."""
 
@@ -561,6 +601,12 @@ def _draw_figure(plot: Callable[..., Any], values: Mapping[str, Any]) -> Any:
     plt.show = _no_show
     try:
         returned = plot(**values)
+    except BaseException:
+        # a plot that fails leaves no half-drawn figure behind (the next figure cell
+        # would display it)
+        for n in set(plt.get_fignums()) - before:
+            plt.close(n)
+        raise
     finally:
         plt.show = show
     new = [plt.figure(n) for n in plt.get_fignums() if n not in before]

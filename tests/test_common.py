@@ -545,3 +545,48 @@ def test_peak_memory_is_the_chapters_own_not_its_parents():
     own, inherited = float(out[0]), float(out[1])
     assert inherited > 400, "the premise: ru_maxrss carries the parent's 400 MiB"
     assert own < inherited - 200, (own, inherited)
+
+
+def test_static_or_interactive_refuses_a_default_its_control_cannot_show(monkeypatch):
+    """A slider clamps a value outside its range silently: the static figure would not be
+    the one its controls claim, so such a default is refused, naming the control."""
+    import IPython.display
+    import ipywidgets as W
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: None)
+    drawn = []
+    for ctl, default, what in (
+        (W.FloatSlider(min=0.0, max=1.0), 1.5, "outside the control's range"),
+        (W.IntSlider(min=1, max=3), 0, "outside the control's range"),
+        (W.FloatLogSlider(min=-2, max=2), 1e3, "outside the control's range"),
+        (W.Dropdown(options=["a", "b"]), "c", "not one of the control's options"),
+        (W.SelectionSlider(options=[("x", 1), ("y", 2)]), 3, "not one of"),
+    ):
+        with pytest.raises(ValueError, match=f"default k=.*{what}"):
+            common.static_or_interactive(
+                lambda k: drawn.append(k), {"k": ctl}, k=default
+            )
+    assert not drawn, "nothing is drawn before the defaults are checked"
+    # inside the range, the end points and an option's value are fine
+    common._check_default_fits("k", W.FloatLogSlider(min=-2, max=2), 100.0)
+    common._check_default_fits("k", W.SelectionSlider(options=[("x", 1), ("y", 2)]), 2)
+
+
+def test_a_plot_that_fails_leaves_no_figure_behind(monkeypatch):
+    import IPython.display
+    import ipywidgets as W
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: None)
+    plt.close("all")
+
+    def plot(k):
+        plt.subplots()
+        raise RuntimeError("bad data")
+
+    with pytest.raises(RuntimeError, match="bad data"):
+        common.static_or_interactive(plot, {"k": W.IntSlider(min=1, max=3)}, k=2)
+    assert plt.get_fignums() == [], "the half-drawn figure would show in the next cell"
