@@ -59,7 +59,8 @@ def format_table(df: "pd.DataFrame") -> "pd.io.formats.style.Styler":
     """The book's one way to show a table: numbers by :func:`format_number`, no 0..n-1 index.
 
     A DataFrame whose index is the default ``RangeIndex`` (0, 1, 2, ... without a name) is
-    shown without it; a meaningful index (method names, a named column) stays.
+    shown without it; a meaningful index (method names, a named column) stays. Numeric row
+    and column labels are formatted like the cells.
     :func:`set_plot_style` makes this the HTML of every DataFrame a chapter shows.
 
     Args:
@@ -79,6 +80,10 @@ def format_table(df: "pd.DataFrame") -> "pd.io.formats.style.Styler":
         )
     # the class pandas gives its own HTML tables, which the book's theme styles
     styler = df.style.format(format_number).set_table_attributes('class="dataframe"')
+    # numeric row and column labels too (an eta grid of 0.30000000000000004 reads 0.3)
+    styler = styler.format_index(format_number, axis=0).format_index(
+        format_number, axis=1
+    )
     if isinstance(df.index, pd.RangeIndex) and df.index.name is None:
         if df.index.start == 0 and df.index.step == 1:
             styler = styler.hide(axis="index")

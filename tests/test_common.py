@@ -487,6 +487,10 @@ def test_format_table_hides_a_plain_index_and_formats_numbers():
     assert ">0<" not in html and ">1<" not in html, "no 0..n-1 index column"
     named = common.format_table(df.set_index("method")).to_html()
     assert ">a<" in named and ">b<" in named, "a meaningful index stays"
+    grid = pd.DataFrame({0.1 * 3: [1.0], 12345.5: [2.0]}, index=[0.1 + 0.2])
+    labels = common.format_table(grid).to_html()
+    assert "0.30000000000000004" not in labels and ">0.3<" in labels
+    assert ">12,346<" in labels, "numeric labels are formatted like the cells"
     assert [common.format_number(v) for v in (float("nan"), 2.0, 1.5e-6, True)] == [
         "\u2013",
         "2",
