@@ -164,6 +164,14 @@ def _refuse_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number a result may hold")
 
 
+def _vs_baseline(row: dict[str, Any]) -> str:
+    """``"2.96x NumPy reference"``: the loop's speed against its baseline, one cell."""
+    ratio, name = row.get("ratio_to_baseline"), row.get("baseline")
+    if ratio is None or not _finite(ratio):
+        return "-"
+    return f"{float(ratio):.3g}x {name}" if name else f"{float(ratio):.3g}x"
+
+
 def hot_loops_table(
     benchmark: str, folder: str | os.PathLike | None = None
 ) -> "tuple[pd.DataFrame, str] | None":
@@ -177,8 +185,9 @@ def hot_loops_table(
         folder: where the JSON lies; default ``benchmarks/results`` of this checkout.
 
     Returns:
-        ``(table, sentence)``: one row per hot loop (loop, size, achieved, limit, fraction of
-        the limit, ratio to baseline, baseline, what its bytes or operations count) and a
+        ``(table, sentence)``: one row per hot loop (loop, size, achieved of limit, fraction
+        of the limit, vs baseline as "2.96x NumPy reference", what its bytes or operations
+        count: six columns, so that the table fits the page) and a
         sentence naming the command that measured them (from the record's provenance), the limits measured in that run and
         the range of fractions reached; ``None`` when the JSON is absent or records no hot
         loops.
@@ -215,11 +224,10 @@ def hot_loops_table(
             {
                 "loop": r["loop"],
                 "size": r["size"],
-                "achieved": si(r["achieved_per_s"], r["unit"]),
-                "limit": f"{si(r['limit_per_s'], r['unit'])} ({r['limit']})",
+                "achieved of limit": f"{si(r['achieved_per_s'], r['unit'])} of "
+                f"{si(r['limit_per_s'], r['unit'])} ({r['limit']})",
                 "fraction of the limit": float(r["fraction_of_limit"]),
-                "ratio to baseline": r.get("ratio_to_baseline"),
-                "baseline": r.get("baseline") or "-",
+                "vs baseline": _vs_baseline(r),
                 "counted": r.get("counted") or "-",
             }
             for r in loops
@@ -289,8 +297,7 @@ def show_hot_loops(benchmark: str, folder: str | os.PathLike | None = None) -> N
         print(table.to_string(index=False))
     else:
         display(
-            table.style.format(
-                {"fraction of the limit": percent, "ratio to baseline": "{:.3g}"},
-                na_rep="-",
-            ).hide(axis="index")
+            table.style.format({"fraction of the limit": percent}, na_rep="-")
+            .set_table_attributes('class="dataframe"')
+            .hide(axis="index")
         )
