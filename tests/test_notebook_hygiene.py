@@ -495,33 +495,34 @@ def test_figure_text_sizes_follow_the_books_style(nb):
 #: the page column in figure inches (icml25.common.PAGE_WIDTH_IN): a wider figure is
 #: shrunk to it on the page, and its text with it
 PAGE_WIDTH_IN = 6.88
-FIGSIZE = re.compile(r"figsize=\(\s*([\d.]+)\s*,")
-#: figures wider than the page, per chapter, when this rule came (issue 17): their text
-#: renders below 9 pt (10.5 pt "small" text at 14 in: 4.5 pt). Each needs its own
-#: layout (fewer panels a row, shorter titles) and a re-executed chapter; lower a count
-#: when a chapter's figures are re-laid out, never raise it
-WIDE_FIGURES_KNOWN = {
-    "01": 3, "02": 5, "03": 6, "04": 3, "05": 2, "06": 1, "07": 0, "08": 5, "09": 5,
-    "10": 4, "11": 1, "12": 4, "13": 4, "14": 2, "15": 3, "16": 4, "17": 3, "18": 3,
-    "19": 5,
-}  # fmt: skip
+ANY_FIGSIZE = re.compile(r"figsize=\(([^()]*)\)")
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
-def test_no_new_figure_wider_than_the_page(nb):
-    """A ratchet: a chapter has no more figures wider than the page than it had when the
-    legibility rule came; a new figure fits the page (figsize width <= 6.88 in)."""
-    wide = [
-        float(m.group(1))
-        for c in cells(nb)
-        if c["cell_type"] == "code"
-        for m in FIGSIZE.finditer(source(c))
-        if float(m.group(1)) > PAGE_WIDTH_IN
-    ]
-    known = WIDE_FIGURES_KNOWN.get(nb.name[:2], 0)
-    assert len(wide) <= known, (
-        f"{nb.name}: {len(wide)} figures wider than the page ({PAGE_WIDTH_IN} in; "
-        f"widths {sorted(wide)}), {known} known: make the new one fit the page"
+def test_every_figure_fits_the_page(nb):
+    """Every figure is at most the page's width (6.88 in), so its "small" text reads at
+    9 pt or more; a wider one is shrunk and its text with it (issue 17 re-laid out the 63
+    that were wider). Its width is a number the test can read: a ``figsize`` computed from
+    the run (``5.2 * n_panels``) once grew to 15.6 in on the gpu profile unseen."""
+    wide, unreadable = [], []
+    for c in cells(nb):
+        if c["cell_type"] != "code":
+            continue
+        for m in ANY_FIGSIZE.finditer(source(c)):
+            width = m.group(1).split(",")[0].strip()
+            try:
+                w = float(width)
+            except ValueError:
+                unreadable.append(m.group(0))
+                continue
+            if w > PAGE_WIDTH_IN:
+                wide.append(w)
+    assert not wide, (
+        f"{nb.name}: figures wider than the page ({PAGE_WIDTH_IN} in): {sorted(wide)}; "
+        "fewer panels a row, stacked rows, shorter titles"
+    )
+    assert not unreadable, (
+        f"{nb.name}: figure widths the test cannot read (write the number): {unreadable}"
     )
 
 
