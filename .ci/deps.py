@@ -18,6 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ALWAYS = [
     "lib/common.py",
+    # what lib/common.py re-exports
+    "lib/interactive.py",
+    "lib/tables.py",
+    "lib/hot_loops.py",
     "lib/checks.py",
     "lib/__init__.py",
     "kernels/__init__.py",
