@@ -338,6 +338,25 @@ def _unchanged(task: Task, results: Path) -> bool:
     )
 
 
+def _ray_init(ray: Any, kw: dict[str, Any], attempts: int = 3) -> None:
+    """``ray.init(**kw)``, tried again when the local node fails to start.
+
+    Ray waits a fixed 30 s for its raylet to register; on a loaded 2-core machine (a CI
+    running notebooks in parallel) that wait once ran out and failed the whole run. A
+    start that times out is shut down and tried again, up to ``attempts`` times; the last
+    failure is raised.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(**kw)
+            return
+        except Exception as err:  # noqa: BLE001  (ray raises a bare Exception here)
+            if "timed out during startup" not in str(err) or attempt == attempts:
+                raise
+            ray.shutdown()
+            time.sleep(2.0 * attempt)
+
+
 def execute_all(
     notebooks: Sequence[str | Path],
     profile: str,
@@ -423,7 +442,7 @@ def execute_all(
                 kw.update(
                     num_cpus=num_cpus or os.cpu_count(), object_store_memory=100 * 2**20
                 )
-            ray.init(**kw)
+            _ray_init(ray, kw)
         try:
             remote = ray.remote(
                 num_cpus=1, num_gpus=1 if profile == "gpu" else 0, max_retries=0

@@ -145,3 +145,35 @@ def test_inputs_hash_changes_with_seed_and_notebook(tmp_path):
         runner.Task(str(ROOT / "notebooks" / "06_mincut_predictions.ipynb"), "cpu", 0)
     )
     assert len({a, b, c}) == 3
+
+
+def test_ray_start_that_times_out_is_tried_again():
+    """Ray's fixed 30 s wait for its raylet ran out once on a loaded CI machine and failed
+    the whole run: such a start is shut down and tried again; other errors are raised."""
+    calls = []
+
+    class FakeRay:
+        def init(self, **kw):
+            calls.append("init")
+            if len(calls) < 2:
+                raise Exception("The current node timed out during startup. This ...")
+
+        def shutdown(self):
+            calls.append("shutdown")
+
+    runner._ray_init(FakeRay(), {}, attempts=3)
+    assert calls == ["init", "shutdown", "init"]
+
+    class Broken(FakeRay):
+        def init(self, **kw):
+            raise ValueError("bad argument")
+
+    with pytest.raises(ValueError, match="bad argument"):
+        runner._ray_init(Broken(), {}, attempts=3)
+
+    class Never(FakeRay):
+        def init(self, **kw):
+            raise Exception("The current node timed out during startup.")
+
+    with pytest.raises(Exception, match="timed out during startup"):
+        runner._ray_init(Never(), {}, attempts=2)
