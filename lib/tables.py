@@ -22,10 +22,13 @@ def format_number(v: Any) -> str:
 
     Integers (and integral floats up to 1e15) keep every digit (``40,000``); other floats
     are rounded to 4 significant digits, without padding zeros (``0.1235``, ``12.35``,
-    ``1,235``, ``0.273``; ``1.235e-05`` below 1e-4); NaN and None show as an en dash.
+    ``1,235``, ``1,000``, ``0.273``; ``1.235e-05`` below 1e-4); NaN, None and pandas'
+    ``NA``/``NaT`` show as an en dash.
     Anything else (dates, time spans, strings) is ``str(v)``.
     """
     if v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)):
+        return "\u2013"
+    if type(v).__name__ in ("NAType", "NaTType"):  # pandas' missing values
         return "\u2013"
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v))
@@ -50,7 +53,9 @@ def format_number(v: Any) -> str:
         if 1e-4 <= abs(x) < 1e15:
             digits = max(0, 3 - int(np.floor(np.log10(abs(x)))))
             # no padding zeros: a value rounded to 0.273 upstream shows 0.273, not 0.2730
-            return f"{x:,.{digits}f}".rstrip("0").rstrip(".")
+            text = f"{x:,.{digits}f}"
+            # strip padding zeros of the decimals only: 1000.3 once read "1," (issue 17)
+            return text.rstrip("0").rstrip(".") if digits > 0 else text
         return f"{x:.4g}"
     return str(v)
 

@@ -505,6 +505,11 @@ def test_format_table_hides_a_plain_index_and_formats_numbers():
         "0",
     ]
     assert common.format_number(np.timedelta64(5, "s")) == "5 seconds"
+    # thousands keep their zeros (1000.3 once read "1,", 442430.1 "442,43")
+    assert [
+        common.format_number(v) for v in (1000.3, 12340.2, 9999.5, 442430.1, -1000.3)
+    ] == ["1,000", "12,340", "10,000", "442,430", "-1,000"]
+    assert common.format_number(pd.NA) == "\u2013" == common.format_number(pd.NaT)
     with pytest.raises(TypeError, match="DataFrame"):
         common.format_table([1, 2])
     from icml25.tables import MAX_ROWS, table_html
