@@ -22,6 +22,7 @@ import importlib
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -116,21 +117,38 @@ def shown_value(claim: "Claim", metrics: Mapping[str, Any] | None) -> str:
         claim: the claim.
         metrics: the run's metrics (``None``: no run recorded).
     """
+    if not isinstance(claim, Claim):
+        raise TypeError(f"claim must be a Claim, got {type(claim).__name__}")
+    if metrics is not None and not isinstance(metrics, Mapping):
+        raise TypeError(f"metrics must be a mapping, got {type(metrics).__name__}")
     shown = _value(metrics, claim.metric)
     if metrics is None or shown == NOT_RECORDED:
         return shown
     m = _Reading(metrics)
-    for judge in (claim.holds, claim.direction):
-        if judge is None:
-            continue
-        try:
-            judge(m)
-        except Exception:  # noqa: BLE001  (verdict() reports a judge's failure)
-            pass
-    others = [k for k in m.read if k != claim.metric and k in metrics]
+    try:
+        # the values the verdict rests on: holds(), and direction() only where holds()
+        # is false, as verdict() reads them
+        if not claim.holds(m) and claim.direction is not None:
+            claim.direction(m)
+    except Exception:  # noqa: BLE001  (verdict() reports a judge's failure)
+        pass
+    others = [
+        k
+        for k in m.read
+        if k != claim.metric and k in metrics and _is_scalar(metrics[k])
+    ]
     if not others:
         return shown
     return f"{shown} (vs " + ", ".join(f"{k} {_fmt(metrics[k])}" for k in others) + ")"
+
+
+def _is_scalar(value: Any) -> bool:
+    """A number, bool or string a table cell can show (not a dict or a list)."""
+    return (
+        not isinstance(value, (Mapping, list, tuple, set))
+        and not hasattr(value, "__len__")
+        or isinstance(value, str)
+    )
 
 
 def _is_nan(value: Any) -> bool:
@@ -263,8 +281,10 @@ def chapter_claims(chapter: str) -> list[Claim]:
 def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return str(v)
-    if isinstance(v, (int,)) and not isinstance(v, bool):
+    if isinstance(v, int) and not isinstance(v, bool):
         return f"{v}"
+    if type(v).__module__ == "numpy" and type(v).__name__.startswith(("int", "uint")):
+        return f"{int(v)}"
     try:
         f = float(v)
     except (TypeError, ValueError):
@@ -394,9 +414,14 @@ def _first_sentence_from(block: str, start: int, min_end: int) -> str:
             and i >= min_end
             and depth == 0
             and (i + 1 == len(block) or block[i + 1] == " ")
+            and not _ABBREVIATION.search(block[: i + 1])
         ):
             return block[start : i + 1]
     return block[start:]
+
+
+#: a full stop that ends an abbreviation, not a sentence ("i.e.", "e.g.", "vs.", "Fig.")
+_ABBREVIATION = re.compile(r"(?:\b(?:i\.e|e\.g|vs|cf|etc|Fig|Eq|Sec|resp|approx)\.)$")
 
 
 def judged_by_text(
@@ -413,6 +438,12 @@ def judged_by_text(
             chapter's notebook or its check cell is not found, ``judged_by`` is returned
             unchanged.
     """
+    if not isinstance(judged_by, str):
+        raise TypeError(f"judged_by must be a string, got {type(judged_by).__name__}")
+    if chapter not in CHAPTER_MODULES:
+        raise ValueError(
+            f"chapter must be one of {sorted(CHAPTER_MODULES)}, got {chapter!r}"
+        )
     prefix = "check: "
     if not judged_by.startswith(prefix):
         return judged_by
@@ -421,14 +452,14 @@ def judged_by_text(
 
         notebooks = repo_root() / "notebooks"
     title = " ".join(judged_by[len(prefix) :].split())
+    if not title:
+        return judged_by
     for block in _check_comments(chapter, Path(notebooks)):
-        at = block.find(title)
-        if at < 0:
-            continue
         body = block[len("Check:") :].lstrip() if block.startswith("Check:") else block
-        at = body.find(title)
-        end = at + len(title) - 1
-        return prefix + _first_sentence_from(body, at, end)
+        # the title is the check's opening words, not words found anywhere in it
+        if not body.startswith(title):
+            continue
+        return prefix + _first_sentence_from(body, 0, len(title) - 1)
     return judged_by
 
 

@@ -61,6 +61,18 @@ def test_shown_value_names_what_the_judge_compared_with():
     # a judge that fails on the run shows the value; verdict() reports the failure
     broken = _claim(holds=lambda m: m["x"] > m["y"] > m["no such"])
     assert claims.shown_value(broken, {"x": 2, "y": 1}) == "2 (vs y 1)"
+    # direction() is read only where holds() is false, as verdict() reads it
+    two = _claim(holds=lambda m: m["x"] > 1, direction=lambda m: m["x"] > m["z"])
+    assert claims.shown_value(two, {"x": 2, "z": 5}) == "2"
+    assert claims.shown_value(two, {"x": 0.5, "z": 0.1}) == "0.5 (vs z 0.1)"
+    # a dict or list the judge read is not printed raw; numpy integers read as integers
+    d = _claim(holds=lambda m: m["x"] > m["y"]["a"])
+    assert claims.shown_value(d, {"x": 2, "y": {"a": 1}}) == "2"
+    assert claims.shown_value(c, {"x": np.int64(1234567), "y": 1}) == "1234567 (vs y 1)"
+    with pytest.raises(TypeError, match="metrics"):
+        claims.shown_value(c, [("x", 1)])
+    with pytest.raises(TypeError, match="claim"):
+        claims.shown_value("x", {"x": 1})
 
 
 def test_a_judge_that_returns_no_bool_is_an_error():
@@ -201,26 +213,36 @@ def test_claims_name_metrics_the_chapter_records(chapter):
 
 def test_judged_by_shows_the_checks_whole_first_sentence(tmp_path):
     """A claim's title is the check's opening words; the tables show its whole first
-    sentence (parentheses kept), and a title no check starts with is shown as given."""
+    sentence (parentheses and abbreviations kept), and a title no check starts with is
+    shown as given."""
     cell = {
         "cell_type": "code",
         "source": [
             "# Check: at equal steps, FDM's residual (averaged over 11 t. values) is\n",
-            "# lower than CFM's. Tolerance: none.\n",
+            "# lower than CFM's, i.e. the bound is tighter. Tolerance: none.\n",
             "assert True\n",
         ],
     }
-    (tmp_path / "98_x.ipynb").write_text(json.dumps({"cells": [cell]}))
-    got = claims.judged_by_text("98", "check: at equal steps, FDM's residual", tmp_path)
+    (tmp_path / "01_x.ipynb").write_text(json.dumps({"cells": [cell]}))
+    got = claims.judged_by_text("01", "check: at equal steps, FDM's residual", tmp_path)
     assert got == (
         "check: at equal steps, FDM's residual (averaged over 11 t. values) is lower "
-        "than CFM's."
+        "than CFM's, i.e. the bound is tighter."
     )
-    assert claims.judged_by_text("98", "check: no such check", tmp_path) == (
+    assert claims.judged_by_text("01", "check: no such check", tmp_path) == (
         "check: no such check"
     )
-    assert claims.judged_by_text("98", "reported only", tmp_path) == "reported only"
-    assert claims.judged_by_text("97", "check: x", tmp_path) == "check: x"
+    # words from the middle of a check are not its title
+    assert claims.judged_by_text("01", "check: FDM's residual", tmp_path) == (
+        "check: FDM's residual"
+    )
+    assert claims.judged_by_text("01", "check: ", tmp_path) == "check: "
+    assert claims.judged_by_text("01", "reported only", tmp_path) == "reported only"
+    assert claims.judged_by_text("02", "check: x", tmp_path) == "check: x"
+    with pytest.raises(ValueError, match="chapter"):
+        claims.judged_by_text("97", "check: x", tmp_path)
+    with pytest.raises(TypeError, match="judged_by"):
+        claims.judged_by_text("01", None, tmp_path)
 
 
 @pytest.mark.parametrize("chapter", sorted(claims.CHAPTER_MODULES))
