@@ -7,6 +7,7 @@ book, figures pre-rendered for a grid of control values that plain HTML controls
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import time
@@ -68,6 +69,10 @@ def static_or_interactive(
             or options, ``describe`` names no control, or ``plot`` draws no new figure.
         TypeError: a control is not an ipywidgets widget.
     """
+    if not callable(plot):
+        raise TypeError(
+            f"plot must be a function drawing a figure, got {type(plot).__name__}"
+        )
     if not isinstance(controls, Mapping):
         raise TypeError(
             f"controls must be a mapping name -> ipywidgets widget, got {type(controls).__name__}"
@@ -118,7 +123,9 @@ def static_or_interactive(
             describe.get(name)
             or f"redraws the figure for another value of {getattr(w, 'description', '') or name}"
         )
-        items.append(f"<li><code>{name}</code>: {what}</li>")
+        items.append(
+            f"<li><code>{html.escape(name)}</code>: {html.escape(what, quote=False)}</li>"
+        )
     if prerender:
         _prerendered_controls(draw, controls, defaults, items, t_draw)
         return
@@ -148,9 +155,17 @@ def _check_default_fits(name: str, w: Any, default: Any) -> None:
     the static figure would not be the one its controls say).
 
     Raises:
-        ValueError: ``default`` lies outside a slider's range or is not among a selection
-            widget's options.
+        ValueError: ``default`` lies outside a slider's range, is not among a selection
+            widget's options, is not a bool for a checkbox, not an integer for an integer
+            slider, or not a number for a number slider.
     """
+    kind = type(w).__name__
+    if kind in ("Checkbox", "ToggleButton"):
+        if not isinstance(default, (bool, np.bool_)):
+            raise ValueError(f"default {name}={default!r} must be True or False")
+        return
+    if kind.endswith("RangeSlider") or kind == "SelectionRangeSlider":
+        return  # a pair: ipywidgets validates it when the value is set
     options = getattr(w, "options", None)
     if options is not None and not isinstance(w, (str, bytes)):
         values = list(
@@ -163,9 +178,21 @@ def _check_default_fits(name: str, w: Any, default: Any) -> None:
             )
         return
     lo, hi = getattr(w, "min", None), getattr(w, "max", None)
-    if lo is None or hi is None or isinstance(default, (bool, tuple, list)):
-        return  # a checkbox, or a range slider's pair (ipywidgets checks those)
-    if type(w).__name__ == "FloatLogSlider":
+    if lo is None or hi is None:
+        return
+    if isinstance(default, (bool, np.bool_, str, bytes)) or not isinstance(
+        default, (int, float, np.integer, np.floating)
+    ):
+        raise ValueError(f"default {name}={default!r} is not a number")
+    if (
+        kind in ("IntSlider", "BoundedIntText", "IntText")
+        and not float(default).is_integer()
+    ):
+        raise ValueError(
+            f"default {name}={default!r} is not an integer (the slider would show "
+            f"{int(default)} while the figure used {default!r})"
+        )
+    if kind == "FloatLogSlider":
         base = float(getattr(w, "base", 10.0))
         lo, hi = base**lo, base**hi
     try:

@@ -570,6 +570,10 @@ def test_static_or_interactive_refuses_a_default_its_control_cannot_show(monkeyp
         (W.FloatLogSlider(min=-2, max=2), 1e3, "outside the control's range"),
         (W.Dropdown(options=["a", "b"]), "c", "not one of the control's options"),
         (W.SelectionSlider(options=[("x", 1), ("y", 2)]), 3, "not one of"),
+        (W.IntSlider(min=1, max=3), 2.5, "not an integer"),
+        (W.Checkbox(), "yes", "must be True or False"),
+        (W.FloatSlider(min=0.0, max=5.0), "3", "not a number"),
+        (W.FloatSlider(min=0.0, max=5.0), True, "not a number"),
     ):
         with pytest.raises(ValueError, match=f"default k=.*{what}"):
             common.static_or_interactive(
@@ -579,6 +583,11 @@ def test_static_or_interactive_refuses_a_default_its_control_cannot_show(monkeyp
     # inside the range, the end points and an option's value are fine
     common._check_default_fits("k", W.FloatLogSlider(min=-2, max=2), 100.0)
     common._check_default_fits("k", W.SelectionSlider(options=[("x", 1), ("y", 2)]), 2)
+    common._check_default_fits("k", W.IntSlider(min=1, max=3), np.int64(2))
+    common._check_default_fits("k", W.Checkbox(), np.bool_(True))
+    common._check_default_fits("k", W.SelectionRangeSlider(options="abc"), ("a", "c"))
+    with pytest.raises(TypeError, match="plot must be a function"):
+        common.static_or_interactive(3, {"k": W.IntSlider()}, k=1)
 
 
 def test_a_plot_that_fails_leaves_no_figure_behind(monkeypatch):
