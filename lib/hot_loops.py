@@ -48,7 +48,12 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 
 
 def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an integer too large for a float (a 400-digit JSON number)
+        return False
 
 
 def loop_problems(loop: Any) -> list[str]:
@@ -121,8 +126,10 @@ def _checked_run(path: Path) -> dict[str, Any] | None:
     """
     try:
         run = json.loads(path.read_text(), parse_constant=_refuse_constant)
-    except ValueError as err:
+    except (ValueError, OverflowError) as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
+    except OSError as err:
+        raise ValueError(f"{path}: cannot be read ({err.strerror})") from None
     if not isinstance(run, dict):
         raise ValueError(f"{path}: the record must be a JSON object")
     loops = run.get("hot_loops")
@@ -139,11 +146,17 @@ def _checked_run(path: Path) -> dict[str, Any] | None:
             )
     machine = run.get("machine_limits")
     need = ("copy_Bps", "fp64_flops", "fp32_flops")
-    if not isinstance(machine, dict) or not all(_finite(machine.get(k)) for k in need):
-        raise ValueError(f"{path}: 'machine_limits' must hold finite {', '.join(need)}")
+    if not isinstance(machine, dict) or not all(
+        _finite(machine.get(k)) and machine[k] > 0 for k in need
+    ):
+        raise ValueError(
+            f"{path}: 'machine_limits' must hold finite positive {', '.join(need)}"
+        )
     prov = run.get("limits_provenance")
-    if not isinstance(prov, dict) or not isinstance(prov.get("utc"), str):
-        raise ValueError(f"{path}: 'limits_provenance' must hold 'utc'")
+    if not isinstance(prov, dict) or not (
+        isinstance(prov.get("utc"), str) and prov["utc"].strip()
+    ):
+        raise ValueError(f"{path}: 'limits_provenance' must hold 'utc' (a time)")
     load = prov.get("load_average")
     if load is not None and not (isinstance(load, list) and load and _finite(load[0])):
         raise ValueError(f"{path}: 'limits_provenance.load_average' must be a list")

@@ -76,6 +76,12 @@ def _spoil(run, how):
         run["limits_provenance"]["cpu_count"] = True
     elif how == "limit not a number":
         run["machine_limits"]["copy_Bps"] = "10 GB/s"
+    elif how == "limit zero":
+        run["machine_limits"]["fp64_flops"] = 0
+    elif how == "no time":
+        run["limits_provenance"]["utc"] = " "
+    elif how == "huge number":
+        row["achieved_per_s"] = 10**400
     return run
 
 
@@ -92,6 +98,9 @@ def _spoil(run, how):
         ("command not a string", "limits_provenance.command"),
         ("cores not a count", "limits_provenance.cpu_count"),
         ("limit not a number", "machine_limits"),
+        ("limit zero", "machine_limits"),
+        ("no time", "utc"),
+        ("huge number", "achieved_per_s"),
     ],
 )
 def test_hot_loops_table_names_file_and_key_of_a_malformed_record(tmp_path, how, key):
@@ -159,3 +168,9 @@ def test_a_fraction_that_is_not_achieved_over_limit_is_refused(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(run))
     with pytest.raises(ValueError, match="fraction_of_limit"):
         common.hot_loops_table("bad", tmp_path)
+
+
+def test_hot_loops_table_names_a_record_it_cannot_read(tmp_path):
+    (tmp_path / "d.json").mkdir()
+    with pytest.raises(ValueError, match="d.json"):
+        common.hot_loops_table("d", tmp_path)
