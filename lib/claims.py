@@ -373,7 +373,9 @@ def claims_table(
             }
         )
     pd.set_option("display.max_colwidth", None)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table.attrs["icml25_class"] = "icml25-claims"  # its layout in book/_static/book.css
+    return table
 
 
 def _check_comments(chapter: str, notebooks: Path) -> list[str]:

@@ -7,6 +7,7 @@ formatter for DataFrames, so a chapter's ``df`` or ``display(df)`` renders throu
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -83,8 +84,15 @@ def format_table(df: "pd.DataFrame") -> "pd.io.formats.style.Styler":
         raise TypeError(
             f"format_table takes a pandas DataFrame, got {type(df).__name__}"
         )
-    # the class pandas gives its own HTML tables, which the book's theme styles
-    styler = df.style.format(format_number).set_table_attributes('class="dataframe"')
+    # the class pandas gives its own HTML tables, which the book's theme styles, and the
+    # table's kind where its maker names one (df.attrs["icml25_class"], e.g. the claims
+    # tables' "icml25-claims", which book/_static/book.css lays out)
+    kind = df.attrs.get("icml25_class", "")
+    if not (isinstance(kind, str) and re.fullmatch(r"[a-z0-9-]*", kind)):
+        raise ValueError(f"df.attrs['icml25_class'] must be a CSS class, got {kind!r}")
+    styler = df.style.format(format_number).set_table_attributes(
+        f'class="{" ".join(["dataframe", kind]).strip()}"'
+    )
     # numeric row and column labels too (an eta grid of 0.30000000000000004 reads 0.3)
     styler = styler.format_index(format_number, axis=0).format_index(
         format_number, axis=1

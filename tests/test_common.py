@@ -512,6 +512,13 @@ def test_format_table_hides_a_plain_index_and_formats_numbers():
     assert common.format_number(pd.NA) == "\u2013" == common.format_number(pd.NaT)
     with pytest.raises(TypeError, match="DataFrame"):
         common.format_table([1, 2])
+    # a table's kind becomes a CSS class (the claims tables' layout in book.css)
+    marked = df.copy()
+    marked.attrs["icml25_class"] = "icml25-claims"
+    assert 'class="dataframe icml25-claims"' in common.format_table(marked).to_html()
+    marked.attrs["icml25_class"] = 'x" onload="y'
+    with pytest.raises(ValueError, match="icml25_class"):
+        common.format_table(marked)
     from icml25.tables import MAX_ROWS, table_html
 
     long = pd.DataFrame({"x": np.arange(MAX_ROWS + 40) / 3})
