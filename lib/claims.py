@@ -18,6 +18,7 @@ A metric the run did not record, a NaN, or a chapter whose run failed is shown a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import json
 import math
@@ -384,9 +385,19 @@ def _check_comments(chapter: str, notebooks: Path) -> list[str]:
     if not found:
         return []
     try:
-        cells = json.loads(found[0].read_text(encoding="utf-8"))["cells"]
-    except (OSError, ValueError, KeyError):
+        stamp = found[0].stat().st_mtime_ns
+    except OSError:
         return []
+    # a table asks once per claim: the notebook is read once per version of the file
+    return list(_check_comments_of(found[0], stamp))
+
+
+@functools.lru_cache(maxsize=64)
+def _check_comments_of(path: Path, stamp: int) -> tuple[str, ...]:
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError):
+        return ()
     blocks = []
     for cell in cells:
         src = cell.get("source", "")
@@ -399,7 +410,7 @@ def _check_comments(chapter: str, notebooks: Path) -> list[str]:
                 break
             lines.append(line.lstrip("#").strip())
         blocks.append(" ".join(" ".join(lines).split()))
-    return blocks
+    return tuple(blocks)
 
 
 def _first_sentence_from(block: str, start: int, min_end: int) -> str:

@@ -150,6 +150,14 @@ def static_or_interactive(
     display(widgets.VBox([widgets.HTML(caption), *controls.values()]))
 
 
+def _option_values(w: Any) -> list[Any]:
+    """The values (not the labels) a selection widget offers, in order."""
+    return list(
+        getattr(w, "_options_values", None)
+        or [o[1] if isinstance(o, tuple) else o for o in w.options]
+    )
+
+
 def _check_default_fits(name: str, w: Any, default: Any) -> None:
     """A default the control cannot show is refused (a slider would clamp it silently, and
     the static figure would not be the one its controls say).
@@ -168,10 +176,7 @@ def _check_default_fits(name: str, w: Any, default: Any) -> None:
         return  # a pair: ipywidgets validates it when the value is set
     options = getattr(w, "options", None)
     if options is not None and not isinstance(w, (str, bytes)):
-        values = list(
-            getattr(w, "_options_values", None)
-            or [o[1] if isinstance(o, tuple) else o for o in options]
-        )
+        values = _option_values(w)
         if values and default not in values:
             raise ValueError(
                 f"default {name}={default!r} is not one of the control's options {values}"
@@ -275,10 +280,7 @@ def _control_values(w: Any, default: Any, k: int) -> list[Any]:
             widgets.SelectionRangeSlider,
         ),
     ):
-        vals = list(
-            getattr(w, "_options_values", None)
-            or [o[1] if isinstance(o, tuple) else o for o in w.options]
-        )
+        vals = _option_values(w)
     elif isinstance(w, (widgets.FloatLogSlider,)):
         grid = np.linspace(float(w.min), float(w.max), max(k, 1))
         vals = [float(w.base) ** g for g in grid]
