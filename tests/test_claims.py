@@ -185,14 +185,19 @@ def test_reproduction_page_renders_every_row(tmp_path):
     ) in text
 
 
+def _claims_or_skip(chapter: str) -> list:
+    """The chapter's claims; skipped where its module does not import here (its own
+    tests report that)."""
+    try:
+        return claims.chapter_claims(chapter)
+    except ImportError as exc:
+        pytest.skip(str(exc))
+
+
 @pytest.mark.parametrize("chapter", sorted(claims.CHAPTER_MODULES))
 def test_claims_name_metrics_the_chapter_records(chapter):
     """Every claim's metrics appear in the chapter notebook (where its metrics dict is built)."""
-    try:
-        cl = claims.chapter_claims(chapter)
-    # a chapter module not importable here is reported by its own tests
-    except ImportError as exc:
-        pytest.skip(str(exc))
+    cl = _claims_or_skip(chapter)
     nbs = list((ROOT / "notebooks").glob(f"{chapter}_*.ipynb"))
     if not cl or not nbs:
         pytest.skip("no claim records yet")
@@ -247,11 +252,7 @@ def test_judged_by_shows_the_checks_whole_first_sentence(tmp_path):
 
 @pytest.mark.parametrize("chapter", sorted(claims.CHAPTER_MODULES))
 def test_every_check_title_expands_to_its_check(chapter):
-    try:
-        cl = claims.chapter_claims(chapter)
-    except ImportError as exc:
-        pytest.skip(str(exc))
-    for c in cl:
+    for c in _claims_or_skip(chapter):
         if c.judged_by.startswith("check: "):
             text = claims.judged_by_text(chapter, c.judged_by)
             title = " ".join(c.judged_by.split())

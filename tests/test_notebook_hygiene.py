@@ -286,17 +286,24 @@ LESSON_TAGS = {
 TABLE_MARKS = re.compile(r"\bpd\.|DataFrame|\.round\(|\.style\b|show_table\(")
 
 
+def code_trees(nb_cells: list[dict]) -> list[tuple[int, dict, ast.Module]]:
+    """``(index, cell, syntax tree)`` of every code cell that parses."""
+    out = []
+    for i, cell in enumerate(nb_cells):
+        if cell["cell_type"] != "code":
+            continue
+        try:
+            out.append((i, cell, ast.parse(source(cell))))
+        except SyntaxError:
+            continue
+    return out
+
+
 def chapter_aliases(nb_cells: list[dict]) -> set[str]:
     """Names a chapter binds to its own code: ``from icml25[.kernels] import x [as y]``,
     but the shared ``icml25.common`` and ``icml25.claims``."""
     names = set()
-    for cell in nb_cells:
-        if cell["cell_type"] != "code":
-            continue
-        try:
-            tree = ast.parse(source(cell))
-        except SyntaxError:
-            continue
+    for _, _cell, tree in code_trees(nb_cells):
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module in (
                 "icml25",
@@ -540,13 +547,7 @@ GLUE_FIGURE = re.compile(r"```\{glue:figure\}\s+(fig\d\d-[a-z0-9-]+)")
 def _figure_cells(nb_cells: list[dict]) -> list[tuple[int, dict]]:
     """Code cells that draw a figure of the text (not the interactive section's)."""
     out = []
-    for i, c in enumerate(nb_cells):
-        if c["cell_type"] != "code":
-            continue
-        try:
-            tree = ast.parse(source(c))
-        except SyntaxError:
-            continue
+    for i, c, tree in code_trees(nb_cells):
         if "static_or_interactive" in source(c):
             continue
         if any(_makes_figure(st) for st in tree.body):
@@ -651,13 +652,7 @@ def test_folded_cells_compute_nothing_the_lesson_uses(nb):
     above the drawing, where the reader sees it."""
     last_bound: dict[str, tuple[int, bool]] = {}
     leaks = []
-    for i, c in enumerate(cells(nb)):
-        if c["cell_type"] != "code":
-            continue
-        try:
-            tree = ast.parse(source(c))
-        except SyntaxError:
-            continue
+    for i, c, tree in code_trees(cells(nb)):
         folded = "hide-input" in c["metadata"].get("tags", [])
         if not folded:
             for name in sorted(_loaded(tree)):
